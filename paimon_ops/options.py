@@ -1,0 +1,206 @@
+"""Table options with Paimon's names, defaults and value syntax (maintenance.md §9).
+
+Paimon durations look like `1 h`, `30 min`, `1 d`, `500 ms`, `PT1H`; memory sizes like `128 mb`, `2 MiB`.
+Every accessor names the option in its error so a user knows what to fix.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Mapping
+
+from paimon_ops.errors import InvalidOptionError
+
+_DURATION_UNITS = {
+    "ns": 1e-9, "nano": 1e-9, "nanos": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+    "us": 1e-6, "µs": 1e-6, "micro": 1e-6, "micros": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
+    "ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "min": 60, "m": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+}
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "kibibytes": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "mebibytes": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "gibibytes": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40, "tebibytes": 1 << 40,
+}
+_NUM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
+_ISO_DURATION = re.compile(
+    r"^P(?:(?P<d>\d+(?:\.\d+)?)D)?(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$",
+    re.IGNORECASE,
+)
+
+
+def parse_duration(text: str, name: str = "duration") -> timedelta:
+    """Parse a Paimon/Flink duration; a bare number means milliseconds (as Flink's TimeUtils does)."""
+    s = str(text).strip()
+    iso = _ISO_DURATION.match(s)
+    if iso and s.upper() != "P":
+        d, h, m, sec = (float(iso.group(k) or 0) for k in ("d", "h", "m", "s"))
+        return timedelta(days=d, hours=h, minutes=m, seconds=sec)
+    m = _NUM_UNIT.match(s)
+    if not m:
+        raise InvalidOptionError(name, text, "a duration such as '1 h', '30 min', '1 d' or '500 ms'")
+    unit = m.group(2).lower()
+    if unit == "":
+        return timedelta(milliseconds=float(m.group(1)))
+    if unit not in _DURATION_UNITS:
+        raise InvalidOptionError(name, text, f"a duration; unknown unit {m.group(2)!r}")
+    return timedelta(seconds=float(m.group(1)) * _DURATION_UNITS[unit])
+
+
+def parse_memory(text: str, name: str = "memory size") -> int:
+    m = _NUM_UNIT.match(str(text))
+    if not m or m.group(2).lower() not in _MEMORY_UNITS:
+        raise InvalidOptionError(name, text, "a memory size such as '128 mb' or '2 gb'")
+    return int(float(m.group(1)) * _MEMORY_UNITS[m.group(2).lower()])
+
+
+def format_duration(td: timedelta) -> str:
+    ms = int(td.total_seconds() * 1000)
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size} {unit}"
+    return f"{ms} ms"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Typed read-only view over a table's string options (plus overrides)."""
+
+    raw: Mapping[str, str]
+    where: str = ""
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        v = self.raw.get(key)
+        return default if v is None else v
+
+    def _fail(self, key: str, value: object, expected: str) -> InvalidOptionError:
+        return InvalidOptionError(key, value, expected, self.where)
+
+    def str(self, key: str, default: str | None = None, fallback_keys: tuple[str, ...] = ()) -> str | None:
+        for k in (key, *fallback_keys):
+            if k in self.raw:
+                return self.raw[k]
+        return default
+
+    def int(self, key: str, default: int | None = None, fallback_keys: tuple[str, ...] = ()) -> int | None:
+        v = self.str(key, None, fallback_keys)
+        if v is None:
+            return default
+        try:
+            return int(str(v).strip())
+        except ValueError:
+            raise self._fail(key, v, "an integer") from None
+
+    def float(self, key: str, default: float | None = None) -> float | None:
+        v = self.raw.get(key)
+        if v is None:
+            return default
+        try:
+            return float(v)
+        except ValueError:
+            raise self._fail(key, v, "a number") from None
+
+    def bool(self, key: str, default: bool = False, fallback_keys: tuple[str, ...] = ()) -> bool:
+        v = self.str(key, None, fallback_keys)
+        if v is None:
+            return default
+        s = str(v).strip().lower()
+        if s in ("true", "false"):
+            return s == "true"
+        raise self._fail(key, v, "true or false")
+
+    def duration(self, key: str, default: timedelta | None = None) -> timedelta | None:
+        v = self.raw.get(key)
+        if v is None:
+            return default
+        try:
+            return parse_duration(v, key)
+        except InvalidOptionError:
+            raise self._fail(key, v, "a duration such as '1 h', '30 min', '1 d'") from None
+
+    def memory(self, key: str, default: int | None = None) -> int | None:
+        v = self.raw.get(key)
+        if v is None:
+            return default
+        try:
+            return parse_memory(v, key)
+        except InvalidOptionError:
+            raise self._fail(key, v, "a memory size such as '128 mb'") from None
+
+    def enum(self, key: str, allowed: tuple[str, ...], default: str) -> str:
+        v = self.raw.get(key)
+        if v is None:
+            return default
+        s = str(v).strip().lower().replace("_", "-")
+        norm = {a.lower().replace("_", "-"): a for a in allowed}
+        if s not in norm:
+            raise self._fail(key, v, "one of " + ", ".join(allowed))
+        return norm[s]
+
+    # ------------------------------------------------------------------ commonly used Paimon options
+    @property
+    def bucket(self) -> int:
+        return self.int("bucket", -1)  # type: ignore[return-value]
+
+    @property
+    def file_format(self) -> str:
+        return (self.str("file.format", "parquet") or "parquet").lower()
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return self.bool("deletion-vectors.enabled")
+
+    @property
+    def bitmap64(self) -> bool:
+        return self.bool("deletion-vectors.bitmap64")
+
+    @property
+    def merge_engine(self) -> str:
+        return self.enum("merge-engine", ("deduplicate", "partial-update", "aggregation", "first-row"), "deduplicate")
+
+    @property
+    def num_levels(self) -> int:
+        trigger = self.int("num-sorted-run.compaction-trigger", 5) or 5
+        return self.int("num-levels", trigger + 1)  # type: ignore[return-value]
+
+    def target_file_size(self, primary_key: bool) -> int:
+        return self.memory("target-file-size", (128 if primary_key else 256) << 20)  # type: ignore[return-value]
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.str("partition.default-name", "__DEFAULT_PARTITION__")  # type: ignore[return-value]
+
+    @property
+    def partition_legacy_name(self) -> bool:
+        return self.bool("partition.legacy-name", True)
+
+    @property
+    def sequence_fields(self) -> list[str]:
+        v = self.str("sequence.field")
+        return [s.strip() for s in v.split(",") if s.strip()] if v else []
+
+    @property
+    def changelog_producer(self) -> str:
+        return self.enum("changelog-producer", ("none", "input", "full-compaction", "lookup"), "none")
+
+    @property
+    def write_only(self) -> bool:
+        return self.bool("write-only")
+
+    @property
+    def data_file_prefix(self) -> str:
+        return self.str("data-file.prefix", "data-")  # type: ignore[return-value]
+
+    @property
+    def data_path_directory(self) -> str | None:
+        return self.str("data-file.path-directory")
+
+    @property
+    def index_file_in_data_dir(self) -> bool:
+        return self.bool("index-file-in-data-file-dir")

@@ -1,0 +1,328 @@
+"""Commit: new manifests + manifest lists + index manifest + snapshot, made visible by one atomic
+create-if-absent of `snapshot-<N>` (format.md §3.4–3.7).
+
+Conflict detection always runs (format.md §3.6 says it is never wrong): the files we delete must still be
+live in the latest snapshot, nothing we add may already be there, level >= 1 files of a primary-key bucket
+must not overlap, bucket counts may not change, and the deletion-vector / hash index files we replace must
+still be the live ones — otherwise a concurrent writer's deletions would be lost.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Sequence
+
+from paimon_ops.errors import CommitConflictError, PaimonOpsError
+from paimon_ops.format import manifest as mf
+from paimon_ops.format.binary_row import deserialize_row, serialize_row
+from paimon_ops.format.manifest import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.table.scan import DELETION_VECTORS, ManifestStore, TableScanner, merge_entries
+from paimon_ops.table.table import LATEST, Table
+
+log = logging.getLogger(__name__)
+
+BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX_VALUE, as Java batch writes use
+MANIFEST_ROLL_ENTRIES = 50_000
+
+
+@dataclass(frozen=True)
+class CommitChanges:
+    """What one commit changes. `data` is applied in order: DELETEs of compacted files, then ADDs."""
+
+    data: tuple[ManifestEntry, ...] = ()
+    index_added: tuple[IndexManifestEntry, ...] = ()
+    index_deleted: tuple[IndexManifestEntry, ...] = ()
+    changelog: tuple[ManifestEntry, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.data or self.index_added or self.index_deleted or self.changelog)
+
+
+@dataclass
+class _Written:
+    """Files written by one attempt, removed again if the attempt loses the race."""
+
+    names: list[str] = field(default_factory=list)
+
+
+class FileStoreCommit:
+    def __init__(self, table: Table, commit_user: str | None = None, max_retries: int | None = None,
+                 store: ManifestStore | None = None):
+        self.table = table
+        self.scanner = TableScanner(table, store)
+        self.store = self.scanner.store
+        self.commit_user = commit_user or str(uuid.uuid4())
+        self._uuid = str(uuid.uuid4())
+        self._counters = {"manifest": 0, "manifest-list": 0, "index-manifest": 0}
+        opts = table.options
+        self.max_retries = max_retries if max_retries is not None else (opts.int("commit.max-retries", 10) or 10)
+        self.codec, self.codec_level = mf.avro_codec_from_options(dict(opts.raw))
+
+    # ------------------------------------------------------------------ naming
+    def _new_name(self, kind: str) -> str:
+        n = self._counters[kind]
+        self._counters[kind] = n + 1
+        return f"{kind}-{self._uuid}-{n}"
+
+    # ------------------------------------------------------------------ public
+    def commit(self, changes: CommitChanges, kind: str, base_snapshot_id: int | None,
+               identifier: int = BATCH_COMMIT_IDENTIFIER, properties: dict[str, str] | None = None,
+               now_millis: int | None = None) -> Snapshot:
+        """Commit `changes` planned against `base_snapshot_id`; retries lost races, raises on conflicts."""
+        if kind not in ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE"):
+            raise ValueError(f"unknown commit kind {kind}")
+        attempt = 0
+        while True:
+            latest = self.table.snapshots.latest()
+            self.check_conflicts(changes, latest, base_snapshot_id, kind)
+            written = _Written()
+            try:
+                snapshot = self._build_snapshot(changes, kind, latest, identifier, properties, written, now_millis)
+            except BaseException:
+                self._cleanup(written)
+                raise
+            try:
+                won = self.table.snapshots.commit(snapshot)
+            except OSError as e:
+                # Ambiguous: the rename may or may not have happened (format.md §3.7).
+                stored = self.table.snapshots.try_snapshot(snapshot.id)
+                if stored is not None and stored.commit_user == snapshot.commit_user and \
+                        stored.commit_identifier == snapshot.commit_identifier and stored.commit_kind == kind:
+                    won = True
+                else:
+                    self._cleanup(written)
+                    raise PaimonOpsError(f"commit of snapshot {snapshot.id} on {self.table.identifier} failed: {e}") from e
+            if won:
+                self.table.snapshots.write_latest_hint(snapshot.id)
+                log.info("committed snapshot %s (%s) on %s", snapshot.id, kind, self.table.identifier)
+                return snapshot
+            self._cleanup(written)
+            attempt += 1
+            if attempt > self.max_retries:
+                raise CommitConflictError(self.table.identifier, base_snapshot_id, snapshot.id,
+                                          f"lost the race for a snapshot id {attempt} times")
+            # Exponential back-off with jitter, as Java 1.3+ does.
+            time.sleep(min(0.01 * 2 ** attempt, 2.0) * (1 + random.random() * 0.2))
+
+    # ------------------------------------------------------------------ conflicts
+    def check_conflicts(self, changes: CommitChanges, latest: Snapshot | None, base_snapshot_id: int | None,
+                        kind: str) -> None:
+        table = self.table
+        ident = table.identifier
+        latest_id = latest.id if latest else None
+
+        def conflict(detail: str) -> CommitConflictError:
+            return CommitConflictError(ident, base_snapshot_id, latest_id, detail)
+
+        # Delta self-check: the same file may not be added and deleted in one commit.
+        seen_add = {e.identifier for e in changes.data if e.kind == FileKind.ADD}
+        for e in changes.data:
+            if e.kind == FileKind.DELETE and e.identifier in seen_add:
+                raise conflict(f"file {e.file.file_name} is both added and deleted by this commit")
+
+        live = self.scanner.live_entries(latest) if latest else {}
+        touched = {e.partition for e in changes.data} | {e.partition for e in changes.index_added}
+        merged = {k: v for k, v in live.items() if v.partition in touched}
+        for e in changes.data:
+            if e.kind == FileKind.DELETE:
+                if e.identifier not in merged:
+                    raise conflict(f"file {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) is no longer "
+                                   "live: another job compacted or deleted it")
+                del merged[e.identifier]
+            else:
+                if e.identifier in merged:
+                    raise conflict(f"file {e.file.file_name} is already live")
+                merged[e.identifier] = e
+
+        if kind != "OVERWRITE":
+            existing_buckets: dict[bytes, int] = {}
+            for e in live.values():
+                if e.total_buckets > 0:
+                    existing_buckets.setdefault(e.partition, e.total_buckets)
+            for e in changes.data:
+                if e.kind == FileKind.ADD and e.total_buckets > 0:
+                    prev = existing_buckets.get(e.partition)
+                    if prev is not None and prev != e.total_buckets:
+                        raise conflict(f"bucket count of a partition changed from {prev} to {e.total_buckets}")
+
+        if table.is_primary_key:
+            self._check_lsm(merged.values(), {(e.partition, e.bucket) for e in changes.data}, conflict)
+
+        # Index files we replace or remove must still be the live ones.
+        live_index = {ie.file_name: ie for ie in self.scanner.index_entries(latest)} if latest else {}
+        deleted_names = {ie.file_name for ie in changes.index_deleted}
+        for ie in changes.index_deleted:
+            if ie.file_name not in live_index:
+                raise conflict(f"index file {ie.file_name} ({ie.index_type}, bucket {ie.bucket}) was replaced "
+                               "concurrently; our deletion vectors would drop another writer's deletes")
+        bucketed = table.options.bucket != -1 or table.is_primary_key
+        if bucketed:
+            for ie in changes.index_added:
+                for cur in live_index.values():
+                    if (cur.partition, cur.bucket, cur.index_type) == (ie.partition, ie.bucket, ie.index_type) \
+                            and cur.file_name not in deleted_names:
+                        raise conflict(f"bucket {ie.bucket} got a new {ie.index_type} index file {cur.file_name} "
+                                       "concurrently")
+        live_names = {(e.partition, e.file.file_name) for e in merged.values()}
+        for ie in changes.index_added:
+            if ie.index_type == DELETION_VECTORS and ie.dv_ranges:
+                for r in ie.dv_ranges:
+                    if (ie.partition, r.data_file) not in live_names:
+                        raise conflict(f"deletion vector for {r.data_file}, which is not live after this commit")
+
+    def _check_lsm(self, entries: Iterable[ManifestEntry], buckets: set[tuple[bytes, int]], conflict) -> None:
+        schema = self.table.schema
+        key_types = [f.type for f in schema.fields_of(schema.trimmed_primary_keys)]
+        groups: dict[tuple[bytes, int, int], list[tuple[tuple, tuple, str]]] = {}
+        for e in entries:
+            if e.file.level < 1 or (e.partition, e.bucket) not in buckets:
+                continue
+            lo = tuple(deserialize_row(e.file.min_key, key_types, "min key"))
+            hi = tuple(deserialize_row(e.file.max_key, key_types, "max key"))
+            groups.setdefault((e.partition, e.bucket, e.file.level), []).append((lo, hi, e.file.file_name))
+        for (_, bucket, level), files in groups.items():
+            files.sort(key=lambda t: t[0])
+            for a, b in zip(files, files[1:]):
+                if not a[1] < b[0]:
+                    raise conflict(f"LSM conflict in bucket {bucket} level {level}: key ranges of {a[2]} and {b[2]} "
+                                   "overlap")
+
+    # ------------------------------------------------------------------ writing
+    def _write(self, name: str, data: bytes, written: _Written) -> int:
+        self.table.io.write_bytes(self.table.manifest_path(name), data)
+        written.names.append(name)
+        return len(data)
+
+    def _cleanup(self, written: _Written) -> None:
+        for name in written.names:
+            try:
+                self.table.io.delete_file(self.table.manifest_path(name))
+            except OSError:
+                log.warning("could not remove unreferenced %s", name)
+
+    def write_manifests(self, entries: Sequence[ManifestEntry], latest: Snapshot | None,
+                        written: _Written) -> list[ManifestFileMeta]:
+        field_set = self.store.field_set("manifest", latest)
+        metas = []
+        for start in range(0, len(entries), MANIFEST_ROLL_ENTRIES):
+            chunk = entries[start:start + MANIFEST_ROLL_ENTRIES]
+            name = self._new_name("manifest")
+            size = self._write(name, mf.write_manifest(list(chunk), field_set, self.codec, self.codec_level), written)
+            metas.append(self._manifest_meta(name, size, chunk))
+        return metas
+
+    def _manifest_meta(self, name: str, size: int, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:
+        schema = self.table.schema
+        ptypes = [f.type.with_nullable(True) for f in schema.fields_of(schema.partition_keys)]
+        added = sum(1 for e in entries if e.kind == FileKind.ADD)
+        return ManifestFileMeta(
+            file_name=name, file_size=size, num_added_files=added, num_deleted_files=len(entries) - added,
+            partition_stats=self._partition_stats({e.partition for e in entries}, ptypes),
+            schema_id=max((e.file.schema_id for e in entries), default=schema.id),
+            min_bucket=min((e.bucket for e in entries), default=None),
+            max_bucket=max((e.bucket for e in entries), default=None),
+            min_level=min((e.file.level for e in entries), default=None),
+            max_level=max((e.file.level for e in entries), default=None),
+            min_row_id=None, max_row_id=None,
+        )
+
+    @staticmethod
+    def _partition_stats(partitions: set[bytes], ptypes: list) -> SimpleStats:
+        n = len(ptypes)
+        if n == 0:
+            return mf.EMPTY_STATS
+        rows = [deserialize_row(p, ptypes, "partition") for p in partitions]
+        mins, maxs, nulls = [], [], []
+        for i in range(n):
+            vals = [r[i] for r in rows if r[i] is not None]
+            mins.append(min(vals) if vals else None)
+            maxs.append(max(vals) if vals else None)
+            nulls.append(len(rows) - len(vals))
+        return SimpleStats(serialize_row(mins, ptypes), serialize_row(maxs, ptypes), tuple(nulls))
+
+    def _write_list(self, metas: list[ManifestFileMeta], latest: Snapshot | None, written: _Written) -> tuple[str, int]:
+        name = self._new_name("manifest-list")
+        field_set = self.store.field_set("manifest_list", latest)
+        size = self._write(name, mf.write_manifest_list(metas, field_set, self.codec, self.codec_level), written)
+        return name, size
+
+    def _base_metas(self, latest: Snapshot | None, written: _Written) -> list[ManifestFileMeta]:
+        if latest is None:
+            return []
+        metas = list(self.store.manifest_list(latest.base_manifest_list)) + \
+            list(self.store.manifest_list(latest.delta_manifest_list))
+        merge_min = self.table.options.int("manifest.merge-min-count", 30) or 30
+        if len(metas) < merge_min:
+            return metas
+        # Full merge of the base: fewer, larger manifests keep scans fast.
+        entries = [e for m in metas for e in self.store.manifest(m.file_name)]
+        adds, deletes = merge_entries(entries, f"snapshot {latest.id}")
+        return self.write_manifests(list(deletes.values()) + list(adds.values()), latest, written)
+
+    def _index_manifest(self, changes: CommitChanges, latest: Snapshot | None, written: _Written) -> str | None:
+        prev = latest.index_manifest if latest else None
+        if not changes.index_added and not changes.index_deleted:
+            return prev
+        current = self.scanner.index_entries(latest) if latest else []
+        deleted = {ie.file_name for ie in changes.index_deleted}
+        out = [ie for ie in current if ie.file_name not in deleted]
+        bucketed = self.table.options.bucket != -1 or self.table.is_primary_key
+        for ie in changes.index_added:
+            if bucketed or ie.index_type != DELETION_VECTORS:
+                out = [c for c in out if (c.partition, c.bucket, c.index_type) != (ie.partition, ie.bucket, ie.index_type)
+                       or ie.index_type not in (DELETION_VECTORS, "HASH")]
+            out.append(replace(ie, kind=FileKind.ADD))
+        if not out:
+            return None
+        name = self._new_name("index-manifest")
+        field_set = self.store.field_set("index_manifest", latest)
+        self._write(name, mf.write_index_manifest(out, field_set, self.codec, self.codec_level), written)
+        return name
+
+    def _build_snapshot(self, changes: CommitChanges, kind: str, latest: Snapshot | None, identifier: int,
+                        properties: dict[str, str] | None, written: _Written, now_millis: int | None) -> Snapshot:
+        base_metas = self._base_metas(latest, written)
+        base_name, base_size = self._write_list(base_metas, latest, written)
+        delta_metas = self.write_manifests(list(changes.data), latest, written) if changes.data else []
+        delta_name, delta_size = self._write_list(delta_metas, latest, written)
+        changelog_name = changelog_size = None
+        changelog_rows = None
+        if changes.changelog:
+            cl_metas = self.write_manifests(list(changes.changelog), latest, written)
+            changelog_name, changelog_size = self._write_list(cl_metas, latest, written)
+            changelog_rows = sum(e.file.row_count for e in changes.changelog)
+        index_name = self._index_manifest(changes, latest, written)
+        delta_rows = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in changes.data)
+        schema_id = self.table.schema.id
+        prev_total = (latest.total_record_count or 0) if latest else 0
+        return Snapshot(
+            version=3,
+            id=(latest.id + 1) if latest else 1,
+            schema_id=schema_id,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            changelog_manifest_list=changelog_name,
+            changelog_manifest_list_size=changelog_size,
+            index_manifest=index_name,
+            commit_user=self.commit_user,
+            commit_identifier=identifier,
+            commit_kind=kind,
+            time_millis=now_millis if now_millis is not None else int(time.time() * 1000),
+            total_record_count=prev_total + delta_rows,
+            delta_record_count=delta_rows,
+            changelog_record_count=changelog_rows,
+            watermark=latest.watermark if latest else None,
+            statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
+            properties=properties or None,
+            next_row_id=latest.next_row_id if latest else None,
+        )
+
+
+__all__ = ["CommitChanges", "FileStoreCommit", "BATCH_COMMIT_IDENTIFIER", "LATEST"]

@@ -1,0 +1,260 @@
+"""Scan: the live data files of a snapshot or tag (base + delta manifests merged by file identity) and the
+deletion vectors that apply to them. Manifests are immutable, so decoded manifests are cached by name."""
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from paimon_ops.errors import CorruptMetadataError, MissingFileError
+from paimon_ops.format import manifest as mf
+from paimon_ops.format.binary_row import deserialize_row
+from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
+from paimon_ops.format.manifest import DataFileMeta, DeletionVectorMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta
+from paimon_ops.format.partition import partition_path
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.table.table import Table
+
+log = logging.getLogger(__name__)
+
+DELETION_VECTORS = "DELETION_VECTORS"
+HASH = "HASH"
+
+
+class _LRU(OrderedDict):
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity = capacity
+
+    def get_or(self, key, load):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = load()
+        self[key] = value
+        if len(self) > self.capacity:
+            self.popitem(last=False)
+        return value
+
+
+class ManifestStore:
+    """Reads (and caches) manifest lists, manifests and index manifests of one table."""
+
+    def __init__(self, table: Table, capacity: int = 256):
+        self.table = table
+        self._lists: _LRU = _LRU(capacity)
+        self._manifests: _LRU = _LRU(capacity)
+        self._index: _LRU = _LRU(capacity)
+        self.field_sets: dict[str, object] = {}
+
+    def _read(self, name: str, referenced_by: str) -> bytes:
+        p = self.table.manifest_path(name)
+        try:
+            return self.table.io.read_bytes(p)
+        except FileNotFoundError:
+            raise MissingFileError(p, referenced_by) from None
+
+    def manifest_list(self, name: str, referenced_by: str = "") -> list[ManifestFileMeta]:
+        def load():
+            metas, fs = mf.read_manifest_list(self._read(name, referenced_by), self.table.manifest_path(name))
+            self.field_sets["manifest_list"] = fs
+            return metas
+        return self._lists.get_or(name, load)
+
+    def manifest(self, name: str, referenced_by: str = "") -> list[ManifestEntry]:
+        def load():
+            entries, fs = mf.read_manifest(self._read(name, referenced_by), self.table.manifest_path(name))
+            self.field_sets["manifest"] = fs
+            return entries
+        return self._manifests.get_or(name, load)
+
+    def index_manifest(self, name: str, referenced_by: str = "") -> list[IndexManifestEntry]:
+        def load():
+            entries, fs = mf.read_index_manifest(self._read(name, referenced_by), self.table.manifest_path(name))
+            self.field_sets["index_manifest"] = fs
+            return entries
+        return self._index.get_or(name, load)
+
+    def entries_of_list(self, list_name: str, referenced_by: str = "") -> Iterator[ManifestEntry]:
+        for meta in self.manifest_list(list_name, referenced_by):
+            yield from self.manifest(meta.file_name, list_name)
+
+    def snapshot_entries(self, snapshot: Snapshot) -> Iterator[ManifestEntry]:
+        """Entries of base then delta manifests, in list order (the order carries meaning)."""
+        ref = f"snapshot {snapshot.id}"
+        yield from self.entries_of_list(snapshot.base_manifest_list, ref)
+        yield from self.entries_of_list(snapshot.delta_manifest_list, ref)
+
+    def field_set(self, kind: str, snapshot: Snapshot | None):
+        """The field set the table already uses for `kind` (read from the latest files), else LATEST."""
+        if snapshot is not None and kind not in self.field_sets:
+            try:
+                if kind == "index_manifest" and snapshot.index_manifest:
+                    self.index_manifest(snapshot.index_manifest)
+                elif kind in ("manifest_list", "manifest"):
+                    metas = self.manifest_list(snapshot.delta_manifest_list) or self.manifest_list(snapshot.base_manifest_list)
+                    if kind == "manifest" and metas:
+                        self.manifest(metas[0].file_name)
+            except MissingFileError:
+                pass
+        return self.field_sets.get(kind, mf.LATEST)
+
+
+def merge_entries(entries: Iterable[ManifestEntry], where: str = "") -> tuple[dict[tuple, ManifestEntry], dict[tuple, ManifestEntry]]:
+    """(live ADDs by identifier, leftover DELETEs by identifier): FileEntry.mergeEntries semantics."""
+    adds: dict[tuple, ManifestEntry] = {}
+    deletes: dict[tuple, ManifestEntry] = {}
+    for e in entries:
+        ident = e.identifier
+        if e.kind == mf.FileKind.ADD:
+            if ident in adds:
+                raise CorruptMetadataError(where or "manifest", f"file {e.file.file_name} is added twice")
+            adds[ident] = e
+        else:
+            if ident in adds:
+                del adds[ident]
+            else:
+                deletes[ident] = e
+    return adds, deletes
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    meta: DataFileMeta
+    path: str
+
+    @property
+    def name(self) -> str:
+        return self.meta.file_name
+
+    @property
+    def level(self) -> int:
+        return self.meta.level
+
+    def entry(self, kind: int = mf.FileKind.ADD) -> ManifestEntry:
+        return ManifestEntry(kind, self.partition, self.bucket, self.total_buckets, self.meta)
+
+
+@dataclass
+class ScanResult:
+    snapshot: Snapshot
+    files: list[LiveFile]
+    index_entries: list[IndexManifestEntry]
+    _dv_by_file: dict[tuple[bytes, int, str], tuple[IndexManifestEntry, DeletionVectorMeta]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for ie in self.index_entries:
+            if ie.index_type == DELETION_VECTORS and ie.dv_ranges:
+                for r in ie.dv_ranges:
+                    self._dv_by_file[(ie.partition, ie.bucket, r.data_file)] = (ie, r)
+
+    def dv_of(self, f: LiveFile) -> tuple[IndexManifestEntry, DeletionVectorMeta] | None:
+        # Unaware-bucket append tables keep their files, and record their DVs, under bucket 0.
+        return self._dv_by_file.get((f.partition, f.bucket, f.name))
+
+    def buckets(self) -> dict[tuple[bytes, int], list[LiveFile]]:
+        out: dict[tuple[bytes, int], list[LiveFile]] = {}
+        for f in self.files:
+            out.setdefault((f.partition, f.bucket), []).append(f)
+        return out
+
+    @property
+    def total_rows(self) -> int:
+        return sum(f.meta.row_count for f in self.files)
+
+
+class TableScanner:
+    """Turns snapshots into live files and resolves data/index file paths for one table."""
+
+    def __init__(self, table: Table, store: ManifestStore | None = None):
+        self.table = table
+        self.store = store or ManifestStore(table)
+        self._partition_dirs: dict[bytes, str] = {}
+        self._index_files: _LRU = _LRU(64)
+
+    # ------------------------------------------------------------------ paths
+    def partition_values(self, partition: bytes) -> list:
+        schema = self.table.schema
+        types = [f.type for f in schema.fields_of(schema.partition_keys)]
+        return deserialize_row(partition, types, f"partition of {self.table.identifier}")
+
+    def partition_dir(self, partition: bytes) -> str:
+        """Relative directory, e.g. `dt=2024-01-01/` ('' for unpartitioned tables)."""
+        d = self._partition_dirs.get(partition)
+        if d is None:
+            schema = self.table.schema
+            if not schema.partition_keys:
+                d = ""
+            else:
+                opts = self.table.options
+                types = [f.type for f in schema.fields_of(schema.partition_keys)]
+                d = partition_path(self.partition_values(partition), list(schema.partition_keys), types,
+                                   legacy=opts.partition_legacy_name, default_name=opts.partition_default_name)
+            self._partition_dirs[partition] = d
+        return d
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
+        return posixpath.join(self.table.data_root, self.partition_dir(partition), name)
+
+    def data_file_path(self, partition: bytes, bucket: int, meta: DataFileMeta) -> str:
+        if meta.external_path:
+            return meta.external_path
+        return posixpath.join(self.bucket_dir(partition, bucket), meta.file_name)
+
+    def index_file_path(self, ie: IndexManifestEntry) -> str:
+        if ie.external_path:
+            return ie.external_path
+        if self.table.options.index_file_in_data_dir:
+            return posixpath.join(self.bucket_dir(ie.partition, ie.bucket), ie.file_name)
+        return posixpath.join(self.table.index_dir, ie.file_name)
+
+    # ------------------------------------------------------------------ scans
+    def live_entries(self, snapshot: Snapshot) -> dict[tuple, ManifestEntry]:
+        adds, _ = merge_entries(self.store.snapshot_entries(snapshot), f"snapshot {snapshot.id}")
+        return adds
+
+    def index_entries(self, snapshot: Snapshot) -> list[IndexManifestEntry]:
+        if not snapshot.index_manifest:
+            return []
+        return [e for e in self.store.index_manifest(snapshot.index_manifest, f"snapshot {snapshot.id}")
+                if e.kind == mf.FileKind.ADD]
+
+    def scan(self, snapshot: Snapshot) -> ScanResult:
+        files = [LiveFile(e.partition, e.bucket, e.total_buckets, e.file, self.data_file_path(e.partition, e.bucket, e.file))
+                 for e in self.live_entries(snapshot).values()]
+        return ScanResult(snapshot, files, self.index_entries(snapshot))
+
+    def scan_latest(self) -> ScanResult | None:
+        s = self.table.snapshots.latest()
+        return self.scan(s) if s is not None else None
+
+    def scan_tag(self, name: str) -> ScanResult:
+        return self.scan(self.table.tags.tag(name).snapshot)
+
+    # ------------------------------------------------------------------ deletion vectors
+    def deletion_vector(self, ie: IndexManifestEntry, r: DeletionVectorMeta) -> DeletionVector:
+        path = self.index_file_path(ie)
+
+        def load() -> bytes:
+            try:
+                return self.table.io.read_bytes(path)
+            except FileNotFoundError:
+                raise MissingFileError(path, f"index manifest (deletion vectors of bucket {ie.bucket})") from None
+
+        data = self._index_files.get_or(path, load)
+        return read_dv(data, r.offset, r.length, path)
+
+    def deletion_vectors(self, result: ScanResult) -> dict[str, DeletionVector]:
+        """Deletion vectors of every live file that has one, by data file name."""
+        out = {}
+        for f in result.files:
+            hit = result.dv_of(f)
+            if hit is not None:
+                out[f.name] = self.deletion_vector(*hit)
+        return out

@@ -1,0 +1,371 @@
+"""A Paimon table on a file system: catalog, table, schema / snapshot / tag / consumer managers."""
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterator, Mapping
+
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, TableNotFoundError
+from paimon_ops.format.schema import TableSchema
+from paimon_ops.format.snapshot import Consumer, Snapshot, Tag, format_hint, parse_hint
+from paimon_ops.options import Options
+from paimon_ops.table.fileio import FaultHook, FileIO
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_PREFIX = "snapshot-"
+TAG_PREFIX = "tag-"
+SCHEMA_PREFIX = "schema-"
+CHANGELOG_PREFIX = "changelog-"
+CONSUMER_PREFIX = "consumer-"
+BRANCH_PREFIX = "branch-"
+EARLIEST = "EARLIEST"
+LATEST = "LATEST"
+_ID = re.compile(r"^\d+$")
+
+
+def _ids_in(io: FileIO, directory: str, prefix: str) -> list[int]:
+    out = []
+    for st in io.list_status(directory):
+        if st.is_dir or not st.name.startswith(prefix):
+            continue
+        suffix = st.name[len(prefix):]
+        if _ID.match(suffix):
+            out.append(int(suffix))
+    return sorted(out)
+
+
+class SchemaManager:
+    def __init__(self, io: FileIO, branch_root: str):
+        self.io = io
+        self.dir = posixpath.join(branch_root, "schema")
+        self._cache: dict[int, TableSchema] = {}
+
+    def path(self, schema_id: int) -> str:
+        return posixpath.join(self.dir, f"{SCHEMA_PREFIX}{schema_id}")
+
+    def list_ids(self) -> list[int]:
+        return _ids_in(self.io, self.dir, SCHEMA_PREFIX)
+
+    def schema(self, schema_id: int) -> TableSchema:
+        if schema_id not in self._cache:
+            p = self.path(schema_id)
+            try:
+                text = self.io.read_bytes(p)
+            except FileNotFoundError:
+                raise MissingFileError(p, "a snapshot or data file (schema id)") from None
+            self._cache[schema_id] = TableSchema.from_json(text, p)
+        return self._cache[schema_id]
+
+    def latest(self) -> TableSchema | None:
+        ids = self.list_ids()
+        return self.schema(ids[-1]) if ids else None
+
+    def commit(self, schema: TableSchema) -> bool:
+        return self.io.write_atomic_if_absent(self.path(schema.id), schema.to_json().encode())
+
+
+class SnapshotManager:
+    """Snapshots of one branch (or long-lived changelogs, with prefix 'changelog-')."""
+
+    def __init__(self, io: FileIO, branch_root: str, subdir: str = "snapshot", prefix: str = SNAPSHOT_PREFIX):
+        self.io = io
+        self.dir = posixpath.join(branch_root, subdir)
+        self.prefix = prefix
+
+    def path(self, snapshot_id: int) -> str:
+        return posixpath.join(self.dir, f"{self.prefix}{snapshot_id}")
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.io.exists(self.path(snapshot_id))
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        p = self.path(snapshot_id)
+        try:
+            text = self.io.read_bytes(p)
+        except FileNotFoundError:
+            raise MissingFileError(p) from None
+        return Snapshot.from_json(text, p)
+
+    def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        """The snapshot, or None if its file does not exist. Corrupt files still raise."""
+        try:
+            return self.snapshot(snapshot_id)
+        except MissingFileError:
+            return None
+
+    def list_ids(self) -> list[int]:
+        return _ids_in(self.io, self.dir, self.prefix)
+
+    def _hint(self, name: str) -> int | None:
+        try:
+            return parse_hint(self.io.read_bytes(posixpath.join(self.dir, name)), posixpath.join(self.dir, name))
+        except FileNotFoundError:
+            return None
+
+    def latest_id(self) -> int | None:
+        """Hint first, verified: trusted only if positive and its successor does not exist (format.md §3.3)."""
+        hint = self._hint(LATEST)
+        if hint is not None and hint > 0 and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._hint(EARLIEST)
+        if hint is not None and self.exists(hint):
+            # A stale hint may point past a smaller surviving id only if someone deleted out of order;
+            # the hint is trusted like Java does, but never below the listing's minimum.
+            return hint
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def latest(self) -> Snapshot | None:
+        i = self.latest_id()
+        return self.snapshot(i) if i is not None else None
+
+    def earliest(self) -> Snapshot | None:
+        i = self.earliest_id()
+        return self.snapshot(i) if i is not None else None
+
+    def commit(self, snapshot: Snapshot) -> bool:
+        """Atomically create snapshot-<id>; False if another writer took the id."""
+        return self.io.write_atomic_if_absent(self.path(snapshot.id), snapshot.to_json().encode())
+
+    def write_hint(self, name: str, snapshot_id: int) -> None:
+        self.io.write_bytes(posixpath.join(self.dir, name), format_hint(snapshot_id))
+
+    def write_latest_hint(self, snapshot_id: int) -> None:
+        try:
+            self.write_hint(LATEST, snapshot_id)
+        except OSError as e:  # a hint is advisory; readers verify it (format.md §3.3)
+            log.warning("could not write %s hint %s: %s", LATEST, snapshot_id, e)
+
+    def iter_snapshots(self) -> Iterator[Snapshot]:
+        for i in self.list_ids():
+            s = self.try_snapshot(i)
+            if s is not None:
+                yield s
+
+
+def validate_tag_name(name: str) -> str:
+    """Tag names become file names: refuse anything that could escape tag/ or confuse snapshot ids."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgumentError("tag name must not be empty or blank")
+    if name != name.strip():
+        raise InvalidArgumentError(f"tag name {name!r} must not start or end with whitespace")
+    if _ID.match(name):
+        raise InvalidArgumentError(
+            f"tag name {name!r} is numeric; it would be ambiguous with snapshot ids in 'VERSION AS OF'"
+        )
+    if "/" in name or "\\" in name or name in (".", "..") or ".." in name:
+        raise InvalidArgumentError(f"tag name {name!r} must not contain '/', '\\' or '..'")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        raise InvalidArgumentError(f"tag name {name!r} must not contain control characters")
+    return name
+
+
+class TagManager:
+    def __init__(self, io: FileIO, branch_root: str):
+        self.io = io
+        self.dir = posixpath.join(branch_root, "tag")
+
+    def path(self, name: str) -> str:
+        return posixpath.join(self.dir, f"{TAG_PREFIX}{name}")
+
+    def exists(self, name: str) -> bool:
+        return self.io.is_file(self.path(name))
+
+    def tag(self, name: str) -> Tag:
+        p = self.path(name)
+        try:
+            text = self.io.read_bytes(p)
+        except FileNotFoundError:
+            raise InvalidArgumentError(f"tag {name!r} does not exist ({p})") from None
+        return Tag.from_json(text, p)
+
+    def names(self) -> list[str]:
+        # Only regular files are tags: `tag-success-file/` is a directory with the same prefix.
+        return sorted(st.name[len(TAG_PREFIX):] for st in self.io.list_status(self.dir)
+                      if not st.is_dir and st.name.startswith(TAG_PREFIX))
+
+    def tags(self) -> list[tuple[str, Tag]]:
+        """All tags sorted by (snapshot id, name); any unreadable tag raises (callers fail closed)."""
+        out = [(n, self.tag(n)) for n in self.names()]
+        out.sort(key=lambda nt: (nt[1].snapshot.id, nt[0]))
+        return out
+
+    def mtime_millis(self, name: str) -> int:
+        for st in self.io.list_status(self.dir):
+            if st.name == f"{TAG_PREFIX}{name}":
+                return st.mtime_millis
+        return 0
+
+    def write(self, name: str, tag: Tag) -> None:
+        validate_tag_name(name)
+        self.io.write_bytes(self.path(name), tag.to_json().encode())
+
+    def delete_file(self, name: str) -> bool:
+        return self.io.delete_file(self.path(name))
+
+
+class ConsumerManager:
+    def __init__(self, io: FileIO, branch_root: str):
+        self.io = io
+        self.dir = posixpath.join(branch_root, "consumer")
+
+    def consumers(self) -> dict[str, tuple[Consumer, int]]:
+        """consumer id -> (consumer, file mtime millis)."""
+        out = {}
+        for st in self.io.list_status(self.dir):
+            if st.is_dir or not st.name.startswith(CONSUMER_PREFIX):
+                continue
+            out[st.name[len(CONSUMER_PREFIX):]] = (Consumer.from_json(self.io.read_bytes(st.path), st.path), st.mtime_millis)
+        return out
+
+    def min_next_snapshot(self) -> int | None:
+        cs = self.consumers()
+        return min((c.next_snapshot for c, _ in cs.values()), default=None)
+
+
+@dataclass(frozen=True)
+class Identifier:
+    database: str
+    table: str
+
+    @staticmethod
+    def parse(text: str) -> Identifier:
+        parts = text.split(".")
+        if len(parts) != 2 or not all(parts):
+            raise InvalidArgumentError(f"table identifier {text!r} must look like 'database.table'")
+        return Identifier(parts[0], parts[1])
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.table}"
+
+
+class Table:
+    """One Paimon table (one branch of it). Cheap to construct; reads metadata lazily."""
+
+    def __init__(self, location: str, identifier: str | None = None, branch: str = "main",
+                 options_override: Mapping[str, str] | None = None, fault_hook: FaultHook | None = None,
+                 io: FileIO | None = None):
+        if io is None:
+            io, root = FileIO.resolve(location, fault_hook)
+        else:
+            root = location
+        self.io = io
+        self.root = root
+        self.location = io.uri(root)
+        self.identifier = identifier or posixpath.basename(root)
+        self.branch = branch
+        self.branch_root = root if branch == "main" else posixpath.join(root, "branch", f"{BRANCH_PREFIX}{branch}")
+        self.options_override = dict(options_override or {})
+        self.schemas = SchemaManager(io, self.branch_root)
+        self.snapshots = SnapshotManager(io, self.branch_root)
+        self.changelogs = SnapshotManager(io, self.branch_root, "changelog", CHANGELOG_PREFIX)
+        self.tags = TagManager(io, self.branch_root)
+        self.consumers = ConsumerManager(io, self.branch_root)
+        if not io.is_dir(posixpath.join(self.branch_root, "schema")):
+            raise TableNotFoundError(self.identifier, self.location, "no schema/ directory (is this a Paimon table?)")
+
+    @classmethod
+    def open(cls, location: str, **kw) -> Table:
+        return cls(location, **kw)
+
+    def with_fault_hook(self, hook: FaultHook | None) -> Table:
+        return Table(self.root, self.identifier, self.branch, self.options_override, io=self.io.with_fault_hook(hook))
+
+    def for_branch(self, branch: str) -> Table:
+        return Table(self.root, self.identifier, branch, self.options_override, io=self.io)
+
+    @cached_property
+    def schema(self) -> TableSchema:
+        s = self.schemas.latest()
+        if s is None:
+            raise TableNotFoundError(self.identifier, self.location, "schema/ holds no schema file")
+        return s
+
+    def refresh(self) -> Table:
+        return Table(self.root, self.identifier, self.branch, self.options_override, io=self.io)
+
+    @property
+    def options(self) -> Options:
+        merged = dict(self.schema.options)
+        merged.update(self.options_override)
+        return Options(merged, where=f"table {self.identifier}")
+
+    @property
+    def is_primary_key(self) -> bool:
+        return bool(self.schema.primary_keys)
+
+    # ------------------------------------------------------------------ paths
+    def path(self, *parts: str) -> str:
+        return posixpath.join(self.root, *parts)
+
+    @property
+    def manifest_dir(self) -> str:
+        return self.path("manifest")
+
+    @property
+    def index_dir(self) -> str:
+        return self.path("index")
+
+    @property
+    def statistics_dir(self) -> str:
+        return self.path("statistics")
+
+    def manifest_path(self, name: str) -> str:
+        return posixpath.join(self.manifest_dir, name)
+
+    @property
+    def data_root(self) -> str:
+        sub = self.options.data_path_directory
+        return self.path(sub) if sub else self.root
+
+    def branches(self) -> list[str]:
+        return sorted(st.name[len(BRANCH_PREFIX):] for st in self.io.list_status(self.path("branch"))
+                      if st.is_dir and st.name.startswith(BRANCH_PREFIX))
+
+    def __repr__(self) -> str:
+        return f"Table({self.identifier!r} at {self.location!r}, branch={self.branch!r})"
+
+
+class Catalog:
+    """Filesystem catalog: `<warehouse>/<db>.db/<table>`."""
+
+    def __init__(self, warehouse: str, fault_hook: FaultHook | None = None):
+        self.io, self.root = FileIO.resolve(warehouse, fault_hook)
+        self.warehouse = warehouse
+        if not self.io.is_dir(self.root):
+            raise TableNotFoundError("*", warehouse, "the warehouse directory does not exist")
+
+    def databases(self) -> list[str]:
+        return sorted(st.name[:-3] for st in self.io.list_status(self.root) if st.is_dir and st.name.endswith(".db"))
+
+    def tables(self, database: str) -> list[str]:
+        db_dir = posixpath.join(self.root, f"{database}.db")
+        return sorted(st.name for st in self.io.list_status(db_dir)
+                      if st.is_dir and self.io.is_dir(posixpath.join(st.path, "schema")))
+
+    def table_path(self, identifier: str | Identifier) -> str:
+        ident = identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
+        return posixpath.join(self.root, f"{ident.database}.db", ident.table)
+
+    def get_table(self, identifier: str | Identifier, **kw) -> Table:
+        ident = identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
+        path = self.table_path(ident)
+        if not self.io.is_dir(path):
+            known = ", ".join(f"{d}.{t}" for d in self.databases() for t in self.tables(d)) or "none"
+            raise TableNotFoundError(str(ident), self.io.uri(path), f"tables in this warehouse: {known}")
+        return Table(path, identifier=str(ident), io=self.io, **kw)
+
+    def all_tables(self) -> list[str]:
+        return [f"{d}.{t}" for d in self.databases() for t in self.tables(d)]
+
+
+__all__ = ["Catalog", "Table", "Identifier", "SnapshotManager", "TagManager", "SchemaManager", "ConsumerManager",
+           "validate_tag_name", "CorruptMetadataError"]
