@@ -91,7 +91,7 @@ def cmd_snapshots(args: argparse.Namespace) -> None:
 
 def cmd_tags(args: argparse.Namespace) -> None:
     t = _table(args)
-    rows = [{"name": n, "snapshot_id": tag.snapshot.id, "snapshot_time": _ts(tag.snapshot.time_millis),
+    rows = [{"name": n, "snapshot_id": tag.id, "snapshot_time": _ts(tag.time_millis),
              "create_time": tag.tag_create_time.isoformat() if tag.tag_create_time else None,
              "time_retained_s": tag.tag_time_retained.total_seconds() if tag.tag_time_retained else None}
             for n, tag in t.tags.tags()]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import numpy as np
 import pyarrow as pa
 
 from paimon_ops.errors import MissingFileError
@@ -75,9 +74,3 @@ def read_snapshot_raw(scanner: TableScanner, snapshot: Snapshot,
         hit = result.dv_of(f)
         dv = scanner.deletion_vector(*hit) if hit else None
         yield f, read_file(scanner, f, dv, keep_system_columns)
-
-
-def keep_mask_from_positions(num_rows: int, deleted: np.ndarray) -> np.ndarray:
-    mask = np.ones(num_rows, dtype=bool)
-    mask[deleted[deleted < num_rows]] = False
-    return mask

@@ -235,7 +235,7 @@ class TableScanner:
         return self.scan(s) if s is not None else None
 
     def scan_tag(self, name: str) -> ScanResult:
-        return self.scan(self.table.tags.tag(name).snapshot)
+        return self.scan(self.table.tags.tag(name))
 
     # ------------------------------------------------------------------ deletion vectors
     def deletion_vector(self, ie: IndexManifestEntry, r: DeletionVectorMeta) -> DeletionVector:

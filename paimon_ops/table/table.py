@@ -195,7 +195,7 @@ class TagManager:
     def tags(self) -> list[tuple[str, Tag]]:
         """All tags sorted by (snapshot id, name); any unreadable tag raises (callers fail closed)."""
         out = [(n, self.tag(n)) for n in self.names()]
-        out.sort(key=lambda nt: (nt[1].snapshot.id, nt[0]))
+        out.sort(key=lambda nt: (nt[1].id, nt[0]))
         return out
 
     def mtime_millis(self, name: str) -> int:

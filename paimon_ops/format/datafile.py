@@ -1,0 +1,864 @@
+"""Data files (format.md §7): the physical schema, writing Parquet/ORC, reading Parquet/ORC/Avro with schema evolution.
+
+Physical layout
+  * primary-key tables: ``_KEY_<k>`` (trimmed primary key, PK order, NOT NULL), ``_SEQUENCE_NUMBER`` BIGINT NOT NULL,
+    ``_VALUE_KIND`` TINYINT NOT NULL, then every column of the schema the file is written with;
+  * append tables: just the columns.
+
+Reading resolves columns the way Java does: a column of the *read* schema (the table's current schema) is found by
+its field id in the *file* schema (the schema id recorded in the manifest) and then by that schema's column NAME in
+the physical file (exact, then case-insensitive). Field ids inside Parquet/ORC files are never relied on: Java 0.9
+and pypaimon write none. Columns added later read as nulls, dropped columns disappear, renamed columns are mapped by
+id, widened types are cast to the read type.
+
+Codec only: no policy here. Missing files are the caller's business (``FileNotFoundError`` propagates); a file that
+cannot be decoded raises :class:`CorruptMetadataError` naming its path.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_ops.errors import (
+    CorruptMetadataError, InvalidArgumentError, InvalidOptionError, PaimonOpsError, UnsupportedError,
+)
+from paimon_ops.format.schema import TableSchema
+from paimon_ops.format.types import DataField, DataType, arrow_field, to_arrow_type
+
+# ---------------------------------------------------------------- system columns (SpecialFields / SystemColumns)
+
+KEY_PREFIX = "_KEY_"
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_FIELD_ID_START = 2147483647 // 2  # 1073741823: _KEY_x id = this + id(x)
+SEQUENCE_NUMBER_ID = 2147483646
+VALUE_KIND_ID = 2147483645
+STRUCTURED_TYPE_FIELD_ID_BASE = 2147483647 // 4  # 536870911: derived ids of array elements / map keys / values
+STRUCTURED_TYPE_FIELD_DEPTH_LIMIT = 1 << 10
+
+# _VALUE_KIND codes (RowKind byte values).
+INSERT = 0
+UPDATE_BEFORE = 1
+UPDATE_AFTER = 2
+DELETE = 3
+VALUE_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+
+FORMATS = ("parquet", "orc", "avro")
+# Compression extensions DataFilePathFactory strips when `file.suffix.include.compression=true` (format.md §1.2).
+_COMPRESSION_EXTENSIONS = {"zst", "zstd", "gz", "gzip", "bz2", "lz4", "snappy", "deflate", "lzo", "br", "xz", "zlib"}
+
+Source = Union[str, bytes, bytearray, memoryview, pa.Buffer, pa.NativeFile, Any]
+
+DEFAULT_BATCH_SIZE = 65536
+
+
+def _wrap_int32(v: int) -> int:
+    """Java int arithmetic: derived ids are computed in 32-bit two's complement."""
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def key_field_id(field_id: int) -> int:
+    return _wrap_int32(KEY_FIELD_ID_START + field_id)
+
+
+def array_element_field_id(array_field_id: int, depth: int) -> int:
+    return _wrap_int32(STRUCTURED_TYPE_FIELD_ID_BASE + array_field_id * STRUCTURED_TYPE_FIELD_DEPTH_LIMIT + depth)
+
+
+def map_key_field_id(map_field_id: int, depth: int) -> int:
+    return _wrap_int32(STRUCTURED_TYPE_FIELD_ID_BASE - map_field_id * STRUCTURED_TYPE_FIELD_DEPTH_LIMIT - depth)
+
+
+def map_value_field_id(map_field_id: int, depth: int) -> int:
+    return _wrap_int32(STRUCTURED_TYPE_FIELD_ID_BASE + map_field_id * STRUCTURED_TYPE_FIELD_DEPTH_LIMIT + depth)
+
+
+def is_system_column(name: str) -> bool:
+    return name.startswith(KEY_PREFIX) or name in (SEQUENCE_NUMBER, VALUE_KIND)
+
+
+# ---------------------------------------------------------------- physical schema
+
+def key_fields(schema: TableSchema) -> list[DataField]:
+    """The ``_KEY_<k>`` fields of a primary-key file: trimmed PK in PK order, NOT NULL, id 1073741823 + id."""
+    out = []
+    for name in schema.trimmed_primary_keys:
+        f = schema.field(name)
+        out.append(DataField(key_field_id(f.id), KEY_PREFIX + name, f.type.with_nullable(False)))
+    return out
+
+
+def file_fields(schema: TableSchema, primary_key: bool) -> list[DataField]:
+    """Paimon fields of the physical file, in file order (KeyValue.createKeyValueFields)."""
+    if not primary_key:
+        return list(schema.fields)
+    return [
+        *key_fields(schema),
+        DataField(SEQUENCE_NUMBER_ID, SEQUENCE_NUMBER, DataType("BIGINT", nullable=False)),
+        DataField(VALUE_KIND_ID, VALUE_KIND, DataType("TINYINT", nullable=False)),
+        *schema.fields,
+    ]
+
+
+def _id_meta(field_id: int) -> dict[bytes, bytes]:
+    return {b"PARQUET:field_id": str(field_id).encode()}
+
+
+def _file_arrow_type(t: DataType, column_id: int, depth: int) -> pa.DataType:
+    """Arrow type as written, with derived Parquet field ids on nested elements (ParquetSchemaConverter, 1.0+)."""
+    r = t.root
+    if r in ("ARRAY", "VECTOR"):
+        elem = t.element
+        assert elem is not None
+        return pa.list_(_file_arrow_field("element", elem, array_element_field_id(column_id, depth + 1), column_id, depth + 1))
+    if r == "MAP":
+        assert t.key is not None and t.value is not None
+        # Parquet has no nullable map keys: Java forces the key REQUIRED.
+        key = _file_arrow_field("key", t.key.with_nullable(False), map_key_field_id(column_id, depth + 1), column_id, depth + 1)
+        value = _file_arrow_field("value", t.value, map_value_field_id(column_id, depth + 1), column_id, depth + 1)
+        return pa.map_(key, value)
+    if r == "MULTISET":
+        assert t.element is not None
+        key = _file_arrow_field("key", t.element.with_nullable(False), map_key_field_id(column_id, depth + 1), column_id, depth + 1)
+        value = _file_arrow_field("value", DataType("INT", nullable=False), map_value_field_id(column_id, depth + 1), column_id, depth + 1)
+        return pa.map_(key, value)
+    if r == "ROW":
+        # Nested row fields carry their own schema ids (depth restarts at 0 in Java).
+        return pa.struct([_file_arrow_field(f.name, f.type, f.id, f.id, 0) for f in t.fields])
+    return to_arrow_type(t)
+
+
+def _file_arrow_field(name: str, t: DataType, own_id: int, column_id: int, depth: int) -> pa.Field:
+    return pa.field(name, _file_arrow_type(t, column_id, depth), nullable=t.nullable, metadata=_id_meta(own_id))
+
+
+def file_arrow_schema(schema: TableSchema, primary_key: bool) -> pa.Schema:
+    """The physical Arrow schema we write (Parquet field ids in ``PARQUET:field_id`` metadata at every level)."""
+    return pa.schema([_file_arrow_field(f.name, f.type, f.id, f.id, 0) for f in file_fields(schema, primary_key)])
+
+
+def output_arrow_schema(
+    read_schema: TableSchema,
+    primary_key: bool,
+    keep_system_columns: bool = True,
+    projection: Sequence[str] | None = None,
+) -> pa.Schema:
+    """Schema of what :func:`read_data_file` returns: system columns (PK, if kept) then the read columns."""
+    fields: list[pa.Field] = []
+    if primary_key and keep_system_columns:
+        for f in key_fields(read_schema):
+            fields.append(arrow_field(f.name, f.type, f.id))
+        fields.append(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False, metadata=_id_meta(SEQUENCE_NUMBER_ID)))
+        fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False, metadata=_id_meta(VALUE_KIND_ID)))
+    for f in _projected_fields(read_schema, projection):
+        fields.append(arrow_field(f.name, f.type, f.id))
+    return pa.schema(fields)
+
+
+def _projected_fields(read_schema: TableSchema, projection: Sequence[str] | None) -> list[DataField]:
+    if projection is None:
+        return list(read_schema.fields)
+    try:
+        return [read_schema.field(n) for n in projection]
+    except KeyError as e:
+        raise InvalidArgumentError(f"projected column {e.args[0]!r} is not in schema {read_schema.id}") from None
+
+
+# ---------------------------------------------------------------- format from file name
+
+def format_of(file_name: str) -> str:
+    """File format from the name (DataFilePathFactory.formatIdentifier): last extension, skipping a compression one."""
+    base = file_name.rsplit("/", 1)[-1]
+    parts = base.split(".")
+    if len(parts) < 2:
+        raise CorruptMetadataError(file_name, "data file name has no format extension")
+    ext = parts[-1].lower()
+    if ext in _COMPRESSION_EXTENSIONS and len(parts) >= 3:
+        ext = parts[-2].lower()
+    if ext not in FORMATS:
+        raise UnsupportedError(f"{file_name}: data file format {ext!r} is not supported (parquet, orc, avro are)")
+    return ext
+
+
+# ---------------------------------------------------------------- writing
+
+_PARQUET_CODECS = {
+    "zstd": "ZSTD", "zstandard": "ZSTD", "snappy": "SNAPPY", "gzip": "GZIP", "gz": "GZIP", "lz4": "LZ4",
+    "lz4_raw": "LZ4", "brotli": "BROTLI", "none": "NONE", "uncompressed": "NONE",
+}
+_ORC_CODECS = {
+    "zstd": "ZSTD", "zstandard": "ZSTD", "snappy": "SNAPPY", "lz4": "LZ4", "zlib": "ZLIB", "gzip": "ZLIB",
+    "deflate": "ZLIB", "none": "UNCOMPRESSED", "uncompressed": "UNCOMPRESSED",
+}
+_DEFAULT_ROW_GROUP_BYTES = 128 * 1024 * 1024  # parquet-mr default block size, what Java writes
+_DEFAULT_PAGE_BYTES = 1024 * 1024
+
+
+def _int_option(options: dict[str, str], key: str, default: int) -> int:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise InvalidOptionError(key, raw, "an integer") from None
+
+
+def _size_option(options: dict[str, str], key: str, default: int) -> int:
+    """Memory sizes as Paimon spells them: `128 mb`, `1m`, `1048576`."""
+    raw = options.get(key)
+    if raw is None:
+        return default
+    text = str(raw).strip().lower().replace(" ", "")
+    units = {"b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+             "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+    num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(num):] or "b"
+    if not num or unit not in units:
+        raise InvalidOptionError(key, raw, "a memory size such as '128 mb'")
+    return int(float(num) * units[unit])
+
+
+def _prepare_for_write(table: pa.Table, schema: TableSchema, primary_key: bool) -> pa.Table:
+    """Columns in file order, cast to the physical types; `_KEY_*` may be derived from the value columns."""
+    target = file_arrow_schema(schema, primary_key)
+    names = set(table.column_names)
+    arrays = []
+    for field in target:
+        if field.name in names:
+            col = table.column(field.name)
+        elif field.name.startswith(KEY_PREFIX) and field.name[len(KEY_PREFIX):] in names:
+            col = table.column(field.name[len(KEY_PREFIX):])
+        else:
+            raise InvalidArgumentError(f"cannot write data file: column {field.name!r} is missing from the input")
+        if not field.nullable and col.null_count:
+            raise InvalidArgumentError(
+                f"cannot write data file: column {field.name!r} is NOT NULL but has {col.null_count} null(s)")
+        if col.type != field.type:
+            try:
+                col = col.cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise InvalidArgumentError(
+                    f"cannot write data file: column {field.name!r} of type {col.type} does not cast to {field.type}: {e}"
+                ) from None
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _timestamp_precisions(t: DataType) -> list[int]:
+    if t.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return [t.precision or 0]
+    out: list[int] = []
+    for sub in (t.element, t.key, t.value):
+        if sub is not None:
+            out += _timestamp_precisions(sub)
+    for f in t.fields:
+        out += _timestamp_precisions(f.type)
+    return out
+
+
+def write_data_file(
+    table: pa.Table,
+    sink: Any,
+    fmt: str,
+    schema: TableSchema,
+    options: dict[str, str],
+    primary_key: bool | None = None,
+) -> None:
+    """Write one data file of `schema` (PK layout if the schema has primary keys, unless `primary_key` says otherwise).
+
+    `table` holds the columns of the physical layout (``_KEY_*`` may be omitted: they are copied from the value
+    columns). Rows must already be in file order (sorted by key for PK files).
+    """
+    pk = bool(schema.primary_keys) if primary_key is None else primary_key
+    data = _prepare_for_write(table, schema, pk)
+    fmt = fmt.lower()
+    if fmt == "parquet":
+        _write_parquet(data, sink, schema, options)
+    elif fmt == "orc":
+        _write_orc(data, sink, options)
+    elif fmt == "avro":
+        raise UnsupportedError("writing Avro data files is not supported; use parquet or orc")
+    else:
+        raise UnsupportedError(f"data file format {fmt!r} is not supported (parquet, orc)")
+
+
+def _write_parquet(data: pa.Table, sink: Any, schema: TableSchema, options: dict[str, str]) -> None:
+    import pyarrow.parquet as pq
+
+    codec_name = str(options.get("file.compression", "zstd")).strip().lower()
+    codec = _PARQUET_CODECS.get(codec_name)
+    if codec is None:
+        raise InvalidOptionError("file.compression", codec_name, "one of " + ", ".join(sorted(_PARQUET_CODECS)))
+    level = _int_option(options, "file.compression.zstd-level", 1) if codec == "ZSTD" else None
+    # TIMESTAMP(7..9) is INT96 in Java (0.9–1.1 readers accept nothing else), but pyarrow can only switch INT96 on
+    # for every timestamp column. Use it when all timestamps are p > 6; otherwise p > 6 columns become INT64 NANOS
+    # (readable by Java 1.2+ only) and p <= 6 columns keep the exact Java mapping.
+    precisions = [p for f in schema.fields for p in _timestamp_precisions(f.type)]
+    int96 = bool(precisions) and all(p > 6 for p in precisions)
+    row_group_bytes = _size_option(options, "parquet.block.size", _DEFAULT_ROW_GROUP_BYTES)
+    page_bytes = _size_option(options, "parquet.page.size", _DEFAULT_PAGE_BYTES)
+    rows = data.num_rows
+    row_group_rows = rows or 1
+    if rows and data.nbytes > row_group_bytes:
+        row_group_rows = max(1, int(rows * row_group_bytes / data.nbytes))
+    writer = pq.ParquetWriter(
+        sink,
+        data.schema,
+        version="2.6",  # TIMESTAMP(MILLIS/MICROS) logical types, INT(8/16) annotations
+        compression=codec,
+        compression_level=level,
+        use_dictionary=True,
+        write_statistics=True,
+        data_page_size=page_bytes,
+        data_page_version="1.0",
+        use_deprecated_int96_timestamps=int96,
+        # Java 0.9 cannot read DECIMAL(p<=18) stored as FIXED_LEN_BYTE_ARRAY: INT32 for p<=9, INT64 for p<=18.
+        store_decimal_as_integer=True,
+        use_compliant_nested_type=True,  # 3-level LIST with `element`, MAP `key_value` as Java writes
+        store_schema=False,  # no ARROW:schema blob; Java writes only the Parquet schema
+    )
+    try:
+        writer.write_table(data, row_group_size=row_group_rows)
+    finally:
+        writer.close()
+
+
+def _write_orc(data: pa.Table, sink: Any, options: dict[str, str]) -> None:
+    import pyarrow.orc as orc
+
+    codec_name = str(options.get("orc.compress", options.get("file.compression", "zstd"))).strip().lower()
+    codec = _ORC_CODECS.get(codec_name)
+    if codec is None:
+        raise InvalidOptionError("file.compression", codec_name, "one of " + ", ".join(sorted(_ORC_CODECS)))
+    # The Arrow ORC writer has no TIME type; Java stores TIME as ORC `int` (millis of day) anyway.
+    cols, fields = [], []
+    for field, col in zip(data.schema, data.columns):
+        if pa.types.is_time(field.type):
+            col = col.cast(pa.int32())
+            field = pa.field(field.name, pa.int32(), field.nullable, field.metadata)
+        cols.append(col)
+        fields.append(field)
+    data = pa.Table.from_arrays(cols, schema=pa.schema(fields))
+    stripe = _size_option(options, "orc.stripe.size", 64 * 1024 * 1024)
+    writer = orc.ORCWriter(sink, compression=codec, stripe_size=stripe)
+    try:
+        writer.write(data)
+    finally:
+        writer.close()
+
+
+# ---------------------------------------------------------------- reading: column resolution
+
+class _Column:
+    """How one output column is produced from the file."""
+
+    __slots__ = ("out_field", "physical", "file_type", "read_type", "default")
+
+    def __init__(self, out_field: pa.Field, physical: str | None, file_type: DataType | None, read_type: DataType,
+                 default: str | None = None) -> None:
+        self.out_field = out_field
+        self.physical = physical  # column name in the file, None ⇒ fill
+        self.file_type = file_type
+        self.read_type = read_type
+        self.default = default
+
+
+def _find_name(names: Sequence[str], wanted: str) -> str | None:
+    """Java matches by name exactly first, then case-insensitively."""
+    if wanted in names:
+        return wanted
+    low = wanted.lower()
+    for n in names:
+        if n.lower() == low:
+            return n
+    return None
+
+
+def _plan_columns(
+    physical_names: Sequence[str],
+    file_schema: TableSchema,
+    read_schema: TableSchema,
+    primary_key: bool,
+    keep_system_columns: bool,
+    projection: Sequence[str] | None,
+    path: str,
+) -> list[_Column]:
+    out_schema = output_arrow_schema(read_schema, primary_key, keep_system_columns, projection)
+    file_by_id = {f.id: f for f in file_schema.fields}
+    columns: list[_Column] = []
+    i = 0
+    if primary_key and keep_system_columns:
+        for name in read_schema.trimmed_primary_keys:
+            rf = read_schema.field(name)
+            ff = file_by_id.get(rf.id)
+            phys = None
+            ftype = None
+            if ff is not None:
+                ftype = ff.type
+                # `_KEY_x` when present; thin-mode files (1.0+) only have the value column.
+                phys = _find_name(physical_names, KEY_PREFIX + ff.name) or _find_name(physical_names, ff.name)
+            if phys is None:
+                raise CorruptMetadataError(path, f"primary key column {name!r} (field id {rf.id}) not found in data file")
+            columns.append(_Column(out_schema.field(i), phys, ftype, rf.type.with_nullable(False)))
+            i += 1
+        for sys_name, sys_type in ((SEQUENCE_NUMBER, DataType("BIGINT", False)), (VALUE_KIND, DataType("TINYINT", False))):
+            phys = _find_name(physical_names, sys_name)
+            if phys is None:
+                raise CorruptMetadataError(path, f"primary-key data file lacks system column {sys_name}")
+            columns.append(_Column(out_schema.field(i), phys, sys_type, sys_type))
+            i += 1
+    for rf in _projected_fields(read_schema, projection):
+        ff = file_by_id.get(rf.id)
+        phys = _find_name(physical_names, ff.name) if ff is not None else None
+        if phys is None and not rf.type.nullable and rf.default_value is None:
+            if ff is None:
+                raise UnsupportedError(
+                    f"{path}: NOT NULL column {rf.name!r} (field id {rf.id}) does not exist in schema {file_schema.id} "
+                    "of this file and has no default value")
+            raise CorruptMetadataError(path, f"NOT NULL column {ff.name!r} is missing from the data file")
+        columns.append(_Column(out_schema.field(i), phys, ff.type if (ff is not None and phys) else None, rf.type,
+                               rf.default_value))
+        i += 1
+    return columns
+
+
+# ---------------------------------------------------------------- reading: type conformance
+
+def _floor_div_timestamp(arr: pa.Array, factor: int, target: pa.DataType) -> pa.Array:
+    """Coarsen a timestamp unit with floor division (Java keeps millis + nano-of-milli, i.e. floors)."""
+    ints = arr.cast(pa.int64())
+    q = pc.divide(ints, factor)  # truncates toward zero
+    r = pc.subtract(ints, pc.multiply(q, factor))
+    q = pc.if_else(pc.less(r, 0), pc.subtract(q, 1), q)
+    return q.cast(target)
+
+
+_UNIT_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _cast_timestamp(arr: pa.Array, target: pa.TimestampType) -> pa.Array:
+    src = arr.type
+    if src.tz != target.tz:
+        # Both representations are epoch-based; changing the zone label keeps the stored numbers (wall clock for
+        # TIMESTAMP, instant for TIMESTAMP_LTZ), which is how Java maps them.
+        arr = arr.cast(pa.timestamp(src.unit, tz=target.tz))
+    if src.unit == target.unit:
+        return arr
+    s, t = _UNIT_NANOS[src.unit], _UNIT_NANOS[target.unit]
+    if s > t:  # finer target: exact multiply
+        return arr.cast(target)
+    return _floor_div_timestamp(arr, t // s, target)
+
+
+def _cast_atomic(arr: pa.Array, target: pa.DataType, path: str, name: str) -> pa.Array:
+    src = arr.type
+    if src == target:
+        return arr
+    if pa.types.is_dictionary(src):
+        arr = arr.dictionary_decode()
+        src = arr.type
+        if src == target:
+            return arr
+    try:
+        if pa.types.is_timestamp(target):
+            if pa.types.is_timestamp(src):
+                return _cast_timestamp(arr, target)
+            if pa.types.is_date(src):
+                return _cast_timestamp(arr.cast(pa.timestamp("s")), target)
+        if pa.types.is_time(target) and pa.types.is_integer(src):
+            return arr.cast(pa.int32()).cast(target)  # ORC stores TIME as int millis
+        if (pa.types.is_integer(target) or pa.types.is_floating(target)) and (
+            pa.types.is_integer(src) or pa.types.is_floating(src)
+        ):
+            return arr.cast(target, safe=False)  # Java numeric casts wrap/truncate like a C cast
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise CorruptMetadataError(path, f"column {name!r}: cannot convert {src} to {target}: {e}") from None
+
+
+def _field_by_name(st: pa.StructType, wanted: str) -> int | None:
+    names = [st.field(i).name for i in range(st.num_fields)]
+    found = _find_name(names, wanted)
+    return None if found is None else names.index(found)
+
+
+def _rebased(arr: pa.Array, child: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Offsets starting at 0 (a fresh array) and the child slice they index: `from_arrays` with a null mask
+    rejects sliced offsets, and this also drops child values outside the slice."""
+    offsets = arr.offsets
+    start = offsets[0].as_py() if len(offsets) else 0
+    end = offsets[-1].as_py() if len(offsets) else 0
+    return pc.subtract(offsets, pa.scalar(start, offsets.type)), child.slice(start, end - start)
+
+
+def _conform(arr: pa.Array, file_t: DataType | None, read_t: DataType, target: pa.DataType, path: str,
+             name: str) -> pa.Array:
+    """Turn one physical array into the read type, recursing into nested types (row fields matched by id)."""
+    root = read_t.root
+    if root == "ROW" and pa.types.is_struct(arr.type) and pa.types.is_struct(target):
+        file_fields_by_id = {f.id: f for f in file_t.fields} if file_t is not None and file_t.root == "ROW" else {}
+        children = []
+        for idx, rf in enumerate(read_t.fields):
+            tf = target.field(idx)
+            ff = file_fields_by_id.get(rf.id)
+            pos = _field_by_name(arr.type, ff.name) if ff is not None else None
+            if pos is None:
+                children.append(pa.nulls(len(arr), tf.type))
+            else:
+                child = pc.struct_field(arr, [pos])
+                children.append(_conform(child, ff.type, rf.type, tf.type, path, f"{name}.{rf.name}"))
+        mask = arr.is_null() if arr.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if root in ("ARRAY", "VECTOR") and (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)
+                                         or pa.types.is_fixed_size_list(arr.type)) and pa.types.is_list(target):
+        if not pa.types.is_list(arr.type):
+            arr = arr.cast(pa.list_(arr.type.value_field))
+        assert read_t.element is not None
+        file_elem = file_t.element if file_t is not None and file_t.element is not None else None
+        offsets, raw_values = _rebased(arr, arr.values)
+        values = _conform(raw_values, file_elem, read_t.element, target.value_type, path, name + ".element")
+        mask = arr.is_null() if arr.null_count else None
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
+    if root in ("MAP", "MULTISET") and pa.types.is_map(arr.type) and pa.types.is_map(target):
+        if root == "MAP":
+            assert read_t.key is not None and read_t.value is not None
+            rk, rv = read_t.key.with_nullable(False), read_t.value
+            fk = file_t.key if file_t is not None and file_t.root == "MAP" else None
+            fv = file_t.value if file_t is not None and file_t.root == "MAP" else None
+        else:
+            assert read_t.element is not None
+            rk, rv = read_t.element.with_nullable(False), DataType("INT")
+            fk = file_t.element if file_t is not None and file_t.root == "MULTISET" else None
+            fv = DataType("INT")
+        offsets, raw_keys = _rebased(arr, arr.keys)
+        _, raw_items = _rebased(arr, arr.items)
+        keys = _conform(raw_keys, fk, rk, target.key_type, path, name + ".key")
+        items = _conform(raw_items, fv, rv, target.item_type, path, name + ".value")
+        mask = arr.is_null() if arr.null_count else None
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
+    return _cast_atomic(arr, target, path, name)
+
+
+def _contains_row(t: DataType) -> bool:
+    """Row fields are matched by id, so types containing rows always take the recursive path."""
+    if t.root == "ROW":
+        return True
+    return any(_contains_row(s) for s in (t.element, t.key, t.value) if s is not None)
+
+
+def _fill(col: _Column, n: int, path: str) -> pa.Array:
+    t = col.out_field.type
+    if col.default is None:
+        return pa.nulls(n, t)
+    try:
+        value = pa.scalar(col.default, pa.string()).cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise CorruptMetadataError(path, f"default value {col.default!r} of column {col.out_field.name!r}: {e}") from None
+    return pa.repeat(value, n)
+
+
+def _convert(batch: pa.RecordBatch | pa.Table, columns: list[_Column], out_schema: pa.Schema, path: str):
+    """Project/cast one physical batch (or table) to the output schema."""
+    n = batch.num_rows
+    is_table = isinstance(batch, pa.Table)
+    arrays = []
+    for col in columns:
+        target = col.out_field.type
+        if col.physical is None:
+            filled = _fill(col, n, path)
+            arrays.append(pa.chunked_array([filled], type=target) if is_table else filled)
+            continue
+        src = batch.column(col.physical)
+        if src.type == target and not _contains_row(col.read_type):
+            arrays.append(src)
+            continue
+        ft = col.file_type
+        if is_table:
+            chunks = [_conform(c, ft, col.read_type, target, path, col.out_field.name) for c in src.chunks]
+            arrays.append(pa.chunked_array(chunks, type=target))
+        else:
+            arrays.append(_conform(src, ft, col.read_type, target, path, col.out_field.name))
+    if is_table:
+        return pa.Table.from_arrays(arrays, schema=out_schema)
+    return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+
+
+# ---------------------------------------------------------------- reading: format readers
+
+def _as_input(source: Source) -> Any:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return pa.BufferReader(pa.py_buffer(bytes(source)))
+    if isinstance(source, pa.Buffer):
+        return pa.BufferReader(source)
+    return source
+
+
+def _corrupt(path: str, e: BaseException) -> CorruptMetadataError:
+    return CorruptMetadataError(path, f"cannot read data file ({type(e).__name__}: {e})")
+
+
+# Anything a decoder raises on bad bytes (Arrow, fastavro, zstd/snappy codecs, struct, EOF) is a corrupt file;
+# programming errors and our own errors are not.
+_NOT_CORRUPT = (PaimonOpsError, FileNotFoundError, AttributeError, NameError, AssertionError, NotImplementedError,
+                RecursionError, MemoryError)
+
+
+def _decode_failure(path: str, e: Exception) -> Exception:
+    """The exception to raise for `e` raised while decoding `path`: corrupt-file error or `e` itself."""
+    return e if isinstance(e, _NOT_CORRUPT) else _corrupt(path, e)
+
+
+
+class _FileReader:
+    """Uniform access to the three formats: physical column names and batches of selected columns. Single use."""
+
+    def __init__(self, source: Source, fmt: str, path: str, file_fields_hint: list[DataField]) -> None:
+        self.path = path
+        self.fmt = fmt.lower()
+        self.fields_hint = file_fields_hint
+        self._pf: Any = None
+        self._orc: Any = None
+        self._avro: _AvroSource | None = None
+        self._own: pa.NativeFile | None = None
+        src = _as_input(source)
+        if self.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            self._pf = pq.ParquetFile(src)
+            self.names = list(self._pf.schema_arrow.names)
+        elif self.fmt == "orc":
+            import pyarrow.orc as orc
+
+            if isinstance(src, str):  # ORCFile has no close(): own the handle so it is released promptly
+                self._own = pa.OSFile(src, "rb")
+                src = self._own
+            try:
+                self._orc = orc.ORCFile(src)
+            except BaseException:
+                self._own and self._own.close()
+                raise
+            self.names = list(self._orc.schema.names)
+        elif self.fmt == "avro":
+            self._avro = _AvroSource(src, path)
+            self.names = self._avro.names
+        else:
+            raise UnsupportedError(f"{path}: data file format {fmt!r} is not supported (parquet, orc, avro)")
+
+    def read_all(self, columns: list[str]) -> pa.Table:
+        if self._pf is not None:
+            return self._pf.read(columns=columns, use_threads=True)
+        if self._orc is not None:
+            return self._orc.read(columns=columns)
+        assert self._avro is not None
+        return pa.Table.from_batches(list(self._avro.batches(columns, DEFAULT_BATCH_SIZE, self.fields_hint)),
+                                     schema=self._avro.arrow_schema(columns, self.fields_hint))
+
+    def batches(self, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        if self._pf is not None:
+            yield from self._pf.iter_batches(batch_size=batch_size, columns=columns, use_threads=True)
+        elif self._orc is not None:
+            for i in range(self._orc.nstripes):
+                stripe = self._orc.read_stripe(i, columns=columns)
+                for off in range(0, stripe.num_rows, batch_size):
+                    yield stripe.slice(off, batch_size)
+        else:
+            assert self._avro is not None
+            yield from self._avro.batches(columns, batch_size, self.fields_hint)
+
+    def close(self) -> None:
+        """Release files we opened ourselves (a caller's NativeFile stays open)."""
+        if self._pf is not None:
+            self._pf.close()
+        if self._avro is not None:
+            self._avro.close()
+        if self._own is not None:
+            self._own.close()
+
+
+class _AvroSource:
+    """Avro data files via fastavro, streamed block by block. Avro is row-oriented: decoding is per record by
+    nature (fastavro's C loop); columns are then built with one `pa.array` call each per batch."""
+
+    def __init__(self, src: Any, path: str) -> None:
+        import fastavro
+
+        self.path = path
+        self._own = None
+        if isinstance(src, str):
+            self._own = open(src, "rb")
+            fo = self._own
+        elif hasattr(src, "read"):
+            fo = src
+        else:
+            raise InvalidArgumentError(f"{path}: unsupported Avro source {type(src).__name__}")
+        try:
+            self._reader = fastavro.reader(fo)
+        except BaseException:
+            self.close()
+            raise
+        self.names = [f["name"] for f in self._reader.writer_schema.get("fields", [])]
+
+    def close(self) -> None:
+        if self._own is not None:
+            self._own.close()
+            self._own = None
+
+    def arrow_schema(self, columns: list[str], hint: list[DataField]) -> pa.Schema:
+        by_name = {f.name: f for f in hint}
+        out = []
+        for c in columns:
+            f = by_name.get(c)
+            out.append(pa.field(c, to_arrow_type(f.type) if f is not None else pa.null()))
+        return pa.schema(out)
+
+    def batches(self, columns: list[str], batch_size: int, hint: list[DataField]) -> Iterator[pa.RecordBatch]:
+        schema = self.arrow_schema(columns, hint)
+        types = {f.name: f.type for f in hint}
+        buf: list[dict[str, Any]] = []
+        for rec in self._reader:
+            buf.append(rec)
+            if len(buf) >= batch_size:
+                yield self._to_batch(buf, columns, schema, types)
+                buf = []
+        if buf:
+            yield self._to_batch(buf, columns, schema, types)
+
+    def _to_batch(self, recs: list[dict[str, Any]], columns: list[str], schema: pa.Schema,
+                  types: dict[str, DataType]) -> pa.RecordBatch:
+        arrays = []
+        for c, field in zip(columns, schema):
+            values = [r.get(c) for r in recs]
+            t = types.get(c)
+            if t is not None and _needs_avro_fix(t):
+                values = [_avro_value(v, t) for v in values]
+            arrays.append(pa.array(values, type=field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _needs_avro_fix(t: DataType) -> bool:
+    if t.root in ("MAP", "MULTISET"):
+        return True
+    return any(_needs_avro_fix(s) for s in (t.element, t.key, t.value) if s is not None) or any(
+        _needs_avro_fix(f.type) for f in t.fields)
+
+
+def _avro_value(v: Any, t: DataType) -> Any:
+    """Avro maps: string-keyed maps are dicts, other maps arrays of {key, value} records → list of pairs."""
+    if v is None:
+        return None
+    if t.root in ("MAP", "MULTISET"):
+        kt = t.key if t.root == "MAP" else t.element
+        vt = t.value if t.root == "MAP" else DataType("INT")
+        assert kt is not None and vt is not None
+        items = v.items() if isinstance(v, dict) else ((e["key"], e["value"]) for e in v)
+        return [(_avro_value(k, kt), _avro_value(x, vt)) for k, x in items]
+    if t.root in ("ARRAY", "VECTOR") and t.element is not None:
+        return [_avro_value(x, t.element) for x in v]
+    if t.root == "ROW":
+        return {f.name: _avro_value(v.get(f.name), f.type) for f in t.fields}
+    return v
+
+
+# ---------------------------------------------------------------- public reading API
+
+def _open(source: Source, fmt: str, file_schema: TableSchema, read_schema: TableSchema, primary_key: bool,
+          path: str, keep_system_columns: bool, projection: Sequence[str] | None):
+    try:
+        reader = _FileReader(source, fmt, path, file_fields(file_schema, primary_key))
+    except Exception as e:
+        err = _decode_failure(path, e)
+        if err is e:
+            raise
+        raise err from None
+    try:
+        columns = _plan_columns(reader.names, file_schema, read_schema, primary_key, keep_system_columns, projection,
+                                path)
+    except BaseException:
+        reader.close()
+        raise
+    out_schema = output_arrow_schema(read_schema, primary_key, keep_system_columns, projection)
+    physical = list(dict.fromkeys(c.physical for c in columns if c.physical is not None))
+    return reader, columns, out_schema, physical
+
+
+def read_data_file(
+    source: Source,
+    fmt: str,
+    file_schema: TableSchema,
+    read_schema: TableSchema,
+    primary_key: bool,
+    path: str,
+    keep_system_columns: bool = True,
+    projection: Sequence[str] | None = None,
+) -> pa.Table:
+    """Read a whole data file written under `file_schema` as `read_schema` (see the module docstring).
+
+    Returns ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` (PK files, when `keep_system_columns`) followed by the
+    read-schema columns (or those named in `projection`), typed exactly ``to_arrow_type`` of the read schema.
+    """
+    reader, columns, out_schema, physical = _open(
+        source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, projection)
+    try:
+        raw = reader.read_all(physical)
+    except Exception as e:
+        err = _decode_failure(path, e)
+        if err is e:
+            raise
+        raise err from None
+    finally:
+        reader.close()
+    return _convert(raw, columns, out_schema, path)
+
+
+def iter_data_file_batches(
+    source: Source,
+    fmt: str,
+    file_schema: TableSchema,
+    read_schema: TableSchema,
+    primary_key: bool,
+    path: str,
+    keep_system_columns: bool = True,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    projection: Sequence[str] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Streaming variant of :func:`read_data_file`: record batches of at most `batch_size` rows, bounded memory
+    (one Parquet row group / ORC stripe at a time)."""
+    if batch_size <= 0:
+        raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
+    reader, columns, out_schema, physical = _open(
+        source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, projection)
+    it = reader.batches(physical, batch_size)
+    try:
+        while True:
+            try:
+                batch = next(it)
+            except StopIteration:
+                return
+            except Exception as e:
+                err = _decode_failure(path, e)
+                if err is e:
+                    raise
+                raise err from None
+            yield _convert(batch, columns, out_schema, path)
+    finally:
+        reader.close()
+
+
+def value_kind_is_retract(kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Boolean mask of −U/−D rows (the rows counted in `_DELETE_ROW_COUNT`)."""
+    return pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
+
+
+__all__ = [
+    "KEY_PREFIX", "SEQUENCE_NUMBER", "VALUE_KIND", "KEY_FIELD_ID_START", "SEQUENCE_NUMBER_ID", "VALUE_KIND_ID",
+    "INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE", "VALUE_KINDS", "FORMATS",
+    "key_field_id", "array_element_field_id", "map_key_field_id", "map_value_field_id", "is_system_column",
+    "key_fields", "file_fields", "file_arrow_schema", "output_arrow_schema", "format_of",
+    "write_data_file", "read_data_file", "iter_data_file_batches", "value_kind_is_retract",
+]
+

@@ -1,0 +1,101 @@
+"""Executes the delete phases of a plan: in the caller's order, one phase at a time, each phase either inline
+(small, or under fault injection) or in batches on a runner (Spark executors).
+
+Every path is checked against the table's allowed roots on the driver before the first delete of the phase;
+deletes are quiet about missing files, so a rerun after a crash is idempotent.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from paimon_ops.errors import PaimonOpsError
+from paimon_ops.plan import FileAction
+from paimon_ops.runner import Progress, Runner
+from paimon_ops.table.fileio import FileIO, ensure_within
+from paimon_ops.table.table import Table
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH = 1000
+PARALLEL_THRESHOLD = 500  # below this many files a Spark job costs more than it saves
+
+
+def allowed_roots(table: Table) -> list[str]:
+    """The table root plus configured external data paths (data files may legally live there)."""
+    roots = [table.root]
+    ext = table.options.str("data-file.external-paths")
+    if ext:
+        for loc in ext.split(","):
+            loc = loc.strip()
+            if loc:
+                io, path = FileIO.resolve(loc)
+                if io.scheme == table.io.scheme and io.authority == table.io.authority:
+                    roots.append(path)
+    return roots
+
+
+def check_paths(roots: Sequence[str], paths: Sequence[str]) -> None:
+    for p in paths:
+        errors = []
+        for r in roots:
+            try:
+                ensure_within(r, p)
+                break
+            except PaimonOpsError as e:
+                errors.append(e)
+        else:
+            raise errors[0]
+
+
+def delete_task(table_location: str, task: dict) -> dict:
+    """Executor side: delete one batch of files (already checked on the driver; checked again here)."""
+    io, _ = FileIO.resolve(table_location)
+    check_paths(task["roots"], task["paths"])
+    deleted = missing = 0
+    for p in task["paths"]:
+        if io.delete_file(p):
+            deleted += 1
+        else:
+            missing += 1
+    return {"deleted": deleted, "missing": missing}
+
+
+class Deleter:
+    def __init__(self, table: Table, runner: Runner | None = None, batch_size: int = DEFAULT_BATCH,
+                 parallel_threshold: int = PARALLEL_THRESHOLD, progress: Progress | None = None):
+        self.table = table
+        self.runner = runner
+        self.batch_size = batch_size
+        self.parallel_threshold = parallel_threshold
+        self.progress = progress
+        self.roots = allowed_roots(table)
+
+    def delete(self, actions: Sequence[FileAction]) -> tuple[list[FileAction], int]:
+        """Delete one phase; returns (actually deleted actions, missing count). Raises if any delete fails."""
+        if not actions:
+            return [], 0
+        check_paths(self.roots, [a.path for a in actions])
+        use_runner = self.runner is not None and self.table.io.fault_hook is None and \
+            len(actions) >= self.parallel_threshold
+        if not use_runner:
+            done, missing = [], 0
+            for i, a in enumerate(actions):
+                if self.table.io.delete_file(a.path):
+                    done.append(a)
+                else:
+                    missing += 1
+                if self.progress and (i + 1) % 100 == 0:
+                    self.progress(i + 1, len(actions))
+            return done, missing
+        batches = [actions[i:i + self.batch_size] for i in range(0, len(actions), self.batch_size)]
+        tasks = [{"roots": self.roots, "paths": [a.path for a in b]} for b in batches]
+        results = self.runner.run("paimon_ops.lifecycle.deleter.delete_task", self.table.location, tasks,  # type: ignore[union-attr]
+                                  progress=self.progress)
+        failed = [r["error"] for r in results if not r.get("ok")]
+        if failed:
+            raise PaimonOpsError(f"deleting files of {self.table.identifier} failed: {failed[0]}; "
+                                 "the table stays readable, re-run to finish")
+        missing = sum(r["missing"] for r in results)
+        # Which individual files were missing is not reported back; counts are exact.
+        return list(actions), missing

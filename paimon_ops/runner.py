@@ -1,0 +1,167 @@
+"""Where tasks run. A task is a JSON-serialisable dict; a task function is a module-level function
+`fn(table_location: str, task: dict) -> dict` named by its dotted path, so executors import it themselves and
+never depend on driver state.
+
+SparkRunner: a DataFrame of task rows and `mapInArrow` running the function on executors — the same code works
+on classic Spark (local[*] or a cluster) and on Spark Connect. LocalRunner runs tasks in-process (small work,
+and tests that are not about Spark).
+"""
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import logging
+import os
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+def resolve_function(dotted: str) -> Callable[[str, dict], dict]:
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def run_task(dotted: str, table_location: str, task_json: str, options_json: str = "{}") -> str:
+    """Run one task and return its result as JSON; errors become a result with `error` set."""
+    fn = resolve_function(dotted)
+    started = time.time()
+    try:
+        task = json.loads(task_json)
+        opts = json.loads(options_json)
+        if opts:
+            task = {**task, "_options": opts}
+        result = fn(table_location, task)
+        result = {"ok": True, **result}
+    except Exception as e:  # report, the driver decides (fail closed)
+        log.exception("task failed")
+        result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+    result["duration_s"] = round(time.time() - started, 3)
+    return json.dumps(result)
+
+
+class Runner(Protocol):
+    def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
+            options: dict[str, str] | None = None) -> list[dict]:
+        ...
+
+
+class LocalRunner:
+    """Runs tasks one after another in this process."""
+
+    name = "local"
+
+    def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
+            options: dict[str, str] | None = None) -> list[dict]:
+        out = []
+        opts = json.dumps(options or {})
+        for i, t in enumerate(tasks):
+            out.append(json.loads(run_task(function, table_location, json.dumps(t), opts)))
+            if progress:
+                progress(i + 1, len(tasks))
+        return out
+
+
+def _package_zip() -> bytes:
+    """paimon_ops as a zip, shipped to cluster executors that do not have it installed."""
+    root = Path(__file__).resolve().parent
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in root.rglob("*.py"):
+            z.write(p, p.relative_to(root.parent).as_posix())
+    return buf.getvalue()
+
+
+@dataclass
+class SparkRunner:
+    """Runs tasks on Spark executors, one task per partition of a small DataFrame."""
+
+    spark: Any  # pyspark.sql.SparkSession (classic or Connect)
+    ship_package: bool | None = None  # None: ship when the master is not local
+
+    name = "spark"
+
+    def _ensure_package(self) -> None:
+        if getattr(self.spark, "_paimon_ops_shipped", False):
+            return
+        ship = self.ship_package
+        if ship is None:
+            try:
+                master = self.spark.sparkContext.master
+                ship = not master.startswith("local")
+            except Exception:  # Spark Connect has no sparkContext
+                ship = True
+        if ship:
+            import tempfile
+            path = os.path.join(tempfile.mkdtemp(prefix="paimon-ops-"), "paimon_ops.zip")
+            with open(path, "wb") as f:
+                f.write(_package_zip())
+            try:
+                self.spark.sparkContext.addPyFile(path)
+            except Exception:
+                self.spark.addArtifacts(path, pyfile=True)  # Spark Connect
+        try:
+            self.spark._paimon_ops_shipped = True
+        except Exception:
+            pass
+
+    def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
+            options: dict[str, str] | None = None) -> list[dict]:
+        if not tasks:
+            return []
+        import pyarrow as pa
+
+        self._ensure_package()
+        opts = json.dumps(options or {})
+        rows = [(i, json.dumps(t)) for i, t in enumerate(tasks)]
+        df = self.spark.createDataFrame(rows, "idx long, task string").repartition(len(rows), "idx")
+
+        def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from paimon_ops.runner import run_task as _run  # imported on the executor
+            for batch in batches:
+                idx = batch.column(0).to_pylist()
+                payload = batch.column(1).to_pylist()
+                results = [_run(function, table_location, p, opts) for p in payload]
+                yield pa.RecordBatch.from_arrays([pa.array(idx, pa.int64()), pa.array(results, pa.string())],
+                                                 names=["idx", "result"])
+
+        started = time.time()
+        collected = df.mapInArrow(run_batches, "idx long, result string").collect()
+        log.info("ran %d %s tasks on Spark in %.1fs", len(tasks), function.rsplit(".", 1)[-1], time.time() - started)
+        out: list[dict | None] = [None] * len(tasks)
+        for r in collected:
+            out[r["idx"]] = json.loads(r["result"])
+        if progress:
+            progress(len(tasks), len(tasks))
+        missing = [i for i, r in enumerate(out) if r is None]
+        if missing:
+            raise RuntimeError(f"Spark returned no result for tasks {missing}")
+        return out  # type: ignore[return-value]
+
+
+def local_spark(master: str = "local[*]", app_name: str = "paimon-ops", conf: dict[str, str] | None = None):
+    """The embedded default SparkSession (or a session on the given master URL)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    import sys
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    b = SparkSession.builder.master(master).appName(app_name)
+    defaults = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8",
+                "spark.sql.execution.arrow.pyspark.enabled": "true", "spark.driver.bindAddress": "127.0.0.1"}
+    for k, v in {**defaults, **(conf or {})}.items():
+        b = b.config(k, v)
+    return b.getOrCreate()
+
+
+def connect_spark(remote: str):
+    """A Spark Connect session (`sc://host:port`)."""
+    from pyspark.sql import SparkSession
+    return SparkSession.builder.remote(remote).getOrCreate()
