@@ -146,6 +146,141 @@ def cmd_options(args: argparse.Namespace) -> None:
     _emit(args, payload, text)
 
 
+# ---------------------------------------------------------------------- maintenance commands
+class _Progress:
+    """Progress on stderr for long work (one line per update, so it also reads well in CI logs)."""
+
+    def __init__(self, label: str, enabled: bool):
+        self.label = label
+        self.enabled = enabled
+        self._last = -1.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        pct = 100.0 * done / total
+        if done == total or pct - self._last >= 5:
+            self._last = pct
+            print(f"{self.label}: {done}/{total} ({pct:.0f}%)", file=sys.stderr, flush=True)
+
+
+def _runner(args: argparse.Namespace):
+    from paimon_ops.runner import LazySparkRunner, LocalRunner
+    if getattr(args, "local", False):
+        return LocalRunner()
+    return LazySparkRunner(master=args.spark_master, remote=args.spark_remote)
+
+
+def _result(args: argparse.Namespace, outcome: Any) -> None:
+    """Print a Plan (dry run) or a Report."""
+    _emit(args, outcome.to_dict(), lambda: print(outcome.summary()))
+
+
+def _now_ms(args: argparse.Namespace) -> int | None:
+    return getattr(args, "now_ms", None)
+
+
+def cmd_compact(args: argparse.Namespace) -> None:
+    from paimon_ops.compact.api import compact
+    t = _table(args)
+    partitions = [_partition_arg(p) for p in args.partition] if args.partition else None
+    outcome = compact(t, mode=args.mode, partitions=partitions, where=args.where,
+                      order_by=args.order_by.split(",") if args.order_by else None, strategy=args.strategy,
+                      threshold=args.threshold, dry_run=args.dry_run, runner=_runner(args), force=args.force,
+                      progress=_Progress(f"compact {t.identifier}", not args.json or args.progress))
+    _result(args, outcome)
+
+
+def _partition_arg(text: str) -> dict[str, str]:
+    out = {}
+    for part in text.split(","):
+        if "=" not in part:
+            raise PaimonOpsError(f"--partition {text!r}: expected key=value[,key=value]")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def cmd_expire_snapshots(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.expire import expire_snapshots
+    from paimon_ops.options import parse_duration
+    t = _table(args)
+    outcome = expire_snapshots(
+        t, now_millis=_now_ms(args), retain_min=args.retain_min, retain_max=args.retain_max,
+        time_retained=parse_duration(args.older_than, "--older-than") if args.older_than else None,
+        max_deletes=args.max_deletes, dry_run=args.dry_run, runner=_runner(args),
+        progress=_Progress(f"expire {t.identifier}", not args.json or args.progress))
+    _result(args, outcome)
+
+
+def cmd_expire_tags(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.autotag import expire_tags
+    t = _table(args)
+    older = _timestamp_arg(args.older_than) if args.older_than else None
+    _result(args, expire_tags(t, now_millis=_now_ms(args), older_than=older, dry_run=args.dry_run,
+                              runner=_runner(args)))
+
+
+def _timestamp_arg(text: str) -> int:
+    """Epoch millis from digits, or an ISO date/time (UTC unless it carries an offset)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise PaimonOpsError(f"invalid timestamp {text!r}: use epoch millis or ISO 8601 (2026-11-20T00:00:00Z)")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def cmd_remove_orphans(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.orphans import remove_orphans
+    from paimon_ops.options import parse_duration
+    t = _table(args)
+    outcome = remove_orphans(t, older_than=parse_duration(args.older_than, "--older-than"), now_millis=_now_ms(args),
+                             allow_short=args.allow_short, dry_run=args.dry_run, runner=_runner(args))
+    _result(args, outcome)
+
+
+def cmd_create_tag(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.tags import create_tag
+    from paimon_ops.options import parse_duration
+    t = _table(args)
+    outcome = create_tag(t, args.name, snapshot_id=args.snapshot,
+                         timestamp_millis=_timestamp_arg(args.timestamp) if args.timestamp else None,
+                         time_retained=parse_duration(args.time_retained, "--time-retained") if args.time_retained else None,
+                         dry_run=args.dry_run)
+    _result(args, outcome)
+
+
+def cmd_delete_tag(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.reclaim import delete_tags
+    t = _table(args)
+    _result(args, delete_tags(t, args.names, dry_run=args.dry_run, runner=_runner(args)))
+
+
+def cmd_rename_tag(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.tags import rename_tag
+    _result(args, rename_tag(_table(args), args.old, args.new, dry_run=args.dry_run))
+
+
+def cmd_auto_tag(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.autotag import create_auto_tags, create_tag_for_period
+    t = _table(args)
+    if args.period:
+        outcome = create_tag_for_period(t, args.period, now_millis=_now_ms(args), dry_run=args.dry_run)
+    else:
+        outcome = create_auto_tags(t, now_millis=_now_ms(args), dry_run=args.dry_run)
+    _result(args, outcome)
+
+
+def cmd_rollback(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.rollback import rollback
+    t = _table(args)
+    _result(args, rollback(t, snapshot_id=args.snapshot, tag=args.tag, confirm=args.yes, dry_run=args.dry_run))
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     from paimon_ops.demo import run_demo  # heavy imports only when asked
     run_demo(args.warehouse, json_output=args.json)
@@ -174,6 +309,55 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--snapshot", type=int, help="snapshot id (default: latest)")
     g.add_argument("--tag", help="tag name")
     add("options", cmd_options, "schema and options of a table")
+    def maint(name: str, fn: Callable, help_text: str, spark: bool = True) -> argparse.ArgumentParser:
+        sp = add(name, fn, help_text)
+        sp.add_argument("--dry-run", action="store_true", help="plan only: show what would be written/deleted and why")
+        sp.add_argument("--progress", action="store_true", help="progress on stderr even with --json")
+        sp.add_argument("--now-ms", type=int, help=argparse.SUPPRESS)  # tests drive time
+        if spark:
+            g = sp.add_argument_group("execution")
+            g.add_argument("--spark-master", default=None, help="Spark master URL (default: embedded local[*])")
+            g.add_argument("--spark-remote", default=None, help="Spark Connect URL, e.g. sc://host:15002")
+            g.add_argument("--local", action="store_true", help="run tasks in this process instead of Spark")
+        return sp
+
+    c = maint("compact", cmd_compact, "compact a table (full, dv-ratio, sort, small-files)")
+    c.add_argument("--mode", choices=["full", "dv-ratio", "sort", "small-files"], default="full")
+    c.add_argument("--partition", action="append", help="k=v[,k2=v2]; repeat for several partitions")
+    c.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
+    c.add_argument("--order-by", help="sort mode: comma-separated columns")
+    c.add_argument("--strategy", choices=["order", "zorder", "hilbert"], default="order")
+    c.add_argument("--threshold", type=float, help="dv-ratio mode: deleted-row ratio threshold")
+    c.add_argument("--force", action="store_true", help="compact even a write-only table")
+    e = maint("expire-snapshots", cmd_expire_snapshots, "expire snapshots and reclaim their files")
+    e.add_argument("--retain-min", type=int)
+    e.add_argument("--retain-max", type=int)
+    e.add_argument("--older-than", help="time retention, e.g. '1 d' (default: snapshot.time-retained)")
+    e.add_argument("--max-deletes", type=int)
+    et = maint("expire-tags", cmd_expire_tags, "expire tags by count / retention, reclaiming files")
+    et.add_argument("--older-than", help="also delete tags created before this time (epoch ms or ISO 8601)")
+    o = maint("remove-orphans", cmd_remove_orphans, "delete files nothing references")
+    o.add_argument("--older-than", default="3 d", help="only files older than this (default 3 d)")
+    o.add_argument("--allow-short", action="store_true", help="allow --older-than below 1 day")
+    ct = maint("create-tag", cmd_create_tag, "create a tag", spark=False)
+    ct.add_argument("name")
+    g = ct.add_mutually_exclusive_group()
+    g.add_argument("--snapshot", type=int)
+    g.add_argument("--timestamp", help="tag the snapshot current at this time (epoch ms or ISO 8601)")
+    ct.add_argument("--time-retained", help="retention, e.g. '7 d'")
+    dt_ = maint("delete-tag", cmd_delete_tag, "delete tags, reclaiming files only they kept alive")
+    dt_.add_argument("names", nargs="+")
+    rt = maint("rename-tag", cmd_rename_tag, "rename a tag", spark=False)
+    rt.add_argument("old")
+    rt.add_argument("new")
+    at = maint("auto-tag", cmd_auto_tag, "create the automatic tags that are due", spark=False)
+    at.add_argument("--period", help="create (or backfill) the tag of one period, e.g. 2026-11-21")
+    rb = maint("rollback", cmd_rollback, "roll back to a snapshot or tag (metadata only)", spark=False)
+    g = rb.add_mutually_exclusive_group(required=True)
+    g.add_argument("--snapshot", type=int)
+    g.add_argument("--tag")
+    rb.add_argument("--yes", action="store_true", help="confirm: snapshots and tags newer than the target are removed")
+
     demo = sub.add_parser("demo", help="build a sample warehouse and run maintenance on it end to end")
     demo.add_argument("--warehouse", default="demo-warehouse", help="where to build the sample warehouse")
     demo.add_argument("--json", action="store_true")

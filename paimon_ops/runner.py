@@ -165,3 +165,31 @@ def connect_spark(remote: str):
     """A Spark Connect session (`sc://host:port`)."""
     from pyspark.sql import SparkSession
     return SparkSession.builder.remote(remote).getOrCreate()
+
+
+class LazySparkRunner:
+    """Starts (or connects to) Spark only when a task batch actually needs executors."""
+
+    name = "spark"
+
+    def __init__(self, master: str | None = None, remote: str | None = None, spark: Any = None):
+        self.master = master or "local[*]"
+        self.remote = remote
+        self._spark = spark
+        self._runner: SparkRunner | None = None
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            self._spark = connect_spark(self.remote) if self.remote else local_spark(self.master)
+        return self._spark
+
+    def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
+            options: dict[str, str] | None = None) -> list[dict]:
+        if self._runner is None:
+            self._runner = SparkRunner(self.spark)
+        return self._runner.run(function, table_location, tasks, progress, options)
+
+    @property
+    def started(self) -> bool:
+        return self._spark is not None

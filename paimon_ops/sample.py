@@ -1,0 +1,121 @@
+"""A sample warehouse with realistic churn, written by our own engine (no JVM, no pypaimon):
+
+* `shop.orders`      primary key, deletion-vector mode, partitioned by day, updates and deletes
+* `shop.customers`   partial-update with a sequence group, several writers filling different columns
+* `shop.daily_sales` aggregation (sum / max / last_non_null_value / listagg)
+* `logs.events`      partitioned append table with many small files
+
+Every table carries `tag.create-time` so the Dagster code location schedules nightly tags for it.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.writer import TableWriter, create_table
+
+log = logging.getLogger(__name__)
+
+TAG_OPTIONS = {"tag.create-time": "00:30", "tag.create-time-zone": "Europe/Berlin", "tag.num-retained-max": "14"}
+RETENTION = {"snapshot.num-retained.min": "3", "snapshot.num-retained.max": "20", "snapshot.time-retained": "1 h"}
+
+
+def _commit(table: Table, data: dict, kinds: list[int] | None = None) -> int:
+    w = TableWriter(table.refresh())
+    w.write(pa.table(data) if not isinstance(data, pa.Table) else data, kinds)
+    snap = w.commit()
+    return snap.id if snap else 0
+
+
+def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overwrite: bool = True) -> list[str]:
+    """Create the sample tables under `warehouse` and write `rounds` commits of churn to each."""
+    root = Path(warehouse)
+    if overwrite and root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    today = date.today()
+
+    orders = create_table(str(root), "shop.orders", [
+        ("order_id", "BIGINT"), ("dt", "DATE"), ("customer_id", "INT"), ("status", "STRING"),
+        ("amount", "DECIMAL(12, 2)"), ("updated_at", "TIMESTAMP(3)"),
+    ], partition_keys=["dt"], primary_keys=["order_id", "dt"],
+        options={"bucket": "2", "deletion-vectors.enabled": "true", **TAG_OPTIONS, **RETENTION})
+    customers = create_table(str(root), "shop.customers", [
+        ("customer_id", "INT"), ("name", "STRING"), ("email", "STRING"), ("profile_ts", "BIGINT"),
+        ("points", "INT"), ("tier", "STRING"), ("loyalty_ts", "BIGINT"),
+    ], primary_keys=["customer_id"], options={
+        "bucket": "2", "merge-engine": "partial-update",
+        "fields.profile_ts.sequence-group": "name,email", "fields.loyalty_ts.sequence-group": "points,tier",
+        **TAG_OPTIONS, **RETENTION})
+    sales = create_table(str(root), "shop.daily_sales", [
+        ("dt", "DATE"), ("store", "STRING"), ("revenue", "DECIMAL(14, 2)"), ("max_basket", "DOUBLE"),
+        ("last_cashier", "STRING"), ("skus", "STRING"),
+    ], primary_keys=["dt", "store"], options={
+        "bucket": "1", "merge-engine": "aggregation", "fields.revenue.aggregate-function": "sum",
+        "fields.max_basket.aggregate-function": "max", "fields.last_cashier.aggregate-function": "last_non_null_value",
+        "fields.skus.aggregate-function": "listagg", **TAG_OPTIONS, **RETENTION})
+    events = create_table(str(root), "logs.events", [
+        ("event_time", "TIMESTAMP(6)"), ("dt", "STRING"), ("user_id", "BIGINT"), ("kind", "STRING"), ("payload", "STRING"),
+    ], partition_keys=["dt"], options={"bucket": "-1", "target-file-size": "4 mb", **TAG_OPTIONS, **RETENTION})
+
+    order_ids = np.arange(1, 2001)
+    for r in range(rounds):
+        # orders: new orders every round, updates of older ones, a few deletes
+        n = 400
+        ids = order_ids[(r * 300) % 1600:(r * 300) % 1600 + n]
+        days = [today - timedelta(days=int(i % 3)) for i in ids]
+        _commit(orders, {
+            "order_id": pa.array(ids, pa.int64()), "dt": pa.array(days, pa.date32()),
+            "customer_id": pa.array(rng.integers(1, 300, n), pa.int32()),
+            "status": pa.array(rng.choice(["new", "paid", "shipped"], n)),
+            "amount": pa.array([Decimal(int(x)) / 100 for x in rng.integers(100, 100000, n)], pa.decimal128(12, 2)),
+            "updated_at": pa.array([datetime(2026, 1, 1) + timedelta(minutes=r * 60 + int(i % 60)) for i in ids],
+                                   pa.timestamp("ms")),
+        })
+        if r > 0:
+            dels = ids[:20]
+            _commit(orders, {
+                "order_id": pa.array(dels, pa.int64()), "dt": pa.array([today - timedelta(days=int(i % 3)) for i in dels], pa.date32()),
+                "customer_id": pa.nulls(len(dels), pa.int32()), "status": pa.nulls(len(dels), pa.string()),
+                "amount": pa.nulls(len(dels), pa.decimal128(12, 2)), "updated_at": pa.nulls(len(dels), pa.timestamp("ms")),
+            }, kinds=[3] * len(dels))
+        # customers: profile writer and loyalty writer update different column groups
+        cids = rng.choice(np.arange(1, 300), 120, replace=False).astype(np.int32)
+        _commit(customers, {
+            "customer_id": cids, "name": [f"customer-{c}" for c in cids], "email": [f"c{c}@example.com" for c in cids],
+            "profile_ts": np.full(len(cids), r, np.int64), "points": pa.nulls(len(cids), pa.int32()),
+            "tier": pa.nulls(len(cids), pa.string()), "loyalty_ts": pa.nulls(len(cids), pa.int64()),
+        })
+        _commit(customers, {
+            "customer_id": cids[:60], "name": pa.nulls(60, pa.string()), "email": pa.nulls(60, pa.string()),
+            "profile_ts": pa.nulls(60, pa.int64()), "points": rng.integers(0, 5000, 60).astype(np.int32),
+            "tier": rng.choice(["bronze", "silver", "gold"], 60), "loyalty_ts": np.full(60, r, np.int64),
+        })
+        # daily sales: one row per store per commit, aggregated by the merge engine
+        stores = ["berlin", "hamburg", "munich", "cologne"]
+        _commit(sales, {
+            "dt": pa.array([today] * len(stores), pa.date32()), "store": stores,
+            "revenue": pa.array([Decimal(int(x)) / 100 for x in rng.integers(1000, 90000, len(stores))], pa.decimal128(14, 2)),
+            "max_basket": rng.random(len(stores)) * 300, "last_cashier": [f"cashier-{r}"] * len(stores),
+            "skus": [f"sku{r}"] * len(stores),
+        })
+        # events: many small appends per day partition
+        for part in range(3):
+            m = 200
+            _commit(events, {
+                "event_time": pa.array([datetime(2026, 1, 1) + timedelta(seconds=int(x)) for x in rng.integers(0, 86400, m)],
+                                       pa.timestamp("us")),
+                "dt": [str(today - timedelta(days=part))] * m, "user_id": rng.integers(1, 10_000, m),
+                "kind": rng.choice(["view", "click", "buy"], m), "payload": [f"p{r}-{i}" for i in range(m)],
+            })
+    tables = Catalog(str(root)).all_tables()
+    log.info("sample warehouse at %s: %s", root, ", ".join(tables))
+    return tables
