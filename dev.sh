@@ -35,6 +35,18 @@ ensure_env() {
   export PATH="$ROOT/.venv/bin:$PATH"
 }
 
+# The Dagster UI test drives headless Chromium (Debian packages chromium + chromium-driver).
+ensure_browser() {
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then return; fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium + chromium-driver for the Dagster UI test" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >&2 \
+      || echo "warning: could not install chromium; the UI test will be skipped" >&2
+  else
+    echo "warning: chromium/chromedriver missing and not root; the UI test will be skipped" >&2
+  fi
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -44,6 +56,7 @@ case "$cmd" in
     ;;
   test)
     ensure_env
+    ensure_browser
     exec .venv/bin/python -m pytest "$@"
     ;;
   *)

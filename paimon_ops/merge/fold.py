@@ -27,15 +27,16 @@ PU_RETRACT_MESSAGE = (
 
 
 def init_row(spec: MergeSpec, value: Sequence[Any]) -> list[Any]:
-    """initRow: a fresh row holding only the NOT NULL fields of `value` (nullable fields are null)."""
-    row: list[Any] = [None] * len(spec.field_names)
+    """initRow: a fresh row holding every field of `value`; a null in a NOT NULL field is an error.
+
+    Java master copies all fields (#7645, "set all fields including nullable ones"); before that fix only the
+    NOT NULL fields were copied.
+    """
     for i, t in enumerate(spec.field_types):
-        if not t.nullable:
-            if value[i] is None:
-                raise MergeError(f"{spec.where}: field {spec.field_names[i]!r} is NOT NULL but a merged record "
-                                 "holds null")
-            row[i] = value[i]
-    return row
+        if not t.nullable and value[i] is None:
+            raise MergeError(f"{spec.where}: field {spec.field_names[i]!r} is NOT NULL but a merged record "
+                             "holds null")
+    return list(value)
 
 
 def _seq_compare(a: Sequence[Any], b: Sequence[Any], idx: Sequence[int]) -> int:
@@ -82,8 +83,8 @@ class PartialUpdateFold:
         for value, kind, seq in zip(values, kinds, seqs):
             current_delete = False
             if is_retract(kind):
-                if not not_null_filled:
-                    row = _overlay_not_null(spec, row, value)
+                if not not_null_filled:  # the first record is a retraction: it seeds the row (initRow)
+                    row = init_row(spec, value)
                     not_null_filled = True
                 if spec.ignore_delete:
                     continue
@@ -176,15 +177,6 @@ class PartialUpdateFold:
             elif agg is not None:
                 row[i] = agg.retract(row[i], value[i])
         return row, False
-
-
-def _overlay_not_null(spec: MergeSpec, row: list[Any], value: Sequence[Any]) -> list[Any]:
-    """initRow(row, value) on an existing row: sets the NOT NULL fields only."""
-    fresh = init_row(spec, value)
-    for i, t in enumerate(spec.field_types):
-        if not t.nullable:
-            row[i] = fresh[i]
-    return row
 
 
 class AggregateFold:

@@ -162,12 +162,8 @@ def dense_rank(columns: list[pa.Array], ascending: bool = True) -> np.ndarray:
 def list_array(offsets: np.ndarray, values: pa.Array, valid: np.ndarray | None, list_type: pa.DataType) -> pa.Array:
     """A list array with the given offsets (len = groups + 1) over `values`; invalid entries are null."""
     off = pa.array(offsets.astype(np.int32), type=pa.int32())
-    if valid is not None and not valid.all():
-        off = pa.array(offsets.astype(np.int32), type=pa.int32(), mask=np.append(~valid, False))
-    arr = pa.ListArray.from_arrays(off, values)
-    if arr.type != list_type:
-        arr = arr.cast(list_type)
-    return arr
+    mask = None if valid is None or valid.all() else pa.array(~valid)
+    return pa.ListArray.from_arrays(off, values, type=list_type, mask=mask)
 
 
 def segmented_sequential_sum(vals: np.ndarray, gid: np.ndarray, ng: int, small: int = 64) -> np.ndarray:

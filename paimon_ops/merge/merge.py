@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.merge.engines import Ctx, EngineResult, run_engine
-from paimon_ops.merge.groups import Groups, as_array, changed_from_previous
+from paimon_ops.merge.groups import Groups, as_array, changed_from_previous, take
 from paimon_ops.merge.spec import MergeSpec
 
 SEQ, KIND, LEVEL = "_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL"
@@ -42,75 +42,150 @@ def merge_records(records: pa.Table, spec: MergeSpec, drop_delete: bool, *, look
     if missing:
         raise InvalidArgumentError(f"{spec.where}: records to merge lack columns {missing}")
     out_cols = [c for c in records.column_names if c != LEVEL]
+    records = records.combine_chunks()
     if records.num_rows == 0:
         return records.select(out_cols)
 
     kinds_arr = as_array(records.column(KIND))
-    if kinds_arr.null_count:
-        raise InvalidArgumentError(f"{spec.where}: {KIND} holds nulls")
+    seq_arr = as_array(records.column(SEQ))
+    if kinds_arr.null_count or seq_arr.null_count:
+        raise InvalidArgumentError(f"{spec.where}: {KIND} and {SEQ} must not hold nulls")
     kinds = kinds_arr.to_numpy(zero_copy_only=False).astype(np.int8)
     if ((kinds < 0) | (kinds > 3)).any():
         raise InvalidArgumentError(f"{spec.where}: {KIND} must be 0..3 (+I, -U, +U, -D)")
     is_add = (kinds == 0) | (kinds == 2)
+    seqnum = seq_arr.to_numpy(zero_copy_only=False).astype(np.int64)
 
-    # 1. sort
-    work = records.append_column(_ADD, pa.array(is_add))
-    keys = [(k, "ascending") for k in spec.key_fields]
-    seq_order = "ascending" if spec.sequence_ascending else "descending"
-    keys += [(s, seq_order) for s in spec.sequence_fields]
-    keys += [(SEQ, "ascending"), (_ADD, "ascending")]  # retract before add on a full tie
-    idx = pc.sort_indices(work, sort_keys=keys, null_placement="at_start")
-    work = work.take(idx)
-    n = work.num_rows
+    # 1. sort (a permutation; columns are only gathered when an engine needs them)
+    perm = sort_permutation(records, spec, is_add, seqnum)
 
     # 2. key groups
+    n = len(perm)
     is_start = np.zeros(n, dtype=bool)
     is_start[0] = True
     for k in spec.key_fields:
-        is_start[1:] |= changed_from_previous(as_array(work.column(k)))
+        is_start[1:] |= changed_from_previous(pc.take(as_array(records.column(k)), pa.array(perm)))
     groups = Groups.from_boundaries(is_start)
 
-    # 3. lookup-level filtering (LookupMergeFunction); first-row is not wrapped in Java.
+    # 3. ReducerMergeFunctionWrapper: one record (counted before level filtering) is emitted unchanged
     single = groups.sizes == 1
     if lookup_rewrite:
         single = np.zeros(groups.ng, dtype=bool)
+
+    # 4. lookup-level filtering (LookupMergeFunction); first-row is not wrapped in Java.
     if spec.needs_lookup and spec.engine != "first-row":
-        levels = as_array(work.column(LEVEL)).to_numpy(zero_copy_only=False).astype(np.int64)
+        levels = as_array(records.column(LEVEL)).to_numpy(zero_copy_only=False).astype(np.int64)[perm]
         keep_rows = _lookup_keep(levels, groups)
         if not keep_rows.all():
-            row_gid = groups.gid[keep_rows]
-            work = work.filter(pa.array(keep_rows))
-            groups_f = Groups.from_gid(row_gid)
-            # groups keep their identity (none becomes empty): group g of groups_f is group g of groups
-            groups = groups_f
+            gid = groups.gid[keep_rows]
+            perm = perm[keep_rows]
+            groups = Groups.from_gid(gid)  # no key loses all its records: group ids are unchanged
 
-    # 4. split single-record keys (pass-through) from keys that are merged
+    # 5. merge the keys with several records
     row_single = groups.broadcast(single)
-    merge_rows = ~row_single
-    parts: list[pa.Table] = []
-    part_gids: list[np.ndarray] = []
-    base = work.drop_columns([_ADD])
-    if row_single.any():
-        parts.append(base.filter(pa.array(row_single)).select(out_cols))
-        part_gids.append(np.flatnonzero(single))
-    if merge_rows.any():
-        sub = work.filter(pa.array(merge_rows)) if not merge_rows.all() else work
-        sub_groups = Groups.from_gid(groups.gid[merge_rows])
-        ctx = Ctx(spec, sub.drop_columns([_ADD]), sub_groups)
+    single_src = perm[row_single]
+    single_gid = np.flatnonzero(single)
+    merged: pa.Table | None = None
+    merged_src: np.ndarray | None = None
+    merged_gid = np.zeros(0, np.int64)
+    if not row_single.all():
+        merge_rows = ~row_single
+        sub_perm = perm[merge_rows]
+        ctx = Ctx(spec, records, sub_perm, Groups.from_gid(groups.gid[merge_rows]),
+                  kinds[sub_perm], is_add[sub_perm], seqnum[sub_perm])
         res = run_engine(ctx)
-        parts.append(_assemble(ctx, res, out_cols, base.schema))
-        part_gids.append(np.flatnonzero(~single)[res.keep])
+        merged_gid = np.flatnonzero(~single)[res.keep]
+        if res.src is not None:
+            merged_src = sub_perm[res.src[res.keep]]
+        else:
+            merged = _assemble(ctx, res, out_cols, records.schema)
 
-    out = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-    if len(parts) > 1:
-        order = np.argsort(np.concatenate(part_gids), kind="stable")
-        out = out.take(pa.array(order))
+    # 6. assemble in key order
+    if merged is None:
+        src = single_src if merged_src is None else np.concatenate([single_src, merged_src])
+        gids = np.concatenate([single_gid, merged_gid])
+        src = src[np.argsort(gids, kind="stable")]
+        out = records.select(out_cols).take(pa.array(src))
+    else:
+        singles = records.select(out_cols).take(pa.array(single_src))
+        out = pa.concat_tables([singles, merged]) if singles.num_rows else merged
+        if singles.num_rows:
+            out = out.take(pa.array(np.argsort(np.concatenate([single_gid, merged_gid]), kind="stable")))
 
-    # 5. drop retract results
+    # 7. drop retract results
     if drop_delete and out.num_rows:
         k = as_array(out.column(KIND)).to_numpy(zero_copy_only=False)
         out = out.filter(pa.array((k == 0) | (k == 2)))
-    return out.combine_chunks() if out.num_rows else out
+    return out.combine_chunks()
+
+
+def sort_permutation(records: pa.Table, spec: MergeSpec, is_add: np.ndarray, seqnum: np.ndarray) -> np.ndarray:
+    """Order: key asc, user sequence fields (nulls first, asc/desc), _SEQUENCE_NUMBER, retract before add.
+
+    Integer-like sort columns whose value ranges fit in 63 bits are packed into one int64 and sorted once
+    (~3x faster than a multi-column sort); anything else uses Arrow's multi-column stable sort.
+    """
+    cols: list[tuple[np.ndarray | None, np.ndarray | None, bool]] = []  # (values, nulls, descending)
+    packable = True
+    for k in spec.key_fields:
+        cols.append((*_int_view(as_array(records.column(k))), False))
+    for s in spec.sequence_fields:
+        cols.append((*_int_view(as_array(records.column(s))), not spec.sequence_ascending))
+    cols.append((seqnum, None, False))
+    cols.append((is_add.astype(np.int64), None, False))
+    codes: list[tuple[np.ndarray, int]] = []
+    total = 0
+    for vals, nulls, desc in cols:
+        if vals is None:
+            packable = False
+            break
+        has_null = nulls is not None and nulls.any()
+        live = vals[~nulls] if has_null else vals
+        if len(live) == 0:
+            lo = hi = 0
+        else:
+            lo, hi = int(live.min()), int(live.max())
+        span = hi - lo + (1 if has_null else 0)
+        bits = span.bit_length()
+        total += bits
+        if total > 62:
+            packable = False
+            break
+        code = (np.int64(hi) - vals) if desc else (vals - np.int64(lo))
+        if has_null:
+            code = np.where(nulls, 0, code + 1)  # null sorts first in both directions (nullIsLast=false)
+        codes.append((code.astype(np.int64), bits))
+    if packable:
+        packed = np.zeros(len(seqnum), dtype=np.int64)
+        for code, bits in codes:
+            packed = (packed << np.int64(bits)) | code
+        return np.argsort(packed, kind="stable").astype(np.int64)
+    work = records.append_column(_ADD, pa.array(is_add))
+    keys = [(k, "ascending") for k in spec.key_fields]
+    order = "ascending" if spec.sequence_ascending else "descending"
+    keys += [(s, order) for s in spec.sequence_fields]
+    keys += [(SEQ, "ascending"), (_ADD, "ascending")]
+    return pc.sort_indices(work, sort_keys=keys, null_placement="at_start").to_numpy().astype(np.int64)
+
+
+def _int_view(arr: pa.Array) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(int64 values, null mask) for integer-like arrays whose order is their integer order, else (None, None)."""
+    t = arr.type
+    if pa.types.is_integer(t) and not pa.types.is_uint64(t):
+        base = arr
+    elif pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
+        base = arr.view(pa.int64())
+    elif pa.types.is_date32(t) or pa.types.is_time32(t):
+        base = arr.view(pa.int32())
+    elif pa.types.is_boolean(t):
+        base = arr.cast(pa.int8())
+    else:
+        return None, None
+    nulls = None
+    if base.null_count:
+        nulls = ~np.asarray(base.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    vals = pc.fill_null(base, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return vals, nulls
 
 
 def _lookup_keep(levels: np.ndarray, g: Groups) -> np.ndarray:
@@ -129,8 +204,6 @@ def _lookup_keep(levels: np.ndarray, g: Groups) -> np.ndarray:
 
 def _assemble(ctx: Ctx, res: EngineResult, out_cols: list[str], schema: pa.Schema) -> pa.Table:
     keep = res.keep
-    if res.src is not None:
-        return ctx.table.take(pa.array(res.src[keep])).select(out_cols)
     arrays = []
     for c in out_cols:
         typ = schema.field(c).type
@@ -140,9 +213,8 @@ def _assemble(ctx: Ctx, res: EngineResult, out_cols: list[str], schema: pa.Schem
             arr = pa.array(res.kind, type=pa.int8())
         elif c in res.columns:
             arr = res.columns[c]
-        else:  # an extra input column the table schema does not know: keep the last record's value
-            arr = ctx.table.column(c).take(pa.array(ctx.groups.ends - 1))
-            arr = as_array(arr)
+        else:  # an input column unknown to the table schema: keep the newest record's value
+            arr = take(ctx.col(c), ctx.groups.ends - 1)
         if arr.type != typ:
             arr = arr.cast(typ)
         arrays.append(arr)

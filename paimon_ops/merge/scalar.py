@@ -36,7 +36,7 @@ def wrap_int(v: int, bits: int) -> int:
     return v - m if v >= (m >> 1) else v
 
 
-def _retract_unsupported(agg: FieldAgg, where: str) -> MergeError:
+def retract_unsupported(agg: FieldAgg, where: str) -> MergeError:
     return MergeError(
         f"{where}: aggregate function '{agg.func}' of field {agg.field!r} does not support retraction "
         f"(a -U/-D record was merged); if this function may ignore retraction messages, configure "
@@ -93,6 +93,12 @@ class ScalarAgg:
             with decimal.localcontext() as ctx:
                 ctx.prec = 200
                 exact = {"+": a + b, "-": a - b, "*": a * b}[op]
+            if op != "*" and p <= 18:
+                # DecimalUtils.add/subtract on compact decimals: exact long arithmetic, no precision check;
+                # only a long overflow falls back to BigDecimal + fromBigDecimal (null beyond the precision).
+                if -(1 << 63) <= int(exact.scaleb(s)) < (1 << 63):
+                    return exact
+                return None
         return fit_decimal(exact, p, s)
 
     def _neg(self, v: Any) -> Any:
@@ -210,7 +216,7 @@ class ScalarAgg:
                 if r is not None:
                     d.pop(_nkey(r, keys), None)
             return list(d.values())
-        raise _retract_unsupported(self.spec, self.where)
+        raise retract_unsupported(self.spec, self.where)
 
     # -- listagg / collect / nested_update bodies
     def _listagg(self, acc: str | None, inp: str | None) -> str | None:
@@ -245,18 +251,54 @@ class ScalarAgg:
         return out
 
     def _nested(self, acc: list | None, inp: list | None) -> list | None:
-        if acc is None:
-            return inp
+        """FieldNestedUpdateAgg.agg (master): keyed upsert (nested-sequence-field decides between equal keys,
+        count-limit caps new keys) or, without a key, append up to count-limit rows. Java keeps keyed rows in a
+        HashMap, so its element order is hash order; here it is first-appearance order."""
         if inp is None:
             return acc
-        rows = [r for r in acc if r is not None] + [r for r in inp if r is not None]
-        keys = self.spec.nested_key
-        if keys:
-            d: dict = {}
-            for r in rows:
-                d[_nkey(r, keys)] = r
-            rows = list(d.values())
-        return rows
+        a = self.spec
+        limit = a.count_limit
+        if not a.nested_key:
+            if acc is None:
+                return [r for r in inp if r is not None][:limit]
+            if len(acc) >= limit:
+                return acc
+            return [r for r in acc if r is not None] + [r for r in inp if r is not None][:limit - len(acc)]
+        rows: dict = {}
+        for src, limit_new in ((acc or [], False), (inp, True)):
+            for r in src:
+                if r is None:
+                    continue
+                key = _nkey(r, a.nested_key)
+                if any(k is None for k in key):
+                    if a.nested_key_null_strategy == "ignore":
+                        continue
+                    if a.nested_key_null_strategy == "error":
+                        raise MergeError(f"{self.where}: nested key of field {a.field!r} contains null values "
+                                         f"(fields.{a.field}.nested-key-null-strategy=error)")
+                old = rows.get(key)
+                if old is not None:
+                    if not a.nested_sequence or _row_seq_compare(r, old, a.nested_sequence) >= 0:
+                        rows[key] = r
+                elif not limit_new or len(rows) < limit:
+                    rows[key] = r
+        return list(rows.values())
+
+
+def _row_seq_compare(a: dict, b: dict, fields: tuple[str, ...]) -> int:
+    """Nested sequence comparison: ascending, null smallest (generated RecordComparator)."""
+    for f in fields:
+        x, y = a.get(f), b.get(f)
+        if x is None and y is None:
+            continue
+        if x is None:
+            return -1
+        if y is None:
+            return 1
+        c = java_compare(x, y)
+        if c:
+            return c
+    return 0
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -59,6 +59,9 @@ class FieldAgg:
     distinct: bool = False
     delimiter: str = ","
     nested_key: tuple[str, ...] = ()
+    nested_key_null_strategy: str = "merge"   # fields.<f>.nested-key-null-strategy: merge | ignore | error
+    nested_sequence: tuple[str, ...] = ()     # fields.<f>.nested-sequence-field
+    count_limit: int = 2 ** 31 - 1            # fields.<f>.count-limit (Integer.MAX_VALUE)
 
 
 @dataclass(frozen=True)
@@ -229,22 +232,40 @@ def _make_agg(schema: TableSchema, raw: dict[str, str], where: str, idx: int, fu
         raise bad("ARRAY")
     if func == "merge_map" and r != "MAP":
         raise bad("MAP")
-    nested_key: tuple[str, ...] = ()
+    nested: dict = {}
     if func == "nested_update":
         if r != "ARRAY" or t.element is None or t.element.root != "ROW":
             raise bad("ARRAY<ROW<...>>")
-        nk_key = f"{FIELDS_PREFIX}{name}.nested-key"
-        nested_key = tuple(_split(raw.get(nk_key, "") or ""))
         inner = {x.name for x in t.element.fields}
-        for k in nested_key:
-            if k not in inner:
-                raise InvalidOptionError(nk_key, raw[nk_key], f"fields of the nested row of {name!r}; {k!r} not found",
-                                         where)
+        lists = {}
+        for opt in ("nested-key", "nested-sequence-field"):
+            k = f"{FIELDS_PREFIX}{name}.{opt}"
+            lists[opt] = tuple(_split(raw.get(k, "") or ""))
+            for f_ in lists[opt]:
+                if f_ not in inner:
+                    raise InvalidOptionError(k, raw[k], f"fields of the nested row of {name!r}; {f_!r} not found", where)
+        ns_key = f"{FIELDS_PREFIX}{name}.nested-key-null-strategy"
+        strategy = str(raw.get(ns_key, "merge")).strip().lower()
+        if strategy not in ("merge", "ignore", "error"):
+            raise InvalidOptionError(ns_key, raw[ns_key], "merge, ignore or error", where)
+        for opt in ("nested-key-null-strategy", "nested-sequence-field"):
+            if f"{FIELDS_PREFIX}{name}.{opt}" in raw and not lists["nested-key"]:
+                raise InvalidOptionError(f"{FIELDS_PREFIX}{name}.{opt}", raw[f"{FIELDS_PREFIX}{name}.{opt}"],
+                                         f"to be set only with 'fields.{name}.nested-key'", where)
+        cl_key = f"{FIELDS_PREFIX}{name}.count-limit"
+        try:
+            limit = int(str(raw.get(cl_key, 2 ** 31 - 1)).strip())
+        except ValueError:
+            limit = -1
+        if limit < 0:
+            raise InvalidOptionError(cl_key, raw[cl_key], "a non-negative integer", where)
+        nested = dict(nested_key=lists["nested-key"], nested_sequence=lists["nested-sequence-field"],
+                      nested_key_null_strategy=strategy, count_limit=limit)
     return FieldAgg(
         field=name, index=idx, func=func, dtype=t, ignore_retract=ignore_retract,
         distinct=_bool(raw, f"{FIELDS_PREFIX}{name}.distinct", where),
         delimiter=raw.get(f"{FIELDS_PREFIX}{name}.list-agg-delimiter", ","),
-        nested_key=nested_key,
+        **nested,
     )
 
 
