@@ -101,9 +101,14 @@ class SnapshotManager:
         return _ids_in(self.io, self.dir, self.prefix)
 
     def _hint(self, name: str) -> int | None:
+        """The hint's id, or None when it is missing or unreadable (a directory, a permission problem...):
+        hints are advisory and every caller falls back to listing the directory (format.md §3.3)."""
+        path = posixpath.join(self.dir, name)
         try:
-            return parse_hint(self.io.read_bytes(posixpath.join(self.dir, name)), posixpath.join(self.dir, name))
-        except FileNotFoundError:
+            return parse_hint(self.io.read_bytes(path), path)
+        except OSError as e:  # FileNotFoundError included
+            if not isinstance(e, FileNotFoundError):
+                log.warning("ignoring unreadable hint %s: %s", path, e)
             return None
 
     def latest_id(self) -> int | None:
@@ -115,10 +120,13 @@ class SnapshotManager:
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
+        """Hint first, verified: trusted only if that snapshot exists and its predecessor does not.
+
+        Java trusts an existing hint even when older snapshots survive (a stale hint ahead of the real
+        earliest); expiry and orphan cleanup must not ignore those older snapshots, so we check one more id.
+        """
         hint = self._hint(EARLIEST)
-        if hint is not None and self.exists(hint):
-            # A stale hint may point past a smaller surviving id only if someone deleted out of order;
-            # the hint is trusted like Java does, but never below the listing's minimum.
+        if hint is not None and hint > 0 and self.exists(hint) and not self.exists(hint - 1):
             return hint
         ids = self.list_ids()
         return ids[0] if ids else None
@@ -151,13 +159,16 @@ class SnapshotManager:
                 yield s
 
 
-def validate_tag_name(name: str) -> str:
-    """Tag names become file names: refuse anything that could escape tag/ or confuse snapshot ids."""
+def validate_tag_name(name: str, allow_numeric: bool = False) -> str:
+    """Tag names become file names: refuse anything that could escape tag/ or confuse snapshot ids.
+
+    `allow_numeric` is only for automatic tags whose name is the period name the table's own formatter produces
+    (Paimon's `without_dashes` daily names such as 20261121): Java creates and expires those by that name."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgumentError("tag name must not be empty or blank")
     if name != name.strip():
         raise InvalidArgumentError(f"tag name {name!r} must not start or end with whitespace")
-    if _ID.match(name):
+    if _ID.match(name) and not allow_numeric:
         raise InvalidArgumentError(
             f"tag name {name!r} is numeric; it would be ambiguous with snapshot ids in 'VERSION AS OF'"
         )

@@ -1,0 +1,83 @@
+"""Helpers for the tag tests (no tests here): tables with controlled commit times, fast fake histories."""
+from __future__ import annotations
+
+import posixpath
+from typing import Sequence
+
+import pendulum
+import pyarrow as pa
+
+from paimon_ops.table.table import EARLIEST, LATEST, Table
+from paimon_ops.table.writer import TableWriter, create_table
+
+FIELDS = [("k", "INT"), ("v", "STRING")]
+
+
+def ms(*args: int, tz: str = "UTC") -> int:
+    """Epoch millis of a wall-clock time in a zone (pendulum resolves gaps forward, overlaps to the first)."""
+    return int(pendulum.datetime(*args, tz=tz).timestamp() * 1000)
+
+
+def hours(n: float) -> int:
+    return int(n * 3_600_000)
+
+
+def commit_rows(table: Table, rows: Sequence[int], at_ms: int) -> int:
+    """One real APPEND commit of rows (k, 'v<k>') with a controlled commit time; returns the snapshot id."""
+    w = TableWriter(table.refresh())
+    w.write(pa.table({"k": pa.array(list(rows), pa.int32()), "v": [f"v{k}" for k in rows]}))
+    snap = w.commit(now_millis=at_ms)
+    assert snap is not None
+    return snap.id
+
+
+def real_table(warehouse: str, name: str, options: dict[str, str] | None = None, times: Sequence[int] = (),
+               primary_key: bool = False) -> Table:
+    """A table with one real commit per time (row k = index), for tests that read data or reclaim files."""
+    t = create_table(warehouse, f"db.{name}", FIELDS, primary_keys=("k",) if primary_key else (),
+                     options={**({"bucket": "1"} if primary_key else {}), **(options or {})})
+    for i, at in enumerate(times):
+        commit_rows(t, [i], at)
+    return t.refresh()
+
+
+def fake_history(warehouse: str, name: str, options: dict[str, str] | None, times: Sequence[int],
+                 watermarks: Sequence[int | None] | None = None) -> Table:
+    """A table whose snapshots 1..n have the given commit times (and watermarks) — fast: one real commit, then
+    copies of its snapshot JSON with other ids/times (tag logic only reads snapshot JSON)."""
+    t = create_table(warehouse, f"db.{name}", FIELDS, options=options or {})
+    commit_rows(t, [0], times[0])
+    t = t.refresh()
+    first = t.snapshots.snapshot(1)
+    wm = list(watermarks) if watermarks is not None else [None] * len(times)
+    t.io.write_bytes(t.snapshots.path(1), first.with_(watermark=wm[0]).to_json().encode())
+    for i, at in enumerate(times[1:], start=2):
+        assert t.snapshots.commit(first.with_(id=i, time_millis=at, watermark=wm[i - 1]))
+    t.snapshots.write_hint(LATEST, len(times))
+    return t.refresh()
+
+
+def add_fake_snapshot(table: Table, at_ms: int, watermark: int | None = None) -> int:
+    latest = table.snapshots.latest()
+    assert latest is not None
+    sid = latest.id + 1
+    assert table.snapshots.commit(latest.with_(id=sid, time_millis=at_ms, watermark=watermark))
+    table.snapshots.write_hint(LATEST, sid)
+    return sid
+
+
+def drop_snapshots_below(table: Table, first_kept: int) -> None:
+    """Simulate expired snapshot metadata (files of data are irrelevant to tag selection)."""
+    for i in table.snapshots.list_ids():
+        if i < first_kept:
+            table.io.delete_file(table.snapshots.path(i))
+    table.snapshots.write_hint(EARLIEST, first_kept)
+
+
+def tag_ids(table: Table) -> dict[str, int]:
+    return {n: t.id for n, t in table.tags.tags()}
+
+
+def tag_dir_listing(table: Table) -> list[str]:
+    d = posixpath.join(table.branch_root, "tag")
+    return sorted(st.name for st in table.io.list_status(d))
