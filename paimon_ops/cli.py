@@ -95,7 +95,8 @@ def cmd_tags(args: argparse.Namespace) -> None:
              "create_time": tag.tag_create_time.isoformat() if tag.tag_create_time else None,
              "time_retained_s": tag.tag_time_retained.total_seconds() if tag.tag_time_retained else None}
             for n, tag in t.tags.tags()]
-    _emit(args, rows, lambda: _print_table(rows, ["name", "snapshot_id", "snapshot_time", "create_time", "time_retained_s"]))
+    _emit(args, rows, lambda: _print_table([{k: ("-" if v is None else v) for k, v in r.items()} for r in rows],
+                                           ["name", "snapshot_id", "snapshot_time", "create_time", "time_retained_s"]))
 
 
 def cmd_files(args: argparse.Namespace) -> None:

@@ -194,8 +194,8 @@ class FileStoreCommit:
 
     # ------------------------------------------------------------------ writing
     def _write(self, name: str, data: bytes, written: _Written) -> int:
+        written.names.append(name)  # before writing: a half-written file is cleaned up too (delete is quiet)
         self.table.io.write_bytes(self.table.manifest_path(name), data)
-        written.names.append(name)
         return len(data)
 
     def _cleanup(self, written: _Written) -> None:

@@ -160,8 +160,10 @@ class FileIO:
         """
         directory, name = posixpath.split(path)
         tmp = posixpath.join(directory, f".{name}.{uuid.uuid4()}.tmp")
-        self.write_bytes(tmp, data)
         try:
+            # inside the try: a write that fails half-way (disk full, lost connection) must not leave the
+            # partial temp file behind either
+            self.write_bytes(tmp, data)
             self._hook("rename", path)
             if self.is_local:
                 try:

@@ -147,6 +147,11 @@ class TableWriter:
         n = data.num_rows
         if n == 0:
             return []
+        # Read everything the commit will check *before* writing a data file: unreadable metadata must fail
+        # the write without leaving files behind (the manifest store caches it for the commit).
+        self._bucket_next_seq()
+        if self.base is not None:
+            self.scanner.index_entries(self.base)
         kinds = np.zeros(n, np.int8) if row_kinds is None else np.asarray(row_kinds, dtype=np.int8)
         if len(kinds) != n or ((kinds < 0) | (kinds > 3)).any():
             raise InvalidArgumentError("row_kinds must hold one value in 0..3 (+I, -U, +U, -D) per row")
