@@ -1,0 +1,76 @@
+"""Deletion-vector bookkeeping of a compaction commit (driver side).
+
+Files compacted away lose their DV entries (maintenance.md §5.10). Every DV index file that holds a vector of
+a rewritten file is replaced by a new index file with the vectors of the remaining files only, or simply
+removed when none remain; a PK bucket therefore keeps at most one DV index file (format.md §8.3).
+"""
+from __future__ import annotations
+
+import logging
+import posixpath
+import uuid
+from dataclasses import dataclass, field
+
+from paimon_ops.format import manifest as mf
+from paimon_ops.format.deletion_vectors import DeletionVector, write_dv_index_file
+from paimon_ops.format.manifest import DeletionVectorMeta, FileKind, IndexManifestEntry
+from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
+from paimon_ops.table.table import Table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DvChanges:
+    added: list[IndexManifestEntry] = field(default_factory=list)
+    deleted: list[IndexManifestEntry] = field(default_factory=list)
+    written_paths: list[str] = field(default_factory=list)
+    dropped_vectors: int = 0
+
+
+def _supports_cardinality(scanner: TableScanner) -> bool:
+    fs = scanner.store.field_set("index_manifest", scanner.table.snapshots.latest())
+    if isinstance(fs, mf.Layout):
+        fs = fs.of(mf.INDEX_MANIFEST)
+    return fs.has("_CARDINALITY", "_DELETIONS_VECTORS_RANGES")
+
+
+def rewrite_dv_indexes(table: Table, scanner: TableScanner, index_entries: list[IndexManifestEntry],
+                       removed: set[tuple[bytes, str]]) -> DvChanges:
+    """Replace every DV index file that points at a removed (partition, data file name)."""
+    out = DvChanges()
+    bitmap64 = table.options.bitmap64
+    with_card = None
+    n = 0
+    prefix = f"index-{uuid.uuid4()}-"
+    for ie in index_entries:
+        if ie.index_type != DELETION_VECTORS or not ie.dv_ranges:
+            continue
+        gone = [r for r in ie.dv_ranges if (ie.partition, r.data_file) in removed]
+        if not gone:
+            continue
+        out.deleted.append(ie)
+        out.dropped_vectors += len(gone)
+        keep = [r for r in ie.dv_ranges if (ie.partition, r.data_file) not in removed]
+        if not keep:
+            continue
+        dvs: dict[str, DeletionVector] = {r.data_file: scanner.deletion_vector(ie, r) for r in keep}
+        data, ranges = write_dv_index_file(dvs, bitmap64)
+        if with_card is None:
+            with_card = _supports_cardinality(scanner)
+        name = f"{prefix}{n}"
+        n += 1
+        if table.options.index_file_in_data_dir:
+            path = posixpath.join(scanner.bucket_dir(ie.partition, ie.bucket), name)
+        else:
+            path = posixpath.join(table.index_dir, name)
+        table.io.write_bytes(path, data)
+        out.written_paths.append(path)
+        out.added.append(IndexManifestEntry(
+            FileKind.ADD, ie.partition, ie.bucket, DELETION_VECTORS, name, len(data), len(ranges),
+            tuple(DeletionVectorMeta(r.data_file, r.offset, r.length, r.cardinality if with_card else None)
+                  for r in ranges)))
+    return out
+
+
+__all__ = ["DvChanges", "rewrite_dv_indexes"]

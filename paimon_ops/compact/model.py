@@ -1,0 +1,169 @@
+"""Plain data of the compaction engine: tasks shipped to executors, their results, the plan, JSON codecs.
+
+Executors receive only the table path and a task dict (JSON): every input file travels with its full
+DataFileMeta and a pointer to its deletion vector, so a task never needs the driver's scan.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from paimon_ops.format.manifest import DataFileMeta, DeletionVectorMeta, IndexManifestEntry, SimpleStats
+from paimon_ops.plan import Plan
+
+# Task kinds.
+MERGE = "merge"        # PK: k-way merge of all files of a bucket through the merge engine -> output level
+REWRITE = "rewrite"    # one file at a time: drop DV-deleted rows, keep level and sequence numbers
+CONCAT = "concat"      # append: concatenate files (DV rows dropped), fresh consecutive sequence numbers
+SORT = "sort"          # append: read files, sort by order / zorder / hilbert key, write
+
+FILE_SOURCE_COMPACT = 1
+
+
+# ---------------------------------------------------------------------------------------------- JSON codecs
+
+def stats_to_json(s: SimpleStats) -> dict:
+    return {"min": s.min_values.hex(), "max": s.max_values.hex(),
+            "nulls": None if s.null_counts is None else list(s.null_counts)}
+
+
+def stats_from_json(d: dict) -> SimpleStats:
+    nulls = d["nulls"]
+    return SimpleStats(bytes.fromhex(d["min"]), bytes.fromhex(d["max"]), None if nulls is None else tuple(nulls))
+
+
+def meta_to_json(m: DataFileMeta) -> dict:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(m):
+        v = getattr(m, f.name)
+        if isinstance(v, SimpleStats):
+            v = stats_to_json(v)
+        elif isinstance(v, bytes):
+            v = {"hex": v.hex()}
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[f.name] = v
+    return out
+
+
+_TUPLE_FIELDS = {"extra_files", "value_stats_cols", "write_cols", "write_cols_sequences"}
+
+
+def meta_from_json(d: dict) -> DataFileMeta:
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(DataFileMeta):
+        if f.name not in d:
+            continue
+        v = d[f.name]
+        if f.name in ("key_stats", "value_stats"):
+            v = stats_from_json(v)
+        elif isinstance(v, dict) and "hex" in v:
+            v = bytes.fromhex(v["hex"])
+        elif f.name in _TUPLE_FIELDS and v is not None:
+            v = tuple(v)
+        kw[f.name] = v
+    return DataFileMeta(**kw)
+
+
+def index_entry_to_json(ie: IndexManifestEntry) -> dict:
+    return {"kind": int(ie.kind), "partition": ie.partition.hex(), "bucket": ie.bucket, "index_type": ie.index_type,
+            "file_name": ie.file_name, "file_size": ie.file_size, "row_count": ie.row_count,
+            "external_path": ie.external_path,
+            "dv_ranges": None if ie.dv_ranges is None else [dataclasses.asdict(r) for r in ie.dv_ranges]}
+
+
+def index_entry_from_json(d: dict) -> IndexManifestEntry:
+    ranges = None if d["dv_ranges"] is None else tuple(DeletionVectorMeta(**r) for r in d["dv_ranges"])
+    return IndexManifestEntry(d["kind"], bytes.fromhex(d["partition"]), d["bucket"], d["index_type"], d["file_name"],
+                              d["file_size"], d["row_count"], ranges, d.get("external_path"))
+
+
+# ---------------------------------------------------------------------------------------------- plan data
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input data file of a task, with where its deletion vector lives (if it has one)."""
+
+    name: str
+    path: str
+    level: int
+    row_count: int
+    file_size: int
+    deleted_rows: int | None = None        # DV cardinality (None: unknown / no DV)
+    dv_index_file: str | None = None       # path of the DV index file holding its vector
+    dv_offset: int | None = None
+    dv_length: int | None = None
+    meta: dict = field(default_factory=dict, repr=False, compare=False)  # DataFileMeta as JSON
+
+    @property
+    def has_dv(self) -> bool:
+        return self.dv_index_file is not None
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    """One unit of work for an executor: a bucket (or a group of files of a partition)."""
+
+    kind: str
+    partition: str                  # BinaryRow bytes as hex
+    partition_spec: dict            # {key: value as text}, for people
+    bucket: int
+    total_buckets: int
+    files: tuple[InputFile, ...]
+    why: str
+    output_level: int | None = None  # None: keep each file's level (REWRITE) / 0 (append)
+    drop_delete: bool = False
+    lookup_rewrite: bool = False
+    order_by: tuple[str, ...] = ()
+    strategy: str = "order"
+
+    @property
+    def rows_in(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+    @property
+    def bytes_in(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+    def to_task(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The JSON dict an executor receives (plan-wide parameters merged in)."""
+        d = dataclasses.asdict(self)
+        d["files"] = [dataclasses.asdict(f) for f in self.files]
+        d["order_by"] = list(self.order_by)
+        d.update(params)
+        return d
+
+
+@dataclass(frozen=True)
+class CompactionPlan(Plan):
+    """What a compaction would do: tasks (partition, bucket, input files, why) on top of the common Plan."""
+
+    mode: str = "full"
+    tasks: tuple[CompactionTask, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)   # target sizes etc. passed to every task
+    # DV index files of the touched buckets at plan time (JSON): rewritten without our files at commit, and
+    # checked to be unchanged (a concurrent writer's new deletions on our inputs would otherwise be lost).
+    index_entries: tuple[dict, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.tasks
+
+    def summary(self) -> str:  # type: ignore[override]
+        lines = [f"compaction ({self.mode}) on {self.table} (base snapshot {self.base_snapshot}): "
+                 f"{len(self.tasks)} task(s)"]
+        for t in self.tasks:
+            level = "keep level" if t.output_level is None else f"-> level {t.output_level}"
+            lines.append(f"  {t.kind:<7} {t.partition_spec or '{}'} bucket {t.bucket}: {len(t.files)} file(s), "
+                         f"{t.rows_in} rows, {t.bytes_in} bytes, {level}; {t.why}")
+        if not self.tasks:
+            lines.append("  nothing to do")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    __str__ = summary
+
+
+__all__ = ["MERGE", "REWRITE", "CONCAT", "SORT", "FILE_SOURCE_COMPACT", "InputFile", "CompactionTask",
+           "CompactionPlan", "meta_to_json", "meta_from_json", "index_entry_to_json", "index_entry_from_json"]

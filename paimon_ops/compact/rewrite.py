@@ -1,0 +1,303 @@
+"""The bucket rewriter: the task function executors run (`run_compaction_task(table_location, task) -> dict`).
+
+It reads its input files itself (deletion vectors applied), writes new files next to them and returns their
+DataFileMeta as JSON; it never commits. If anything fails, every file it wrote is deleted before the error
+propagates, so a failed task leaves nothing behind.
+
+PK merge is a streaming k-way merge by key range (bounded memory, maintenance.md §5.7): each sorted run
+(a level-0 file, or all files of one level >= 1 in key order) is read in key-sorted batches; the cutoff is the
+smallest "last key of the current batch" over all runs; every record with key <= cutoff is merged by the merge
+engine (all records of those keys are guaranteed to be in memory), written, and the loop continues.
+Batch sizes follow `memory_budget` (split over the runs); output row groups are at most a quarter of it.
+
+Memory note: the budget covers our batches, merge slices and output row groups. The Parquet reader underneath
+(format.datafile) holds one whole column chunk of every open input file (pyarrow's default unbuffered reads), so
+inputs with huge row groups (Java's 128 MB default) add roughly one compressed row group per sorted run on top.
+Sort compaction sorts one partition in memory (as one Spark task does in Paimon); it is not budget-bound.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_ops.compact.model import CONCAT, MERGE, REWRITE, SORT, InputFile, meta_from_json, meta_to_json
+from paimon_ops.compact.rolling import RollingWriter, WriteParams
+from paimon_ops.errors import InvalidArgumentError, MissingFileError
+from paimon_ops.format.binary_row import deserialize_row
+from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
+from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
+from paimon_ops.table.reader import iter_file_batches
+from paimon_ops.table.scan import LiveFile, TableScanner
+from paimon_ops.table.table import Table
+
+log = logging.getLogger(__name__)
+
+LEVEL = "_LEVEL"
+MAX_BATCH_ROWS = 65536
+MIN_BATCH_ROWS = 256
+# Rough expansion of on-disk (compressed) bytes to Arrow bytes, and of a merge slice while it is sorted,
+# merged and written; used only to size batches from a memory budget.
+_INFLATE = 4
+_WORKING_COPIES = 4
+
+
+class _Ctx:
+    """Per-task state on the executor: the table, a scanner for paths, and a DV loader with a tiny cache."""
+
+    def __init__(self, table_location: str, task: dict[str, Any]):
+        self.table = Table(table_location)
+        self.scanner = TableScanner(self.table)
+        self.task = task
+        self.partition = bytes.fromhex(task["partition"])
+        self.bucket = int(task["bucket"])
+        self.total_buckets = int(task["total_buckets"])
+        self.params = WriteParams.from_json(task["write"])
+        self.memory_budget: int | None = task.get("memory_budget")
+        self._index: dict[str, bytes] = {}
+        self.writers: list[RollingWriter] = []
+
+    def live_file(self, f: InputFile) -> LiveFile:
+        return LiveFile(self.partition, self.bucket, self.total_buckets, meta_from_json(f.meta), f.path)
+
+    def dv(self, f: InputFile) -> DeletionVector | None:
+        if not f.dv_index_file:
+            return None
+        data = self._index.get(f.dv_index_file)
+        if data is None:
+            try:
+                data = self.table.io.read_bytes(f.dv_index_file)
+            except FileNotFoundError:
+                raise MissingFileError(f.dv_index_file, f"deletion vectors of {f.name}") from None
+            self._index = {f.dv_index_file: data}
+        return read_dv(data, f.dv_offset, f.dv_length, f.dv_index_file)
+
+    def writer(self, level: int) -> RollingWriter:
+        w = RollingWriter(self.table, self.scanner, self.params, self.partition, self.bucket, level)
+        self.writers.append(w)
+        return w
+
+    def batch_rows(self, files: list[InputFile], streams: int) -> int:
+        if not self.memory_budget:
+            return MAX_BATCH_ROWS
+        rows = max(1, sum(f.row_count for f in files))
+        row_bytes = max(16.0, sum(f.file_size for f in files) / rows * _INFLATE)
+        n = int(self.memory_budget / (max(1, streams) * row_bytes * _WORKING_COPIES))
+        return max(MIN_BATCH_ROWS, min(MAX_BATCH_ROWS, n))
+
+
+def _files(task: dict[str, Any]) -> list[InputFile]:
+    return [InputFile(**f) for f in task["files"]]
+
+
+# ---------------------------------------------------------------------------------------------- PK merge
+
+def _run_batches(ctx: _Ctx, run: list[InputFile], batch_rows: int) -> Iterator[pa.Table]:
+    """Batches of one sorted run in key order: value columns + _SEQUENCE_NUMBER + _VALUE_KIND + _LEVEL."""
+    for f in run:
+        lf = ctx.live_file(f)
+        for batch in iter_file_batches(ctx.scanner, lf, ctx.dv(f), batch_size=batch_rows):
+            if not batch.num_rows:
+                continue
+            t = pa.Table.from_batches([batch])
+            t = t.drop_columns([c for c in t.column_names if c.startswith(KEY_PREFIX)])
+            yield t.append_column(pa.field(LEVEL, pa.int32(), False), pa.array(np.full(t.num_rows, f.level, np.int32)))
+
+
+def _sorted_runs(ctx: _Ctx, files: list[InputFile]) -> list[list[InputFile]]:
+    """Level 0: one run per file; level >= 1: one run per level, files in key order (maintenance.md §5.1)."""
+    schema = ctx.table.schema
+    key_types = [f.type for f in schema.fields_of(schema.trimmed_primary_keys)]
+    runs: list[list[InputFile]] = [[f] for f in files if f.level == 0]
+    by_level: dict[int, list[InputFile]] = {}
+    for f in files:
+        if f.level > 0:
+            by_level.setdefault(f.level, []).append(f)
+    for level in sorted(by_level):
+        fs = by_level[level]
+        fs.sort(key=lambda f: tuple(deserialize_row(meta_from_json(f.meta).min_key, key_types, f.name)))
+        runs.append(fs)
+    return runs
+
+
+def _le_mask(t: pa.Table, keys: list[str], cutoff: pa.Table) -> pa.ChunkedArray:
+    """Rows of `t` whose key is <= the (single-row) cutoff key, lexicographically, vectorised."""
+    le = None
+    prefix_eq = None
+    for k in keys:
+        col = t.column(k)
+        c = cutoff.column(k)[0]
+        lt = pc.less(col, c)
+        eq = pc.equal(col, c)
+        term = lt if prefix_eq is None else pc.and_(prefix_eq, lt)
+        le = term if le is None else pc.or_(le, term)
+        prefix_eq = eq if prefix_eq is None else pc.and_(prefix_eq, eq)
+    return pc.or_(le, prefix_eq)
+
+
+def _merge_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
+    from paimon_ops.merge import MergeSpec, merge_records
+
+    table, task = ctx.table, ctx.task
+    spec = MergeSpec.from_schema(table.schema, table.options, f"table {table.identifier}")
+    keys = list(spec.key_fields)
+    runs = _sorted_runs(ctx, files)
+    batch_rows = ctx.batch_rows(files, len(runs))
+    iters = [_run_batches(ctx, run, batch_rows) for run in runs]
+    buffers: list[pa.Table | None] = [None] * len(iters)
+    writer = ctx.writer(int(task["output_level"]))
+    drop_delete = bool(task["drop_delete"])
+    lookup_rewrite = bool(task.get("lookup_rewrite"))
+    rows_in = 0
+    slices = 0
+    active = list(range(len(iters)))
+    while True:
+        still = []
+        for i in active:
+            if buffers[i] is None or buffers[i].num_rows == 0:
+                buffers[i] = next(iters[i], None)
+                if buffers[i] is not None:
+                    rows_in += buffers[i].num_rows
+            if buffers[i] is not None:
+                still.append(i)
+        active = still
+        if not active:
+            break
+        # The cutoff: the smallest last key over the runs' buffers (sorted with the merge's own ordering).
+        lasts = pa.concat_tables([buffers[i].select(keys).slice(buffers[i].num_rows - 1, 1) for i in active])
+        order = pc.sort_indices(lasts, sort_keys=[(k, "ascending") for k in keys])
+        cutoff = lasts.take(order.slice(0, 1))
+        parts = []
+        for i in active:
+            buf = buffers[i]
+            mask = _le_mask(buf, keys, cutoff)
+            take = buf.filter(mask)
+            if take.num_rows == buf.num_rows:
+                buffers[i] = None
+            else:
+                buffers[i] = buf.filter(pc.invert(mask))
+            if take.num_rows:
+                parts.append(take)
+        records = pa.concat_tables(parts, promote_options="none") if len(parts) > 1 else parts[0]
+        merged = merge_records(records, spec, drop_delete, lookup_rewrite=lookup_rewrite)
+        slices += 1
+        if merged.num_rows:
+            writer.write(merged.select(table.schema.field_names + [SEQUENCE_NUMBER, VALUE_KIND]))
+    writer.close()
+    log.info("merged %d runs (%d rows) into %d rows in %d slices", len(runs), rows_in, writer.rows_written, slices)
+    return {"rows_read": rows_in, "slices": slices}
+
+
+# ---------------------------------------------------------------------------------------------- single files
+
+def _file_rows_with_seq(ctx: _Ctx, f: InputFile, batch_rows: int) -> Iterator[pa.Table]:
+    """Live rows of one file in file order with _SEQUENCE_NUMBER (append files: min_seq + position)."""
+    lf = ctx.live_file(f)
+    dv = ctx.dv(f)
+    pk = ctx.table.is_primary_key
+    keep = dv.keep_mask(f.row_count) if dv is not None and dv.cardinality else None
+    offset = 0
+    for batch in iter_file_batches(ctx.scanner, lf, None, batch_size=batch_rows):
+        n = batch.num_rows
+        t = pa.Table.from_batches([batch])
+        if pk:
+            t = t.drop_columns([c for c in t.column_names if c.startswith(KEY_PREFIX)])
+        else:
+            seq = np.arange(lf.meta.min_sequence_number + offset, lf.meta.min_sequence_number + offset + n,
+                            dtype=np.int64)
+            t = t.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(seq))
+        if keep is not None:
+            t = t.filter(pa.array(keep[offset:offset + n]))
+        offset += n
+        if t.num_rows:
+            yield t
+
+
+def _rewrite_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
+    """Each file alone: drop deleted rows, same level, same sequence numbers (maintenance.md §5.6 (c))."""
+    out_level = ctx.task.get("output_level")
+    rows = 0
+    for f in files:
+        w = ctx.writer(f.level if out_level is None else int(out_level))
+        for t in _file_rows_with_seq(ctx, f, ctx.batch_rows([f], 1)):
+            rows += t.num_rows
+            w.write(t)
+        w.close()
+    return {"rows_read": rows}
+
+
+def _concat_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
+    """Append compaction (maintenance.md §7.1): rows in task order, fresh consecutive sequence numbers."""
+    w = ctx.writer(0)
+    next_seq = min(meta_from_json(f.meta).min_sequence_number for f in files)
+    rows = 0
+    for f in files:
+        for t in _file_rows_with_seq(ctx, f, ctx.batch_rows([f], 1)):
+            n = t.num_rows
+            t = t.set_column(t.schema.get_field_index(SEQUENCE_NUMBER), pa.field(SEQUENCE_NUMBER, pa.int64(), False),
+                             pa.array(np.arange(next_seq, next_seq + n, dtype=np.int64)))
+            next_seq += n
+            rows += n
+            w.write(t)
+    w.close()
+    return {"rows_read": rows}
+
+
+def _sort_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
+    """Sort compaction of one partition (maintenance.md §7.3): all live rows, ordered by the sort key."""
+    from paimon_ops.compact.sort import sort_indices
+
+    task = ctx.task
+    parts = [t for f in files for t in _file_rows_with_seq(ctx, f, MAX_BATCH_ROWS)]
+    w = ctx.writer(0)
+    if parts:
+        data = pa.concat_tables(parts).drop_columns([SEQUENCE_NUMBER])
+        idx = sort_indices(data, list(task["order_by"]), task.get("strategy") or "order",
+                           ctx.table.options.int("zorder.var-length-contribution", 8) or 8)
+        data = data.take(idx)
+        start = min(meta_from_json(f.meta).min_sequence_number for f in files)
+        data = data.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),
+                                  pa.array(np.arange(start, start + data.num_rows, dtype=np.int64)))
+        step = max(1, ctx.batch_rows(files, 1))
+        for off in range(0, data.num_rows, step):
+            w.write(data.slice(off, step))
+    w.close()
+    return {"rows_read": sum(p.num_rows for p in parts)}
+
+
+_KINDS = {MERGE: _merge_task, REWRITE: _rewrite_task, CONCAT: _concat_task, SORT: _sort_task}
+
+
+def run_compaction_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
+    """Executor entry point (see paimon_ops.runner): rewrite the task's files, return the new files' metadata."""
+    started = time.time()
+    kind = task.get("kind")
+    if kind not in _KINDS:
+        raise InvalidArgumentError(f"unknown compaction task kind {kind!r}")
+    ctx = _Ctx(table_location, task)
+    files = _files(task)
+    try:
+        stats = _KINDS[kind](ctx, files)
+    except BaseException:
+        for w in ctx.writers:
+            w.abort()
+        raise
+    metas = [m for w in ctx.writers for m in w.files]
+    return {
+        "task": task.get("task_id"),
+        "files": [meta_to_json(m) for m in metas],
+        "paths": [p for w in ctx.writers for p in w.paths],
+        "rows_out": sum(m.row_count for m in metas),
+        "bytes_out": sum(m.file_size for m in metas),
+        "seconds": round(time.time() - started, 3),
+        "pid": os.getpid(),  # which process ran it (executors are other processes on Spark)
+        **stats,
+    }
+
+
+__all__ = ["run_compaction_task"]
