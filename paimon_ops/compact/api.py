@@ -44,28 +44,6 @@ class ExecutionResult:
         return [p for r in self.results for p in r.get("paths", [])]
 
 
-class _CompactionCommit(FileStoreCommit):
-    """FileStoreCommit plus one check, run inside its retry loop: the DV index files of every touched bucket are
-    still exactly those of the plan. Otherwise a concurrent writer may have marked rows of our input files as
-    deleted, and committing our rewrite (made from the old vectors) would resurrect them."""
-
-    def __init__(self, table: Table, expected: dict[tuple[bytes, int], frozenset[str]], **kw: Any):
-        super().__init__(table, **kw)
-        self.expected = expected
-
-    def check_conflicts(self, changes, latest, base_snapshot_id, kind) -> None:  # type: ignore[override]
-        super().check_conflicts(changes, latest, base_snapshot_id, kind)
-        live = self.scanner.index_entries(latest) if latest else []
-        for key, names in self.expected.items():
-            cur = frozenset(ie.file_name for ie in live
-                            if ie.index_type == DELETION_VECTORS and (ie.partition, ie.bucket) == key)
-            if cur != names:
-                raise CommitConflictError(
-                    self.table.identifier, base_snapshot_id, latest.id if latest else None,
-                    f"deletion vectors of bucket {key[1]} changed concurrently ({sorted(names)} -> {sorted(cur)}); "
-                    "rows deleted by another writer would come back")
-
-
 def _delete_paths(table: Table, paths: Sequence[str]) -> None:
     for p in paths:
         try:
@@ -113,18 +91,13 @@ def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user
                 raise PaimonOpsError(f"task for bucket {t.bucket} returned an invalid file {meta.file_name}")
             adds.append(ManifestEntry(FileKind.ADD, part, t.bucket, t.total_buckets, meta))
     index_entries = [index_entry_from_json(d) for d in plan.index_entries]
-    expected: dict[tuple[bytes, int], frozenset[str]] = {
-        (bytes.fromhex(t.partition), t.bucket): frozenset() for t in plan.tasks}
-    for ie in index_entries:
-        key = (ie.partition, ie.bucket)
-        expected[key] = expected.get(key, frozenset()) | {ie.file_name}
     dv = DvChanges()
     try:
         dv = rewrite_dv_indexes(table, scanner, index_entries, removed)
         changes = CommitChanges(data=tuple(deletes + adds), index_added=tuple(dv.added), index_deleted=tuple(dv.deleted))
         if changes.is_empty:
             return None, dv
-        committer = _CompactionCommit(table, expected, commit_user=commit_user)
+        committer = FileStoreCommit(table, commit_user=commit_user)
         snap = committer.commit(changes, "COMPACT", plan.base_snapshot)
         return snap, dv
     except BaseException:

@@ -629,7 +629,7 @@ class _FileReader:
         if self.fmt == "parquet":
             import pyarrow.parquet as pq
 
-            self._pf = pq.ParquetFile(src)
+            self._pf = pq.ParquetFile(src, buffer_size=1 << 20)  # buffered: one page, not a whole column chunk, per open file
             self.names = list(self._pf.schema_arrow.names)
         elif self.fmt == "orc":
             import pyarrow.orc as orc

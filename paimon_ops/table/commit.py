@@ -126,8 +126,8 @@ class FileStoreCommit:
                 raise conflict(f"file {e.file.file_name} is both added and deleted by this commit")
 
         live = self.scanner.live_entries(latest) if latest else {}
-        touched = {e.partition for e in changes.data} | {e.partition for e in changes.index_added}
-        merged = {k: v for k, v in live.items() if v.partition in touched}
+        touched_partitions = {e.partition for e in changes.data} | {e.partition for e in changes.index_added}
+        merged = {k: v for k, v in live.items() if v.partition in touched_partitions}
         for e in changes.data:
             if e.kind == FileKind.DELETE:
                 if e.identifier not in merged:
@@ -168,12 +168,37 @@ class FileStoreCommit:
                             and cur.file_name not in deleted_names:
                         raise conflict(f"bucket {ie.bucket} got a new {ie.index_type} index file {cur.file_name} "
                                        "concurrently")
+        # Rows of the files we delete may have been marked deleted concurrently: our rewrite, made from the
+        # base snapshot's vectors, would bring them back. The DV files of every bucket we delete from must be
+        # exactly those of the base snapshot.
+        touched = {(e.partition, e.bucket) for e in changes.data if e.kind == FileKind.DELETE}
+        if touched and latest is not None and base_snapshot_id is not None and latest.id != base_snapshot_id:
+            def dv_files(entries: Iterable[IndexManifestEntry]) -> dict[tuple[bytes, int], frozenset[str]]:
+                out: dict[tuple[bytes, int], set[str]] = {}
+                for ie in entries:
+                    if ie.index_type == DELETION_VECTORS and (ie.partition, ie.bucket) in touched:
+                        out.setdefault((ie.partition, ie.bucket), set()).add(ie.file_name)
+                return {k: frozenset(v) for k, v in out.items()}
+
+            base = table.snapshots.try_snapshot(base_snapshot_id)
+            now_dvs = dv_files(live_index.values())
+            if base is None:
+                if now_dvs:
+                    raise conflict(f"base snapshot {base_snapshot_id} expired; cannot verify the deletion vectors "
+                                   "of the buckets this commit rewrites")
+            elif dv_files(self.scanner.index_entries(base)) != now_dvs:
+                raise conflict("deletion vectors of a bucket this commit rewrites changed concurrently; rows "
+                               "another writer deleted would come back")
+
+        # After this commit no deletion vector may point at a file that is not live.
         live_names = {(e.partition, e.file.file_name) for e in merged.values()}
-        for ie in changes.index_added:
-            if ie.index_type == DELETION_VECTORS and ie.dv_ranges:
+        result_index = [ie for ie in live_index.values() if ie.file_name not in deleted_names] + list(changes.index_added)
+        for ie in result_index:
+            if ie.index_type == DELETION_VECTORS and ie.dv_ranges and ie.partition in touched_partitions:
                 for r in ie.dv_ranges:
                     if (ie.partition, r.data_file) not in live_names:
-                        raise conflict(f"deletion vector for {r.data_file}, which is not live after this commit")
+                        raise conflict(f"deletion vector for {r.data_file} (index file {ie.file_name}) would point "
+                                       "at a file that is not live after this commit")
 
     def _check_lsm(self, entries: Iterable[ManifestEntry], buckets: set[tuple[bytes, int]], conflict) -> None:
         schema = self.table.schema
