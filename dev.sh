@@ -52,7 +52,7 @@ shift || true
 case "$cmd" in
   demo)
     ensure_env
-    exec .venv/bin/paimon-ops demo "$@"
+    exec .venv/bin/python demo.py "$@"
     ;;
   test)
     ensure_env

@@ -282,9 +282,11 @@ def cmd_rollback(args: argparse.Namespace) -> None:
     _result(args, rollback(t, snapshot_id=args.snapshot, tag=args.tag, confirm=args.yes, dry_run=args.dry_run))
 
 
-def cmd_demo(args: argparse.Namespace) -> None:
-    from paimon_ops.demo import run_demo  # heavy imports only when asked
-    run_demo(args.warehouse, json_output=args.json)
+def cmd_sample(args: argparse.Namespace) -> None:
+    from paimon_ops.sample import build_sample_warehouse
+    tables = build_sample_warehouse(args.warehouse, rounds=args.rounds)
+    _emit(args, {"warehouse": args.warehouse, "tables": tables},
+          lambda: print(f"sample warehouse at {args.warehouse}: " + ", ".join(tables)))
 
 
 # ---------------------------------------------------------------------- parser
@@ -359,10 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tag")
     rb.add_argument("--yes", action="store_true", help="confirm: snapshots and tags newer than the target are removed")
 
-    demo = sub.add_parser("demo", help="build a sample warehouse and run maintenance on it end to end")
-    demo.add_argument("--warehouse", default="demo-warehouse", help="where to build the sample warehouse")
-    demo.add_argument("--json", action="store_true")
-    demo.set_defaults(fn=cmd_demo)
+    sample = sub.add_parser("sample", help="build (or rebuild) a sample warehouse with a week of churn")
+    sample.add_argument("warehouse", help="directory to create (replaced if it exists)")
+    sample.add_argument("--rounds", type=int, default=6, help="days of churn")
+    sample.add_argument("--json", action="store_true")
+    sample.set_defaults(fn=cmd_sample)
     return p
 
 

@@ -154,7 +154,7 @@ def local_spark(master: str = "local[*]", app_name: str = "paimon-ops", conf: di
     from pyspark.sql import SparkSession
 
     b = SparkSession.builder.master(master).appName(app_name)
-    defaults = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8",
+    defaults = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
                 "spark.sql.execution.arrow.pyspark.enabled": "true", "spark.driver.bindAddress": "127.0.0.1"}
     for k, v in {**defaults, **(conf or {})}.items():
         b = b.config(k, v)

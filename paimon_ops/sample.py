@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,10 +27,28 @@ TAG_OPTIONS = {"tag.create-time": "00:30", "tag.create-time-zone": "Europe/Berli
 RETENTION = {"snapshot.num-retained.min": "3", "snapshot.num-retained.max": "20", "snapshot.time-retained": "1 h"}
 
 
-def _commit(table: Table, data: dict, kinds: list[int] | None = None) -> int:
+class _Clock:
+    """Commit times spread over the past days (one round per day), so tags and retention have history."""
+
+    def __init__(self, rounds: int):
+        now = datetime.now(timezone.utc)
+        start = (now - timedelta(days=rounds)).replace(hour=9, minute=0, second=0, microsecond=0)
+        self.t = int(start.timestamp() * 1000)
+        self.limit = int(now.timestamp() * 1000)
+
+    def day(self, r: int, rounds: int) -> None:
+        start = datetime.now(timezone.utc) - timedelta(days=rounds - r)
+        self.t = max(self.t, int(start.replace(hour=9, minute=0, second=0, microsecond=0).timestamp() * 1000))
+
+    def tick(self) -> int:
+        self.t = min(self.t + 60_000, self.limit)
+        return self.t
+
+
+def _commit(table: Table, clock: _Clock, data: dict, kinds: list[int] | None = None) -> int:
     w = TableWriter(table.refresh())
     w.write(pa.table(data) if not isinstance(data, pa.Table) else data, kinds)
-    snap = w.commit()
+    snap = w.commit(now_millis=clock.tick())
     return snap.id if snap else 0
 
 
@@ -67,12 +85,14 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
     ], partition_keys=["dt"], options={"bucket": "-1", "target-file-size": "4 mb", **TAG_OPTIONS, **RETENTION})
 
     order_ids = np.arange(1, 2001)
+    clock = _Clock(rounds)
     for r in range(rounds):
+        clock.day(r, rounds)
         # orders: new orders every round, updates of older ones, a few deletes
         n = 400
         ids = order_ids[(r * 300) % 1600:(r * 300) % 1600 + n]
         days = [today - timedelta(days=int(i % 3)) for i in ids]
-        _commit(orders, {
+        _commit(orders, clock, {
             "order_id": pa.array(ids, pa.int64()), "dt": pa.array(days, pa.date32()),
             "customer_id": pa.array(rng.integers(1, 300, n), pa.int32()),
             "status": pa.array(rng.choice(["new", "paid", "shipped"], n)),
@@ -82,26 +102,26 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
         })
         if r > 0:
             dels = ids[:20]
-            _commit(orders, {
+            _commit(orders, clock, {
                 "order_id": pa.array(dels, pa.int64()), "dt": pa.array([today - timedelta(days=int(i % 3)) for i in dels], pa.date32()),
                 "customer_id": pa.nulls(len(dels), pa.int32()), "status": pa.nulls(len(dels), pa.string()),
                 "amount": pa.nulls(len(dels), pa.decimal128(12, 2)), "updated_at": pa.nulls(len(dels), pa.timestamp("ms")),
             }, kinds=[3] * len(dels))
         # customers: profile writer and loyalty writer update different column groups
         cids = rng.choice(np.arange(1, 300), 120, replace=False).astype(np.int32)
-        _commit(customers, {
+        _commit(customers, clock, {
             "customer_id": cids, "name": [f"customer-{c}" for c in cids], "email": [f"c{c}@example.com" for c in cids],
             "profile_ts": np.full(len(cids), r, np.int64), "points": pa.nulls(len(cids), pa.int32()),
             "tier": pa.nulls(len(cids), pa.string()), "loyalty_ts": pa.nulls(len(cids), pa.int64()),
         })
-        _commit(customers, {
+        _commit(customers, clock, {
             "customer_id": cids[:60], "name": pa.nulls(60, pa.string()), "email": pa.nulls(60, pa.string()),
             "profile_ts": pa.nulls(60, pa.int64()), "points": rng.integers(0, 5000, 60).astype(np.int32),
             "tier": rng.choice(["bronze", "silver", "gold"], 60), "loyalty_ts": np.full(60, r, np.int64),
         })
         # daily sales: one row per store per commit, aggregated by the merge engine
         stores = ["berlin", "hamburg", "munich", "cologne"]
-        _commit(sales, {
+        _commit(sales, clock, {
             "dt": pa.array([today] * len(stores), pa.date32()), "store": stores,
             "revenue": pa.array([Decimal(int(x)) / 100 for x in rng.integers(1000, 90000, len(stores))], pa.decimal128(14, 2)),
             "max_basket": rng.random(len(stores)) * 300, "last_cashier": [f"cashier-{r}"] * len(stores),
@@ -110,7 +130,7 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
         # events: many small appends per day partition
         for part in range(3):
             m = 200
-            _commit(events, {
+            _commit(events, clock, {
                 "event_time": pa.array([datetime(2026, 1, 1) + timedelta(seconds=int(x)) for x in rng.integers(0, 86400, m)],
                                        pa.timestamp("us")),
                 "dt": [str(today - timedelta(days=part))] * m, "user_id": rng.integers(1, 10_000, m),
