@@ -1,0 +1,164 @@
+"""What the factory knows about one table at load time: identity, options, and the automation they ask for.
+
+Loading is cheap and read-only (schema, options, latest snapshot JSON, schema-0 / earliest snapshot times) and
+never raises: a table that cannot be read or whose options are malformed becomes a spec with `error` set, and
+the factory gives it a placeholder asset whose check fails with that error.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from paimon_ops.errors import PaimonOpsError
+from paimon_ops.table.table import Table
+
+log = logging.getLogger("paimon_ops.dagster")
+
+# Our own options (dotted, like Paimon's).
+TAG_CREATE_TIME = "tag.create-time"
+DV_RATIO_THRESHOLD = "compaction.dv-ratio-threshold"
+SMALL_FILES_THRESHOLD = "compaction.small-files-threshold"
+
+WAREHOUSE_PLACEHOLDER = "_warehouse._catalog"  # the spec standing for a warehouse that cannot be listed
+
+
+@dataclass(frozen=True)
+class TagTiming:
+    """`tag.create-time` = 'HH:mm' in `tag.create-time-zone`, every `tag.create-interval` (whole days)."""
+
+    hour: int
+    minute: int
+    zone: str
+    interval_days: int = 1
+
+    @property
+    def cron(self) -> str:
+        return f"{self.minute} {self.hour} * * *"
+
+    @property
+    def hh_mm(self) -> str:
+        return f"{self.hour:02d}:{self.minute:02d}"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table as the factory sees it. `error` set means: broken, reported through a placeholder asset."""
+
+    identifier: str
+    database: str
+    table: str
+    location: str = ""
+    options: Mapping[str, str] = field(default_factory=dict)
+    primary_keys: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    latest_snapshot: int | None = None
+    tag_timing: TagTiming | None = None
+    auto_tag: str | None = None  # Paimon's tag.automatic-creation (process-time | watermark | batch), no create-time
+    tag_zone: str = "UTC"  # zone of the tags asset's daily partitions
+    tag_period: str = "daily"  # daily | days (tag.create-interval > 1 d) | hourly | two-hours | duration
+    period_formatter: str = "with_dashes"
+    partitions_start: str = "2024-01-01"  # first daily partition (yyyy-MM-dd)
+    dv_enabled: bool = False
+    error: str | None = None
+
+    @property
+    def is_primary_key(self) -> bool:
+        return bool(self.primary_keys)
+
+    @property
+    def has_expected_tags(self) -> bool:
+        """Tags are expected per period: `tag.create-time`, or Paimon's process-time / watermark auto creation."""
+        return self.tag_timing is not None or self.auto_tag in ("process-time", "watermark")
+
+    @property
+    def daily_tags(self) -> bool:
+        """Daily tag periods (or no automatic tags: manual daily tags): the tags asset is partitioned by day."""
+        return self.tag_period == "daily"
+
+    def period_name(self, partition_key: str) -> str:
+        """Tag name of the day `partition_key` (yyyy-MM-dd) — Paimon's daily period names per formatter."""
+        if self.period_formatter in ("without_dashes", "without_dashes_and_spaces"):
+            return partition_key.replace("-", "")
+        return partition_key
+
+
+_OFFSET = re.compile(r"^(?:GMT|UTC)?([+-])(\d{1,2})(?::?(\d{2}))?$")
+
+
+def iana_zone(text: str) -> str:
+    """The IANA name Dagster needs (partitions, execution_timezone) for the engine's zone text; fixed whole-hour
+    offsets ('+08:00', 'GMT+8') become 'Etc/GMT-8'. Raises ValueError otherwise."""
+    text = text.strip()
+    try:
+        ZoneInfo(text)
+        return text
+    except (ZoneInfoNotFoundError, ValueError):
+        pass
+    m = _OFFSET.match(text)
+    if m and not int(m.group(3) or 0) and int(m.group(2)) <= 14:
+        hours = int(m.group(2))
+        return "UTC" if hours == 0 else f"Etc/GMT{'-' if m.group(1) == '+' else '+'}{hours}"
+    raise ValueError(f"time zone {text!r} has no IANA equivalent Dagster can schedule in; use a region name such as "
+                     "'Asia/Shanghai'")
+
+
+def _date_in_zone(millis: int, zone: str) -> _dt.date:
+    return _dt.datetime.fromtimestamp(millis / 1000, tz=ZoneInfo(zone)).date()
+
+
+def load_spec(table: Table) -> TableSpec:
+    """Read what the factory needs from a table; never raises (errors go into `error`)."""
+    ident = table.identifier
+    db, _, name = ident.partition(".")
+    base = TableSpec(identifier=ident, database=db, table=name, location=table.location)
+    try:
+        schema = table.schema
+        opts = table.options
+        latest = table.snapshots.latest()  # parses the JSON: a corrupt latest snapshot is reported here
+        # The engine's reading of the tag options (tag.create-time / Paimon's tag.automatic-creation), validated:
+        # a malformed option makes the table "broken" here exactly as it would fail every tag run.
+        from paimon_ops.lifecycle.autotag import tag_schedule
+        sched = tag_schedule(table)
+        timing = None
+        auto_tag = None
+        period, formatter, zone = "daily", "with_dashes", "UTC"
+        if sched is not None:
+            zone = iana_zone(sched.zone_name)
+            if sched.handler is not None:
+                formatter = sched.handler.formatter
+                period = {"daily": "daily", "days": "days"}.get(sched.handler.kind, sched.handler.kind)
+            if sched.source == TAG_CREATE_TIME:
+                hours, rest = divmod(sched.delay_ms, 3_600_000)
+                timing = TagTiming(int(hours), int(rest // 60_000), zone,
+                                   (sched.handler.length_ms // 86_400_000) if sched.handler else 1)
+            else:
+                auto_tag = sched.mode
+        opts.float(DV_RATIO_THRESHOLD)  # validate now: a malformed threshold is a broken table too
+        opts.int(SMALL_FILES_THRESHOLD)
+        # First partition: the day the table was created or its earliest snapshot, whichever is older.
+        times = [schema.time_millis] if schema.time_millis else []
+        try:
+            s0 = table.schemas.schema(0)
+            if s0.time_millis:
+                times.append(s0.time_millis)
+        except PaimonOpsError:
+            pass
+        earliest = table.snapshots.earliest()
+        if earliest is not None:
+            times.append(earliest.time_millis)
+        start = _date_in_zone(min(times), zone) if times else _dt.date.today() - _dt.timedelta(days=30)
+        return TableSpec(
+            identifier=ident, database=db, table=name, location=table.location, options=dict(opts.raw),
+            primary_keys=tuple(schema.primary_keys), partition_keys=tuple(schema.partition_keys),
+            latest_snapshot=latest.id if latest is not None else None, tag_timing=timing, auto_tag=auto_tag,
+            tag_zone=zone, tag_period=period, period_formatter=formatter, partitions_start=start.isoformat(),
+            dv_enabled=opts.deletion_vectors_enabled,
+        )
+    except (PaimonOpsError, OSError, ValueError) as e:
+        log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
+        return TableSpec(identifier=ident, database=db, table=name, location=table.location,
+                         error=f"{type(e).__name__}: {e}")

@@ -1,0 +1,197 @@
+"""End to end through a real Dagster webserver: `dagster-webserver -w workspace.yaml` and `dagster-daemon run` on
+127.0.0.1 against a warehouse whose `shop.orders` has snapshots on each of the last five days; headless Chromium
+opens the tags asset, launches a backfill of three of its daily partitions from the partition dialog, the daemon
+runs it, and the tags must then exist in the table, each on the snapshot of its day.
+
+Screenshots of every step and the webserver / daemon logs go to tests/artifacts/webserver_e2e/ (gitignored), the
+screenshots also to the test's tmp dir; the last one (the backfill's runs, all succeeded) is also kept as
+tests/artifacts/webserver_e2e.png, the artefact to keep. Every process the test starts (webserver, daemon,
+chromedriver and the Chromium it launches) runs in its own session and is stopped by its own process-group id.
+
+Runtime is dominated by the daemon: backfills are evaluated every 30 s (once to launch the runs, once to mark the
+backfill complete) and the runs of one table queue behind its pool (limit 1).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.dagster import ui_util as ui
+
+pytestmark = pytest.mark.webserver
+
+ASSET_PATH = ["paimon", "shop", "orders", "tags"]
+LOCATION = "paimon_ops"  # workspace.yaml's location_name
+DIALOG = "//div[@role='dialog']"
+RUNS_TIMEOUT_S = 240  # from launch until every run of the backfill succeeded
+
+
+class Steps:
+    """Wall-clock time of each step (written next to the screenshots, and printed with -s)."""
+
+    def __init__(self):
+        self.t0 = time.monotonic()
+        self.marks: list[tuple[str, float]] = []
+
+    def mark(self, step: str) -> None:
+        self.marks.append((step, round(time.monotonic() - self.t0, 1)))
+        print(f"[webserver e2e] {self.marks[-1][1]:6.1f} s  {step}")
+
+
+@pytest.fixture
+def artifacts(tmp_path) -> Path:
+    d = ui.ARTIFACTS / "webserver_e2e"
+    shutil.rmtree(d, ignore_errors=True)
+    (ui.ARTIFACTS / "webserver_e2e.png").unlink(missing_ok=True)  # no stale artefact if this run fails
+    d.mkdir(parents=True)
+    return d
+
+
+@pytest.fixture
+def stack(tmp_path, artifacts):
+    """Warehouse, DAGSTER_HOME, webserver + daemon + browser (started together), all stopped at teardown."""
+    reason = ui.browser_missing()
+    if reason:
+        pytest.skip(reason)
+    steps = Steps()
+    today = dt.datetime.now(ui.TAG_ZONE).date()
+    warehouse = ui.build_past_days_warehouse(str(tmp_path / "warehouse"), today, n_days=5)
+    home = tmp_path / "dagster_home"
+    ui.init_dagster_home(home)
+    steps.mark("warehouse and DAGSTER_HOME ready")
+
+    env = ui.dagster_env(home, warehouse.path)
+    port = ui.free_port()
+    procs: list[ui.ManagedProcess] = []
+    browser = None
+    try:
+        procs.append(ui.ManagedProcess(
+            "dagster-webserver",
+            [str(ui.VENV_BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+            ui.REPO, env, tmp_path / "webserver.log"))
+        procs.append(ui.ManagedProcess(
+            "dagster-daemon", [str(ui.VENV_BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+            ui.REPO, env, tmp_path / "daemon.log"))
+        (tmp_path / "chromium").mkdir()
+        browser = ui.Browser(tmp_path / "chromium", tmp_path / "chromedriver.log")
+        steps.mark("webserver, daemon and Chromium started")
+        yield dict(port=port, procs=procs, browser=browser, warehouse=warehouse, steps=steps, artifacts=artifacts,
+                   tmp_path=tmp_path)
+    finally:
+        try:
+            if browser is not None:
+                browser.close()
+        finally:
+            ui.stop_all(procs)
+        for p in procs:  # keep the logs with the screenshots
+            shutil.copy(p.log_path, artifacts / p.log_path.name)
+        steps.mark("all processes stopped")
+        (artifacts / "steps.json").write_text(json.dumps(steps.marks, indent=1))
+
+
+def test_backfill_of_daily_tags_launched_from_the_ui(stack):
+    port, procs, steps = stack["port"], stack["procs"], stack["steps"]
+    driver = stack["browser"].driver
+    wh: ui.PastDaysWarehouse = stack["warehouse"]
+    shots = ui.Shots(driver, stack["artifacts"], copy_to=stack["tmp_path"] / "screenshots")
+    all_days = [d.isoformat() for d in wh.days]
+    picked = wh.days[1:4]  # three of the five partitions; the first and the last stay untagged
+
+    try:
+        _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, picked)
+    except BaseException:
+        try:  # what the browser showed when it failed, with the DOM, next to the other screenshots
+            shots.take("failure", source=True)
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+
+
+def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, picked):
+    from selenium.webdriver.common.keys import Keys
+
+    want = [d.isoformat() for d in picked]
+    first, last = want[0], want[-1]
+
+    # -- the server is up, the code location loaded, the first-visit dialog dismissed
+    ui.wait_for_http(port, procs, timeout=90)
+    ui.wait_for_location(port, LOCATION, procs, timeout=90)
+    steps.mark("code location loaded")
+    node = ui.graphql(port, ui.ASSET_QUERY, {"path": ASSET_PATH})["assetNodeOrError"]
+    assert node["__typename"] == "AssetNode", f"no asset {'/'.join(ASSET_PATH)} in the code location: {node}"
+    assert node["isPartitioned"], "the tags asset of a table with tag.create-time must be daily-partitioned"
+    assert node["partitionKeys"][:len(all_days)] == all_days, (  # (a new day may begin while the test runs)
+        f"expected one partition per day from the first snapshot's day, up to yesterday: {node['partitionKeys']}")
+    ui.set_nux_seen(port)
+
+    # -- the asset page, without a first-visit dialog in the way
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(ASSET_PATH)}")
+    materialize = "//button[starts-with(normalize-space(.), 'Materialize')]"
+    ui.wait_for(driver, "the Materialize button", lambda: ui.visible(driver, materialize))
+    assert not ui.visible(driver, DIALOG), "a dialog covers the asset page (setNuxSeen did not dismiss the NUX?)"
+    shots.take("asset-page")
+    steps.mark("asset page open")
+
+    # -- the partition dialog: a custom range of three days, then "Launch backfill"
+    ui.click(driver, materialize, "the Materialize button")
+    ui.wait_for(driver, "the launch dialog's partition selection",
+                lambda: ui.visible(driver, DIALOG + "//*[normalize-space(text())='Partition selection']"))
+    box = ui.wait_for(driver, "the partition range input",
+                      lambda: ui.visible(driver, DIALOG + "//input[@type='text']")[0])
+    box.click()
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(f"[{first}...{last}]", Keys.ENTER)
+    ui.wait_for(driver, f"'{len(picked)} partitions' selected",
+                lambda: ui.visible(driver, DIALOG + f"//*[normalize-space(text())='{len(picked)} partitions']"),
+                timeout=20)
+    shots.take("partitions-selected")
+    ui.click(driver, DIALOG + "//button[normalize-space(.)='Launch backfill']", "the Launch backfill button")
+    toast = ui.wait_for(driver, "the 'Created backfill' toast",
+                        lambda: ui.visible(driver, "//*[starts-with(normalize-space(.), 'Created backfill ')]"))
+    match = re.search(r"Created backfill (\S+)", toast[-1].text)
+    assert match, f"toast without a backfill id: {toast[-1].text!r}"
+    backfill_id = match.group(1)
+    shots.take("backfill-created")
+    steps.mark(f"backfill {backfill_id} launched from the UI")
+
+    bf = ui.get_backfill(port, backfill_id)
+    assert bf["isAssetBackfill"] and bf["assetSelection"] == [{"path": ASSET_PATH}], bf
+    assert bf["partitionNames"] == want, bf
+
+    # -- the daemon launches the runs (one per partition; one for the range with a single-run backfill policy)
+    bf = ui.wait_for_backfill_runs(port, backfill_id, want, all_days, procs, timeout=RUNS_TIMEOUT_S)
+    covered = sorted(k for r in bf["runs"] for k in ui.run_partitions(r, all_days))
+    assert covered == want, f"runs of the backfill cover {covered}, expected each of {want} once"
+    steps.mark(f"all {len(bf['runs'])} runs succeeded")
+
+    # -- the tags are in the table, each on the latest snapshot of its day
+    from paimon_ops.table.table import Catalog
+
+    table = Catalog(wh.path).get_table(ui.ORDERS)
+    names = table.tags.names()
+    assert names == want, f"tags after the backfill (the first and the last day were not selected): {names}"
+    for day in picked:
+        assert table.tags.tag(day.isoformat()).id == wh.snapshot_for_day(day), (
+            f"tag {day} is on snapshot {table.tags.tag(day.isoformat()).id}, expected the day's last snapshot "
+            f"{wh.snapshot_for_day(day)} (commits: {wh.commits})")
+
+    # -- the artefact: the backfill's runs, all succeeded, as the UI shows them
+    driver.get(f"http://127.0.0.1:{port}/runs/b/{backfill_id}?tab=runs")
+    ui.wait_for(driver, "the backfill's runs listed as Success",
+                lambda: len(ui.visible(driver, "//*[normalize-space(text())='Success']")) >= len(bf["runs"]),
+                timeout=30)
+    bf = ui.wait_for_backfill_status(port, backfill_id, procs, timeout=45)
+    assert bf["status"] == "COMPLETED_SUCCESS", bf
+    driver.refresh()
+    ui.wait_for(driver, "the backfill shown as Succeeded",
+                lambda: ui.visible(driver, "//*[normalize-space(text())='Succeeded' or @data-tooltip='Succeeded']"),
+                timeout=30)
+    final = shots.take("backfill-runs")
+    shutil.copy(final, ui.ARTIFACTS / "webserver_e2e.png")  # the artefact to keep, under a stable name
+    steps.mark(f"backfill {bf['status']}; artefact {final}")
