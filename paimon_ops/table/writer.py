@@ -288,7 +288,11 @@ def create_table(warehouse: str, identifier: str, fields: Sequence, partition_ke
     from paimon_ops.format.types import DataField, max_field_id, parse_type
     from paimon_ops.table.table import Catalog, Identifier
 
+    from paimon_ops.table.fileio import FileIO
+
     ident = Identifier.parse(identifier)
+    io, root = FileIO.resolve(warehouse)
+    io.mkdirs(root)  # creating a table may create its warehouse, as Paimon's filesystem catalog does
     cat = Catalog(warehouse)
     path = cat.table_path(ident)
     dfs = []
