@@ -1,0 +1,610 @@
+"""Snapshot expiration and decoupled changelog expiration (maintenance.md §2).
+
+    plan_expire_snapshots(table, now_millis=None, retain_min=None, retain_max=None, older_than=None,
+                          time_retained=None, max_deletes=None) -> Plan
+    expire_snapshots(table, ..., dry_run=False, runner=None, progress=None) -> Report
+    execute_expire(table, plan, runner=None, progress=None) -> Report   (a reviewed plan, re-validated first)
+
+Window (§2.2, the 2.0+ successor rule): snapshot `id` may expire only when its successor `id+1` was committed
+before `now - time_retained`; everything below `latest - retain_max + 1` expires by count; `retain_min` newest,
+consumers' `nextSnapshot` and `snapshot.expire.limit` cap the window. Files (§2.3) are planned per snapshot delta
+in entry order keyed by file path, protected by the nearest tag below (data, compared by partition/bucket/name) and
+by the window's neighbours (manifests, index files, statistics); files another branch references are never deleted
+(Java ignores other branches, issue #6272). Execution order (§2.4): data -> changelog files -> empty dirs ->
+manifests, index and statistics -> manifest lists and index manifests -> snapshot files oldest first -> EARLIEST.
+Every unreadable piece of metadata makes us delete less; arguments and snapshot `end` are validated before anything
+is planned (issue #10088).
+
+Decoupled changelog lifecycle (§2.8, decided by the table's options, never by one call's arguments): expired
+snapshots are kept as `changelog/changelog-<id>` and a changelog stage, planned on the state the snapshot stage
+leaves, expires them by `changelog.num-retained.*` / `changelog.time-retained` (own commit time) in the same run.
+
+A branch is expired against its own tags and consumers (`Table.for_branch(b)`), not main's (Java bug #9867).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import posixpath
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, PaimonOpsError
+from paimon_ops.format import manifest as mf
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.reclaim import (DIRS, FILES, ORDERED, STORE_CAPACITY, DataSkipper, OtherBranches,
+                                          PhaseExecutor, PlanBuilder, data_actions, dry_run_report, empty_dir_actions,
+                                          executed_report, file_size, manifest_skipping_set, nearest_tag_below,
+                                          other_branches, plan_index_and_stats, plan_manifest_list, plan_phases,
+                                          read_tags, skipping_tags)
+from paimon_ops.options import parse_duration
+from paimon_ops.plan import CHANGELOG, HINT, LONG_CHANGELOG, SNAPSHOT, FileAction, Plan, Report
+from paimon_ops.runner import Progress, Runner
+from paimon_ops.table.scan import ManifestStore, TableScanner
+from paimon_ops.table.table import EARLIEST, LATEST, Table
+
+log = logging.getLogger(__name__)
+
+INT_MAX = 2**31 - 1
+SNAPSHOT_PHASE = "snapshot files"
+CHANGELOG_META_PHASE = "long-lived changelog files"
+
+
+# ---------------------------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class ExpireSettings:
+    now_millis: int
+    retain_min: int
+    retain_max: int
+    older_than_millis: int  # a snapshot whose successor was committed before this may expire
+    max_deletes: int
+    changelog_retain_min: int
+    changelog_retain_max: int
+    changelog_older_than_millis: int
+    changelog_max_deletes: int
+    decoupled: bool
+    changelog_producer: str
+    consumer_changelog_only: bool
+    consumer_expiration_ms: int | None
+    clean_empty_dirs: bool
+
+
+def _millis_of(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be epoch milliseconds or a datetime, not {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, _dt.datetime):
+        return int(value.timestamp() * 1000)  # naive = local time, as Java parses timestamps in the JVM zone
+    raise InvalidArgumentError(f"{name} must be epoch milliseconds or a datetime, not {value!r}")
+
+
+def _duration_ms(value: Any, name: str) -> int:
+    if isinstance(value, _dt.timedelta):
+        ms = int(value.total_seconds() * 1000)
+    elif isinstance(value, str):
+        ms = int(parse_duration(value, name).total_seconds() * 1000)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        ms = value
+    else:
+        raise InvalidArgumentError(f"{name} must be a timedelta, a duration string such as '1 h' or milliseconds, "
+                                   f"not {value!r}")
+    if ms < 0:
+        raise InvalidArgumentError(f"{name} must not be negative, got {value!r}")
+    return ms
+
+
+def resolve_settings(table: Table, now_millis: int | None = None, retain_min: int | None = None,
+                     retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
+                     max_deletes: int | None = None) -> ExpireSettings:
+    """Arguments override the table's options (maintenance.md §2.1, §9); everything is validated here, before any
+    file is read or deleted."""
+    opts = table.options
+    now = int(time.time() * 1000) if now_millis is None else int(now_millis)
+    rmin = opts.int("snapshot.num-retained.min", 10) if retain_min is None else retain_min
+    rmax = opts.int("snapshot.num-retained.max", INT_MAX) if retain_max is None else retain_max
+    limit = opts.int("snapshot.expire.limit", 50) if max_deletes is None else max_deletes
+    for name, v in (("retain_min", rmin), ("retain_max", rmax), ("max_deletes", limit)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise InvalidArgumentError(f"{name} must be an integer, got {v!r}")
+    if rmin < 1:
+        raise InvalidArgumentError(
+            f"retain_min must be at least 1 (got {rmin}): with 0 the latest snapshot's files would be deleted while "
+            "its metadata stays (Paimon issue #10088); check argument retain_min / option snapshot.num-retained.min")
+    if rmax < rmin:
+        raise InvalidArgumentError(f"retain_max ({rmax}) must not be less than retain_min ({rmin})")
+    if limit < 1:
+        raise InvalidArgumentError(f"max_deletes / snapshot.expire.limit must be at least 1, got {limit}")
+    if older_than is not None and time_retained is not None:
+        raise InvalidArgumentError("give either older_than (a point in time) or time_retained (a duration), not both")
+    if older_than is not None:
+        older = _millis_of(older_than, "older_than")
+        retained_ms = now - older
+    else:
+        retained_ms = _duration_ms(time_retained, "time_retained") if time_retained is not None else \
+            int(opts.duration("snapshot.time-retained", _dt.timedelta(hours=1)).total_seconds() * 1000)
+        older = now - retained_ms
+    # Whether the changelog lifecycle is decoupled is a property of the table (CoreOptions
+    # .changelogLifecycleDecoupled: changelog options vs snapshot options), never of one call's arguments; otherwise
+    # runs with different arguments would alternate between keeping and deleting changelogs.
+    t_min = opts.int("snapshot.num-retained.min", 10)
+    t_max = opts.int("snapshot.num-retained.max", INT_MAX)
+    t_time = int(opts.duration("snapshot.time-retained", _dt.timedelta(hours=1)).total_seconds() * 1000)
+    cl_min = opts.int("changelog.num-retained.min", t_min)
+    cl_max = opts.int("changelog.num-retained.max", t_max)
+    cl_time = opts.duration("changelog.time-retained")
+    cl_retained_ms = t_time if cl_time is None else int(cl_time.total_seconds() * 1000)
+    if cl_min < 1:
+        raise InvalidArgumentError(f"changelog.num-retained.min must be at least 1, got {cl_min}")
+    if cl_max < cl_min:
+        raise InvalidArgumentError(f"changelog.num-retained.max ({cl_max}) must not be less than "
+                                   f"changelog.num-retained.min ({cl_min})")
+    decoupled = cl_max > t_max or cl_min > t_min or cl_retained_ms > t_time
+    exp = opts.duration("consumer.expiration-time")
+    return ExpireSettings(
+        now_millis=now, retain_min=rmin, retain_max=rmax, older_than_millis=older, max_deletes=limit,
+        changelog_retain_min=cl_min, changelog_retain_max=cl_max, changelog_older_than_millis=now - cl_retained_ms,
+        changelog_max_deletes=limit, decoupled=decoupled, changelog_producer=opts.changelog_producer,
+        consumer_changelog_only=opts.bool("consumer.changelog-only"),
+        consumer_expiration_ms=None if exp is None else int(exp.total_seconds() * 1000),
+        clean_empty_dirs=opts.bool("snapshot.clean-empty-directories", False,
+                                   ("snapshot.expire.clean-empty-directories",)),
+    )
+
+
+def _consumer_min(table: Table, cfg: ExpireSettings, notes: list[str]) -> int | None:
+    """min(nextSnapshot) over live consumers; an unreadable consumer file stops everything (fail closed)."""
+    try:
+        consumers = table.consumers.consumers()
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(e.path, f"{e.problem}; a consumer whose position is unknown could lose the "
+                                           "snapshots it still reads, so nothing is expired") from None
+    except OSError as e:
+        raise CorruptMetadataError(table.consumers.dir, f"cannot read consumers ({e}); nothing is expired") from None
+    live = []
+    for cid, (c, mtime) in sorted(consumers.items()):
+        if cfg.consumer_expiration_ms is not None and mtime < cfg.now_millis - cfg.consumer_expiration_ms:
+            notes.append(f"consumer {cid} is older than consumer.expiration-time and does not protect snapshots")
+            continue
+        live.append(c.next_snapshot)
+    return min(live) if live else None
+
+
+# ---------------------------------------------------------------------------------------------- planning
+
+
+def _changelog_path(table: Table, snapshot_id: int) -> str:
+    return table.changelogs.path(snapshot_id)
+
+
+def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_min: int | None = None,
+                          retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
+                          max_deletes: int | None = None) -> Plan:
+    """What expiring snapshots (and, when decoupled, long-lived changelogs) of `table`'s branch would delete."""
+    cfg = resolve_settings(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes)
+    b = PlanBuilder()
+    store = ManifestStore(table, capacity=STORE_CAPACITY)
+    scanner = TableScanner(table, store)
+    snaps_mgr = table.snapshots
+    latest = snaps_mgr.latest_id()
+    earliest = snaps_mgr.earliest_id()
+    notes: list[str] = []
+    details: dict[str, Any] = {"branch": table.branch, "latest": latest, "earliest": earliest,
+                               "settings": asdict(cfg), "expired_snapshots": [], "notes": notes}
+    if latest is None or earliest is None:
+        notes.append("no snapshots")
+        return b.build("expire_snapshots", table, latest, details)
+    tags = read_tags(table)  # read before anything is planned (checklist 1); unreadable tag -> error
+    details["tag_set"] = [[n, t.id] for n, t in tags]
+    consumer_min = _consumer_min(table, cfg, notes)
+    details["consumer_min_next_snapshot"] = consumer_min
+    try:
+        others = other_branches(table)
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(e.path, f"{e.problem}; another branch's files could not be protected, nothing "
+                                           "is expired (if that branch's expiry was interrupted, re-run it first)") \
+            from None
+    details["protected_branches"] = others.branches
+
+    # ---- the window (§2.2)
+    lo = max(latest - cfg.retain_max + 1, earliest)
+    hi = latest - cfg.retain_min + 1
+    if consumer_min is not None and not (cfg.consumer_changelog_only and cfg.decoupled):
+        hi = min(hi, consumer_min)
+    hi = min(hi, earliest + cfg.max_deletes)
+    end = hi
+    for sid in range(lo, hi):
+        try:
+            succ = snaps_mgr.try_snapshot(sid + 1)
+        except CorruptMetadataError as e:
+            b.warn(f"snapshot {sid + 1} is unreadable ({e.problem}); expiring only up to {sid}")
+            end = sid
+            break
+        if succ is not None and succ.time_millis >= cfg.older_than_millis:
+            end = sid  # the successor is too young: `sid` was superseded less than time-retained ago
+            break
+    details["end"] = end
+
+    snaps: dict[int, Snapshot] = {}
+    end_snap: Snapshot | None = None
+    if end <= earliest:
+        notes.append(f"nothing to expire: the window [{earliest}, {end}) is empty")
+    else:
+        try:
+            end_snap = snaps_mgr.try_snapshot(end)
+            if end_snap is None:
+                b.warn(f"snapshot {end} (the first one kept) does not exist; nothing expired (issue #10088)")
+        except CorruptMetadataError as e:
+            b.warn(f"snapshot {end} (the first one kept) is unreadable ({e.problem}); nothing expired")
+        if end_snap is not None:
+            for sid in range(earliest, end):
+                s = snaps_mgr.try_snapshot(sid)  # corrupt -> raises: we cannot know what it references
+                if s is not None:
+                    snaps[sid] = s
+            snaps[end] = end_snap
+    excl = sorted(i for i in snaps if i < end)
+    begin = min(snaps) if snaps else earliest
+    details["window"] = [begin, end] if excl else None
+    details["expired_snapshots"] = excl
+    details["end_base_manifest_list"] = end_snap.base_manifest_list if end_snap is not None else None
+
+    if excl:
+        assert end_snap is not None
+        _plan_snapshot_stage(b, table, store, scanner, cfg, tags, snaps, begin, end, end_snap, others)
+    if cfg.decoupled:
+        details["changelog"] = _plan_changelog_stage(
+            b, table, store, scanner, cfg, tags, {i: snaps[i] for i in excl}, latest,
+            end_snap if excl else None, consumer_min, others)
+    return b.build("expire_snapshots", table, latest, details)
+
+
+def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
+                         cfg: ExpireSettings, tags: list, snaps: dict[int, Snapshot], begin: int, end: int,
+                         end_snap: Snapshot, others: OtherBranches) -> None:
+    excl = sorted(i for i in snaps if i < end)
+    keep_append_files = cfg.decoupled and cfg.changelog_producer == "none"
+    # ---- data files: deltas of (begin, end], in entry order keyed by path (checklist 2)
+    b.phase("data files", FILES)
+    skipper = DataSkipper(store)
+    buckets: set[tuple[bytes, int]] = set()
+    for sid in sorted(snaps):
+        if sid <= begin:
+            continue
+        s = snaps[sid]
+        try:
+            entries = list(store.entries_of_list(s.delta_manifest_list, f"snapshot {sid}"))
+        except CorruptMetadataError as e:
+            b.warn(f"data files deleted by snapshot {sid} are kept: its delta is unreadable ({e})")
+            continue
+        cands: dict[str, Any] = {}
+        for e in entries:
+            path = scanner.data_file_path(e.partition, e.bucket, e.file)
+            if e.kind == mf.FileKind.DELETE:
+                cands[path] = e
+            else:
+                cands.pop(path, None)  # level upgrade / index rewrite: DELETE then ADD of the same file
+        if not cands:
+            continue
+        tag = nearest_tag_below(tags, sid)
+        try:
+            protect = skipper.keys([tag[1]]) if tag else set()
+        except (CorruptMetadataError, OSError) as e:
+            b.warn(f"data files deleted by snapshot {sid} are kept: tag {tag[0] if tag else ''} is unreadable ({e})")
+            continue
+        why = f"deleted by snapshot {sid}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
+        for path, e in cands.items():
+            key = (e.partition, e.bucket, e.file.file_name)
+            if key in protect or others.protects_data(key):
+                continue
+            if keep_append_files and e.file.file_source in (None, 0):
+                continue  # with changelog-producer=none these files are the changelog (§2.8)
+            for a in data_actions(scanner, e, why):
+                b.add(a)
+            buckets.add((e.partition, e.bucket))
+
+    # ---- changelog files (only when not decoupled; tags do not protect them)
+    b.phase("changelog files", FILES)
+    if not cfg.decoupled:
+        for sid in excl:
+            s = snaps[sid]
+            if s.changelog_manifest_list:
+                _plan_added_in(b, table, store, scanner, s.changelog_manifest_list, f"changelog of snapshot {sid}",
+                               buckets, CHANGELOG, others)
+
+    if cfg.clean_empty_dirs:
+        b.phase("empty directories", DIRS)
+        for a in empty_dir_actions(scanner, buckets, "emptied by snapshot expiry (deleted only if empty)"):
+            b.add(a)
+
+    # ---- manifests, index files, statistics: protected by the window's neighbours (checklist 5)
+    prot = skipping_tags(tags, begin, end)
+    prot_desc = f"snapshot {end}" + (", tags " + ", ".join(n for n, _ in prot) if prot else "")
+    try:
+        skip = manifest_skipping_set(store, [t for _, t in prot] + [end_snap]) | others.names
+    except (CorruptMetadataError, OSError) as e:
+        b.warn(f"keeping all manifests, index and statistics files of this run: cannot read {prot_desc} ({e})")
+        skip = None
+    if skip is not None:
+        contents: list[FileAction] = []
+        lists: list[FileAction] = []
+        delete_data_lists = not cfg.decoupled or cfg.changelog_producer != "none"
+        for sid in excl:
+            s = snaps[sid]
+            why = f"snapshot {sid} expired, not used by {prot_desc}"
+            if delete_data_lists:
+                plan_manifest_list(b, table, store, s.base_manifest_list, s.base_manifest_list_size, skip, why,
+                                   contents, lists)
+                plan_manifest_list(b, table, store, s.delta_manifest_list, s.delta_manifest_list_size, skip, why,
+                                   contents, lists)
+            if not cfg.decoupled and s.changelog_manifest_list:
+                plan_manifest_list(b, table, store, s.changelog_manifest_list, s.changelog_manifest_list_size, skip,
+                                   why, contents, lists)
+            plan_index_and_stats(b, table, scanner, s, skip, why, contents, lists)
+        b.phase("manifests, index and statistics files", FILES)
+        for a in contents:
+            b.add(a)
+        b.phase("manifest lists and index manifests", FILES)
+        for a in lists:
+            b.add(a)
+
+    # ---- snapshot files oldest first, then EARLIEST
+    b.phase(SNAPSHOT_PHASE, ORDERED)
+    for sid in excl:
+        p = table.snapshots.path(sid)
+        b.add(FileAction(p, SNAPSHOT, f"expired (kept from snapshot {end})", file_size(table, p)))
+        if cfg.decoupled:
+            b.writes.append(FileAction(_changelog_path(table, sid), LONG_CHANGELOG,
+                                       f"snapshot {sid} kept as long-lived changelog"))
+    b.writes.append(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {end}"))
+
+
+def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner, list_name: str,
+                   why: str, buckets: set, kind: str, others: OtherBranches) -> None:
+    """Every file ADDed in a changelog manifest list; unreadable manifests are skipped (leak)."""
+    try:
+        metas = store.manifest_list(list_name, why)
+    except CorruptMetadataError as e:
+        if not isinstance(e, MissingFileError):
+            b.warn(f"{why}: changelog manifest list unreadable, its files are kept ({e.problem})")
+        return
+    for m in metas:
+        try:
+            entries = store.manifest(m.file_name, list_name)
+        except CorruptMetadataError as e:
+            if not isinstance(e, MissingFileError):
+                b.warn(f"{why}: manifest {m.file_name} unreadable, its files are kept ({e.problem})")
+            continue
+        for e in entries:
+            if e.kind == mf.FileKind.ADD and e.file.file_name not in others.names:
+                p = scanner.data_file_path(e.partition, e.bucket, e.file)
+                b.add(FileAction(p, kind, why, e.file.file_size))
+                buckets.add((e.partition, e.bucket))
+
+
+def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
+                          cfg: ExpireSettings, tags: list, converted: dict[int, Snapshot], latest: int,
+                          stage1_end: Snapshot | None, consumer_min: int | None, others: OtherBranches) -> dict:
+    """ExpireChangelogImpl (§2.8) planned on the state after the snapshot stage: `converted` snapshots will have
+    become long-lived changelogs and the earliest snapshot will be `stage1_end`."""
+    info: dict[str, Any] = {"expired_changelogs": []}
+    try:
+        existing = table.changelogs.list_ids()
+    except OSError as e:
+        b.warn(f"cannot list long-lived changelogs ({e}); none expired")
+        return info
+    ids = sorted(set(existing) | set(converted))
+    if not ids:
+        return info
+    earliest_snap = stage1_end if stage1_end is not None else table.snapshots.earliest()
+    if earliest_snap is None:
+        return info
+    ec, lc = ids[0], ids[-1]
+
+    def load(cid: int) -> Snapshot | None:
+        return converted.get(cid) or table.changelogs.try_snapshot(cid)
+
+    lo = max(latest - cfg.changelog_retain_max + 1, ec)
+    hi = latest - cfg.changelog_retain_min + 1
+    if consumer_min is not None:
+        hi = min(hi, consumer_min)  # changelog expiry always honours consumers
+    hi = min(hi, ec + cfg.changelog_max_deletes, lc)
+    if hi <= ec:
+        return info
+    end = hi
+    for cid in range(lo, hi + 1):
+        try:
+            c = load(cid)
+        except CorruptMetadataError as e:
+            b.warn(f"long-lived changelog {cid} unreadable ({e.problem}); expiring changelogs only below it")
+            end = cid
+            break
+        if c is not None and c.time_millis >= cfg.changelog_older_than_millis:
+            end = cid  # own commit time, unlike snapshots
+            break
+    end = min(end, hi)
+    if end <= ec:
+        return info
+    try:
+        end_cl = load(end)
+    except CorruptMetadataError:
+        end_cl = None
+    if end_cl is None:
+        b.warn(f"long-lived changelog {end} (the first one kept) is missing or unreadable; no changelog expired")
+        return info
+    cls: dict[int, Snapshot] = {}
+    for cid in range(ec, end):
+        c = load(cid)  # corrupt -> raises before anything is deleted
+        if c is not None:
+            cls[cid] = c
+    info["window"] = [ec, end]
+    info["expired_changelogs"] = sorted(cls)
+    buckets: set[tuple[bytes, int]] = set()
+    # data and changelog files
+    b.phase("changelog stage: changelog and data files", FILES)
+    skipper = DataSkipper(store)
+    for cid in sorted(cls):
+        c = cls[cid]
+        if c.changelog_manifest_list:
+            _plan_added_in(b, table, store, scanner, c.changelog_manifest_list, f"changelog {cid} expired", buckets,
+                           CHANGELOG, others)
+            continue
+        try:
+            entries = list(store.entries_of_list(c.delta_manifest_list, f"changelog {cid}"))
+        except CorruptMetadataError as e:
+            if not isinstance(e, MissingFileError):
+                b.warn(f"data files deleted by changelog {cid} are kept: its delta is unreadable ({e.problem})")
+            continue
+        cands: dict[str, Any] = {}
+        for e in entries:
+            path = scanner.data_file_path(e.partition, e.bucket, e.file)
+            if e.kind == mf.FileKind.DELETE:
+                cands[path] = e
+            else:
+                cands.pop(path, None)
+        tag = nearest_tag_below(tags, cid)
+        try:
+            protect = skipper.keys([tag[1]]) if tag else set()
+        except (CorruptMetadataError, OSError) as e:
+            b.warn(f"data files deleted by changelog {cid} are kept: tag unreadable ({e})")
+            continue
+        why = f"deleted by changelog {cid}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
+        for path, e in cands.items():
+            key = (e.partition, e.bucket, e.file.file_name)
+            if key not in protect and not others.protects_data(key):
+                for a in data_actions(scanner, e, why):
+                    b.add(a)
+                buckets.add((e.partition, e.bucket))
+    if cfg.clean_empty_dirs:
+        b.phase("changelog stage: empty directories", DIRS)
+        for a in empty_dir_actions(scanner, buckets, "emptied by changelog expiry (deleted only if empty)"):
+            b.add(a)
+    prot = skipping_tags(tags, ec, end)
+    try:
+        # A long-lived changelog's base/delta lists may be gone (snapshot expiry deletes them unless the producer
+        # is 'none'); the earliest snapshot's and the tags' lists must be readable.
+        tolerate = [end_cl] if cfg.changelog_producer != "none" else []
+        skip = manifest_skipping_set(store, [t for _, t in prot] + [end_cl, earliest_snap], tolerate) | others.names
+    except (CorruptMetadataError, OSError) as e:
+        b.warn(f"keeping the manifests of expired changelogs: protectors unreadable ({e})")
+        skip = None
+    if skip is not None:
+        contents: list[FileAction] = []
+        lists: list[FileAction] = []
+        for cid in sorted(cls):
+            c = cls[cid]
+            why = f"changelog {cid} expired"
+            if c.changelog_manifest_list:
+                plan_manifest_list(b, table, store, c.changelog_manifest_list, c.changelog_manifest_list_size, skip,
+                                   why, contents, lists)
+            else:
+                plan_manifest_list(b, table, store, c.delta_manifest_list, c.delta_manifest_list_size, skip, why,
+                                   contents, lists)
+                plan_manifest_list(b, table, store, c.base_manifest_list, c.base_manifest_list_size, skip, why,
+                                   contents, lists)
+        b.phase("changelog stage: manifests", FILES)
+        for a in contents:
+            b.add(a)
+        b.phase("changelog stage: manifest lists", FILES)
+        for a in lists:
+            b.add(a)
+    b.phase(CHANGELOG_META_PHASE, ORDERED)
+    for cid in sorted(cls):
+        b.add(FileAction(_changelog_path(table, cid), LONG_CHANGELOG, f"changelog {cid} expired (kept from {end})"))
+    b.writes.append(FileAction(posixpath.join(table.changelogs.dir, EARLIEST), HINT, f"earliest changelog = {end}"))
+    info["end"] = end
+    return info
+
+
+# ---------------------------------------------------------------------------------------------- execution
+
+
+def _check_still_valid(table: Table, plan: Plan) -> None:
+    """A plan executed later than it was made (a reviewed dry run) must still describe the table: same tags (a tag
+    created inside the window would lose files, §2.5), the kept snapshot `end` unchanged (a rollback since would
+    make the plan delete live files), no consumer behind `end`."""
+    d = plan.details
+    if [[n, t.id] for n, t in read_tags(table)] != d.get("tag_set"):
+        raise PaimonOpsError(f"tags of {table.identifier} changed since the expiry was planned; nothing deleted, "
+                             "re-plan")
+    if d.get("expired_snapshots"):
+        end = table.snapshots.try_snapshot(d["end"])
+        if end is None or end.base_manifest_list != d.get("end_base_manifest_list"):
+            raise PaimonOpsError(f"snapshot {d['end']} of {table.identifier} changed since the expiry was planned "
+                                 "(rollback?); nothing deleted, re-plan")
+        consumers = table.consumers.consumers()
+        if any(c.next_snapshot < d["end"] for c, _ in consumers.values()) and \
+                not d["settings"].get("consumer_expiration_ms") and \
+                not (d["settings"]["consumer_changelog_only"] and d["settings"]["decoupled"]):
+            raise PaimonOpsError(f"a consumer of {table.identifier} now reads a snapshot inside the planned window; "
+                                 "nothing deleted, re-plan")
+
+
+def execute_expire(table: Table, plan: Plan, runner: Runner | None = None, progress: Progress | None = None,
+                   batch_size: int | None = None, parallel_threshold: int | None = None) -> Report:
+    """Run an expiry plan phase by phase in crash-safe order."""
+    started = time.time()
+    if plan.deletes:
+        _check_still_valid(table, plan)
+    cfg = plan.details["settings"]
+    ex = PhaseExecutor(table, runner, progress, batch_size, parallel_threshold)
+    for phase, actions in plan_phases(plan):
+        if phase["name"] == SNAPSHOT_PHASE:
+            last = None
+            for a in actions:
+                sid = int(posixpath.basename(a.path)[len("snapshot-"):])
+                if cfg["decoupled"]:
+                    # The changelog keeps the snapshot's JSON; written before the snapshot file goes (§2.3 step 8).
+                    try:
+                        data = table.io.read_bytes(a.path)
+                    except FileNotFoundError:
+                        data = None  # a rerun: converted and deleted before the crash
+                    if data is not None:
+                        ex.write(FileAction(_changelog_path(table, sid), LONG_CHANGELOG, a.reason), data)
+                        last = sid
+                ex.run(ORDERED, [a])
+            if last is not None:
+                ex.write_hint(FileAction(posixpath.join(table.changelogs.dir, LATEST), HINT, "latest changelog"), last)
+            end = plan.details["end"]
+            ex.write_hint(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, "earliest snapshot"), end)
+        elif phase["name"] == CHANGELOG_META_PHASE:
+            ex.run(ORDERED, actions)
+            end = plan.details["changelog"]["end"]
+            ex.write_hint(FileAction(posixpath.join(table.changelogs.dir, EARLIEST), HINT, "earliest changelog"), end)
+        else:
+            ex.run(phase["mode"], actions)
+    # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
+    ids = table.snapshots.list_ids()
+    if ids:
+        ex.ensure_hint(posixpath.join(table.snapshots.dir, EARLIEST), ids[0], "earliest snapshot")
+    if cfg["decoupled"]:
+        cl_ids = table.changelogs.list_ids()
+        if cl_ids:
+            ex.ensure_hint(posixpath.join(table.changelogs.dir, EARLIEST), cl_ids[0], "earliest changelog")
+            ex.ensure_hint(posixpath.join(table.changelogs.dir, LATEST), cl_ids[-1], "latest changelog")
+    expired = plan.details.get("expired_snapshots", [])
+    log.info("expired %d snapshot(s) of %s (%s): %d files deleted", len(expired), table.identifier, table.branch,
+             len(ex.done))
+    return executed_report(plan, ex, started)
+
+
+def expire_snapshots(table: Table, now_millis: int | None = None, retain_min: int | None = None,
+                     retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
+                     max_deletes: int | None = None, dry_run: bool = False, runner: Runner | None = None,
+                     progress: Progress | None = None, batch_size: int | None = None,
+                     parallel_threshold: int | None = None) -> Report:
+    """Expire snapshots (and long-lived changelogs when the changelog lifecycle is decoupled) of `table`'s branch.
+
+    `older_than` (epoch millis or datetime) or `time_retained` (timedelta, '1 h', millis) override
+    `snapshot.time-retained`; the other arguments override `snapshot.num-retained.min/max` and
+    `snapshot.expire.limit`. `dry_run` returns the plan as a report (every file with kind and reason)."""
+    started = time.time()
+    plan = plan_expire_snapshots(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes)
+    if dry_run:
+        return dry_run_report(plan, started)
+    return execute_expire(table, plan, runner, progress, batch_size, parallel_threshold)
+
+
+__all__ = ["plan_expire_snapshots", "expire_snapshots", "execute_expire", "resolve_settings", "ExpireSettings"]

@@ -1,0 +1,355 @@
+"""Orphan-file removal (maintenance.md §4).
+
+    plan_remove_orphans(table, older_than=None, now_millis=None, allow_short=False) -> Plan
+    remove_orphans(table, older_than=None, now_millis=None, allow_short=False, dry_run=False, runner=None) -> Report
+
+Candidates: regular files under `manifest/`, `index/`, `statistics/` and the partition/bucket data directories, plus
+leftover temporary files in every branch's `snapshot/` and `changelog/` directories, strictly older than the
+threshold (default now - 3 days; less than 1 day is refused unless `allow_short=True`; a threshold in the future is
+refused). A candidate is an orphan when its *name* is not referenced by any snapshot, tag or long-lived changelog of
+any branch (manifest lists, manifests, data files, extra files, index manifests, index files, statistics files).
+
+Stricter than Java (which treats a missing manifest as empty, §4.3): the whole run is refused, deleting nothing,
+when any metadata is unreadable, when a manifest/index manifest referenced by a still-existing snapshot or tag is
+missing, or when a branch has no schema. Directories are only removed when a listing shows them empty; nothing
+outside the table root is touched (`data-file.external-paths` are never listed: other tables may share them).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import re
+import time
+from typing import Any, Callable
+
+from paimon_ops.errors import (CorruptMetadataError, InvalidArgumentError, MissingFileError, TableNotFoundError,
+                               UnsafeOperationError)
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.reclaim import (DIRS, FILES, STORE_CAPACITY, PhaseExecutor, PlanBuilder, dry_run_report,
+                                          executed_report, plan_phases)
+from paimon_ops.plan import DIRECTORY, ORPHAN, TEMP, FileAction, Plan, Report
+from paimon_ops.runner import Progress, Runner
+from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
+from paimon_ops.table.scan import ManifestStore
+from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, Table
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OLDER_THAN = _dt.timedelta(days=3)
+MIN_OLDER_THAN = _dt.timedelta(days=1)
+DAY_MS = 86_400_000
+_PARTITION_DIR = re.compile(r"^[^=]+=.*$")
+
+
+def resolve_threshold(older_than: Any, now_millis: int, allow_short: bool) -> int:
+    """Epoch millis; files strictly older than this are candidates."""
+    if older_than is None:
+        thr = now_millis - int(DEFAULT_OLDER_THAN.total_seconds() * 1000)
+    elif isinstance(older_than, _dt.timedelta):
+        if older_than.total_seconds() < 0:
+            raise InvalidArgumentError(f"older_than must not be negative, got {older_than}")
+        thr = now_millis - int(older_than.total_seconds() * 1000)
+    elif isinstance(older_than, _dt.datetime):
+        thr = int(older_than.timestamp() * 1000)
+    elif isinstance(older_than, int) and not isinstance(older_than, bool):
+        thr = older_than
+    else:
+        raise InvalidArgumentError("older_than must be a timedelta (age), a datetime or epoch milliseconds, "
+                                   f"not {older_than!r}")
+    if thr > now_millis:
+        raise InvalidArgumentError(f"older_than ({thr} ms) is in the future (now is {now_millis} ms): every file, "
+                                   "including those of commits in flight, would be a candidate")
+    if now_millis - thr < DAY_MS and not allow_short:
+        raise UnsafeOperationError(
+            f"older_than is only {(now_millis - thr) / 3_600_000:.1f} h before now: files of commits still in "
+            "flight or of long-running writers could be deleted. Use at least 1 day, or pass allow_short=True if "
+            "no writer can be active")
+    return thr
+
+
+# ---------------------------------------------------------------------------------------------- used names
+
+
+class _Used:
+    """Names referenced by every snapshot, tag and long-lived changelog of every branch."""
+
+    def __init__(self, main: Table):
+        self.main = main
+        self.store = ManifestStore(main, capacity=STORE_CAPACITY)
+        self.names: set[str] = set()
+        self._lists: set[str] = set()
+        self._manifests: set[str] = set()
+        self._indexes: set[str] = set()
+        self.owners = 0
+
+    def _missing(self, what: str, name: str, owner: str, still_there: Callable[[], bool]) -> bool:
+        """True if the owner vanished meanwhile (concurrent expiry: fine); else the run must be refused."""
+        if not still_there():
+            return True
+        raise UnsafeOperationError(
+            f"{what} {name} referenced by {owner} of {self.main.identifier} is missing. Its files cannot be told "
+            "apart from orphans, so nothing is deleted. If an expiry or tag deletion was interrupted, re-run it first; "
+            "otherwise the table has lost metadata and needs repair")
+
+    def add_list(self, name: str, owner: str, still_there: Callable[[], bool], tolerate_missing: bool) -> bool:
+        self.names.add(name)
+        if name in self._lists:
+            return True
+        try:
+            metas = self.store.manifest_list(name, owner)
+        except MissingFileError:
+            if tolerate_missing:
+                return True
+            return self._missing("manifest list", name, owner, still_there)
+        for m in metas:
+            self.names.add(m.file_name)
+            if m.file_name in self._manifests:
+                continue
+            try:
+                entries = self.store.manifest(m.file_name, name)
+            except MissingFileError:
+                if tolerate_missing:
+                    continue
+                return self._missing("manifest", m.file_name, owner, still_there)
+            for e in entries:  # ADD and DELETE alike (§4.2 step 4)
+                self.names.add(e.file.file_name)
+                self.names.update(e.file.extra_files)
+            self._manifests.add(m.file_name)
+        self._lists.add(name)
+        return True
+
+    def add_index(self, name: str, owner: str, still_there: Callable[[], bool], tolerate_missing: bool) -> None:
+        self.names.add(name)
+        if name in self._indexes:
+            return
+        try:
+            entries = self.store.index_manifest(name, owner)
+        except MissingFileError:
+            if not tolerate_missing:
+                self._missing("index manifest", name, owner, still_there)
+            return
+        self.names.update(ie.file_name for ie in entries)
+        self._indexes.add(name)
+
+    def add_owner(self, s: Snapshot, owner: str, still_there: Callable[[], bool], kind: str,
+                  producer_none: bool) -> None:
+        """kind: 'snapshot' | 'tag' | 'changelog'. Tags do not protect changelog lists (expiry deletes them, §2.3);
+        long-lived changelogs may have lost base/delta lists and index manifests to snapshot expiry (§2.8)."""
+        self.owners += 1
+        loose_data = kind == "changelog" and not producer_none
+        self.add_list(s.base_manifest_list, owner, still_there, loose_data)
+        self.add_list(s.delta_manifest_list, owner, still_there, loose_data)
+        if s.changelog_manifest_list:
+            self.add_list(s.changelog_manifest_list, owner, still_there, kind == "tag")
+        if s.index_manifest:
+            self.add_index(s.index_manifest, owner, still_there, kind == "changelog")
+        if s.statistics:
+            self.names.add(s.statistics)
+
+
+def _branch_tables(table: Table) -> list[Table]:
+    main = table.for_branch("main") if table.branch != "main" else table
+    out = [main]
+    for b in main.branches():
+        try:
+            bt = main.for_branch(b)
+        except TableNotFoundError:
+            raise UnsafeOperationError(f"branch {b!r} of {main.identifier} has no schema directory; refusing to "
+                                       "remove orphans (its files could not be told apart from orphans)") from None
+        if not bt.schemas.list_ids():
+            raise UnsafeOperationError(f"branch {b!r} of {main.identifier} has no schema file; refusing to remove "
+                                       "orphans")
+        out.append(bt)
+    return out
+
+
+def _collect_used(main: Table, branches: list[Table]) -> _Used:
+    used = _Used(main)
+    producer_none = main.options.changelog_producer == "none"
+    for bt in branches:
+        label = "" if bt.branch == "main" else f"branch {bt.branch} "
+        for mgr, kind in ((bt.snapshots, "snapshot"), (bt.changelogs, "changelog")):
+            for sid in mgr.list_ids():
+                s = mgr.try_snapshot(sid)  # corrupt -> CorruptMetadataError: refuse
+                if s is None:
+                    continue  # expired while we listed
+                used.add_owner(s, f"{label}{kind} {sid}", lambda m=mgr, i=sid: m.exists(i), kind, producer_none)
+        for name in bt.tags.names():
+            try:
+                t = bt.tags.tag(name)
+            except InvalidArgumentError:
+                continue  # deleted while we listed
+            used.add_owner(t, f"{label}tag {name}", lambda m=bt.tags, n=name: m.exists(n), "tag", producer_none)
+    return used
+
+
+# ---------------------------------------------------------------------------------------------- candidates
+
+
+def _list(io: FileIO, path: str, b: PlanBuilder) -> list[FileStatus]:
+    try:
+        return io.list_status(path)
+    except OSError as e:
+        b.warn(f"cannot list {path} ({e}); its files are not considered")
+        return []
+
+
+def _data_dirs(table: Table, b: PlanBuilder) -> tuple[list[str], dict[str, list[str]]]:
+    """(candidate directories whose files are considered, partition directory -> its child directories)."""
+    io = table.io
+    root = table.data_root
+    depth = len(table.schema.partition_keys)
+    level = [root]
+    children: dict[str, list[str]] = {}
+    for _ in range(depth):
+        nxt = []
+        for d in level:
+            kids = [st.path for st in _list(io, d, b) if st.is_dir and _PARTITION_DIR.match(st.name)]
+            if d != root:
+                children[d] = kids
+            nxt += kids
+        level = nxt
+    dirs: list[str] = []
+    for d in level:
+        buckets = [st.path for st in _list(io, d, b) if st.is_dir and st.name.startswith("bucket-")]
+        if d != root:
+            children[d] = buckets
+        if buckets:
+            dirs += buckets
+        elif depth > 0:
+            dirs.append(d)  # a partition directory without bucket dirs (Java #7295): its old files are candidates
+    return dirs, children
+
+
+def _scheme_authority(location: str) -> tuple[str, str]:
+    if "://" not in location:
+        return "", ""
+    scheme, rest = location.split("://", 1)
+    scheme = scheme.lower()
+    if scheme == "file":
+        return "", ""
+    return scheme, rest.split("/", 1)[0]
+
+
+def _mtime(io: FileIO, path: str, default: int) -> int:
+    try:
+        st = io.fs.get_file_info(path)
+    except OSError:
+        return default
+    return int(st.mtime.timestamp() * 1000) if st.mtime is not None else default
+
+
+def _check_locations(table: Table) -> list[str]:
+    notes = []
+    ext = table.options.str("data-file.external-paths")
+    if ext:
+        for loc in (x.strip() for x in ext.split(",")):
+            if not loc:
+                continue
+            scheme, authority = _scheme_authority(loc)  # parsed, not opened: no network access to decide
+            if (scheme, authority) != (table.io.scheme, table.io.authority):
+                raise UnsafeOperationError(
+                    f"data-file.external-paths entry {loc!r} is on {scheme or 'local'}://{authority} but the "
+                    f"table is on {table.io.scheme or 'local'}://{table.io.authority}; refusing to remove orphans "
+                    "across file systems")
+        notes.append("data-file.external-paths are not scanned (other tables may share them); files there are "
+                     "never deleted")
+    return notes
+
+
+def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None,
+                        allow_short: bool = False) -> Plan:
+    """Files no snapshot, tag or long-lived changelog of any branch references, older than the threshold."""
+    now = int(time.time() * 1000) if now_millis is None else int(now_millis)
+    threshold = resolve_threshold(older_than, now, allow_short)
+    branches = _branch_tables(table)
+    main = branches[0]
+    notes = _check_locations(main)
+    b = PlanBuilder()
+    # Candidates are listed BEFORE the used set is read: a file committed in between is then already referenced.
+    # (It is also younger than the threshold; both guards hold.)
+    io = main.io
+    cand_dirs = [main.manifest_dir, main.index_dir, main.statistics_dir]
+    data_dirs, partition_children = _data_dirs(main, b)
+    candidates: list[FileStatus] = []
+    listing: dict[str, list[FileStatus]] = {}
+    for d in cand_dirs + data_dirs:
+        entries = _list(io, d, b)
+        listing[d] = entries
+        candidates += [st for st in entries if not st.is_dir and st.mtime_millis < threshold]
+    temps: list[FileStatus] = []
+    for bt in branches:
+        for mgr_dir, prefix in ((bt.snapshots.dir, SNAPSHOT_PREFIX), (bt.changelogs.dir, CHANGELOG_PREFIX)):
+            for st in _list(io, mgr_dir, b):
+                if st.is_dir or st.name.startswith(prefix) or st.name in (EARLIEST, LATEST):
+                    continue
+                if st.mtime_millis < threshold:
+                    temps.append(st)
+    try:
+        used = _collect_used(main, branches)
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(e.path, f"{e.problem}; refusing to remove orphans (nothing deleted)") from None
+    age_h = (now - threshold) / 3_600_000
+    b.phase("orphan files", FILES)
+    for st in sorted(candidates, key=lambda s: s.path):
+        if st.name in used.names:
+            continue
+        ensure_within(main.root, st.path)
+        b.add(FileAction(st.path, ORPHAN, f"referenced by no snapshot, tag or changelog of any branch; "
+                                          f"older than {age_h:.0f} h", st.size))
+    b.phase("temporary metadata files", FILES)
+    for st in sorted(temps, key=lambda s: s.path):
+        ensure_within(main.root, st.path)
+        b.add(FileAction(st.path, TEMP, f"leftover temporary file older than {age_h:.0f} h", st.size))
+    # Directories that will be empty once the orphans are gone (and old enough, so that no writer is about to use
+    # them): data directories first, then partition directories deepest first. Each is removed only if a listing
+    # shows it empty at that moment.
+    b.phase("empty directories", DIRS)
+    planned = {a.path for a in b.deletes}
+    will_be_empty: set[str] = set()
+    for d in data_dirs:
+        entries = listing.get(d, [])
+        if any(st.is_dir or st.path not in planned for st in entries):
+            continue
+        if not entries and _mtime(io, d, now) >= threshold:
+            continue
+        will_be_empty.add(d)
+        b.add(FileAction(d, DIRECTORY, "empty after orphan removal (deleted only if empty)"))
+    parents = sorted(partition_children, key=lambda x: (-x.count("/"), x))
+    for d in parents:
+        if d in will_be_empty:
+            continue
+        kids = partition_children[d]
+        files = [st for st in listing.get(d, [])] if d in listing else _list(io, d, b)
+        if kids and all(k in will_be_empty for k in kids) and not [st for st in files if not st.is_dir]:
+            will_be_empty.add(d)
+            b.add(FileAction(d, DIRECTORY, "empty partition directory (deleted only if empty)"))
+    details = {"older_than_millis": threshold, "now_millis": now, "branches": [t.branch for t in branches],
+               "candidates": len(candidates) + len(temps), "referenced_names": len(used.names),
+               "owners_read": used.owners, "notes": notes}
+    return b.build("remove_orphans", main, main.snapshots.latest_id(), details)
+
+
+def execute_remove_orphans(table: Table, plan: Plan, runner: Runner | None = None, progress: Progress | None = None,
+                           batch_size: int | None = None, parallel_threshold: int | None = None) -> Report:
+    started = time.time()
+    ex = PhaseExecutor(table, runner, progress, batch_size, parallel_threshold)
+    for phase, actions in plan_phases(plan):
+        ex.run(phase["mode"], actions)
+    log.info("removed %d orphan file(s) of %s", len(ex.done), table.identifier)
+    return executed_report(plan, ex, started)
+
+
+def remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None, allow_short: bool = False,
+                   dry_run: bool = False, runner: Runner | None = None, progress: Progress | None = None,
+                   batch_size: int | None = None, parallel_threshold: int | None = None) -> Report:
+    """Delete orphan files of the table (all branches considered). `dry_run` returns the plan as a report."""
+    started = time.time()
+    plan = plan_remove_orphans(table, older_than, now_millis, allow_short)
+    if dry_run:
+        return dry_run_report(plan, started)
+    return execute_remove_orphans(table, plan, runner, progress, batch_size, parallel_threshold)
+
+
+__all__ = ["plan_remove_orphans", "remove_orphans", "execute_remove_orphans", "resolve_threshold",
+           "DEFAULT_OLDER_THAN"]

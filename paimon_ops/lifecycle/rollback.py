@@ -1,0 +1,167 @@
+"""Rollback to a snapshot or a tag, metadata only, as Paimon >= 1.2 does on file-system catalogs
+(maintenance.md §3.8, checklist 12).
+
+    plan_rollback(table, snapshot_id=None, tag=None) -> Plan
+    rollback(table, snapshot_id=None, tag=None, confirm=False, dry_run=False) -> Report
+
+Removes snapshots, long-lived changelogs and tags newer than the target; data, manifest and index files written
+after the target become orphans for `remove_orphans`. Refuses without `confirm=True` (the error says what would be
+removed). Order: (restore the target snapshot from its tag if it expired) -> LATEST hint -> snapshot files newest
+first -> changelog files newest first -> newer tags. Not atomic, but every step is idempotent: re-run after a crash.
+
+Deviation in order only: Java writes a tag's expired snapshot back *after* deleting the newer snapshots; we write it
+first so that the table always has a readable latest snapshot while the rollback is in progress.
+"""
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+
+from paimon_ops.errors import InvalidArgumentError, PaimonOpsError, UnsafeOperationError
+from paimon_ops.format.snapshot import Snapshot, Tag
+from paimon_ops.lifecycle.reclaim import (ORDERED, PhaseExecutor, PlanBuilder, dry_run_report, executed_report,
+                                          file_size, plan_phases, read_tags)
+from paimon_ops.plan import HINT, LONG_CHANGELOG, SNAPSHOT, TAG, FileAction, Plan, Report
+from paimon_ops.table.table import EARLIEST, LATEST, Table
+
+log = logging.getLogger(__name__)
+
+
+def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
+                    tags: list[tuple[str, Tag]]) -> tuple[Snapshot, str | None]:
+    if (snapshot_id is None) == (tag is None):
+        raise InvalidArgumentError("rollback needs exactly one of snapshot_id or tag")
+    if tag is not None:
+        for n, t in tags:
+            if n == tag:
+                return t, n
+        known = ", ".join(n for n, _ in tags) or "none"
+        raise InvalidArgumentError(f"tag {tag!r} does not exist on {table.identifier} (branch {table.branch}); "
+                                   f"existing tags: {known}")
+    if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+        raise InvalidArgumentError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+    s = table.snapshots.try_snapshot(snapshot_id)  # corrupt -> CorruptMetadataError
+    if s is not None:
+        return s, None
+    for n, t in tags:
+        if t.id == snapshot_id:  # expired but tagged: roll back to that tag (Java rollbackTo(long))
+            return t, n
+    ids = table.snapshots.list_ids()
+    have = f"snapshots {ids[0]}..{ids[-1]}" if ids else "no snapshots"
+    raise InvalidArgumentError(f"cannot roll back {table.identifier} to snapshot {snapshot_id}: it does not exist "
+                               f"({have}) and no tag points at it")
+
+
+def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> Plan:
+    tags = read_tags(table)
+    target, via_tag = _resolve_target(table, snapshot_id, tag, tags)
+    r = target.id
+    latest = table.snapshots.latest_id()
+    b = PlanBuilder()
+    restore = via_tag is not None and not table.snapshots.exists(r)
+    if restore:
+        b.writes.append(FileAction(table.snapshots.path(r), SNAPSHOT, f"restored from tag {via_tag}"))
+        b.writes.append(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {r}"))
+    newer = sorted((i for i in table.snapshots.list_ids() if i > r), reverse=True)
+    cl_ids = table.changelogs.list_ids()
+    newer_cl = sorted((i for i in cl_ids if i > r), reverse=True)
+    newer_tags = [(n, t) for n, t in tags if t.id > r]
+    if newer or restore:
+        b.writes.append(FileAction(posixpath.join(table.snapshots.dir, LATEST), HINT, f"latest snapshot = {r}"))
+    b.phase("snapshot files (newest first)", ORDERED)
+    for i in newer:
+        p = table.snapshots.path(i)
+        b.add(FileAction(p, SNAPSHOT, f"newer than rollback target {r}", file_size(table, p)))
+    if newer_cl:
+        b.writes.append(FileAction(posixpath.join(table.changelogs.dir, LATEST), HINT, "latest changelog"))
+    b.phase("long-lived changelog files (newest first)", ORDERED)
+    for i in newer_cl:
+        p = table.changelogs.path(i)
+        b.add(FileAction(p, LONG_CHANGELOG, f"newer than rollback target {r}", file_size(table, p)))
+    b.phase("newer tags", ORDERED)
+    for n, t in newer_tags:
+        p = table.tags.path(n)
+        b.add(FileAction(p, TAG, f"tag {n} points at snapshot {t.id}, newer than rollback target {r}",
+                         file_size(table, p)))
+    remaining_cl = [i for i in cl_ids if i <= r]
+    try:
+        for cid, (c, _) in sorted(table.consumers.consumers().items()):
+            if c.next_snapshot > r + 1:
+                b.warn(f"consumer {cid} will next read snapshot {c.next_snapshot}, beyond the rollback target {r}: "
+                       "new commits reuse those ids, so reset the consumer after the rollback")
+    except (OSError, PaimonOpsError) as e:  # consumers do not decide anything here: warn, do not refuse
+        b.warn(f"could not read consumers ({e})")
+    details = {"branch": table.branch, "target_snapshot": r, "via_tag": via_tag, "latest_before": latest,
+               "restore_snapshot_from_tag": restore, "removed_snapshots": sorted(newer),
+               "removed_changelogs": sorted(newer_cl), "removed_tags": [n for n, _ in newer_tags],
+               "changelog_latest_after": remaining_cl[-1] if remaining_cl else -1,
+               "note": "metadata only: data, manifest and index files written after the target become orphans; "
+                       "run remove_orphans to reclaim them"}
+    return b.build("rollback", table, latest, details)
+
+
+def _describe(plan: Plan) -> str:
+    d = plan.details
+    parts = []
+    if d["removed_snapshots"]:
+        s = d["removed_snapshots"]
+        parts.append(f"{len(s)} snapshot(s) {s[0]}..{s[-1]}")
+    if d["removed_changelogs"]:
+        parts.append(f"{len(d['removed_changelogs'])} long-lived changelog(s)")
+    if d["removed_tags"]:
+        parts.append("tag(s) " + ", ".join(d["removed_tags"]))
+    what = ", ".join(parts) or "nothing"
+    target = f"snapshot {d['target_snapshot']}" + (f" (tag {d['via_tag']})" if d["via_tag"] else "")
+    return f"rolling {plan.table} back to {target} would remove {what}"
+
+
+def rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None, confirm: bool = False,
+             dry_run: bool = False) -> Report:
+    """Roll the table's branch back to a snapshot or tag. Needs `confirm=True` unless `dry_run`."""
+    started = time.time()
+    plan = plan_rollback(table, snapshot_id, tag)
+    if dry_run:
+        return dry_run_report(plan, started)
+    if not confirm:
+        raise UnsafeOperationError(f"{_describe(plan)}; this cannot be undone. Pass confirm=True to proceed "
+                                   "(or dry_run=True to see every file)")
+    return execute_rollback(table, plan)
+
+
+def execute_rollback(table: Table, plan: Plan) -> Report:
+    started = time.time()
+    d = plan.details
+    r = d["target_snapshot"]
+    if table.snapshots.latest_id() != d["latest_before"]:
+        raise InvalidArgumentError(f"{table.identifier} has new snapshots since the rollback was planned "
+                                   f"(latest {table.snapshots.latest_id()}, planned on {d['latest_before']}); re-plan")
+    ex = PhaseExecutor(table)
+    if d["restore_snapshot_from_tag"]:
+        t = table.tags.tag(d["via_tag"])
+        if t.id != r:
+            raise InvalidArgumentError(f"tag {d['via_tag']} changed since the rollback was planned; re-run")
+        ex.write(FileAction(table.snapshots.path(r), SNAPSHOT, f"restored from tag {d['via_tag']}"),
+                 t.to_snapshot().to_json().encode(), atomic_if_absent=True)
+        ex.write_hint(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, "earliest"), r)
+    if d["removed_snapshots"] or d["restore_snapshot_from_tag"]:
+        # LATEST first: readers trust it as soon as snapshot r+1 is gone (maintenance.md §0.3, §3.8).
+        ex.write_hint(FileAction(posixpath.join(table.snapshots.dir, LATEST), HINT, "latest"), r)
+    for phase, actions in plan_phases(plan):
+        if actions and actions[0].kind == LONG_CHANGELOG:
+            ex.write_hint(FileAction(posixpath.join(table.changelogs.dir, LATEST), HINT, "latest changelog"),
+                          d["changelog_latest_after"])
+        ex.run(phase["mode"], actions)
+    # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
+    ex.ensure_hint(posixpath.join(table.snapshots.dir, LATEST), r, "latest snapshot")
+    ids = table.snapshots.list_ids()
+    if d["via_tag"] and ids and ids[0] == r:
+        ex.ensure_hint(posixpath.join(table.snapshots.dir, EARLIEST), r, "earliest snapshot")
+    if d["removed_changelogs"] or table.io.exists(posixpath.join(table.changelogs.dir, LATEST)):
+        cl = table.changelogs.list_ids()
+        ex.ensure_hint(posixpath.join(table.changelogs.dir, LATEST), cl[-1] if cl else -1, "latest changelog")
+    log.info("rolled %s (%s) back to snapshot %s", table.identifier, table.branch, r)
+    return executed_report(plan, ex, started, {"latest_after": table.snapshots.latest_id()})
+
+
+__all__ = ["plan_rollback", "rollback", "execute_rollback"]
