@@ -199,7 +199,7 @@ class Retention:
 def measure_retention(table: Table, now_millis: int | None = None) -> Retention:
     """Snapshot count and the §2.2 expiry window by the table's options, as the engine resolves them (reads only
     snapshot and consumer JSON)."""
-    from paimon_ops.lifecycle.expire import resolve_settings
+    from paimon_ops.lifecycle.expire import expirable_snapshots, resolve_settings
     cfg = resolve_settings(table, now_millis)
     opts = table.options
     threshold = opts.int(EXPIRABLE_THRESHOLD, cfg.max_deletes) or cfg.max_deletes
@@ -210,22 +210,8 @@ def measure_retention(table: Table, now_millis: int | None = None) -> Retention:
         return Retention(table.identifier, 0, earliest, latest, cfg.retain_min, retain_max, time_retained,
                          cfg.max_deletes, 0, threshold)
     count = len(table.snapshots.list_ids())
-    lo = max(latest - cfg.retain_max + 1, earliest)
-    hi_ex = latest - cfg.retain_min + 1
-    if not (cfg.consumer_changelog_only and cfg.decoupled):
-        live = [c.next_snapshot for c, mtime in table.consumers.consumers().values()
-                if cfg.consumer_expiration_ms is None or mtime >= cfg.now_millis - cfg.consumer_expiration_ms]
-        if live:
-            hi_ex = min(hi_ex, min(live))
-    hi_ex = min(hi_ex, earliest + cfg.max_deletes)
-    end = hi_ex
-    for sid in range(lo, hi_ex):
-        nxt = table.snapshots.try_snapshot(sid + 1)
-        if nxt is not None and nxt.time_millis >= cfg.older_than_millis:
-            end = sid
-            break
     return Retention(table.identifier, count, earliest, latest, cfg.retain_min, retain_max, time_retained,
-                     cfg.max_deletes, max(0, end - earliest), threshold)
+                     cfg.max_deletes, expirable_snapshots(table, cfg), threshold)
 
 
 # ---------------------------------------------------------------------------------------------- referenced files

@@ -28,7 +28,7 @@ import logging
 import posixpath
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, PaimonOpsError
 from paimon_ops.format import manifest as mf
@@ -180,6 +180,39 @@ def _changelog_path(table: Table, snapshot_id: int) -> str:
     return table.changelogs.path(snapshot_id)
 
 
+def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,
+                      warn: Callable[[str], None] | None = None) -> int:
+    """The first snapshot id that stays (maintenance.md §2.2): everything in [earliest, end) may expire.
+
+    Below `latest - retain_max + 1` snapshots expire by count alone; above, a snapshot expires only once its
+    successor was committed at least `time-retained` ago (the 2.0 rule). `retain_min`, consumers and
+    `snapshot.expire.limit` cap the window."""
+    lo = max(latest - cfg.retain_max + 1, earliest)
+    hi = latest - cfg.retain_min + 1
+    if consumer_min is not None and not (cfg.consumer_changelog_only and cfg.decoupled):
+        hi = min(hi, consumer_min)
+    hi = min(hi, earliest + cfg.max_deletes)
+    for sid in range(lo, hi):
+        try:
+            succ = table.snapshots.try_snapshot(sid + 1)
+        except CorruptMetadataError as e:
+            if warn is not None:
+                warn(f"snapshot {sid + 1} is unreadable ({e.problem}); expiring only up to {sid}")
+            return sid
+        if succ is not None and succ.time_millis >= cfg.older_than_millis:
+            return sid  # the successor is too young: `sid` was superseded less than time-retained ago
+    return hi
+
+
+def expirable_snapshots(table: Table, cfg: ExpireSettings) -> int:
+    """How many snapshots an expiry run would remove now (metadata only: snapshot and consumer JSON)."""
+    latest, earliest = table.snapshots.latest_id(), table.snapshots.earliest_id()
+    if latest is None or earliest is None:
+        return 0
+    end = expiry_window_end(table, cfg, latest, earliest, _consumer_min(table, cfg, []))
+    return max(0, end - earliest)
+
+
 def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_min: int | None = None,
                           retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
                           max_deletes: int | None = None) -> Plan:
@@ -209,23 +242,7 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
             from None
     details["protected_branches"] = others.branches
 
-    # ---- the window (§2.2)
-    lo = max(latest - cfg.retain_max + 1, earliest)
-    hi = latest - cfg.retain_min + 1
-    if consumer_min is not None and not (cfg.consumer_changelog_only and cfg.decoupled):
-        hi = min(hi, consumer_min)
-    hi = min(hi, earliest + cfg.max_deletes)
-    end = hi
-    for sid in range(lo, hi):
-        try:
-            succ = snaps_mgr.try_snapshot(sid + 1)
-        except CorruptMetadataError as e:
-            b.warn(f"snapshot {sid + 1} is unreadable ({e.problem}); expiring only up to {sid}")
-            end = sid
-            break
-        if succ is not None and succ.time_millis >= cfg.older_than_millis:
-            end = sid  # the successor is too young: `sid` was superseded less than time-retained ago
-            break
+    end = expiry_window_end(table, cfg, latest, earliest, consumer_min, b.warn)
     details["end"] = end
 
     snaps: dict[int, Snapshot] = {}
