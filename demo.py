@@ -37,25 +37,19 @@ def _materializations(result) -> list[tuple[str, dict]]:
     return out
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
 def _summary(meta: dict) -> str:
+    from paimon_ops.plan import human_bytes
+
     """One line per materialisation: what was written and deleted, by kind."""
     parts = []
     written = {k.split("/", 1)[1]: v for k, v in meta.items() if k.startswith("written/") and v}
     deleted = {k.split("/", 1)[1]: v for k, v in meta.items() if k.startswith("deleted/") and v}
     if written:
         parts.append("wrote " + ", ".join(f"{v} {k}" for k, v in sorted(written.items()))
-                     + f" ({_human(meta.get('bytes_written') or 0)})")
+                     + f" ({human_bytes(meta.get('bytes_written') or 0)})")
     if deleted:
         parts.append("deleted " + ", ".join(f"{v} {k}" for k, v in sorted(deleted.items()))
-                     + f" ({_human(meta.get('bytes_deleted') or 0)})")
+                     + f" ({human_bytes(meta.get('bytes_deleted') or 0)})")
     if meta.get("snapshot_id") is not None:
         parts.append(f"committed snapshot {meta['snapshot_id']}")
     if not parts:

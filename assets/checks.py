@@ -22,10 +22,11 @@ from dagster import (
 )
 
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.plan import human_bytes
 from paimon_ops.table.table import Table
 
 from assets import health
-from assets.metadata import human_bytes, md_table
+from assets.metadata import md_table
 from assets.spec import WAREHOUSE_PLACEHOLDER, TableSpec
 from assets.table_assets import WAREHOUSE_KEY, engine, now_millis
 from assets.translator import COMPACTION, ORPHAN_CLEANUP, SNAPSHOT_EXPIRY, TAGS, UNAVAILABLE, PaimonTranslator

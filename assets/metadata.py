@@ -6,18 +6,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dagster import MetadataValue
 
-from paimon_ops.plan import Report
+from paimon_ops.plan import Report, human_bytes
 
 MAX_FILES_LISTED = 20
-
-
-def human_bytes(n: int | float | None) -> str:
-    size = float(n or 0)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _cell(v: Any) -> str:

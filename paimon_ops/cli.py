@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.plan import human_bytes
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
 
@@ -18,15 +19,6 @@ def _ts(ms: int | None) -> str:
     if ms is None:
         return "-"
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _print_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -125,8 +117,8 @@ def cmd_files(args: argparse.Namespace) -> None:
 
     def text() -> None:
         print(f"snapshot {result.snapshot.id}: {len(rows)} files, {sum(r['rows'] for r in rows)} rows, "
-              f"{_human(sum(r['size'] for r in rows))}")
-        _print_table([{**r, "size": _human(r["size"])} for r in rows],
+              f"{human_bytes(sum(r['size'] for r in rows))}")
+        _print_table([{**r, "size": human_bytes(r["size"])} for r in rows],
                      ["partition", "bucket", "level", "file", "rows", "size", "deleted_rows"])
     _emit(args, payload, text)
 

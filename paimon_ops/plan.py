@@ -114,10 +114,10 @@ class Report:
             lines.append(f"  {k}: {v}")
         if self.deleted:
             lines.append(f"  {verb}: " + ", ".join(
-                f"{n} {k} ({_human(self.deleted_bytes.get(k, 0))})" for k, n in sorted(self.deleted.items())))
+                f"{n} {k} ({human_bytes(self.deleted_bytes.get(k, 0))})" for k, n in sorted(self.deleted.items())))
         if self.written:
             lines.append("  wrote: " + ", ".join(
-                f"{n} {k} ({_human(self.written_bytes.get(k, 0))})" for k, n in sorted(self.written.items())))
+                f"{n} {k} ({human_bytes(self.written_bytes.get(k, 0))})" for k, n in sorted(self.written.items())))
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -138,13 +138,14 @@ def bytes_by_kind(actions: Iterable[FileAction]) -> dict[str, int]:
     return out
 
 
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024:
+def human_bytes(n: int | float | None) -> str:
+    """1.5 KiB, 12.0 MiB … for reports, the CLI and Dagster metadata."""
+    size = float(n or 0)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
-    return f"{size:.1f} TiB"
+    return f"{n} B"
 
 
 def _plain(obj: Any) -> Any:

@@ -180,6 +180,19 @@ def _changelog_path(table: Table, snapshot_id: int) -> str:
     return table.changelogs.path(snapshot_id)
 
 
+def delta_candidates(scanner: TableScanner, entries: list) -> dict[str, Any]:
+    """Data files a delta removes, keyed by full path and walked in order (checklist 2): a DELETE makes a
+    candidate, a later ADD of the same path (level upgrade, file-index rewrite) takes it back."""
+    cands: dict[str, Any] = {}
+    for e in entries:
+        path = scanner.data_file_path(e.partition, e.bucket, e.file)
+        if e.kind == mf.FileKind.DELETE:
+            cands[path] = e
+        else:
+            cands.pop(path, None)
+    return cands
+
+
 def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,
                       warn: Callable[[str], None] | None = None) -> int:
     """The first snapshot id that stays (maintenance.md §2.2): everything in [earliest, end) may expire.
@@ -296,13 +309,7 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
         except CorruptMetadataError as e:
             b.warn(f"data files deleted by snapshot {sid} are kept: its delta is unreadable ({e})")
             continue
-        cands: dict[str, Any] = {}
-        for e in entries:
-            path = scanner.data_file_path(e.partition, e.bucket, e.file)
-            if e.kind == mf.FileKind.DELETE:
-                cands[path] = e
-            else:
-                cands.pop(path, None)  # level upgrade / index rewrite: DELETE then ADD of the same file
+        cands = delta_candidates(scanner, entries)
         if not cands:
             continue
         tag = nearest_tag_below(tags, sid)
@@ -474,13 +481,7 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
             if not isinstance(e, MissingFileError):
                 b.warn(f"data files deleted by changelog {cid} are kept: its delta is unreadable ({e.problem})")
             continue
-        cands: dict[str, Any] = {}
-        for e in entries:
-            path = scanner.data_file_path(e.partition, e.bucket, e.file)
-            if e.kind == mf.FileKind.DELETE:
-                cands[path] = e
-            else:
-                cands.pop(path, None)
+        cands = delta_candidates(scanner, entries)
         tag = nearest_tag_below(tags, cid)
         try:
             protect = skipper.keys([tag[1]]) if tag else set()
