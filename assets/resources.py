@@ -21,18 +21,12 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
 from paimon_ops.errors import PaimonOpsError
-from paimon_ops.runner import SparkRunner
+from paimon_ops.runner import LOCAL_SPARK_DEFAULTS, SPARK_DEFAULTS, SparkRunner
 from paimon_ops.table.table import Catalog, Table
 
 log = logging.getLogger("paimon_ops.dagster")
 
 DEFAULT_MASTER = "local[*]"
-SPARK_DEFAULTS = {
-    "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "8",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-}
-LOCAL_DEFAULTS = {"spark.driver.bindAddress": "127.0.0.1"}
 CONNECT_DEFAULT_PORT = 15002
 SPARK_STANDALONE_DEFAULT_PORT = 7077
 
@@ -102,7 +96,7 @@ def spark_config(master: str | None = None, remote: str | None = None,
     master = master or DEFAULT_MASTER
     out = {"spark.master": master, "spark.app.name": "paimon-ops", **SPARK_DEFAULTS}
     if master.startswith("local"):
-        out.update(LOCAL_DEFAULTS)
+        out.update(LOCAL_SPARK_DEFAULTS)
     out.update(conf or {})
     return out
 

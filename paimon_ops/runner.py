@@ -146,6 +146,16 @@ class SparkRunner:
         return out  # type: ignore[return-value]
 
 
+# Session defaults for paimon-ops' own sessions (the CLI's and the Dagster resource's).
+SPARK_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+LOCAL_SPARK_DEFAULTS = {"spark.driver.bindAddress": "127.0.0.1"}
+
+
 def local_spark(master: str = "local[*]", app_name: str = "paimon-ops", conf: dict[str, str] | None = None):
     """The embedded default SparkSession (or a session on the given master URL)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -154,8 +164,7 @@ def local_spark(master: str = "local[*]", app_name: str = "paimon-ops", conf: di
     from pyspark.sql import SparkSession
 
     b = SparkSession.builder.master(master).appName(app_name)
-    defaults = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
-                "spark.sql.execution.arrow.pyspark.enabled": "true", "spark.driver.bindAddress": "127.0.0.1"}
+    defaults = {**SPARK_DEFAULTS, **(LOCAL_SPARK_DEFAULTS if master.startswith("local") else {})}
     for k, v in {**defaults, **(conf or {})}.items():
         b = b.config(k, v)
     return b.getOrCreate()
