@@ -193,6 +193,31 @@ def delta_candidates(scanner: TableScanner, entries: list) -> dict[str, Any]:
     return cands
 
 
+def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, Any], owner: str, owner_id: int,
+                        tags: list, skipper: Any, others: Any, buckets: set, keep_append_files: bool = False) -> None:
+    """Plan the data files `owner`'s delta removed, except those the nearest tag below it still holds (checklist
+    1: compared by (partition, bucket, file name), never by level) or another branch uses. An unreadable tag
+    keeps every candidate (fail closed)."""
+    if not cands:
+        return
+    tag = nearest_tag_below(tags, owner_id)
+    try:
+        protect = skipper.keys([tag[1]]) if tag else set()
+    except (CorruptMetadataError, OSError) as e:
+        b.warn(f"data files deleted by {owner} are kept: tag {tag[0] if tag else ''} is unreadable ({e})")
+        return
+    why = f"deleted by {owner}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
+    for e in cands.values():
+        key = (e.partition, e.bucket, e.file.file_name)
+        if key in protect or others.protects_data(key):
+            continue
+        if keep_append_files and e.file.file_source in (None, 0):
+            continue  # with changelog-producer=none these files are the changelog (§2.8)
+        for a in data_actions(scanner, e, why):
+            b.add(a)
+        buckets.add((e.partition, e.bucket))
+
+
 def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,
                       warn: Callable[[str], None] | None = None) -> int:
     """The first snapshot id that stays (maintenance.md §2.2): everything in [earliest, end) may expire.
@@ -309,25 +334,8 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
         except CorruptMetadataError as e:
             b.warn(f"data files deleted by snapshot {sid} are kept: its delta is unreadable ({e})")
             continue
-        cands = delta_candidates(scanner, entries)
-        if not cands:
-            continue
-        tag = nearest_tag_below(tags, sid)
-        try:
-            protect = skipper.keys([tag[1]]) if tag else set()
-        except (CorruptMetadataError, OSError) as e:
-            b.warn(f"data files deleted by snapshot {sid} are kept: tag {tag[0] if tag else ''} is unreadable ({e})")
-            continue
-        why = f"deleted by snapshot {sid}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
-        for path, e in cands.items():
-            key = (e.partition, e.bucket, e.file.file_name)
-            if key in protect or others.protects_data(key):
-                continue
-            if keep_append_files and e.file.file_source in (None, 0):
-                continue  # with changelog-producer=none these files are the changelog (§2.8)
-            for a in data_actions(scanner, e, why):
-                b.add(a)
-            buckets.add((e.partition, e.bucket))
+        _plan_delta_deletes(b, scanner, delta_candidates(scanner, entries), f"snapshot {sid}", sid, tags, skipper,
+                            others, buckets, keep_append_files)
 
     # ---- changelog files (only when not decoupled; tags do not protect them)
     b.phase("changelog files", FILES)
@@ -481,20 +489,8 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
             if not isinstance(e, MissingFileError):
                 b.warn(f"data files deleted by changelog {cid} are kept: its delta is unreadable ({e.problem})")
             continue
-        cands = delta_candidates(scanner, entries)
-        tag = nearest_tag_below(tags, cid)
-        try:
-            protect = skipper.keys([tag[1]]) if tag else set()
-        except (CorruptMetadataError, OSError) as e:
-            b.warn(f"data files deleted by changelog {cid} are kept: tag unreadable ({e})")
-            continue
-        why = f"deleted by changelog {cid}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
-        for path, e in cands.items():
-            key = (e.partition, e.bucket, e.file.file_name)
-            if key not in protect and not others.protects_data(key):
-                for a in data_actions(scanner, e, why):
-                    b.add(a)
-                buckets.add((e.partition, e.bucket))
+        _plan_delta_deletes(b, scanner, delta_candidates(scanner, entries), f"changelog {cid}", cid, tags, skipper,
+                            others, buckets)
     if cfg.clean_empty_dirs:
         b.phase("changelog stage: empty directories", DIRS)
         for a in empty_dir_actions(scanner, buckets, "emptied by changelog expiry (deleted only if empty)"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from paimon_ops.merge.scalar import ScalarAgg, java_compare
+from paimon_ops.merge.scalar import ScalarAgg, compare_nulls_first
 from paimon_ops.merge.spec import MergeError, MergeSpec
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
@@ -37,22 +37,6 @@ def init_row(spec: MergeSpec, value: Sequence[Any]) -> list[Any]:
             raise MergeError(f"{spec.where}: field {spec.field_names[i]!r} is NOT NULL but a merged record "
                              "holds null")
     return list(value)
-
-
-def _seq_compare(a: Sequence[Any], b: Sequence[Any], idx: Sequence[int]) -> int:
-    """UserDefinedSeqComparator(ascending): field by field, null smaller than any value."""
-    for i in idx:
-        x, y = a[i], b[i]
-        if x is None and y is None:
-            continue
-        if x is None:
-            return -1
-        if y is None:
-            return 1
-        c = java_compare(x, y)
-        if c:
-            return c
-    return 0
 
 
 class PartialUpdateFold:
@@ -130,7 +114,7 @@ class PartialUpdateFold:
                     for j in self.seq_idx[g]:
                         processed[j] = True
                     continue
-                if _seq_compare(value, row, self.seq_idx[g]) >= 0:
+                if compare_nulls_first([value[i] for i in self.seq_idx[g]], [row[i] for i in self.seq_idx[g]]) >= 0:
                     if i in self.seq_idx[g]:
                         for j in self.seq_idx[g]:  # all sequence fields of the group move together
                             row[j] = value[j]
@@ -161,7 +145,7 @@ class PartialUpdateFold:
                 for j in self.seq_idx[g]:
                     processed[j] = True
                 continue
-            if _seq_compare(value, row, self.seq_idx[g]) >= 0:
+            if compare_nulls_first([value[i] for i in self.seq_idx[g]], [row[i] for i in self.seq_idx[g]]) >= 0:
                 if i in self.seq_idx[g]:
                     for j in self.seq_idx[g]:
                         if j not in updated:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import decimal
 import re
 from fractions import Fraction
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -278,17 +278,18 @@ class ScalarAgg:
                                          f"(fields.{a.field}.nested-key-null-strategy=error)")
                 old = rows.get(key)
                 if old is not None:
-                    if not a.nested_sequence or _row_seq_compare(r, old, a.nested_sequence) >= 0:
+                    if not a.nested_sequence or compare_nulls_first([r.get(f) for f in a.nested_sequence],
+                                                                      [old.get(f) for f in a.nested_sequence]) >= 0:
                         rows[key] = r
                 elif not limit_new or len(rows) < limit:
                     rows[key] = r
         return list(rows.values())
 
 
-def _row_seq_compare(a: dict, b: dict, fields: tuple[str, ...]) -> int:
-    """Nested sequence comparison: ascending, null smallest (generated RecordComparator)."""
-    for f in fields:
-        x, y = a.get(f), b.get(f)
+def compare_nulls_first(xs: Sequence[Any], ys: Sequence[Any]) -> int:
+    """Sequence-field order (UserDefinedSeqComparator / generated RecordComparator, ascending): field by field,
+    null smaller than any value."""
+    for x, y in zip(xs, ys):
         if x is None and y is None:
             continue
         if x is None:
