@@ -31,9 +31,9 @@ def resolve_function(dotted: str) -> Callable[[str, dict], dict]:
 
 def run_task(dotted: str, table_location: str, task_json: str, options_json: str = "{}") -> str:
     """Run one task and return its result as JSON; errors become a result with `error` set."""
-    fn = resolve_function(dotted)
     started = time.time()
     try:
+        fn = resolve_function(dotted)  # inside the try: an unimportable function is this task's error, not the job's
         task = json.loads(task_json)
         opts = json.loads(options_json)
         if opts:
@@ -171,9 +171,10 @@ def local_spark(master: str = "local[*]", app_name: str = "paimon-ops", conf: di
 
 
 def connect_spark(remote: str):
-    """A Spark Connect session (`sc://host:port`)."""
+    """A Spark Connect session (`sc://host:port`); create(), because getOrCreate() refuses when this process
+    already holds a classic session."""
     from pyspark.sql import SparkSession
-    return SparkSession.builder.remote(remote).getOrCreate()
+    return SparkSession.builder.remote(remote).create()
 
 
 class LazySparkRunner:

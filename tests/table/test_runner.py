@@ -27,3 +27,8 @@ def test_spark_runner_runs_every_task_on_executors_and_keeps_order(spark):
 def test_local_runner_same_contract():
     results = LocalRunner().run("tests.table.test_runner.echo_task", "/x", [{"value": 3}, {"fail": True}])
     assert results[0]["value"] == 6 and results[0]["ok"] and not results[1]["ok"]
+
+
+def test_unimportable_task_function_is_that_tasks_error():
+    results = LocalRunner().run("tests.table.no_such_module.task", "/x", [{"value": 1}])
+    assert results[0]["ok"] is False and "ModuleNotFoundError" in results[0]["error"]
