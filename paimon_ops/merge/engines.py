@@ -428,14 +428,7 @@ def _aggregation(ctx: Ctx) -> EngineResult:
             arr = _patch(arr, gi, vals, ctx.arrow_type(name))
         res.columns[name] = arr
 
-    if row_fold.any():
-        gi = np.flatnonzero(row_fold)
-        names = list(spec.field_names)
-        results = [fold.run(*grp) for grp in _py_groups(ctx, gi, names)]
-        for j, name in enumerate(names):
-            res.columns[name] = _patch(res.columns[name], gi, [r[0][j] for r in results], ctx.arrow_type(name))
-        res.seq[gi] = [r[1] for r in results]
-        res.kind[gi] = [r[2] for r in results]
+    _fold_exactly(res, ctx, spec, fold, row_fold)
     return res
 
 
@@ -558,14 +551,7 @@ def _pu_groups(ctx: Ctx) -> EngineResult:
                 continue
             res.columns[name] = _pu_group_agg(ctx, a, valid, accepted, older_add, fold_keys)
 
-    if fold_keys.any():
-        gi = np.flatnonzero(fold_keys)
-        names = list(spec.field_names)
-        results = [pu_fold.run(*grp) for grp in _py_groups(ctx, gi, names)]
-        for j, name in enumerate(names):
-            res.columns[name] = _patch(res.columns[name], gi, [r[0][j] for r in results], ctx.arrow_type(name))
-        res.seq[gi] = [r[1] for r in results]
-        res.kind[gi] = [r[2] for r in results]
+    _fold_exactly(res, ctx, spec, pu_fold, fold_keys)
     return res
 
 
@@ -618,3 +604,17 @@ def _pu_group_agg(ctx: Ctx, a: FieldAgg, valid: np.ndarray, accepted: np.ndarray
 
 
 __all__ = ["Ctx", "EngineResult", "run_engine"]
+
+
+def _fold_exactly(res: Any, ctx: Any, spec: MergeSpec, fold: Any, keys: np.ndarray) -> None:
+    """Overwrite the result of the keys selected by `keys` with the record-by-record fold (the rare cases the
+    vectorised paths do not cover): every column, the result sequence number and kind."""
+    if not keys.any():
+        return
+    gi = np.flatnonzero(keys)
+    names = list(spec.field_names)
+    results = [fold.run(*grp) for grp in _py_groups(ctx, gi, names)]
+    for j, name in enumerate(names):
+        res.columns[name] = _patch(res.columns[name], gi, [r[0][j] for r in results], ctx.arrow_type(name))
+    res.seq[gi] = [r[1] for r in results]
+    res.kind[gi] = [r[2] for r in results]
