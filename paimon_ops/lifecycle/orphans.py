@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
+import posixpath
 import re
 import time
 from typing import Any, Callable
 
-from paimon_ops.errors import (CorruptMetadataError, InvalidArgumentError, MissingFileError, TableNotFoundError,
+from paimon_ops.errors import (arg, CorruptMetadataError, InvalidArgumentError, MissingFileError, TableNotFoundError,
                                UnsafeOperationError)
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.reclaim import (DIRS, FILES, STORE_CAPACITY, PhaseExecutor, PlanBuilder, dry_run_report,
@@ -47,23 +49,23 @@ def resolve_threshold(older_than: Any, now_millis: int, allow_short: bool) -> in
         thr = now_millis - int(DEFAULT_OLDER_THAN.total_seconds() * 1000)
     elif isinstance(older_than, _dt.timedelta):
         if older_than.total_seconds() < 0:
-            raise InvalidArgumentError(f"older_than must not be negative, got {older_than}")
+            raise InvalidArgumentError(f"{arg('older_than')} must not be negative, got {older_than}")
         thr = now_millis - int(older_than.total_seconds() * 1000)
     elif isinstance(older_than, _dt.datetime):
         thr = int(older_than.timestamp() * 1000)
     elif isinstance(older_than, int) and not isinstance(older_than, bool):
         thr = older_than
     else:
-        raise InvalidArgumentError("older_than must be a timedelta (age), a datetime or epoch milliseconds, "
+        raise InvalidArgumentError(f"{arg('older_than')} must be a timedelta (age), a datetime or epoch milliseconds, "
                                    f"not {older_than!r}")
     if thr > now_millis:
-        raise InvalidArgumentError(f"older_than ({thr} ms) is in the future (now is {now_millis} ms): every file, "
+        raise InvalidArgumentError(f"{arg('older_than')} ({thr} ms) is in the future (now is {now_millis} ms): every file, "
                                    "including those of commits in flight, would be a candidate")
     if now_millis - thr < DAY_MS and not allow_short:
         raise UnsafeOperationError(
-            f"older_than is only {(now_millis - thr) / 3_600_000:.1f} h before now: files of commits still in "
-            "flight or of long-running writers could be deleted. Use at least 1 day, or pass allow_short=True if "
-            "no writer can be active")
+            f"{arg('older_than')} is only {(now_millis - thr) / 3_600_000:.1f} h before now: files of commits still "
+            "in flight or of long-running writers could be deleted. Use at least 1 day, or pass "
+            f"{arg('allow_short', True)} if no writer can be active")
     return thr
 
 
@@ -186,15 +188,31 @@ def _collect_used(main: Table, branches: list[Table]) -> _Used:
 # ---------------------------------------------------------------------------------------------- candidates
 
 
-def _list(io: FileIO, path: str, b: PlanBuilder) -> list[FileStatus]:
+def _list(io: FileIO, path: str, b: PlanBuilder, symlinks: dict[str, str | None] | None = None) -> list[FileStatus]:
+    """Children of `path`, never through a symlink: symlinks found are recorded in `symlinks` (reported with their
+    target, left alone) and never returned as candidates."""
     try:
-        return io.list_status(path)
+        entries = io.list_status(path, include_symlinks=True)
+    except UnsafeOperationError as e:  # the directory itself is reached through a symlink
+        if symlinks is not None and io.is_symlink(path) and path not in symlinks:
+            symlinks[path] = os.readlink(path)
+        b.warn(f"not listing {path}: {e}")
+        return []
     except OSError as e:
         b.warn(f"cannot list {path} ({e}); its files are not considered")
         return []
+    out = []
+    for st in entries:
+        if st.is_symlink:
+            if symlinks is not None and st.path not in symlinks:
+                symlinks[st.path] = st.link_target
+                b.warn(f"symbolic link {st.path} -> {st.link_target} inside the table: left alone, never followed")
+            continue
+        out.append(st)
+    return out
 
 
-def _data_dirs(table: Table, b: PlanBuilder) -> tuple[list[str], dict[str, list[str]]]:
+def _data_dirs(table: Table, b: PlanBuilder, symlinks: dict[str, str | None]) -> tuple[list[str], dict[str, list[str]]]:
     """(candidate directories whose files are considered, partition directory -> its child directories)."""
     io = table.io
     root = table.data_root
@@ -204,14 +222,14 @@ def _data_dirs(table: Table, b: PlanBuilder) -> tuple[list[str], dict[str, list[
     for _ in range(depth):
         nxt = []
         for d in level:
-            kids = [st.path for st in _list(io, d, b) if st.is_dir and _PARTITION_DIR.match(st.name)]
+            kids = [st.path for st in _list(io, d, b, symlinks) if st.is_dir and _PARTITION_DIR.match(st.name)]
             if d != root:
                 children[d] = kids
             nxt += kids
         level = nxt
     dirs: list[str] = []
     for d in level:
-        buckets = [st.path for st in _list(io, d, b) if st.is_dir and st.name.startswith("bucket-")]
+        buckets = [st.path for st in _list(io, d, b, symlinks) if st.is_dir and st.name.startswith("bucket-")]
         if d != root:
             children[d] = buckets
         if buckets:
@@ -270,17 +288,18 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     # (It is also younger than the threshold; both guards hold.)
     io = main.io
     cand_dirs = [main.manifest_dir, main.index_dir, main.statistics_dir]
-    data_dirs, partition_children = _data_dirs(main, b)
+    symlinks: dict[str, str | None] = {}
+    data_dirs, partition_children = _data_dirs(main, b, symlinks)
     candidates: list[FileStatus] = []
     listing: dict[str, list[FileStatus]] = {}
     for d in cand_dirs + data_dirs:
-        entries = _list(io, d, b)
+        entries = _list(io, d, b, symlinks)
         listing[d] = entries
         candidates += [st for st in entries if not st.is_dir and st.mtime_millis < threshold]
     temps: list[FileStatus] = []
     for bt in branches:
         for mgr_dir, prefix in ((bt.snapshots.dir, SNAPSHOT_PREFIX), (bt.changelogs.dir, CHANGELOG_PREFIX)):
-            for st in _list(io, mgr_dir, b):
+            for st in _list(io, mgr_dir, b, symlinks):
                 if st.is_dir or st.name.startswith(prefix) or st.name in (EARLIEST, LATEST):
                     continue
                 if st.mtime_millis < threshold:
@@ -306,10 +325,11 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     # shows it empty at that moment.
     b.phase("empty directories", DIRS)
     planned = {a.path for a in b.deletes}
+    holds_link = {posixpath.dirname(p) for p in symlinks}
     will_be_empty: set[str] = set()
     for d in data_dirs:
         entries = listing.get(d, [])
-        if any(st.is_dir or st.path not in planned for st in entries):
+        if d in holds_link or any(st.is_dir or st.path not in planned for st in entries):
             continue
         if not entries and _mtime(io, d, now) >= threshold:
             continue
@@ -320,13 +340,16 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
         if d in will_be_empty:
             continue
         kids = partition_children[d]
-        files = [st for st in listing.get(d, [])] if d in listing else _list(io, d, b)
+        files = [st for st in listing.get(d, [])] if d in listing else _list(io, d, b, symlinks)
+        if d in holds_link:
+            continue
         if kids and all(k in will_be_empty for k in kids) and not [st for st in files if not st.is_dir]:
             will_be_empty.add(d)
             b.add(FileAction(d, DIRECTORY, "empty partition directory (deleted only if empty)"))
     details = {"older_than_millis": threshold, "now_millis": now, "branches": [t.branch for t in branches],
                "candidates": len(candidates) + len(temps), "referenced_names": len(used.names),
-               "owners_read": used.owners, "notes": notes}
+               "owners_read": used.owners, "notes": notes,
+               "symlinks": [{"path": p, "target": t} for p, t in sorted(symlinks.items())]}
     return b.build("remove_orphans", main, main.snapshots.latest_id(), details)
 
 
