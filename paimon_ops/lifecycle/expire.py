@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, PaimonOpsError
+from paimon_ops.errors import arg, CorruptMetadataError, UnsafeNameError, InvalidArgumentError, MissingFileError, PaimonOpsError
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.reclaim import (DIRS, FILES, ORDERED, STORE_CAPACITY, DataSkipper, OtherBranches,
@@ -74,12 +74,12 @@ class ExpireSettings:
 
 def _millis_of(value: Any, name: str) -> int:
     if isinstance(value, bool):
-        raise InvalidArgumentError(f"{name} must be epoch milliseconds or a datetime, not {value!r}")
+        raise InvalidArgumentError(f"{arg(name)} must be epoch milliseconds or a datetime, not {value!r}")
     if isinstance(value, int):
         return value
     if isinstance(value, _dt.datetime):
         return int(value.timestamp() * 1000)  # naive = local time, as Java parses timestamps in the JVM zone
-    raise InvalidArgumentError(f"{name} must be epoch milliseconds or a datetime, not {value!r}")
+    raise InvalidArgumentError(f"{arg(name)} must be epoch milliseconds or a datetime, not {value!r}")
 
 
 def _duration_ms(value: Any, name: str) -> int:
@@ -90,10 +90,10 @@ def _duration_ms(value: Any, name: str) -> int:
     elif isinstance(value, int) and not isinstance(value, bool):
         ms = value
     else:
-        raise InvalidArgumentError(f"{name} must be a timedelta, a duration string such as '1 h' or milliseconds, "
+        raise InvalidArgumentError(f"{arg(name)} must be a timedelta, a duration string such as '1 h' or milliseconds, "
                                    f"not {value!r}")
     if ms < 0:
-        raise InvalidArgumentError(f"{name} must not be negative, got {value!r}")
+        raise InvalidArgumentError(f"{arg(name)} must not be negative, got {value!r}")
     return ms
 
 
@@ -109,17 +109,20 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
     limit = opts.int("snapshot.expire.limit", 50) if max_deletes is None else max_deletes
     for name, v in (("retain_min", rmin), ("retain_max", rmax), ("max_deletes", limit)):
         if not isinstance(v, int) or isinstance(v, bool):
-            raise InvalidArgumentError(f"{name} must be an integer, got {v!r}")
+            raise InvalidArgumentError(f"{arg(name)} must be an integer, got {v!r}")
     if rmin < 1:
         raise InvalidArgumentError(
-            f"retain_min must be at least 1 (got {rmin}): with 0 the latest snapshot's files would be deleted while "
-            "its metadata stays (Paimon issue #10088); check argument retain_min / option snapshot.num-retained.min")
+            f"{arg('retain_min')} must be at least 1 (got {rmin}): with 0 the latest snapshot's files would be deleted "
+            f"while its metadata stays (Paimon issue #10088); check {arg('retain_min')} / option "
+            "snapshot.num-retained.min")
     if rmax < rmin:
-        raise InvalidArgumentError(f"retain_max ({rmax}) must not be less than retain_min ({rmin})")
+        raise InvalidArgumentError(f"{arg('retain_max')} ({rmax}) must not be less than the minimum retained "
+                                   f"({rmin}: {arg('retain_min')} or option snapshot.num-retained.min)")
     if limit < 1:
-        raise InvalidArgumentError(f"max_deletes / snapshot.expire.limit must be at least 1, got {limit}")
+        raise InvalidArgumentError(f"{arg('max_deletes')} / snapshot.expire.limit must be at least 1, got {limit}")
     if older_than is not None and time_retained is not None:
-        raise InvalidArgumentError("give either older_than (a point in time) or time_retained (a duration), not both")
+        raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('time_retained')} (a "
+                                   "duration), not both")
     if older_than is not None:
         older = _millis_of(older_than, "older_than")
         retained_ms = now - older
@@ -203,6 +206,8 @@ def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, 
     tag = nearest_tag_below(tags, owner_id)
     try:
         protect = skipper.keys([tag[1]]) if tag else set()
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except (CorruptMetadataError, OSError) as e:
         b.warn(f"data files deleted by {owner} are kept: tag {tag[0] if tag else ''} is unreadable ({e})")
         return
@@ -233,6 +238,8 @@ def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: 
     for sid in range(lo, hi):
         try:
             succ = table.snapshots.try_snapshot(sid + 1)
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             if warn is not None:
                 warn(f"snapshot {sid + 1} is unreadable ({e.problem}); expiring only up to {sid}")
@@ -292,6 +299,8 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
             end_snap = snaps_mgr.try_snapshot(end)
             if end_snap is None:
                 b.warn(f"snapshot {end} (the first one kept) does not exist; nothing expired (issue #10088)")
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             b.warn(f"snapshot {end} (the first one kept) is unreadable ({e.problem}); nothing expired")
         if end_snap is not None:
@@ -331,6 +340,8 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
         s = snaps[sid]
         try:
             entries = list(store.entries_of_list(s.delta_manifest_list, f"snapshot {sid}"))
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             b.warn(f"data files deleted by snapshot {sid} are kept: its delta is unreadable ({e})")
             continue
@@ -356,6 +367,8 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
     prot_desc = f"snapshot {end}" + (", tags " + ", ".join(n for n, _ in prot) if prot else "")
     try:
         skip = manifest_skipping_set(store, [t for _, t in prot] + [end_snap]) | others.names
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except (CorruptMetadataError, OSError) as e:
         b.warn(f"keeping all manifests, index and statistics files of this run: cannot read {prot_desc} ({e})")
         skip = None
@@ -398,6 +411,8 @@ def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: 
     """Every file ADDed in a changelog manifest list; unreadable manifests are skipped (leak)."""
     try:
         metas = store.manifest_list(list_name, why)
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except CorruptMetadataError as e:
         if not isinstance(e, MissingFileError):
             b.warn(f"{why}: changelog manifest list unreadable, its files are kept ({e.problem})")
@@ -405,6 +420,8 @@ def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: 
     for m in metas:
         try:
             entries = store.manifest(m.file_name, list_name)
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             if not isinstance(e, MissingFileError):
                 b.warn(f"{why}: manifest {m.file_name} unreadable, its files are kept ({e.problem})")
@@ -449,6 +466,8 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
     for cid in range(lo, hi + 1):
         try:
             c = load(cid)
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             b.warn(f"long-lived changelog {cid} unreadable ({e.problem}); expiring changelogs only below it")
             end = cid
@@ -461,6 +480,8 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
         return info
     try:
         end_cl = load(end)
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except CorruptMetadataError:
         end_cl = None
     if end_cl is None:
@@ -485,6 +506,8 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
             continue
         try:
             entries = list(store.entries_of_list(c.delta_manifest_list, f"changelog {cid}"))
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             if not isinstance(e, MissingFileError):
                 b.warn(f"data files deleted by changelog {cid} are kept: its delta is unreadable ({e.problem})")
@@ -501,6 +524,8 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
         # is 'none'); the earliest snapshot's and the tags' lists must be readable.
         tolerate = [end_cl] if cfg.changelog_producer != "none" else []
         skip = manifest_skipping_set(store, [t for _, t in prot] + [end_cl, earliest_snap], tolerate) | others.names
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except (CorruptMetadataError, OSError) as e:
         b.warn(f"keeping the manifests of expired changelogs: protectors unreadable ({e})")
         skip = None

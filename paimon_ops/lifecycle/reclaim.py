@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, PaimonOpsError
+from paimon_ops.errors import (CorruptMetadataError, InvalidArgumentError, MissingFileError, PaimonOpsError,
+                               UnsafeNameError)
 from paimon_ops.format.manifest import IndexManifestEntry, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot, Tag, parse_hint
 from paimon_ops.lifecycle.deleter import Deleter, allowed_roots, check_paths
@@ -463,6 +464,8 @@ def plan_manifest_list(b: PlanBuilder, table: Table, store: ManifestStore, list_
     except MissingFileError:
         skip.add(list_name)
         return  # already gone (an earlier interrupted run): nothing to do
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except CorruptMetadataError as e:
         b.warn(f"keeping manifest list {list_name} and its manifests: unreadable ({e.problem})")
         skip.add(list_name)
@@ -486,6 +489,8 @@ def plan_index_and_stats(b: PlanBuilder, table: Table, scanner: TableScanner, sn
             entries = []
             skip.add(im)  # already gone: Java skips it too
             im = None
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             b.warn(f"keeping index manifest {im} and its index files: unreadable ({e.problem})")
             skip.add(im)
@@ -628,6 +633,8 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
             # on real loss the data files are unknown anyway. Either way: delete no data files (leak, not loss).
             b.warn(f"tag {name}: {e}; its data files are not reclaimed (remove_orphans can clean them later)")
             data, buckets = [], set()
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             b.warn(f"tag {name}: {e}; its data files are not reclaimed")
             data, buckets = [], set()

@@ -14,15 +14,18 @@ first so that the table always has a readable latest snapshot while the rollback
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import posixpath
 import time
 
-from paimon_ops.errors import InvalidArgumentError, PaimonOpsError, UnsafeOperationError
+from paimon_ops.errors import (arg, CorruptMetadataError, InvalidArgumentError, MissingFileError, PaimonOpsError,
+                               UnsafeOperationError)
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.reclaim import (ORDERED, PhaseExecutor, PlanBuilder, dry_run_report, executed_report,
                                           file_size, plan_phases, read_tags)
 from paimon_ops.plan import HINT, LONG_CHANGELOG, SNAPSHOT, TAG, FileAction, Plan, Report
+from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import EARLIEST, LATEST, Table
 
 log = logging.getLogger(__name__)
@@ -31,7 +34,7 @@ log = logging.getLogger(__name__)
 def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
                     tags: list[tuple[str, Tag]]) -> tuple[Snapshot, str | None]:
     if (snapshot_id is None) == (tag is None):
-        raise InvalidArgumentError("rollback needs exactly one of snapshot_id or tag")
+        raise InvalidArgumentError(f"rollback needs exactly one of {arg('snapshot_id')} or {arg('tag')}")
     if tag is not None:
         for n, t in tags:
             if n == tag:
@@ -40,7 +43,7 @@ def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
         raise InvalidArgumentError(f"tag {tag!r} does not exist on {table.identifier} (branch {table.branch}); "
                                    f"existing tags: {known}")
     if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
-        raise InvalidArgumentError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+        raise InvalidArgumentError(f"{arg('snapshot_id')} must be an integer, got {snapshot_id!r}")
     s = table.snapshots.try_snapshot(snapshot_id)  # corrupt -> CorruptMetadataError
     if s is not None:
         return s, None
@@ -53,6 +56,37 @@ def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
                                f"({have}) and no tag points at it")
 
 
+def _verify_target(table: Table, target: Snapshot, what: str, restore: bool) -> bool:
+    """Read the target's whole metadata — manifest lists, every manifest, the index manifest — and refuse the
+    rollback if any of it is unreadable: afterwards the target is the table's latest snapshot, and a latest snapshot
+    that cannot be read breaks every reader and writer. Returns whether the changelog manifest list is readable
+    (a tag restored after expiry has legitimately lost it: tags do not keep changelogs, maintenance.md §2.3)."""
+    store = ManifestStore(table)
+    try:
+        for name in (target.base_manifest_list, target.delta_manifest_list):
+            for meta in store.manifest_list(name, what):
+                store.manifest(meta.file_name, name)
+        if target.index_manifest:
+            store.index_manifest(target.index_manifest, what)
+    except CorruptMetadataError as e:  # MissingFileError included
+        raise CorruptMetadataError(e.path, f"{e.problem}; refusing to roll {table.identifier} back to {what}: its "
+                                           "metadata is unreadable, and it would become the latest snapshot. "
+                                           "Nothing was changed") from None
+    if not target.changelog_manifest_list:
+        return True
+    try:
+        for meta in store.manifest_list(target.changelog_manifest_list, what):
+            store.manifest(meta.file_name, target.changelog_manifest_list)
+    except MissingFileError:
+        if restore:
+            return False
+        raise
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(e.path, f"{e.problem}; refusing to roll {table.identifier} back to {what}: its "
+                                           "changelog metadata is unreadable. Nothing was changed") from None
+    return True
+
+
 def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> Plan:
     tags = read_tags(table)
     target, via_tag = _resolve_target(table, snapshot_id, tag, tags)
@@ -60,6 +94,11 @@ def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None 
     latest = table.snapshots.latest_id()
     b = PlanBuilder()
     restore = via_tag is not None and not table.snapshots.exists(r)
+    what = f"snapshot {r}" + (f" (tag {via_tag})" if via_tag else "")
+    changelog_ok = _verify_target(table, target, what, restore)
+    if not changelog_ok:
+        b.warn(f"the changelog of {what} was already expired; the restored snapshot keeps its data but no "
+               "changelog manifest list")
     if restore:
         b.writes.append(FileAction(table.snapshots.path(r), SNAPSHOT, f"restored from tag {via_tag}"))
         b.writes.append(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {r}"))
@@ -93,7 +132,8 @@ def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None 
     except (OSError, PaimonOpsError) as e:  # consumers do not decide anything here: warn, do not refuse
         b.warn(f"could not read consumers ({e})")
     details = {"branch": table.branch, "target_snapshot": r, "via_tag": via_tag, "latest_before": latest,
-               "restore_snapshot_from_tag": restore, "removed_snapshots": sorted(newer),
+               "restore_snapshot_from_tag": restore, "restore_without_changelog": not changelog_ok,
+               "removed_snapshots": sorted(newer),
                "removed_changelogs": sorted(newer_cl), "removed_tags": [n for n, _ in newer_tags],
                "changelog_latest_after": remaining_cl[-1] if remaining_cl else -1,
                "note": "metadata only: data, manifest and index files written after the target become orphans; "
@@ -124,8 +164,8 @@ def rollback(table: Table, snapshot_id: int | None = None, tag: str | None = Non
     if dry_run:
         return dry_run_report(plan, started)
     if not confirm:
-        raise UnsafeOperationError(f"{_describe(plan)}; this cannot be undone. Pass confirm=True to proceed "
-                                   "(or dry_run=True to see every file)")
+        raise UnsafeOperationError(f"{_describe(plan)}; this cannot be undone. Pass {arg('confirm', True)} to proceed "
+                                   f"(or {arg('dry_run', True)} to see every file)")
     return execute_rollback(table, plan)
 
 
@@ -141,8 +181,12 @@ def execute_rollback(table: Table, plan: Plan) -> Report:
         t = table.tags.tag(d["via_tag"])
         if t.id != r:
             raise InvalidArgumentError(f"tag {d['via_tag']} changed since the rollback was planned; re-run")
+        restored = t.to_snapshot()
+        if d.get("restore_without_changelog"):
+            restored = dataclasses.replace(restored, changelog_manifest_list=None, changelog_manifest_list_size=None,
+                                           changelog_record_count=None)
         ex.write(FileAction(table.snapshots.path(r), SNAPSHOT, f"restored from tag {d['via_tag']}"),
-                 t.to_snapshot().to_json().encode(), atomic_if_absent=True)
+                 restored.to_json().encode(), atomic_if_absent=True)
         ex.write_hint(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, "earliest"), r)
     if d["removed_snapshots"] or d["restore_snapshot_from_tag"]:
         # LATEST first: readers trust it as soon as snapshot r+1 is gone (maintenance.md §0.3, §3.8).

@@ -93,7 +93,7 @@ def test_consumers_pin_snapshots(wh):
 @pytest.mark.parametrize("kw,msg", [
     (dict(retain_min=0), "retain_min must be at least 1"),
     (dict(retain_min=-3), "retain_min must be at least 1"),
-    (dict(retain_min=5, retain_max=4), "must not be less than retain_min"),
+    (dict(retain_min=5, retain_max=4), "must not be less than the minimum retained"),
     (dict(max_deletes=0), "max_deletes"),
     (dict(older_than=1, time_retained=dt.timedelta(hours=1)), "not both"),
     (dict(time_retained=dt.timedelta(hours=-1)), "must not be negative"),
