@@ -5,11 +5,12 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from paimon_ops.errors import PaimonOpsError
+from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, PaimonOpsError, cli_words
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
@@ -161,7 +162,12 @@ def _runner(args: argparse.Namespace):
     from paimon_ops.runner import LazySparkRunner, LocalRunner
     if getattr(args, "local", False):
         return LocalRunner()
-    return LazySparkRunner(master=args.spark_master, remote=args.spark_remote)
+    what = "--spark-remote" if args.spark_remote else "--spark-master" if args.spark_master else ""
+    runner = LazySparkRunner(master=args.spark_master, remote=args.spark_remote,
+                             connect_timeout_s=args.connect_timeout, what=what)
+    if args.spark_master or args.spark_remote:
+        runner.probe()  # a Spark named on the command line must answer before anything is planned
+    return runner
 
 
 def _result(args: argparse.Namespace, outcome: Any) -> None:
@@ -243,7 +249,7 @@ def cmd_create_tag(args: argparse.Namespace) -> None:
     outcome = create_tag(t, args.name, snapshot_id=args.snapshot,
                          timestamp_millis=_timestamp_arg(args.timestamp) if args.timestamp else None,
                          time_retained=parse_duration(args.time_retained, "--time-retained") if args.time_retained else None,
-                         dry_run=args.dry_run)
+                         dry_run=args.dry_run, replace=args.replace)
     _result(args, outcome)
 
 
@@ -255,7 +261,7 @@ def cmd_delete_tag(args: argparse.Namespace) -> None:
 
 def cmd_rename_tag(args: argparse.Namespace) -> None:
     from paimon_ops.lifecycle.tags import rename_tag
-    _result(args, rename_tag(_table(args), args.old, args.new, dry_run=args.dry_run))
+    _result(args, rename_tag(_table(args), args.old, args.new, dry_run=args.dry_run, resume=args.resume))
 
 
 def cmd_auto_tag(args: argparse.Namespace) -> None:
@@ -282,6 +288,24 @@ def cmd_sample(args: argparse.Namespace) -> None:
 
 
 # ---------------------------------------------------------------------- parser
+# Per command: the flag that stands for each keyword argument of the engine, so that its messages speak the
+# command line's words (errors.arg).
+_COMMON_WORDS = {"dry_run": "--dry-run"}
+WORDS: dict[str, dict[str, str]] = {
+    "compact": {"mode": "--mode", "partitions": "--partition", "where": "--where", "order_by": "--order-by",
+                "strategy": "--strategy", "threshold": "--threshold", "force": "--force"},
+    "expire-snapshots": {"retain_min": "--retain-min", "retain_max": "--retain-max", "time_retained": "--older-than",
+                         "max_deletes": "--max-deletes"},
+    "expire-tags": {"older_than": "--older-than"},
+    "remove-orphans": {"older_than": "--older-than", "allow_short": "--allow-short"},
+    "create-tag": {"snapshot_id": "--snapshot", "timestamp_millis": "--timestamp", "time_retained": "--time-retained",
+                   "replace": "--replace"},
+    "rename-tag": {"resume": "--resume"},
+    "auto-tag": {"periods": "--period"},
+    "rollback": {"snapshot_id": "--snapshot", "tag": "--tag", "confirm": "--yes"},
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paimon-ops", description="Maintenance for Apache Paimon tables")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -314,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
             g.add_argument("--spark-master", default=None, help="Spark master URL (default: embedded local[*])")
             g.add_argument("--spark-remote", default=None, help="Spark Connect URL, e.g. sc://host:15002")
             g.add_argument("--local", action="store_true", help="run tasks in this process instead of Spark")
+            g.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                           help="how long a Spark master / Connect server may take to answer (default 10)")
         return sp
 
     c = maint("compact", cmd_compact, "compact a table (full, dv-ratio, sort, small-files)")
@@ -340,11 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--snapshot", type=int)
     g.add_argument("--timestamp", help="tag the snapshot current at this time (epoch ms or ISO 8601)")
     ct.add_argument("--time-retained", help="retention, e.g. '7 d'")
+    ct.add_argument("--replace", action="store_true", help="move the tag if it already exists")
     dt_ = maint("delete-tag", cmd_delete_tag, "delete tags, reclaiming files only they kept alive")
     dt_.add_argument("names", nargs="+")
     rt = maint("rename-tag", cmd_rename_tag, "rename a tag", spark=False)
     rt.add_argument("old")
     rt.add_argument("new")
+    rt.add_argument("--resume", action="store_true",
+                    help="finish an interrupted rename (NEW already exists with OLD's content)")
     at = maint("auto-tag", cmd_auto_tag, "create the automatic tags that are due", spark=False)
     at.add_argument("--period", help="create (or backfill) the tag of one period, e.g. 2026-11-21")
     rb = maint("rollback", cmd_rollback, "roll back to a snapshot or tag (metadata only)", spark=False)
@@ -361,17 +390,60 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error_payload(e: BaseException) -> dict[str, Any]:
+    err: dict[str, Any] = {"type": type(e).__name__, "message": _one_line(e)}
+    if isinstance(e, CorruptMetadataError):
+        err["path"] = e.path
+    if isinstance(e, InvalidOptionError):
+        err["option"] = e.name
+    endpoint = getattr(e, "endpoint", None)
+    if endpoint:
+        err["endpoint"] = endpoint
+    return {"error": err}
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text or type(e).__name__
+
+
+def _fail(args: argparse.Namespace, e: BaseException, prefix: str = "error") -> None:
+    """One line on stderr; under --json also the error as a JSON object on stdout."""
+    if getattr(args, "json", False):
+        print(json.dumps(_error_payload(e), indent=2))
+    print(f"paimon-ops: {prefix}: {_one_line(e)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    code = _main(argv)
+    from paimon_ops.runner import stuck_start
+    if stuck_start():  # an abandoned Spark start-up would keep the interpreter from exiting: leave now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        args.fn(args)
+        with cli_words({**_COMMON_WORDS, **WORDS.get(args.command, {})}):
+            args.fn(args)
     except PaimonOpsError as e:
-        print(f"paimon-ops: error: {e}", file=sys.stderr)
+        _fail(args, e)
         return 2
     except BrokenPipeError:
         return 0
+    except (OSError, ValueError) as e:  # I/O and decoding failures the engine did not name: still one line
+        if args.verbose:
+            logging.getLogger("paimon_ops.cli").exception("failed")
+        _fail(args, e)
+        return 2
+    except KeyboardInterrupt:
+        print("paimon-ops: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

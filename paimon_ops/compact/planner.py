@@ -22,7 +22,7 @@ from paimon_ops.compact.model import (CONCAT, MERGE, REWRITE, SORT, CompactionPl
                                       index_entry_to_json, meta_to_json)
 from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
-from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError, UnsupportedError
+from paimon_ops.errors import arg, InvalidArgumentError, UnsafeOperationError, UnsupportedError
 from paimon_ops.options import parse_duration
 from paimon_ops.plan import DATA, FileAction
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
@@ -61,7 +61,7 @@ def dv_ratio_threshold(table: Table, threshold: float | None) -> float:
         if t is None:
             t = opts.float("compaction.delete-ratio-threshold", DEFAULT_DV_RATIO)
     if not 0.0 <= t <= 1.0:
-        raise InvalidArgumentError(f"dv-ratio threshold must be within [0, 1], got {t}")
+        raise InvalidArgumentError(f"{arg('threshold')} must be within [0, 1], got {t}")
     return t  # type: ignore[return-value]
 
 
@@ -110,13 +110,13 @@ def plan_compaction(
     """Plan a compaction (reads metadata only). See the module docstring for the modes."""
     table = open_table(table)
     if mode not in MODES:
-        raise InvalidArgumentError(f"unknown compaction mode {mode!r}; use one of {', '.join(MODES)}")
+        raise InvalidArgumentError(f"unknown compaction {arg('mode')} {mode!r}; use one of {', '.join(MODES)}")
     opts = table.options
     if opts.write_only and not force:
         raise UnsafeOperationError(
             f"{table.identifier} has write-only=true: its writers never compact, which means a dedicated compaction "
-            "job is declared for it elsewhere; two compactors on one bucket conflict. Pass force=True to compact "
-            "anyway.")
+            f"job is declared for it elsewhere; two compactors on one bucket conflict. Pass {arg('force', True)} to "
+            "compact anyway.")
     pk = table.is_primary_key
     schema = table.schema
     warnings: list[str] = []
@@ -137,25 +137,26 @@ def plan_compaction(
         if isinstance(order_by, str):
             order_by = [c.strip() for c in order_by.split(",") if c.strip()]
         if not order_by:
-            raise InvalidArgumentError("sort compaction needs order_by columns")
+            raise InvalidArgumentError(f"sort compaction needs {arg('order_by')} columns")
         bad = [c for c in order_by if c in schema.partition_keys]
         if bad:
-            raise InvalidArgumentError(f"order_by must not contain partition columns {bad}")
+            raise InvalidArgumentError(f"{arg('order_by')} must not contain partition columns {bad}")
         unknown = [c for c in order_by if c not in schema.field_names]
         if unknown:
-            raise InvalidArgumentError(f"order_by columns {unknown} do not exist in {table.identifier}")
+            raise InvalidArgumentError(f"{arg('order_by')} columns {unknown} do not exist in {table.identifier}")
         if strategy not in STRATEGIES:
-            raise InvalidArgumentError(f"unknown sort strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+            raise InvalidArgumentError(f"unknown sort {arg('strategy')} {strategy!r}; use one of {', '.join(STRATEGIES)}")
         if partition_idle_time is not None:
-            raise InvalidArgumentError("partition_idle_time cannot be combined with sort compaction (as in Paimon)")
+            raise InvalidArgumentError(f"{arg('partition_idle_time')} cannot be combined with sort compaction (as in Paimon)")
     elif mode == "small-files" and pk:
-        raise UnsupportedError("small-files compaction is for append tables; use mode='full' for primary-key tables")
+        raise UnsupportedError(f"small-files compaction is for append tables; use {arg('mode', 'full')} for primary-key "
+                               "tables")
     order_by = tuple(order_by or ())
 
     if memory_budget is None:  # our option, like Paimon's dotted names; the argument wins
         memory_budget = opts.memory("compaction.memory-budget")
     if memory_budget is not None and memory_budget <= 0:
-        raise InvalidArgumentError(f"memory_budget must be positive, got {memory_budget}")
+        raise InvalidArgumentError(f"{arg('memory_budget')} must be positive, got {memory_budget}")
     snapshot = table.snapshots.latest()
     base = dict(operation="compact", table=table.identifier, mode=mode, warnings=tuple(warnings))
     if snapshot is None:
@@ -202,9 +203,9 @@ def plan_compaction(
     num_levels = max([opts.num_levels] + [f.level + 1 for f in result.files])
     max_level = num_levels - 1
     target = opts.target_file_size(pk)
-    small_ratio = opts.float("compaction.small-file-ratio", 0.7) or 0.7
-    min_file_num = min_files if min_files is not None else (opts.int("compaction.min.file-num", 5) or 5)
-    open_cost = opts.memory("split.open-file-cost", 4 << 20) or 0
+    small_ratio = opts.float("compaction.small-file-ratio", 0.7)
+    min_file_num = min_files if min_files is not None else opts.positive_int("compaction.min.file-num", 5)
+    open_cost = opts.memory("split.open-file-cost", 4 << 20)
     force_all = opts.bool("compaction.force-rewrite-all-files")
     ratios_files: list[dict[str, Any]] = []
     ratios_buckets: list[dict[str, Any]] = []
@@ -265,7 +266,7 @@ def plan_compaction(
         skip_total = sum(skipped.values())
         log.info("compaction of %s: nothing to do (%d buckets skipped)", table.identifier, skip_total)
     wspec = DataFileWriteSpec.of(table, scanner)
-    target_rows = opts.int("target-file-row-num", LONG_MAX) or LONG_MAX
+    target_rows = opts.positive_int("target-file-row-num", LONG_MAX)
     # A file can only roll at a row-group boundary: keep row groups (Arrow bytes, ~2-4x the compressed size)
     # near the target size, and within a quarter of the memory budget.
     row_group = min(DEFAULT_ROW_GROUP_BYTES, max(64 << 10, 2 * target))

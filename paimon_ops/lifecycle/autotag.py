@@ -72,7 +72,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pendulum
 
-from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsafeOperationError
+from paimon_ops.errors import arg, InvalidArgumentError, InvalidOptionError, UnsafeOperationError
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.tags import (
     UTC, SnapshotTimeline, local_millis_to_naive, local_now, local_to_instant_millis, naive_to_local_millis,
@@ -594,7 +594,7 @@ class _Context:
                     warnings.append(f"periods {start.name} .. {skipped_to.name} after the last auto tag "
                                     f"{last_tag[0]!r} are not tagged: their deadlines precede the earliest snapshot "
                                     f"{self.timeline.earliest}, so the snapshots they need have expired (or never "
-                                    "existed); pass periods= to see each one")
+                                    f"existed); pass {arg('periods')} to see each one")
                 start = first
         out = []
         p = start
@@ -602,7 +602,7 @@ class _Context:
             out.append(p)
             if len(out) > MAX_PERIODS:
                 raise InvalidArgumentError(f"{self.table.identifier}: more than {MAX_PERIODS} periods are due since "
-                                           f"{start.name}; pass periods= explicitly")
+                                           f"{start.name}; pass {arg('periods')} explicitly")
             p = self.sched.next(p)
         return out, warnings
 

@@ -28,7 +28,7 @@ from typing import Sequence
 
 import pendulum
 
-from paimon_ops.errors import InvalidArgumentError, InvalidOptionError
+from paimon_ops.errors import arg, InvalidArgumentError, InvalidOptionError
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.options import format_duration, parse_duration
 from paimon_ops.plan import TAG, FileAction, Plan, Report, bytes_by_kind, count_by_kind
@@ -149,7 +149,7 @@ def _retention(value: _dt.timedelta | str | None) -> _dt.timedelta | None:
         return None
     td = parse_duration(value, "time_retained") if isinstance(value, str) else value
     if not isinstance(td, _dt.timedelta) or td <= _dt.timedelta(0):
-        raise InvalidArgumentError(f"time_retained must be a positive duration, got {value!r}")
+        raise InvalidArgumentError(f"{arg('time_retained')} must be a positive duration, got {value!r}")
     return td
 
 
@@ -359,7 +359,7 @@ def write_new_tag(table: Table, name: str, tag: Tag, period_name: bool = False) 
 
 def _resolve_source(table: Table, snapshot_id: int | None, timestamp_millis: int | None) -> tuple[Snapshot, str]:
     if snapshot_id is not None and timestamp_millis is not None:
-        raise InvalidArgumentError("give either snapshot_id or timestamp_millis, not both")
+        raise InvalidArgumentError(f"give either {arg('snapshot_id')} or {arg('timestamp_millis')}, not both")
     if snapshot_id is not None:
         return find_snapshot(table, int(snapshot_id)), f"snapshot {snapshot_id}"
     if timestamp_millis is not None:
@@ -391,7 +391,7 @@ def plan_create_tag(table: Table, name: str, snapshot_id: int | None = None, tim
             return Plan("create_tag", table.identifier, base, details={**details, "existing_snapshot_id": existing.id},
                         warnings=(f"tag {name!r} already exists (snapshot {existing.id}); nothing to do",))
         raise InvalidArgumentError(f"tag {name!r} of {table.identifier} already exists (snapshot {existing.id}); "
-                                   "use replace_tag to move it")
+                                   f"use {arg('replace', True, python='replace_tag()')} to move it")
     _validate_no_auto_tag(table, name, snap.id)
     write = FileAction(table.tags.path(name), TAG, f"tag {name!r} -> {source}"
                        + (f", retained {format_duration(retained)}" if retained else ""))
@@ -423,11 +423,15 @@ def _execute_writes(table: Table, plan: Plan, dry_run: bool, started: float, ove
 
 def create_tag(table: Table, name: str, snapshot_id: int | None = None, timestamp_millis: int | None = None,
                time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None,
-               dry_run: bool = False, ignore_if_exists: bool = False) -> Report:
+               dry_run: bool = False, ignore_if_exists: bool = False, replace: bool = False) -> Report:
     """Create tag `name` on the latest snapshot, a snapshot id (live or tag-held) or the snapshot current at a time.
 
     With `time_retained` the tag gets ``tagCreateTime`` = now (tag local zone) and ``tagTimeRetained``.
     """
+    if replace and table.tags.exists(name):
+        if timestamp_millis is not None:
+            snapshot_id = snapshot_current_at(table, int(timestamp_millis)).id
+        return replace_tag(table, name, snapshot_id, time_retained, now_millis, dry_run)
     started = time.time()
     plan = plan_create_tag(table, name, snapshot_id, timestamp_millis, time_retained, now_millis, ignore_if_exists)
     if not plan.writes:
@@ -442,7 +446,8 @@ def plan_replace_tag(table: Table, name: str, snapshot_id: int | None = None,
     validate_tag_name(name)
     retained = _retention(time_retained)
     if not table.tags.exists(name):
-        raise InvalidArgumentError(f"tag {name!r} of {table.identifier} does not exist; use create_tag")
+        raise InvalidArgumentError(f"tag {name!r} of {table.identifier} does not exist; use "
+                                   f"{arg('create', True, python='create_tag()')}")
     old = table.tags.tag(name)
     snap, source = _resolve_source(table, snapshot_id, None)
     warnings = []
@@ -487,18 +492,29 @@ def plan_rename_tag(table: Table, old: str, new: str) -> Plan:
                 details={"old": old, "new": new, "snapshot_id": tag.id})
 
 
-def rename_tag(table: Table, old: str, new: str, dry_run: bool = False) -> Report:
+def rename_tag(table: Table, old: str, new: str, dry_run: bool = False, resume: bool = False) -> Report:
     """Rename a tag: create the new file (atomic, content unchanged — retention included), then delete the old one.
 
-    Crash-safe: a crash in between leaves both names on the same snapshot; re-running finishes the rename.
+    Crash-safe: a crash in between leaves both names on the same snapshot; re-running with `resume=True` finishes
+    the rename (only then is the old name deleted while the new one already exists).
     """
     started = time.time()
-    if (not dry_run and table.tags.exists(old) and table.tags.exists(new)
-            and table.io.read_bytes(table.tags.path(old)) == table.io.read_bytes(table.tags.path(new))):
-        # an interrupted earlier rename: finish it
-        table.tags.delete_file(old)
-        return Report("rename_tag", table.identifier, False, time.time() - started, deleted={TAG: 1},
-                      details={"old": old, "new": new, "resumed": True})
+    if table.tags.exists(old) and table.tags.exists(new) and \
+            table.io.read_bytes(table.tags.path(old)) == table.io.read_bytes(table.tags.path(new)):
+        if not resume:
+            raise InvalidArgumentError(
+                f"tag {new!r} of {table.identifier} already exists with exactly the content of {old!r}: if an earlier "
+                f"rename was interrupted, finish it with {arg('resume', True)} (deletes tag {old!r}); otherwise "
+                "choose another name")
+        action = FileAction(table.tags.path(old), TAG, f"finishing the interrupted rename to {new!r}")
+        if not dry_run:
+            table.tags.delete_file(old)
+        return Report("rename_tag", table.identifier, dry_run, time.time() - started, deleted={TAG: 1},
+                      details={"old": old, "new": new, "resumed": True}, files=(action,))
+    if resume and table.tags.exists(new) and not table.tags.exists(old):
+        return Report("rename_tag", table.identifier, dry_run, time.time() - started,
+                      details={"old": old, "new": new, "resumed": True},
+                      warnings=(f"tag {old!r} is already gone and {new!r} exists: the rename was complete",))
     plan = plan_rename_tag(table, old, new)
     if dry_run:
         return Report("rename_tag", table.identifier, True, time.time() - started, written={TAG: 1},
