@@ -5,10 +5,11 @@ Every accessor names the option in its error so a user knows what to fix.
 """
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Mapping
+from typing import Mapping, overload
 
 from paimon_ops.errors import InvalidOptionError
 
@@ -88,21 +89,39 @@ class Options:
                 return self.raw[k]
         return default
 
-    def int(self, key: str, default: int | None = None, fallback_keys: tuple[str, ...] = ()) -> int | None:
+    @overload
+    def int(self, key: str, default: builtins.int, fallback_keys: tuple[str, ...] = ()) -> builtins.int: ...
+    @overload
+    def int(self, key: str, default: None = None, fallback_keys: tuple[str, ...] = ()) -> builtins.int | None: ...
+
+    def int(self, key, default=None, fallback_keys=()):
+        """The configured integer (a configured 0 wins over the default), else `default`."""
         v = self.str(key, None, fallback_keys)
         if v is None:
             return default
         try:
-            return int(str(v).strip())
+            return builtins.int(str(v).strip())
         except ValueError:
             raise self._fail(key, v, "an integer") from None
 
-    def float(self, key: str, default: float | None = None) -> float | None:
+    def positive_int(self, key: str, default: builtins.int, minimum: builtins.int = 1) -> builtins.int:
+        """An integer option that must be >= `minimum` (0 or a negative value is refused, never replaced)."""
+        v = self.int(key, default)
+        if v < minimum:
+            raise self._fail(key, self.raw.get(key), f"an integer >= {minimum}")
+        return v
+
+    @overload
+    def float(self, key: str, default: builtins.float) -> builtins.float: ...
+    @overload
+    def float(self, key: str, default: None = None) -> builtins.float | None: ...
+
+    def float(self, key, default=None):
         v = self.raw.get(key)
         if v is None:
             return default
         try:
-            return float(v)
+            return builtins.float(v)
         except ValueError:
             raise self._fail(key, v, "a number") from None
 
@@ -124,7 +143,12 @@ class Options:
         except InvalidOptionError:
             raise self._fail(key, v, "a duration such as '1 h', '30 min', '1 d'") from None
 
-    def memory(self, key: str, default: int | None = None) -> int | None:
+    @overload
+    def memory(self, key: str, default: builtins.int) -> builtins.int: ...
+    @overload
+    def memory(self, key: str, default: None = None) -> builtins.int | None: ...
+
+    def memory(self, key, default=None):
         v = self.raw.get(key)
         if v is None:
             return default
@@ -166,8 +190,8 @@ class Options:
 
     @property
     def num_levels(self) -> int:
-        trigger = self.int("num-sorted-run.compaction-trigger", 5) or 5
-        return self.int("num-levels", trigger + 1)  # type: ignore[return-value]
+        trigger = self.positive_int("num-sorted-run.compaction-trigger", 5)
+        return self.positive_int("num-levels", trigger + 1, minimum=2)
 
     def target_file_size(self, primary_key: bool) -> int:
         return self.memory("target-file-size", (128 if primary_key else 256) << 20)  # type: ignore[return-value]
