@@ -116,8 +116,10 @@ class Report:
             lines.append(f"  {verb}: " + ", ".join(
                 f"{n} {k} ({human_bytes(self.deleted_bytes.get(k, 0))})" for k, n in sorted(self.deleted.items())))
         if self.written:
-            lines.append("  wrote: " + ", ".join(
+            lines.append(f"  {'would write' if self.dry_run else 'wrote'}: " + ", ".join(
                 f"{n} {k} ({human_bytes(self.written_bytes.get(k, 0))})" for k, n in sorted(self.written.items())))
+        if self.dry_run:  # a dry run is for review: every file, with its kind and the reason
+            lines += [f"    - {a.kind:<15} {a.path}  ({a.reason})" for a in self.files]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
