@@ -78,6 +78,29 @@ class UnsafeOperationError(PaimonOpsError):
     """A destructive operation refused because it could lose data."""
 
 
+class CompactionTaskError(PaimonOpsError):
+    """A compaction task failed on an executor; nothing was committed and its output was removed."""
+
+
+class PeriodNotDueError(InvalidArgumentError):
+    """The tag of a period was asked for before the period is due."""
+
+
+class PeriodCannotBeTaggedError(UnsafeOperationError):
+    """The right snapshot for a period cannot be tagged (expired, or past the max-delay guard)."""
+
+
+class StalePlanError(PaimonOpsError):
+    """A plan no longer describes the table (a commit, a tag, a rollback since it was made); nothing was changed."""
+
+    def __init__(self, operation: str, table: str, changes: list[str]) -> None:
+        self.operation = operation
+        self.table = table
+        self.changes = list(changes)
+        super().__init__(f"the {operation} plan for {table} is stale: {'; '.join(changes)}. Nothing was changed; "
+                         "plan again")
+
+
 class UnreachableError(PaimonOpsError):
     """Infrastructure (a Spark master, a Spark Connect server, an object store endpoint) did not answer in time;
     nothing was changed."""

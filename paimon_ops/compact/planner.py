@@ -12,19 +12,32 @@ Modes:
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Mapping, Sequence
 
 from paimon_ops.compact.filters import PartitionPredicate, partition_predicate
-from paimon_ops.compact.model import (CONCAT, MERGE, REWRITE, SORT, CompactionPlan, CompactionTask, InputFile,
-                                      index_entry_to_json, meta_to_json)
+from paimon_ops.compact.model import (
+    COMPACTION_COMMIT,
+    COMPACTION_TASKS,
+    CONCAT,
+    MERGE,
+    REWRITE,
+    SORT,
+    CompactionPlan,
+    CompactionTask,
+    InputFile,
+    InputsLive,
+    index_entry_to_json,
+    meta_to_json,
+)
 from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
-from paimon_ops.errors import arg, InvalidArgumentError, UnsafeOperationError, UnsupportedError
+from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError, UnsupportedError, arg
 from paimon_ops.options import parse_duration
-from paimon_ops.plan import DATA, FileAction
+from paimon_ops.plan import DATA, FileAction, PlanBuilder
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis
@@ -158,9 +171,9 @@ def plan_compaction(
     if memory_budget is not None and memory_budget <= 0:
         raise InvalidArgumentError(f"{arg('memory_budget')} must be positive, got {memory_budget}")
     snapshot = table.snapshots.latest()
-    base = dict(operation="compact", table=table.identifier, mode=mode, warnings=tuple(warnings))
     if snapshot is None:
-        return CompactionPlan(base_snapshot=None, details={"reason": "table has no snapshot"}, **base)
+        return dataclasses.replace(PlanBuilder().build(CompactionPlan, table, {"reason": "table has no snapshot"},
+                                                       base_snapshot=None, warnings=warnings), mode=mode)
     scanner = TableScanner(table)
     result = scanner.scan(snapshot)
 
@@ -278,11 +291,17 @@ def plan_compaction(
     touched = {(bytes.fromhex(t.partition), t.bucket) for t in tasks}
     index_entries = tuple(index_entry_to_json(ie) for ie in result.index_entries
                           if ie.index_type == DELETION_VECTORS and (ie.partition, ie.bucket) in touched)
-    deletes = tuple(FileAction(f.path, DATA, f"compacted: {t.why}", f.file_size) for t in tasks for f in t.files)
-    writes = tuple(FileAction(scanner.bucket_dir(bytes.fromhex(t.partition), t.bucket), DATA,
-                              f"new files ({t.kind}, {t.rows_in} rows in" +
-                              (f", level {t.output_level})" if t.output_level is not None else ")"))
-                   for t in tasks)
+    pb = PlanBuilder()
+    pb.step(f"rewrite ({len(tasks)} task(s))", COMPACTION_TASKS)
+    for t in tasks:
+        pb.add_all(FileAction(f.path, DATA, f"compacted: {t.why}", f.file_size) for f in t.files)
+        pb.creates(FileAction(scanner.bucket_dir(bytes.fromhex(t.partition), t.bucket), DATA,
+                             f"new files ({t.kind}, {t.rows_in} rows in"
+                             + (f", level {t.output_level})" if t.output_level is not None else ")")))
+    pb.step("commit", COMPACTION_COMMIT, keep_empty=bool(tasks))
+    if tasks:
+        pb.require(InputsLive(tuple((t.partition, t.bucket, f.name) for t in tasks for f in t.files),
+                             tuple(d["file_name"] for d in index_entries)))
     details: dict[str, Any] = {
         "tasks": len(tasks), "buckets": len(touched), "files_in": sum(len(t.files) for t in tasks),
         "rows_in": sum(t.rows_in for t in tasks), "bytes_in": sum(t.bytes_in for t in tasks),
@@ -291,8 +310,8 @@ def plan_compaction(
     if mode == "dv-ratio" or ratios_files:
         details["dv_ratio_threshold"] = thr
         details["dv_ratios"] = {"files": ratios_files, "buckets": ratios_buckets}
-    return CompactionPlan(base_snapshot=snapshot.id, deletes=deletes, writes=writes, details=details, tasks=tuple(tasks),
-                          params=params, index_entries=index_entries, **base)
+    return dataclasses.replace(pb.build(CompactionPlan, table, details, base_snapshot=snapshot.id, warnings=warnings),
+                               mode=mode, tasks=tuple(tasks), params=params, index_entries=index_entries)
 
 
 def _bin_pack(infos: list[_FileInfo], target: int, small_ratio: float, min_files: int, open_cost: int,

@@ -52,10 +52,10 @@ def _extremes(chunk: pa.Table, names: list[str], types: list) -> pa.Table:
     cols = []
     for name, t in zip(names, types):
         col = chunk.column(name)
-        if not st._has_minmax(t) or col.null_count == len(col):
+        if not st.has_minmax(t) or col.null_count == len(col):
             cols.append(pa.nulls(2, col.type))
         elif t.root in ("FLOAT", "DOUBLE"):
-            mn, mx = st._float_min_max(col)
+            mn, mx = st.float_min_max(col)
             cols.append(pa.array([mn, mx], col.type))
         else:
             mm = pc.min_max(col)

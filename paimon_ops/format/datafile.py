@@ -23,7 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_ops.errors import (
-    CorruptMetadataError, InvalidArgumentError, InvalidOptionError, PaimonOpsError, UnsupportedError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    PaimonOpsError,
+    UnsupportedError,
 )
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import DataField, DataType, arrow_field, to_arrow_type

@@ -644,7 +644,8 @@ def read_manifest_list(data: bytes, path: str) -> tuple[list[ManifestFileMeta], 
                 _check_version(r["_VERSION"], MANIFEST_VERSION, path, "manifest list")
             g = r.get
             out.append(ManifestFileMeta(
-                require_plain_name(r["_FILE_NAME"], path, "manifest file name"), r["_FILE_SIZE"], r["_NUM_ADDED_FILES"], r["_NUM_DELETED_FILES"],
+                require_plain_name(r["_FILE_NAME"], path, "manifest file name"), r["_FILE_SIZE"],
+                r["_NUM_ADDED_FILES"], r["_NUM_DELETED_FILES"],
                 _stats(r["_PARTITION_STATS"]), r["_SCHEMA_ID"],
                 g("_MIN_BUCKET"), g("_MAX_BUCKET"), g("_MIN_LEVEL"), g("_MAX_LEVEL"),
                 g("_MIN_ROW_ID"), g("_MAX_ROW_ID")))

@@ -19,7 +19,7 @@ from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.reclaim import delete_tags
+from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.lifecycle.rollback import rollback
 from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
