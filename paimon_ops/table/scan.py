@@ -12,7 +12,13 @@ from paimon_ops.errors import CorruptMetadataError, MissingFileError
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
-from paimon_ops.format.manifest import DataFileMeta, DeletionVectorMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta
+from paimon_ops.format.manifest import (
+    DataFileMeta,
+    DeletionVectorMeta,
+    IndexManifestEntry,
+    ManifestEntry,
+    ManifestFileMeta,
+)
 from paimon_ops.format.partition import partition_path
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.fileio import split_location

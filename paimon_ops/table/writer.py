@@ -290,9 +290,8 @@ def create_table(warehouse: str, identifier: str, fields: Sequence, partition_ke
     """Create a table (schema-0) in a filesystem warehouse. `fields`: DataFields or (name, type-string) pairs."""
     from paimon_ops.format.schema import TableSchema
     from paimon_ops.format.types import DataField, max_field_id, parse_type
-    from paimon_ops.table.table import Catalog, Identifier
-
     from paimon_ops.table.fileio import FileIO
+    from paimon_ops.table.table import Catalog, Identifier
 
     ident = Identifier.parse(identifier)
     io, root = FileIO.resolve(warehouse)

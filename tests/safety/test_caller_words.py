@@ -32,7 +32,7 @@ def _write_only_table(wh) -> None:
 
 CASES = [
     # (argv after the warehouse, words that must appear, Python spellings that must not)
-    (["remove-orphans", "shop.orders", "--older-than", "1 h"], ["--allow-short", "--older-than"], ["allow_short"]),
+    (["remove-orphans", "shop.orders", "--min-age", "1 h"], ["--allow-short", "--min-age"], ["allow_short"]),
     (["rollback", "shop.orders", "--snapshot", "1"], ["--yes", "--dry-run"], ["confirm=True", "dry_run"]),
     (["compact", "shop.orders", "--mode", "small-files", "--local"], ["--mode full"], ["mode='full'"]),
     (["compact", "logs.events", "--mode", "sort", "--local"], ["--order-by"], ["order_by"]),
