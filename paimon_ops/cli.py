@@ -316,14 +316,17 @@ def build_parser() -> argparse.ArgumentParser:
             g.add_argument("--local", action="store_true", help="run tasks in this process instead of Spark")
         return sp
 
-    c = maint("compact", cmd_compact, "compact a table (full, dv-ratio, sort, small-files)")
-    c.add_argument("--mode", choices=["full", "dv-ratio", "sort", "small-files"], default="full")
+    c = maint("compact", cmd_compact, "compact a table (full, minor, dv-ratio, sort, small-files)")
+    c.add_argument("--mode", choices=["full", "minor", "dv-ratio", "sort", "small-files"], default="full",
+                   help="full (default, like Paimon's compact procedure): everything to the max level; minor: what "
+                        "Paimon's own compaction trigger picks per bucket (universal / lookup compaction, deletion "
+                        "vectors, changelog) — what a dedicated compaction job runs")
     c.add_argument("--partition", action="append", help="k=v[,k2=v2]; repeat for several partitions")
     c.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
     c.add_argument("--order-by", help="sort mode: comma-separated columns")
     c.add_argument("--strategy", choices=["order", "zorder", "hilbert"], default="order")
     c.add_argument("--threshold", type=float, help="dv-ratio mode: deleted-row ratio threshold")
-    c.add_argument("--force", action="store_true", help="compact even a write-only table")
+    c.add_argument("--force", action="store_true", help=argparse.SUPPRESS)  # write-only tables need no flag any more
     e = maint("expire-snapshots", cmd_expire_snapshots, "expire snapshots and reclaim their files")
     e.add_argument("--retain-min", type=int)
     e.add_argument("--retain-max", type=int)

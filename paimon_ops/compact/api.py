@@ -14,12 +14,12 @@ from datetime import timedelta
 from typing import Any, Mapping, Sequence
 
 from paimon_ops.compact.dv import DvChanges, rewrite_dv_indexes
-from paimon_ops.compact.model import CompactionPlan, FILE_SOURCE_COMPACT, index_entry_from_json, meta_from_json
+from paimon_ops.compact.model import LSM, CompactionPlan, FILE_SOURCE_COMPACT, index_entry_from_json, meta_from_json
 from paimon_ops.compact.planner import open_table, plan_compaction
 from paimon_ops.errors import CommitConflictError, PaimonOpsError
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import DATA, INDEX, FileAction, Report
+from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Report
 from paimon_ops.runner import LocalRunner, Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
@@ -71,34 +71,62 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
 
 
 def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user: str | None = None,
-                      ) -> tuple[Snapshot | None, DvChanges]:
-    """One COMPACT snapshot: DELETE every input exactly as it was added, ADD every output, replace DV indexes.
-    On any failure every file of this run (data and index) is deleted and the error propagates."""
+                      now_millis: int | None = None) -> tuple[Snapshot | None, DvChanges]:
+    """One COMPACT snapshot: DELETE every input exactly as it was added, ADD every output (upgraded files: the same
+    file at its new level), the changelog files in the changelog manifest list, the new DV index files.
+    On any failure every file of this run (data, changelog and index) is deleted and the error propagates."""
     table = open_table(table)
     plan = executed.plan
     scanner = TableScanner(table)
     deletes: list[ManifestEntry] = []
     adds: list[ManifestEntry] = []
+    changelog: list[ManifestEntry] = []
     removed: set[tuple[bytes, str]] = set()
+    lsm_buckets: set[tuple[bytes, int]] = set()
+    dv = DvChanges()
     for t, r in zip(plan.tasks, executed.results):
         part = bytes.fromhex(t.partition)
-        for f in t.files:
+        gone, upgraded = t.effects()
+        for f in gone + upgraded:
             deletes.append(ManifestEntry(FileKind.DELETE, part, t.bucket, t.total_buckets, meta_from_json(f.meta)))
+        for f in gone:
             removed.add((part, f.name))
+        for f in upgraded:
+            meta = meta_from_json(f.meta)
+            if t.output_level is None or t.output_level <= meta.level:
+                raise PaimonOpsError(f"task for bucket {t.bucket} upgrades {meta.file_name} from level {meta.level} "
+                                     f"to level {t.output_level}")
+            adds.append(ManifestEntry(FileKind.ADD, part, t.bucket, t.total_buckets, meta.with_level(t.output_level)))
         for m in r["files"]:
             meta = meta_from_json(m)
             if meta.file_source != FILE_SOURCE_COMPACT or meta.level < 0:
                 raise PaimonOpsError(f"task for bucket {t.bucket} returned an invalid file {meta.file_name}")
             adds.append(ManifestEntry(FileKind.ADD, part, t.bucket, t.total_buckets, meta))
+        for m in r.get("changelog") or []:
+            changelog.append(ManifestEntry(FileKind.ADD, part, t.bucket, t.total_buckets, meta_from_json(m)))
+        if t.kind == LSM:
+            lsm_buckets.add((part, t.bucket))
+            d = r.get("dv")
+            if d:
+                dv.deleted += [index_entry_from_json(e) for e in d["deleted"]]
+                if d.get("added"):
+                    dv.added.append(index_entry_from_json(d["added"]))
+                dv.dropped_vectors += int(d.get("dropped_vectors", 0))
+                dv.new_positions += int(d.get("new_positions", 0))
     index_entries = [index_entry_from_json(d) for d in plan.index_entries]
-    dv = DvChanges()
+    index_entries = [ie for ie in index_entries if (ie.partition, ie.bucket) not in lsm_buckets]
     try:
-        dv = rewrite_dv_indexes(table, scanner, index_entries, removed)
-        changes = CommitChanges(data=tuple(deletes + adds), index_added=tuple(dv.added), index_deleted=tuple(dv.deleted))
+        more = rewrite_dv_indexes(table, scanner, index_entries, removed)
+        dv.added += more.added
+        dv.deleted += more.deleted
+        dv.written_paths += more.written_paths
+        dv.dropped_vectors += more.dropped_vectors
+        changes = CommitChanges(data=tuple(deletes + adds), index_added=tuple(dv.added),
+                                index_deleted=tuple(dv.deleted), changelog=tuple(changelog))
         if changes.is_empty:
             return None, dv
         committer = FileStoreCommit(table, commit_user=commit_user)
-        snap = committer.commit(changes, "COMPACT", plan.base_snapshot)
+        snap = committer.commit(changes, "COMPACT", plan.base_snapshot, now_millis=now_millis)
         return snap, dv
     except BaseException:
         _delete_paths(table, executed.written_paths + dv.written_paths)
@@ -124,8 +152,12 @@ def compact(
     max_replans: int = 0,
     commit_user: str | None = None,
     now_millis: int | None = None,
+    commit_time_millis: int | None = None,
 ) -> Report:
-    """Plan, execute and commit a compaction; returns what was done (see `plan_compaction` for the modes)."""
+    """Plan, execute and commit a compaction; returns what was done (see `plan_compaction` for the modes).
+
+    `now_millis` is the planner's clock (local wall time as UTC millis, like _CREATION_TIME); `commit_time_millis`
+    the snapshot's timeMillis (default: now)."""
     table = open_table(table)
     started = time.time()
     replans = 0
@@ -137,7 +169,7 @@ def compact(
             return _report(table, plan, None, None, None, started, dry_run, replans)
         executed = execute_plan(table, plan, runner, progress)
         try:
-            snap, dv = commit_compaction(table, executed, commit_user)
+            snap, dv = commit_compaction(table, executed, commit_user, commit_time_millis)
         except CommitConflictError as e:
             if replans >= max_replans:
                 log.warning("compaction of %s aborted: %s", table.identifier, e)
@@ -151,13 +183,16 @@ def compact(
 
 def _report(table: Table, plan: CompactionPlan, executed: ExecutionResult | None, snap: Snapshot | None,
             dv: DvChanges | None, started: float, dry_run: bool, replans: int) -> Report:
-    files_in = [f for t in plan.tasks for f in t.files]
+    files_in = [f for t in plan.tasks for f in t.effects()[0]]
+    upgraded = [f for t in plan.tasks for f in t.effects()[1]]
     details: dict[str, Any] = {
         "mode": plan.mode, "base_snapshot": plan.base_snapshot, "tasks": len(plan.tasks),
         "buckets": len({(t.partition, t.bucket) for t in plan.tasks}),
         "files_in": len(files_in), "bytes_in": sum(f.file_size for f in files_in),
         "rows_in": sum(f.row_count for f in files_in), "replans": replans,
     }
+    if upgraded:
+        details["files_upgraded"] = len(upgraded)
     files: list[FileAction] = [FileAction(f.path, DATA, "compacted away", f.file_size) for f in files_in]
     written: dict[str, int] = {}
     written_bytes: dict[str, int] = {}
@@ -172,13 +207,28 @@ def _report(table: Table, plan: CompactionPlan, executed: ExecutionResult | None
         details["task_seconds"] = round(sum(float(r.get("seconds", 0)) for r in executed.results), 3)
         written = {DATA: len(outs)}
         written_bytes = {DATA: details["bytes_out"]}
-        paths = [p for r in executed.results for p in r.get("paths", [])]
-        sizes = [m["file_size"] for r in executed.results for m in r["files"]]
-        files += [FileAction(p, DATA, "written by compaction", s) for p, s in zip(paths, sizes)]
+        by_name = {p.rsplit("/", 1)[-1]: p for p in executed.written_paths}
+        for m in (m for r in executed.results for m in r["files"]):
+            files.append(FileAction(by_name.get(m["file_name"], m["file_name"]), DATA, "written by compaction",
+                                    m["file_size"]))
+        cls = [m for r in executed.results for m in r.get("changelog") or []]
+        if cls:
+            written[CHANGELOG] = len(cls)
+            written_bytes[CHANGELOG] = sum(m["file_size"] for m in cls)
+            details["changelog_files"] = len(cls)
+            details["changelog_rows"] = sum(m["row_count"] for m in cls)
+            for m in cls:
+                files.append(FileAction(by_name.get(m["file_name"], m["file_name"]), CHANGELOG,
+                                        "changelog produced by compaction", m["file_size"]))
+        for k in ("keys_looked_up", "keys_found", "lookup_rows_indexed"):
+            if any(k in r for r in executed.results):
+                details[k] = sum(int(r.get(k, 0)) for r in executed.results)
     if dv is not None:
         details["dv_index_files_replaced"] = len(dv.deleted)
         details["dv_index_files_written"] = len(dv.added)
         details["deletion_vectors_dropped"] = dv.dropped_vectors
+        if dv.new_positions:
+            details["rows_marked_deleted"] = dv.new_positions
         if dv.added:
             written[INDEX] = len(dv.added)
             written_bytes[INDEX] = sum(ie.file_size for ie in dv.added)

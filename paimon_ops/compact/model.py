@@ -17,6 +17,8 @@ MERGE = "merge"        # PK: k-way merge of all files of a bucket through the me
 REWRITE = "rewrite"    # one file at a time: drop DV-deleted rows, keep level and sequence numbers
 CONCAT = "concat"      # append: concatenate files (DV rows dropped), fresh consecutive sequence numbers
 SORT = "sort"          # append: read files, sort by order / zorder / hilbert key, write
+LSM = "lsm"            # PK: one compaction unit of a bucket's LSM tree (compact.levels): rewrite / upgrade steps,
+#                        lookups above the output level, deletion vectors, changelog
 
 FILE_SOURCE_COMPACT = 1
 
@@ -117,6 +119,14 @@ class CompactionTask:
     lookup_rewrite: bool = False
     order_by: tuple[str, ...] = ()
     strategy: str = "order"
+    # LSM tasks (compact.levels): the unit's steps in key order (Step JSON), the rewriter, the files above the
+    # output level that lookups probe, whether lookups need the old values, and the bucket's DV index entries.
+    steps: tuple[dict, ...] = ()
+    rewriter: str | None = None
+    max_level: int | None = None
+    lookup_files: tuple[InputFile, ...] = ()
+    lookup_values: bool = False
+    dv_index: tuple[dict, ...] = ()
 
     @property
     def rows_in(self) -> int:
@@ -126,11 +136,29 @@ class CompactionTask:
     def bytes_in(self) -> int:
         return sum(f.file_size for f in self.files)
 
+    def effects(self) -> tuple[list[InputFile], list[InputFile]]:
+        """(files compacted away, files only upgraded to the output level). Non-LSM tasks rewrite every file."""
+        if self.kind != LSM:
+            return list(self.files), []
+        by_name = {f.name: f for f in self.files}
+        gone: list[InputFile] = []
+        up: list[InputFile] = []
+        for s in self.steps:
+            names = [by_name[n] for n in s["files"]]
+            if s["op"] == "upgrade" or (s["op"] == "read" and not s["write"]):
+                up += names
+            else:
+                gone += names
+        return gone, up
+
     def to_task(self, params: dict[str, Any]) -> dict[str, Any]:
         """The JSON dict an executor receives (plan-wide parameters merged in)."""
         d = dataclasses.asdict(self)
         d["files"] = [dataclasses.asdict(f) for f in self.files]
+        d["lookup_files"] = [dataclasses.asdict(f) for f in self.lookup_files]
         d["order_by"] = list(self.order_by)
+        d["steps"] = [dict(s) for s in self.steps]
+        d["dv_index"] = [dict(e) for e in self.dv_index]
         d.update(params)
         return d
 
@@ -157,6 +185,16 @@ class CompactionPlan(Plan):
             level = "keep level" if t.output_level is None else f"-> level {t.output_level}"
             lines.append(f"  {t.kind:<7} {t.partition_spec or '{}'} bucket {t.bucket}: {len(t.files)} file(s), "
                          f"{t.rows_in} rows, {t.bytes_in} bytes, {level}; {t.why}")
+            for s in t.steps:
+                extra = [s["merge"]] if s["op"] != "upgrade" else []
+                if s["op"] == "read":
+                    extra.append("rewrite" if s["write"] else "then upgrade")
+                if s.get("changelog"):
+                    extra.append("changelog")
+                lines.append(f"      {s['op']:<7} {', '.join(s['files'])}" + (f" ({', '.join(extra)})" if extra else ""))
+            if t.lookup_files:
+                lines.append(f"      lookups in {len(t.lookup_files)} file(s) of levels "
+                             f"{sorted({f.level for f in t.lookup_files})}")
         if not self.tasks:
             lines.append("  nothing to do")
         lines += [f"  warning: {w}" for w in self.warnings]
@@ -165,5 +203,5 @@ class CompactionPlan(Plan):
     __str__ = summary
 
 
-__all__ = ["MERGE", "REWRITE", "CONCAT", "SORT", "FILE_SOURCE_COMPACT", "InputFile", "CompactionTask",
+__all__ = ["MERGE", "REWRITE", "CONCAT", "SORT", "LSM", "FILE_SOURCE_COMPACT", "InputFile", "CompactionTask",
            "CompactionPlan", "meta_to_json", "meta_from_json", "index_entry_to_json", "index_entry_from_json"]
