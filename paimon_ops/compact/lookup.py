@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_ops.format.binary_row import deserialize_row
-from paimon_ops.format.datafile import format_of, iter_data_file_batches, read_data_file_positions
+from paimon_ops.format.datafile import format_of, read_data_file, read_data_file_positions
 from paimon_ops.format.deletion_vectors import DeletionVector
 from paimon_ops.format.manifest import DataFileMeta
 
@@ -82,8 +82,11 @@ class _File:
 @dataclass
 class _Index:
     keys: pa.Table                 # key columns, sorted, deleted rows removed
-    pos: np.ndarray                # physical row position of each key row
+    pos: np.ndarray | None         # physical row position of each key row (None: no row removed, position = row)
     ints: np.ndarray | None = None  # single integer-like key: its int64 values
+
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        return rows.astype(np.int64, copy=False) if self.pos is None else self.pos[rows]
 
 
 @dataclass
@@ -139,21 +142,16 @@ class HigherLevels:
             return hit
         schema = self.table.schema
         file_schema = self.table.schemas.schema(f.meta.schema_id)
-        parts: list[pa.RecordBatch] = []
         with self.table.io.open_input(f.path) as src:
-            for b in iter_data_file_batches(src, format_of(f.meta.file_name), file_schema, schema, True, f.path,
-                                            keep_system_columns=False, projection=self.keys):
-                parts.append(b)
-        keys = pa.Table.from_batches(parts, schema=parts[0].schema) if parts else None
-        n = keys.num_rows if keys is not None else 0
-        pos = np.arange(n, dtype=np.int64)
+            keys = read_data_file(src, format_of(f.meta.file_name), file_schema, schema, True, f.path,
+                                  keep_system_columns=False, projection=self.keys)
+        n = keys.num_rows
+        pos = None
         dv = f.dv()
-        if keys is not None and dv is not None and dv.cardinality:
+        if dv is not None and dv.cardinality:
             keep = dv.keep_mask(n)
             keys = keys.filter(pa.array(keep))
-            pos = pos[keep]
-        if keys is None:
-            keys = pa.table({k: pa.array([], t) for k, t in zip(self.keys, [pa.null()] * len(self.keys))})
+            pos = np.flatnonzero(keep)
         idx = _Index(keys.combine_chunks(), pos)
         if len(self.keys) == 1 and keys.num_rows and _int_like(keys.schema.field(0).type):
             idx.ints = int_values(keys.column(0))
@@ -174,13 +172,13 @@ class HigherLevels:
             at = np.searchsorted(idx.ints, want_ints)
             at_c = np.minimum(at, len(idx.ints) - 1)
             hit = (at < len(idx.ints)) & (idx.ints[at_c] == want_ints)
-            out[hit] = idx.pos[at_c[hit]]
+            out[hit] = idx.positions(at_c[hit])
             return out
         lo = bisect(idx.keys, self.keys, row_tuple(want, 0, self.keys), right=False)
         hi = bisect(idx.keys, self.keys, row_tuple(want, want.num_rows - 1, self.keys), right=True)
         if hi <= lo:
             return out
-        window = idx.keys.slice(lo, hi - lo).append_column(_POS, pa.array(idx.pos[lo:hi]))
+        window = idx.keys.slice(lo, hi - lo).append_column(_POS, pa.array(idx.positions(np.arange(lo, hi))))
         w = want.select(self.keys).append_column(_ROW, pa.array(np.arange(want.num_rows, dtype=np.int64)))
         j = window.join(w, self.keys, join_type="inner", use_threads=False)
         if j.num_rows:
