@@ -22,7 +22,7 @@ from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Report
 from paimon_ops.runner import LocalRunner, Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
-from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
+from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 
 log = logging.getLogger(__name__)

@@ -194,7 +194,7 @@ class HigherLevels:
         pos_of = np.full(n, -1, np.int64)
         level_of = np.full(n, -1, np.int64)
         if n == 0 or self.empty:
-            return Found(files, file_of, pos_of, level_of, None if not with_values else self._no_rows(want))
+            return Found(files, file_of, pos_of, level_of, self._empty_rows() if with_values else None)
         want_ints = None
         if len(self.keys) == 1 and _int_like(want.schema.field(0).type):
             want_ints = int_values(want.column(0))
@@ -233,9 +233,6 @@ class HigherLevels:
         if with_values:
             found.rows = self._values(want, found, by_file)
         return found
-
-    def _no_rows(self, want: pa.Table) -> pa.Table:
-        return self._empty_rows()
 
     def _empty_rows(self) -> pa.Table:
         from paimon_ops.format.datafile import output_arrow_schema

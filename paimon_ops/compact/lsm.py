@@ -27,13 +27,14 @@ the task wrote.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from paimon_ops.compact import changelog as cl
-from paimon_ops.compact.dv import supports_cardinality, write_dv_index  # noqa: F401  (supports_cardinality: driver)
+from paimon_ops.compact.dv import dv_index_path, write_dv_index
 from paimon_ops.compact.levels import FIRST_ROW, FULL_MERGE, LOOKUP_MERGE, READ, REWRITE, UPGRADE, Step
 from paimon_ops.compact.lookup import HigherLevels
 from paimon_ops.compact.model import InputFile, index_entry_from_json, index_entry_to_json
@@ -199,8 +200,10 @@ class _Lsm:
                                "dropped_vectors": len(dropped), "new_positions": int(new_positions)}
         if existing:
             with_card = bool(ctx.task.get("dv_cardinality"))
-            entry, path = write_dv_index(ctx.table, ctx.scanner, ctx.partition, ctx.bucket, existing, with_card)
-            ctx.extra_paths.append(path)
+            name = f"index-{uuid.uuid4()}-0"
+            # registered before writing: a failure halfway still deletes the partial file
+            ctx.extra_paths.append(dv_index_path(ctx.table, ctx.scanner, ctx.partition, ctx.bucket, name))
+            entry, _ = write_dv_index(ctx.table, ctx.scanner, ctx.partition, ctx.bucket, existing, with_card, name)
             out["added"] = index_entry_to_json(entry)
         return out
 

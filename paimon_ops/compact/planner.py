@@ -129,10 +129,8 @@ def plan_compaction(
     if pk:
         from paimon_ops.merge import MergeSpec
         spec = MergeSpec.from_schema(schema, opts, f"table {table.identifier}")  # validates engines / aggregates
-        needs_lookup = spec.needs_lookup
         _check_supported(table, mode, spec)
     else:
-        needs_lookup = False
         spec = None
     if mode == "sort":
         if pk or opts.bucket != -1:
@@ -320,8 +318,6 @@ def _check_supported(table: Table, mode: str, spec: Any) -> None:
             f"{'merge-engine=first-row' if spec.engine == 'first-row' else 'force-lookup=true'} is not supported: "
             "Java compacts such tables below the max level without lookups, which loses first-row's "
             "de-duplication / lookup merge semantics; use mode='full'")
-    if mode in ("sort", "small-files") and producer in ("lookup", "full-compaction"):
-        return  # refused as append-only modes anyway
 
 
 class _LsmPlanner:
