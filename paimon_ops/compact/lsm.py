@@ -23,6 +23,14 @@ Deletion vectors: the bucket's vectors at plan time, minus those of the files th
 positions, are written as ONE new DV index file (BucketedDvMaintainer.writeDeletionVectorsIndex); the task returns
 its entry and the entries it replaces; the driver commits them with the data files. A failure deletes every file
 the task wrote.
+
+Differences from Java (all proven harmless against Java 0.9 in tests/compact/test_minor_java.py):
+* when a bucket's last vector goes away, Java 0.9 writes an index file with no vectors; we drop the entry;
+* a Java writer's ``compact(partition, bucket, false)`` picks again while preparing its commit (a second unit on the
+  new layout); a run of ours is one pick per bucket — the next run continues;
+* Java 0.9 still puts a value-less looked-up record into the merge when only positions were needed
+  (deduplicate without sequence field, no changelog); master (and we) leave it out: level 0 wins;
+* changelog files share Java's naming, level and stats, with their own UUID rather than the data files'.
 """
 from __future__ import annotations
 
