@@ -28,8 +28,8 @@ Differences from Java (all proven harmless against Java 0.9 in tests/compact/tes
 * when a bucket's last vector goes away, Java 0.9 writes an index file with no vectors; we drop the entry;
 * a Java writer's ``compact(partition, bucket, false)`` picks again while preparing its commit (a second unit on the
   new layout); a run of ours is one pick per bucket — the next run continues;
-* Java 0.9 still puts a value-less looked-up record into the merge when only positions were needed
-  (deduplicate without sequence field, no changelog); master (and we) leave it out: level 0 wins;
+* like Java, when only positions are needed (deduplicate without sequence field, no changelog) the looked-up
+  record does not join the merge: level 0 wins;
 * changelog files share Java's naming, level and stats, with their own UUID rather than the data files'.
 """
 from __future__ import annotations
