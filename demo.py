@@ -90,6 +90,25 @@ def _table_state(warehouse: str) -> list[str]:
     return lines
 
 
+def _due_partition(warehouse: str, job, partitions: list[str]) -> str | None:
+    """The newest day whose tag is due: between midnight and tag.create-time the last partition is not yet."""
+    from paimon_ops.lifecycle import autotag
+    from paimon_ops.table.table import Catalog
+
+    ident = (job.tags or {}).get("paimon/table")
+    if not partitions or ident is None:
+        return partitions[-1] if partitions else None
+    table = Catalog(warehouse).get_table(ident)
+    now = int(time.time() * 1000)
+    for key in reversed(partitions[-2:]):
+        try:
+            if autotag.period_for_date(table, key).due_millis <= now:
+                return key
+        except Exception:  # noqa: BLE001 - not a periodic tag table: the last day as before
+            return partitions[-1]
+    return partitions[-1]
+
+
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -126,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         if not job.name.endswith("__nightly_job"):
             continue
         partitions = job.partitions_def.get_partition_keys() if job.partitions_def else []
-        partition = partitions[-1] if partitions else None
+        partition = _due_partition(args.warehouse, job, partitions)
         result = job.execute_in_process(instance=instance, partition_key=partition, run_config=QUIET,
                                          raise_on_error=False)
         _say(f"   {job.name} [{partition}]: {'ok' if result.success else 'FAILED'}")
