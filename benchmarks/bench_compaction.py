@@ -1,19 +1,32 @@
-"""Full-compaction throughput and peak memory.
+"""Full compaction, every way a user can run it, on one generated table, in one run (issue 10).
 
-1. Throughput: a primary-key bucket of N files (overlapping keys, deduplicate) is fully compacted; rows/s and MB/s
-   are printed next to a plain pyarrow read + write of the same files (the practical limit on this machine), and
-   as a ratio to it.
-2. Peak memory: the same compaction in a fresh process with `memory_budget` several times smaller than the bucket
-   (Arrow size), compared with an unbounded run and with the process's idle RSS after imports. Input files here
-   have one row group each (as Java's 128 MB row groups would): the Parquet reader holds a whole column chunk of
-   every open file, which is outside the budget (see the note in paimon_ops/compact/rewrite.py).
+Table: a primary-key table (deduplicate, 4 buckets) of --rows rows written as --runs overlapping level-0 commits
+(random keys over the whole key space, so every run overlaps every other), Parquet/zstd as Paimon writes it.
 
-Run: .venv/bin/python benchmarks/bench_compaction.py [rows_per_file] [files] [budget_mb]
+Contenders, each on its own copy of the same table:
+
+* Java Paimon 0.9's own full compaction (`write.compact(partition, bucket, true)` for every bucket, then commit),
+  through the project's Java harness with full JIT: the time inside the JVM, and the wall time with JVM start;
+* `paimon-ops compact WH db.t` — the **default CLI path** (placement decides; the report says where and why),
+  wall time of the whole process;
+* `paimon-ops compact … --local` (in-process) and `… --spark-master local[*]` (Spark start-up included), wall;
+* in one warm process: the same plan executed in-process (LocalRunner, one task per core) and on a warm Spark
+  `local[2]` session (SparkRunner) — the Spark path itself, start-up excluded;
+* the raw pyarrow rewrite: read every input file of each bucket and write it back as one zstd Parquet file — the
+  practical limit of "read + write the bytes" on this machine.
+
+Printed: seconds, rows/s, and the ratios the issue sets goals for (default path >= 2x Java on wall time; Spark
+local[2] >= 0.8x in-process; in-process >= 0.8x the raw rewrite). Afterwards Java reads every compacted copy:
+row count and an order-independent digest of the rows must be identical.
+
+Run: .venv/bin/python benchmarks/bench_compaction.py [--rows 5000000] [--buckets 4] [--runs 10] [--no-java]
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,98 +37,144 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
+from paimon_ops.compact import plan_compaction  # noqa: E402
+from paimon_ops.executor import execute  # noqa: E402
+from paimon_ops.plan import human_bytes  # noqa: E402
+from paimon_ops.runner import LocalRunner, SparkRunner, local_spark  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
-from paimon_ops.table.writer import create_table, write_rows  # noqa: E402
+from paimon_ops.table.writer import TableWriter, create_table  # noqa: E402
+
+FIELDS = [("k", "BIGINT"), ("s", "STRING"), ("v", "DOUBLE"), ("n", "INT"), ("ts", "TIMESTAMP(3)")]
+CLI = [sys.executable, "-m", "paimon_ops.cli"]
 
 
-def build(warehouse: str, rows: int, files: int) -> Table:
-    t = create_table(warehouse, "db.bench", [("k", "BIGINT"), ("s", "STRING"), ("v", "DOUBLE"), ("n", "INT")],
-                     primary_keys=["k"], options={"bucket": "1"})
-    rng = np.random.default_rng(1)
-    for _ in range(files):
-        ks = rng.integers(0, rows * 2, rows)
-        write_rows(t, {"k": ks, "s": np.char.add("value-", (ks % 1000).astype(str)).tolist(),
-                       "v": rng.random(rows), "n": rng.integers(0, 1 << 30, rows).astype(np.int32)})
+def build(warehouse: str, rows: int, buckets: int, runs: int) -> Table:
+    t = create_table(warehouse, "db.t", FIELDS, primary_keys=["k"], options={"bucket": str(buckets)})
+    rng = np.random.default_rng(7)
+    per = rows // runs
+    for r in range(runs):
+        ks = rng.integers(0, rows, per)
+        w = TableWriter(t.refresh())
+        w.write(pa.table({"k": pa.array(ks, pa.int64()),
+                          "s": pa.array(np.char.add("value-", (ks % 100_000).astype(str)).tolist()),
+                          "v": pa.array(rng.random(per)), "n": pa.array(rng.integers(0, 1 << 30, per), pa.int32()),
+                          "ts": pa.array((1_700_000_000_000 + ks).astype("datetime64[ms]"))}))
+        w.commit()
     return t.refresh()
 
 
-def pyarrow_baseline(paths: list[str], out_dir: str) -> float:
+def copy(src: Path, dst: Path) -> Table:
+    shutil.copytree(src, dst)
+    return Table(str(dst / "db.db" / "t"))
+
+
+def cli_compact(wh: Path, *flags: str) -> tuple[float, dict]:
     t0 = time.perf_counter()
-    tables = [pq.read_table(p) for p in paths]
-    data = pa.concat_tables(tables)
-    pq.write_table(data, os.path.join(out_dir, "baseline.parquet"), compression="zstd", compression_level=1)
+    p = subprocess.run(CLI + ["compact", str(wh), "db.t", "--json", *flags], capture_output=True, text=True,
+                       env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable})
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"compact {' '.join(flags)} failed: {p.stderr[-2000:]}")
+    return wall, json.loads(p.stdout)
+
+
+def raw_rewrite(table: Table, out: Path) -> float:
+    """Read every input file of each bucket, write the bucket back as one file (zstd level 1, as Paimon)."""
+    res = TableScanner(table).scan_latest()
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    for i, (_, files) in enumerate(sorted(res.buckets().items())):
+        data = pa.concat_tables([pq.read_table(f.path) for f in files])
+        pq.write_table(data, out / f"bucket-{i}.parquet", compression="zstd", compression_level=1)
     return time.perf_counter() - t0
 
 
-# VmHWM, not ru_maxrss: ru_maxrss survives fork + exec, so a child would report the parent's peak.
-CHILD = r"""
-import json, sys, time
-sys.path.insert(0, sys.argv[3])
-def hwm_kb():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-from paimon_ops.compact import compact
-import paimon_ops.merge, pyarrow.parquet, pyarrow.orc
-idle = hwm_kb()
-budget = int(sys.argv[2]) or None
-t0 = time.perf_counter()
-r = compact(sys.argv[1], memory_budget=budget)
-import pyarrow as pa
-print(json.dumps({"idle_kb": idle, "peak_kb": hwm_kb(), "arrow_peak": pa.default_memory_pool().max_memory(),
-                  "seconds": time.perf_counter() - t0, "slices": r.details["merge_slices"],
-                  "rows_out": r.details["rows_out"]}))
-"""
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--buckets", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--no-java", action="store_true")
+    args = ap.parse_args()
+    work = Path(args.dir or tempfile.mkdtemp(prefix="bench-compaction-"))
+    try:
+        print(f"building {args.rows:,} rows, {args.buckets} buckets, {args.runs} overlapping runs in {work} ...")
+        src = build(str(work / "src"), args.rows, args.buckets, args.runs)
+        res = TableScanner(src).scan_latest()
+        in_bytes = sum(f.meta.file_size for f in res.files)
+        print(f"  {len(res.files)} files, {human_bytes(in_bytes)}")
+        names = ["java", "default", "local", "spark_cli", "warm_local", "warm_spark"]
+        tables = {n: copy(work / "src", work / n) for n in names}
+        results: dict[str, float] = {}
 
+        results["raw"] = raw_rewrite(src, work / "raw")
+        print(f"raw pyarrow rewrite:            {results['raw']:6.2f}s")
 
-def child_run(table_root: str, budget: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, table_root, str(budget), str(Path(__file__).resolve().parents[1])],
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        if not args.no_java:
+            from tests.interop import java_harness as jh
+            jh.JVM_OPTS[:] = [o for o in jh.JVM_OPTS if not o.startswith(("-XX:TieredStopAtLevel", "-Xmx"))
+                              and o != "-XX:+UseSerialGC"] + ["-Xmx4g"]
+            t0 = time.perf_counter()
+            r = jh.JavaTable(work / "java", "db", "t").compact(full=True)
+            results["java_wall"] = time.perf_counter() - t0
+            results["java"] = r["elapsed_ms"] / 1000
+            print(f"Java 0.9 full compaction:       {results['java']:6.2f}s in the JVM, "
+                  f"{results['java_wall']:.2f}s with JVM start")
 
+        results["default"], rep = cli_compact(work / "default")
+        print(f"paimon-ops compact (default):   {results['default']:6.2f}s wall  "
+              f"[{rep['runner']['where']}: {rep['runner']['why']}]")
+        results["local"], _ = cli_compact(work / "local", "--local")
+        print(f"paimon-ops compact --local:     {results['local']:6.2f}s wall")
+        results["spark_cli"], rep = cli_compact(work / "spark_cli", "--spark-master", "local[*]")
+        print(f"paimon-ops compact local[*]:    {results['spark_cli']:6.2f}s wall (Spark start-up included; "
+              f"tasks {rep['details'].get('task_seconds')}s summed)")
 
-def main() -> None:
-    rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-    files = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-    budget_mb = int(sys.argv[3]) if len(sys.argv) > 3 else 32
-    from paimon_ops.compact import compact
-
-    with tempfile.TemporaryDirectory() as tmp:
-        wh = os.path.join(tmp, "wh")
-        os.makedirs(wh)
-        t = build(wh, rows, files)
-        live = TableScanner(t).scan_latest().files
-        paths = [f.path for f in live]
-        size = sum(f.meta.file_size for f in live)
-        nrows = sum(f.meta.row_count for f in live)
-        arrow_bytes = sum(pq.read_table(p).nbytes for p in paths)
-        base_s = pyarrow_baseline(paths, tmp)
-        # copies for the memory runs (each compaction consumes its input)
-        import shutil
-        for name in ("budget", "unbounded"):
-            shutil.copytree(t.root, t.root + "_" + name)
+        # the Spark path itself: the same plan on a warm local[2] session vs in-process, in one process
+        spark = local_spark("local[2]", "bench-compaction")
+        spark.range(4, numPartitions=2).mapInArrow(lambda it: it, "id long").collect()  # warm the Python workers
+        plan = plan_compaction(tables["warm_local"])
         t0 = time.perf_counter()
-        report = compact(t)
-        ours_s = time.perf_counter() - t0
-        mb = size / (1 << 20)
-        print(f"input: {files} files, {nrows:,} rows, {mb:.1f} MiB on disk, {arrow_bytes / (1 << 20):.1f} MiB as Arrow")
-        print(f"pyarrow read+write : {nrows / base_s:,.0f} rows/s  {mb / base_s:.1f} MB/s  ({base_s:.2f} s)")
-        print(f"full compaction    : {nrows / ours_s:,.0f} rows/s  {mb / ours_s:.1f} MB/s  ({ours_s:.2f} s), "
-              f"{report.details['rows_out']:,} rows out")
-        print(f"ratio to pyarrow   : {base_s / ours_s:.2f}")
-        budget = budget_mb << 20
-        b = child_run(t.root + "_budget", budget)
-        u = child_run(t.root + "_unbounded", 0)
-        print(f"memory budget {budget_mb} MiB (bucket is {arrow_bytes / budget:.1f}x the budget as Arrow):")
-        print(f"  idle RSS after imports : {b['idle_kb'] / 1024:.0f} MiB")
-        print(f"  peak RSS with budget   : {b['peak_kb'] / 1024:.0f} MiB (+{(b['peak_kb'] - b['idle_kb']) / 1024:.0f} MiB), "
-              f"{b['slices']} slices, {b['seconds']:.2f} s; Arrow pool peak {b['arrow_peak'] / (1 << 20):.0f} MiB")
-        print(f"  peak RSS unbounded     : {u['peak_kb'] / 1024:.0f} MiB (+{(u['peak_kb'] - u['idle_kb']) / 1024:.0f} MiB), "
-              f"{u['slices']} slices, {u['seconds']:.2f} s; Arrow pool peak {u['arrow_peak'] / (1 << 20):.0f} MiB")
+        execute(plan, tables["warm_local"], runner=LocalRunner(workers=2))
+        results["warm_local"] = time.perf_counter() - t0
+        plan = plan_compaction(tables["warm_spark"])
+        t0 = time.perf_counter()
+        execute(plan, tables["warm_spark"], runner=SparkRunner(spark))
+        results["warm_spark"] = time.perf_counter() - t0
+        spark.stop()
+        print(f"in-process, 2 workers (warm):   {results['warm_local']:6.2f}s")
+        print(f"Spark local[2] (warm session):  {results['warm_spark']:6.2f}s")
+
+        rows = args.rows
+        print("\nrows/s: " + ", ".join(f"{k} {rows / v / 1e6:.2f} M" for k, v in results.items() if v))
+        print("ratios (higher is better for paimon-ops):")
+        if "java_wall" in results:
+            print(f"  Java wall / default CLI wall        = {results['java_wall'] / results['default']:.2f}x  "
+                  "(goal >= 2x)")
+            print(f"  Java in-JVM / default CLI wall      = {results['java'] / results['default']:.2f}x")
+            print(f"  Java in-JVM / --local wall          = {results['java'] / results['local']:.2f}x")
+            print(f"  Java in-JVM / local[*] CLI wall     = {results['java'] / results['spark_cli']:.2f}x")
+        print(f"  in-process / Spark local[2] (warm)  = {results['warm_local'] / results['warm_spark']:.2f}x  "
+              "(goal >= 0.8x)")
+        print(f"  raw rewrite / in-process (2 workers) = {results['raw'] / results['warm_local']:.2f}x  "
+              "(goal >= 0.8x; the raw rewrite uses one thread per call and all cores inside pyarrow)")
+
+        if not args.no_java:
+            from tests.interop import java_harness as jh
+            digests = jh.run_many([("read", jh.JavaTable(work / n, "db", "t").payload(digest=True)) for n in names])
+            seen = {(d["count"], d["digest"]) for d in digests}
+            print(f"\nJava reads every compacted copy: {digests[0]['count']:,} rows, "
+                  f"{'identical' if len(seen) == 1 else 'DIFFERENT: ' + str(dict(zip(names, digests)))}")
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -159,15 +159,18 @@ class _Progress:
 
 
 def _runner(args: argparse.Namespace):
-    from paimon_ops.runner import LazySparkRunner, LocalRunner
+    """--local: in-process; --spark-master / --spark-remote: that Spark (probed now, before anything is planned);
+    neither: the default AutoRunner, which runs in-process unless the plan is large (then the embedded local[*])."""
+    from paimon_ops.runner import AutoRunner, LazySparkRunner, LocalRunner
     if getattr(args, "local", False):
         return LocalRunner()
-    what = "--spark-remote" if args.spark_remote else "--spark-master" if args.spark_master else ""
-    runner = LazySparkRunner(master=args.spark_master, remote=args.spark_remote,
-                             connect_timeout_s=args.connect_timeout, what=what)
     if args.spark_master or args.spark_remote:
-        runner.probe()  # a Spark named on the command line must answer before anything is planned
-    return runner
+        what = "--spark-remote" if args.spark_remote else "--spark-master"
+        runner = LazySparkRunner(master=args.spark_master, remote=args.spark_remote,
+                                 connect_timeout_s=args.connect_timeout, what=what)
+        runner.probe()
+        return runner
+    return AutoRunner(connect_timeout_s=args.connect_timeout)
 
 
 def _now(args: argparse.Namespace) -> int | None:

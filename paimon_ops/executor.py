@@ -31,7 +31,7 @@ from paimon_ops.plan import (
     count_by_kind,
 )
 from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner
+from paimon_ops.runner import Progress, Runner, place
 from paimon_ops.table.fileio import ensure_within
 from paimon_ops.table.table import Table
 
@@ -155,7 +155,9 @@ def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = N
         raise PaimonOpsError(f"plan for {plan.table} ({plan.location}) cannot be executed on {table.identifier} "
                              f"({table.location})")
     check_preconditions(plan, table)
+    runner, placement = place(runner, plan.workload(), table.options)
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
+    ex.runner_info = placement
     ex.state.update(state or {})
     for step in plan.steps:
         handler = _HANDLERS.get(step.action)

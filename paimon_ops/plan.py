@@ -278,6 +278,11 @@ class Plan:
     def counts(self) -> dict[str, int]:
         return count_by_kind(self.deletes)
 
+    def workload(self) -> Any:
+        """What executing this plan asks of a runner (the default runner places the work by it)."""
+        from paimon_ops.runner import Workload
+        return Workload(deletes=len(self.deletes))
+
     # ------------------------------------------------------------------ execution
     def execute(self, *, table: Any = None, runner: Any = None, progress: Any = None) -> Any:
         """Check the preconditions against the table now, run the steps, return the Report."""

@@ -66,19 +66,48 @@ class Runner(Protocol):
 
 
 class LocalRunner:
-    """Runs tasks one after another in this process."""
+    """Runs tasks in this process: `workers` at a time (default: one per CPU core), largest first. Task functions
+    spend their time in Arrow, Parquet/ORC and numpy, which release the GIL, so threads use the cores; memory is
+    bounded per task (compaction.memory-budget), so `workers` bounds the whole."""
 
     name = "local"
+    where = "in-process"
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers if workers is not None else max(1, os.cpu_count() or 1)
+        if self.workers < 1:
+            raise PaimonOpsError(f"LocalRunner needs at least one worker, got {self.workers}")
 
     def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
             options: dict[str, str] | None = None) -> list[dict]:
-        out = []
         opts = json.dumps(options or {})
-        for i, t in enumerate(tasks):
-            out.append(json.loads(run_task(function, table_location, json.dumps(t), opts)))
-            if progress:
-                progress(i + 1, len(tasks))
-        return out
+        out: list[dict | None] = [None] * len(tasks)
+        if not tasks:
+            return []
+        order = sorted(range(len(tasks)), key=lambda i: -task_weight(tasks[i]))
+        workers = min(self.workers, len(tasks))
+        if workers == 1:
+            for n, i in enumerate(order):
+                out[i] = json.loads(run_task(function, table_location, json.dumps(tasks[i]), opts))
+                if progress:
+                    progress(n + 1, len(tasks))
+            return out  # type: ignore[return-value]
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paimon-ops-task") as pool:
+            futures = {pool.submit(run_task, function, table_location, json.dumps(tasks[i]), opts): i for i in order}
+            for n, fut in enumerate(as_completed(futures)):
+                out[futures[fut]] = json.loads(fut.result())
+                if progress:
+                    progress(n + 1, len(tasks))
+        return out  # type: ignore[return-value]
+
+
+def task_weight(task: dict) -> int:
+    """How much work a task is (bytes of its input files; deletes: number of paths) — big tasks start first."""
+    files = task.get("files")
+    if files:
+        return sum(int(f.get("file_size", 0) or 0) for f in files)
+    return len(task.get("paths", ()))
 
 
 def _package_zip() -> bytes:
@@ -99,6 +128,13 @@ class SparkRunner:
     ship_package: bool | None = None  # None: ship when the master is not local
 
     name = "spark"
+
+    @property
+    def where(self) -> str:
+        try:
+            return f"Spark {self.spark.sparkContext.master}"
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+            return "Spark Connect"
 
     def _ensure_package(self) -> None:
         if getattr(self.spark, "_paimon_ops_shipped", False):
@@ -132,16 +168,19 @@ class SparkRunner:
 
         self._ensure_package()
         opts = json.dumps(options or {})
-        rows = [(i, json.dumps(t)) for i, t in enumerate(tasks)]
-        df = self.spark.createDataFrame(rows, "idx long, task string").repartition(len(rows), "idx")
+        # One task per partition, exactly: spark.range(n, numPartitions=n) puts row i alone in partition i (a hash
+        # repartition of task ids put two tasks in one partition, serialising them while other slots idled).
+        # Largest tasks first, so the long ones do not start last.
+        order = sorted(range(len(tasks)), key=lambda i: -task_weight(tasks[i]))
+        payloads = [json.dumps(tasks[i]) for i in order]
+        df = self.spark.range(0, len(payloads), 1, len(payloads))
 
         def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from paimon_ops.runner import run_task as _run  # imported on the executor
             for batch in batches:
-                idx = batch.column(0).to_pylist()
-                payload = batch.column(1).to_pylist()
-                results = [_run(function, table_location, p, opts) for p in payload]
-                yield pa.RecordBatch.from_arrays([pa.array(idx, pa.int64()), pa.array(results, pa.string())],
+                ids = batch.column(0).to_pylist()
+                results = [_run(function, table_location, payloads[i], opts) for i in ids]
+                yield pa.RecordBatch.from_arrays([pa.array(ids, pa.int64()), pa.array(results, pa.string())],
                                                  names=["idx", "result"])
 
         started = time.time()
@@ -149,7 +188,7 @@ class SparkRunner:
         log.info("ran %d %s tasks on Spark in %.1fs", len(tasks), function.rsplit(".", 1)[-1], time.time() - started)
         out: list[dict | None] = [None] * len(tasks)
         for r in collected:
-            out[r["idx"]] = json.loads(r["result"])
+            out[order[r["idx"]]] = json.loads(r["result"])
         if progress:
             progress(len(tasks), len(tasks))
         missing = [i for i, r in enumerate(out) if r is None]
@@ -165,7 +204,11 @@ SPARK_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
-LOCAL_SPARK_DEFAULTS = {"spark.driver.bindAddress": "127.0.0.1"}
+LOCAL_SPARK_DEFAULTS = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    # workers forked from a daemon that has already imported pyarrow and the task code (spark_daemon.py)
+    "spark.python.daemon.module": "paimon_ops.spark_daemon",
+}
 
 
 def spark_endpoints(url: str) -> list[tuple[str, int]]:
@@ -265,6 +308,82 @@ def connect_spark(remote: str):
     return SparkSession.builder.remote(remote).create()
 
 
+# ---------------------------------------------------------------------------------------------- placement
+DEFAULT_LOCAL_MAX_BYTES = 8 << 30   # execution.local.max-input-size
+DEFAULT_LOCAL_MAX_TASKS = 1024      # execution.local.max-tasks
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a plan asks of a runner: tasks (compaction) with the bytes they read; file deletes."""
+
+    tasks: int = 0
+    input_bytes: int = 0
+    deletes: int = 0
+
+
+class AutoRunner:
+    """The default runner: in-process when the plan is small enough for this machine, Spark otherwise (the embedded
+    `local[*]`, or the master / Connect server given). Spark is not even started for plans that have no tasks.
+
+    Thresholds (table options in our dotted style, or the constructor): `execution.local.max-input-size` (bytes
+    the tasks read, default 8 GiB) and `execution.local.max-tasks` (default 1024). In-process runs one task per CPU
+    core at a time, each bounded by compaction.memory-budget; on one machine Spark local[*] gains nothing over that
+    but costs its start-up, so it is chosen only for plans beyond the thresholds or when a cluster is configured
+    (`--spark-master` / `--spark-remote` force Spark, `--local` forces in-process)."""
+
+    name = "auto"
+
+    def __init__(self, master: str | None = None, remote: str | None = None, *, max_local_bytes: int | None = None,
+                 max_local_tasks: int | None = None, workers: int | None = None,
+                 connect_timeout_s: float | None = None, what: str = ""):
+        self.max_local_bytes = max_local_bytes
+        self.max_local_tasks = max_local_tasks
+        self.local = LocalRunner(workers)
+        self.spark = LazySparkRunner(master, remote, connect_timeout_s=connect_timeout_s, what=what)
+
+    def place(self, work: Workload, options: Any = None) -> tuple[Runner, dict[str, str]]:
+        """(the runner for this work, {where, why}) — the report says both."""
+        from paimon_ops.plan import human_bytes
+        max_bytes = self.max_local_bytes
+        max_tasks = self.max_local_tasks
+        if options is not None:
+            if max_bytes is None:
+                max_bytes = options.memory("execution.local.max-input-size", DEFAULT_LOCAL_MAX_BYTES)
+            if max_tasks is None:
+                max_tasks = options.positive_int("execution.local.max-tasks", DEFAULT_LOCAL_MAX_TASKS)
+        max_bytes = DEFAULT_LOCAL_MAX_BYTES if max_bytes is None else max_bytes
+        max_tasks = DEFAULT_LOCAL_MAX_TASKS if max_tasks is None else max_tasks
+        if work.tasks == 0:
+            why = "no tasks: metadata and file deletes only, batched on the driver" if work.deletes else "nothing to run"
+            return self.local, {"where": self.local.where, "why": why}
+        size = f"{work.tasks} task(s) reading {human_bytes(work.input_bytes)}"
+        if work.input_bytes <= max_bytes and work.tasks <= max_tasks:
+            return self.local, {"where": f"{self.local.where} ({min(self.local.workers, work.tasks)} at a time)",
+                                "why": f"{size}: within execution.local.max-input-size {human_bytes(max_bytes)} and "
+                                       f"execution.local.max-tasks {max_tasks}"}
+        target = self.spark.remote or self.spark.master
+        return self.spark, {"where": f"Spark {target}",
+                            "why": f"{size}: beyond execution.local.max-input-size {human_bytes(max_bytes)} or "
+                                   f"execution.local.max-tasks {max_tasks}"}
+
+    def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
+            options: dict[str, str] | None = None) -> list[dict]:
+        runner, _ = self.place(Workload(len(tasks), sum(task_weight(t) for t in tasks)))
+        return runner.run(function, table_location, tasks, progress, options)
+
+
+def place(runner: Any, work: Workload, options: Any = None) -> tuple[Any, dict[str, str]]:
+    """The runner an execution uses and why: an AutoRunner (or None = the default) decides by the work; any other
+    runner was chosen by the caller."""
+    if runner is None:
+        runner = AutoRunner()
+    if hasattr(runner, "place"):
+        return runner.place(work, options)
+    return runner, {"where": getattr(runner, "where", getattr(runner, "name", type(runner).__name__)),
+                    "why": "chosen by the caller (--local / --spark-master / --spark-remote, or runner=)"}
+
+
 class LazySparkRunner:
     """Starts (or connects to) Spark only when a task batch actually needs executors. A remote master or Connect
     server is probed first, and start-up is bounded by `start_timeout_s`: unreachable Spark is a clear
@@ -282,6 +401,10 @@ class LazySparkRunner:
         self.connect_timeout_s = DEFAULT_CONNECT_TIMEOUT_S if connect_timeout_s is None else connect_timeout_s
         self.start_timeout_s = DEFAULT_START_TIMEOUT_S if start_timeout_s is None else start_timeout_s
         self.what = what
+
+    @property
+    def where(self) -> str:
+        return f"Spark {self.remote or self.master}"
 
     def probe(self) -> None:
         """Fail fast (within the connect timeout) if the configured master / Connect server does not answer."""

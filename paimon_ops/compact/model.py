@@ -189,6 +189,11 @@ class CompactionPlan(Plan):
     def is_empty(self) -> bool:
         return not self.tasks
 
+    def workload(self) -> Any:
+        from paimon_ops.runner import Workload
+        return Workload(tasks=len(self.tasks),
+                        input_bytes=sum(t.bytes_in + sum(f.file_size for f in t.lookup_files) for t in self.tasks))
+
 
 @dataclass(frozen=True)
 class InputsLive(Precondition):

@@ -24,7 +24,6 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from paimon_ops.compact.model import CONCAT, LSM, MERGE, REWRITE, SORT, InputFile, meta_from_json, meta_to_json
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
@@ -126,7 +125,7 @@ def _run_batches(ctx: _Ctx, run: list[InputFile], batch_rows: int) -> Iterator[p
                 continue
             t = pa.Table.from_batches([batch])
             t = t.drop_columns([c for c in t.column_names if c.startswith(KEY_PREFIX)])
-            yield t.append_column(pa.field(LEVEL, pa.int32(), False), pa.array(np.full(t.num_rows, f.level, np.int32)))
+            yield t.append_column(pa.field(LEVEL, pa.int32(), False), pa.repeat(pa.scalar(f.level, pa.int32()), t.num_rows))
 
 
 def _sorted_runs(ctx: _Ctx, files: list[InputFile]) -> list[list[InputFile]]:
@@ -145,58 +144,63 @@ def _sorted_runs(ctx: _Ctx, files: list[InputFile]) -> list[list[InputFile]]:
     return runs
 
 
-def _le_mask(t: pa.Table, keys: list[str], cutoff: pa.Table) -> pa.ChunkedArray:
-    """Rows of `t` whose key is <= the (single-row) cutoff key, lexicographically, vectorised."""
-    le = None
-    prefix_eq = None
-    for k in keys:
-        col = t.column(k)
-        c = cutoff.column(k)[0]
-        lt = pc.less(col, c)
-        eq = pc.equal(col, c)
-        term = lt if prefix_eq is None else pc.and_(prefix_eq, lt)
-        le = term if le is None else pc.or_(le, term)
-        prefix_eq = eq if prefix_eq is None else pc.and_(prefix_eq, eq)
-    return pc.or_(le, prefix_eq)
+def _key_at(cols: list[pa.Array], i: int) -> tuple:
+    return tuple(c[i].as_py() for c in cols)
+
+
+def _count_le(cols: list[pa.Array], n: int, cutoff: tuple) -> int:
+    """How many leading rows of a key-sorted run have a key <= `cutoff`: a binary search over Python scalars
+    (primary keys are never null; str/bytes/int/decimal/date/time order as Paimon's key comparator does)."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _key_at(cols, mid) <= cutoff:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def merge_slices(ctx: _Ctx, files: list[InputFile], keys: list[str], stats: dict[str, int]) -> Iterator[pa.Table]:
     """All records of `files` (DVs applied) in key-range slices: every record of a key is in the same slice.
 
     Each sorted run is read in batches; the cutoff is the smallest last key over the runs' current batches, and
-    every buffered record with key <= cutoff forms the next slice."""
+    every buffered record with key <= cutoff forms the next slice. Runs are sorted, so the cut in each buffer is
+    found by binary search and taken as zero-copy slices."""
     runs = _sorted_runs(ctx, files)
     batch_rows = ctx.batch_rows(files, len(runs))
     iters = [_run_batches(ctx, run, batch_rows) for run in runs]
     buffers: list[pa.Table | None] = [None] * len(iters)
+    key_cols: list[list[pa.Array]] = [[] for _ in iters]
     active = list(range(len(iters)))
     while True:
         still = []
         for i in active:
-            if buffers[i] is None or buffers[i].num_rows == 0:
-                buffers[i] = next(iters[i], None)
-                if buffers[i] is not None:
-                    stats["rows_read"] = stats.get("rows_read", 0) + buffers[i].num_rows
+            if buffers[i] is None or buffers[i].num_rows == 0:  # type: ignore[union-attr]
+                nxt = next(iters[i], None)
+                if nxt is not None:
+                    nxt = nxt.combine_chunks()
+                    stats["rows_read"] = stats.get("rows_read", 0) + nxt.num_rows
+                    key_cols[i] = [nxt.column(k).chunk(0) for k in keys]
+                buffers[i] = nxt
             if buffers[i] is not None:
                 still.append(i)
         active = still
         if not active:
             break
-        # The cutoff: the smallest last key over the runs' buffers (sorted with the merge's own ordering).
-        lasts = pa.concat_tables([buffers[i].select(keys).slice(buffers[i].num_rows - 1, 1) for i in active])
-        order = pc.sort_indices(lasts, sort_keys=[(k, "ascending") for k in keys])
-        cutoff = lasts.take(order.slice(0, 1))
+        cutoff = min(_key_at(key_cols[i], buffers[i].num_rows - 1) for i in active)  # type: ignore[union-attr]
         parts = []
         for i in active:
             buf = buffers[i]
-            mask = _le_mask(buf, keys, cutoff)
-            take = buf.filter(mask)
-            if take.num_rows == buf.num_rows:
+            assert buf is not None
+            n = _count_le(key_cols[i], buf.num_rows, cutoff)
+            if n:
+                parts.append(buf.slice(0, n))
+            if n == buf.num_rows:
                 buffers[i] = None
             else:
-                buffers[i] = buf.filter(pc.invert(mask))
-            if take.num_rows:
-                parts.append(take)
+                buffers[i] = buf.slice(n)
+                key_cols[i] = [c.slice(n) for c in key_cols[i]]
         stats["slices"] = stats.get("slices", 0) + 1
         yield pa.concat_tables(parts, promote_options="none") if len(parts) > 1 else parts[0]
 

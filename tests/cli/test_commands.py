@@ -175,3 +175,13 @@ def test_every_flag_has_help():
             if action.dest in ("help",) or action.help == "==SUPPRESS==":
                 continue
             assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
+
+
+def test_default_path_places_a_small_compaction_in_process(sample):
+    """No --local / --spark-*: the plan is small, so it runs in this process — and the report says so and why."""
+    r = cli("compact", sample, "shop.daily_sales", "--json")
+    assert r.code == 0, r.err
+    assert r.json["runner"]["where"].startswith("in-process") and "execution.local.max-input-size" in \
+        r.json["runner"]["why"]
+    r = cli("expire-snapshots", sample, "shop.orders", "--json")
+    assert r.code == 0 and r.json["runner"]["where"] == "in-process"

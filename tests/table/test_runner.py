@@ -32,3 +32,62 @@ def test_local_runner_same_contract():
 def test_unimportable_task_function_is_that_tasks_error():
     results = LocalRunner().run("tests.table.no_such_module.task", "/x", [{"value": 1}])
     assert results[0]["ok"] is False and "ModuleNotFoundError" in results[0]["error"]
+
+
+def slow_task(table_location: str, task: dict) -> dict:
+    import threading
+    import time
+    time.sleep(0.2)
+    return {"thread": threading.get_ident(), "partition": task.get("files", [{}])[0].get("file_size")}
+
+
+def test_local_runner_runs_tasks_concurrently_largest_first():
+    tasks = [{"files": [{"file_size": s}]} for s in (1, 5, 3, 4)]
+    results = LocalRunner(workers=4).run("tests.table.test_runner.slow_task", "/x", tasks)
+    assert [r["partition"] for r in results] == [1, 5, 3, 4]  # results in task order
+    assert len({r["thread"] for r in results}) > 1  # ran on several threads
+
+
+def test_spark_runner_gives_each_task_its_own_partition(spark):
+    """spark.range(n, numPartitions=n): no two tasks share a partition (a hash repartition did, serialising them)."""
+    import time
+    t0 = time.time()
+    results = SparkRunner(spark).run("tests.table.test_runner.slow_task", "/x",
+                                     [{"files": [{"file_size": i}]} for i in range(2)])
+    assert all(r["ok"] for r in results) and [r["partition"] for r in results] == [0, 1]
+    assert time.time() - t0 < 0.2 * 2 + 5  # not a proof of parallelism, only that nothing hung
+
+
+def test_auto_runner_places_small_plans_in_process_and_says_why():
+    from paimon_ops.runner import AutoRunner, Workload
+    auto = AutoRunner(max_local_bytes=100, max_local_tasks=2)
+    runner, why = auto.place(Workload(tasks=0, deletes=10))
+    assert runner is auto.local and "no tasks" in why["why"] and not auto.spark.started
+    runner, why = auto.place(Workload(tasks=2, input_bytes=100))
+    assert runner is auto.local and why["where"].startswith("in-process") and "within" in why["why"]
+    runner, why = auto.place(Workload(tasks=3, input_bytes=10))
+    assert runner is auto.spark and "beyond" in why["why"] and why["where"] == "Spark local[*]"
+    assert not auto.spark.started  # placement alone never starts Spark
+
+
+def test_auto_runner_thresholds_are_table_options(tmp_path, spark):
+    from paimon_ops.compact import plan_compaction
+    from paimon_ops.executor import execute
+    from paimon_ops.runner import AutoRunner
+    from paimon_ops.table.table import Table
+    from tests.safety.util import partitioned_table
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    base = partitioned_table(str(wh), commits=3)
+    small = execute(plan_compaction(base), base, runner=AutoRunner())
+    assert small.runner["where"].startswith("in-process") and "within" in small.runner["why"]
+    big = Table(base.root, identifier="db.t", options_override={"execution.local.max-input-size": "1 b"})
+    import pyarrow as pa
+
+    from paimon_ops.table.writer import TableWriter
+    w = TableWriter(big.refresh())
+    w.write(pa.table({"dt": ["2024-01-01"] * 3, "k": [1, 2, 3], "v": ["a", "b", "c"]}))
+    w.commit()
+    report = execute(plan_compaction(big.refresh()), big.refresh(), runner=AutoRunner())
+    assert report.runner["where"].startswith("Spark") and "execution.local.max-input-size" in report.runner["why"]
+    assert report.details["task_pids"] and os.getpid() not in report.details["task_pids"]

@@ -1,0 +1,25 @@
+"""The PySpark worker daemon paimon-ops' own local Spark sessions use (`spark.python.daemon.module`).
+
+PySpark forks every Python worker from one daemon process. The stock daemon has imported only pyspark, so each
+new worker first imports pyarrow, numpy and the task code — about half a second per worker, paid again by every
+short-lived session (each CLI run). This daemon imports them once, before it starts forking: workers are born
+ready. Only used where this package is installed next to Spark (local masters); clusters keep the stock daemon.
+It also gives each worker one Arrow compute thread (see below).
+"""
+import numpy  # noqa: F401
+import pyarrow  # noqa: F401
+import pyarrow.compute  # noqa: F401
+import pyarrow.orc  # noqa: F401
+import pyarrow.parquet  # noqa: F401
+from pyspark.daemon import manager
+
+import paimon_ops.compact.rewrite  # noqa: F401 - the compaction task function and everything it imports
+import paimon_ops.lifecycle.deleter  # noqa: F401 - the delete task function
+import paimon_ops.merge  # noqa: F401
+
+# local[N] runs N tasks at once on N cores: one Arrow compute thread per task, not N each (N x N threads fought
+# over the same cores).
+pyarrow.set_cpu_count(1)
+
+if __name__ == "__main__":
+    manager()
