@@ -41,7 +41,7 @@ def _emit(args: argparse.Namespace, payload: Any, text: Callable[[], None]) -> N
 
 
 def _json_default(o: Any) -> Any:
-    if dataclasses.is_dataclass(o):
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
         return dataclasses.asdict(o)
     if isinstance(o, bytes):
         return o.hex()
@@ -57,7 +57,7 @@ def _table(args: argparse.Namespace) -> Table:
 # ---------------------------------------------------------------------- inspection commands
 def cmd_tables(args: argparse.Namespace) -> None:
     catalog = Catalog(args.warehouse)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for ident in catalog.all_tables():
         try:
             t = catalog.get_table(ident)
@@ -103,7 +103,7 @@ def cmd_files(args: argparse.Namespace) -> None:
             _emit(args, {"snapshot_id": None, "files": []}, lambda: print("table has no snapshot"))
             return
         result = scanner.scan(snap)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for f in sorted(result.files, key=lambda f: (scanner.partition_dir(f.partition), f.bucket, f.level, f.name)):
         hit = result.dv_of(f)
         dv_card = None

@@ -375,10 +375,10 @@ def decode(tp: Any, v: Any) -> Any:
         raise TypeError(f"unresolved annotation {tp}")
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        members = [a for a in typing.get_args(tp) if a is not type(None)]
         if v is None:
             return None
-        return decode(args[0], v) if len(args) == 1 else v
+        return decode(members[0], v) if len(members) == 1 else v
     if tp is Precondition or (isinstance(tp, type) and issubclass(tp, Precondition) and not tp.kind):
         cls = _PRECONDITIONS.get(v.get("kind"))
         if cls is None:
@@ -386,23 +386,23 @@ def decode(tp: Any, v: Any) -> Any:
         return decode(cls, {k: x for k, x in v.items() if k != "kind"})
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
-        kw = {}
+        kw: dict[str, Any] = {}
         for f in dataclasses.fields(tp):
             if f.name in v:
                 kw[f.name] = decode(hints[f.name], v[f.name])
         return tp(**kw)
     if origin is tuple:
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(decode(args[0], x) for x in v)
-        return tuple(decode(a, x) for a, x in zip(args, v))
+        targs = typing.get_args(tp)
+        if len(targs) == 2 and targs[1] is Ellipsis:
+            return tuple(decode(targs[0], x) for x in v)
+        return tuple(decode(a, x) for a, x in zip(targs, v))
     if origin in (list, collections.abc.Sequence, collections.abc.Iterable):
-        (a,) = typing.get_args(tp) or (Any,)
-        return [decode(a, x) for x in v]
+        item = (typing.get_args(tp) or (Any,))[0]
+        return [decode(item, x) for x in v]
     if origin in (dict, collections.abc.Mapping) or tp in (dict, Mapping):
-        args = typing.get_args(tp)
-        if len(args) == 2:
-            return {k: decode(args[1], x) for k, x in v.items()}
+        margs = typing.get_args(tp)
+        if len(margs) == 2:
+            return {k: decode(margs[1], x) for k, x in v.items()}
         return dict(v)
     if tp is bytes:
         return bytes.fromhex(v)

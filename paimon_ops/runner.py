@@ -415,9 +415,10 @@ class LazySparkRunner:
         if self._spark is None:
             url = self.remote or self.master
             self.probe()
-            if self.remote:
+            remote = self.remote
+            if remote:
                 def start() -> Any:
-                    s = connect_spark(self.remote)
+                    s = connect_spark(remote)
                     s.version  # noqa: B018 - one round trip: the server really is a Connect server
                     return s
                 limit = self.connect_timeout_s * 3

@@ -27,6 +27,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         if not m or m.end() == pos:
             raise InvalidArgumentError(f"cannot parse where clause {text!r} at position {pos}: {text[pos:pos + 20]!r}")
         kind = m.lastgroup
+        assert kind is not None
         out.append((kind, m.group(kind)))
         pos = m.end()
     return out
@@ -69,14 +70,18 @@ class _Parser:
         while self.peek_word("OR"):
             self.i += 1
             parts.append(self.and_())
-        return parts[0] if len(parts) == 1 else (lambda row, ps=parts: any(p(row) for p in ps))
+        if len(parts) == 1:
+            return parts[0]
+        return lambda row: any(p(row) for p in parts)
 
     def and_(self) -> PartitionPredicate:
         parts = [self.not_()]
         while self.peek_word("AND"):
             self.i += 1
             parts.append(self.not_())
-        return parts[0] if len(parts) == 1 else (lambda row, ps=parts: all(p(row) for p in ps))
+        if len(parts) == 1:
+            return parts[0]
+        return lambda row: all(p(row) for p in parts)
 
     def not_(self) -> PartitionPredicate:
         if self.peek_word("NOT"):

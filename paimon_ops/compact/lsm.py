@@ -34,6 +34,7 @@ Differences from Java (all proven harmless against Java 0.9 in tests/compact/tes
 """
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from typing import Any
@@ -78,10 +79,10 @@ class _Lsm:
         lookup_files = [InputFile(**f) if isinstance(f, dict) else f for f in task.get("lookup_files") or []]
         self.higher: HigherLevels | None = None
         if lookup_files and any(s.merge == LOOKUP_MERGE for s in self.steps):
-            self.higher = HigherLevels(ctx, [(ctx.live_file(f).meta, f.path, (lambda f=f: ctx.dv(f)))
+            self.higher = HigherLevels(ctx, [(ctx.live_file(f).meta, f.path, functools.partial(ctx.dv, f))
                                              for f in lookup_files], self.keys)
         self.marks: dict[str, list[np.ndarray]] = {}
-        self._changelog = None
+        self._changelog: Any = None
         self.stats: dict[str, int] = {"rows_read": 0, "slices": 0, "keys_looked_up": 0, "keys_found": 0,
                                       "changelog_rows": 0, "files_upgraded": 0, "files_read_for_lookup": 0}
         self._records_schema: pa.Schema | None = None
@@ -168,7 +169,7 @@ class _Lsm:
                 writer.close()
         if self._changelog is not None:
             self._changelog.close()
-        out = dict(self.stats)
+        out: dict[str, Any] = dict(self.stats)
         if self.higher is not None:
             out["lookup_files_indexed"] = self.higher.files_indexed
             out["lookup_rows_indexed"] = self.higher.rows_indexed
@@ -180,7 +181,7 @@ class _Lsm:
         """The bucket's new DV index (one file), or None when its vectors did not change."""
         ctx = self.ctx
         entries = [index_entry_from_json(d) for d in ctx.task.get("dv_index") or []]
-        gone = set()
+        gone: set[str] = set()
         for s in self.steps:
             if s.op == REWRITE or (s.op == READ and s.write):
                 gone.update(s.files)

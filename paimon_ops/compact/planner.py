@@ -79,9 +79,8 @@ def dv_ratio_threshold(table: Table, threshold: float | None) -> float:
         t = float(threshold)
     else:
         opts = table.options
-        t = opts.float("compaction.dv-ratio-threshold")
-        if t is None:
-            t = opts.float("compaction.delete-ratio-threshold", DEFAULT_DV_RATIO)
+        configured = opts.float("compaction.dv-ratio-threshold")
+        t = opts.float("compaction.delete-ratio-threshold", DEFAULT_DV_RATIO) if configured is None else configured
     if not 0.0 <= t <= 1.0:
         raise InvalidArgumentError(f"{arg('threshold')} must be within [0, 1], got {t}")
     return t  # type: ignore[return-value]
@@ -382,7 +381,7 @@ class _LsmPlanner:
             iv = opts.int("lookup-compact.max-interval")
             interval = max(trigger, iv if iv is not None else 2 * trigger)
         hour = datetime.fromtimestamp(time.time()).hour
-        self.base_cfg = dict(
+        self.base_cfg: dict[str, Any] = dict(
             trigger=trigger,
             max_size_amp=_int(opts, "compaction.max-size-amplification-percent", 200),
             size_ratio=_int(opts, "compaction.size-ratio", 1),

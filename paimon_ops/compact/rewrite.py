@@ -76,6 +76,7 @@ class _Ctx:
             except FileNotFoundError:
                 raise MissingFileError(f.dv_index_file, f"deletion vectors of {f.name}") from None
             self._index = {f.dv_index_file: data}
+        assert f.dv_offset is not None and f.dv_length is not None
         return read_dv(data, f.dv_offset, f.dv_length, f.dv_index_file)
 
     def writer(self, level: int) -> RollingWriter:

@@ -203,6 +203,7 @@ class RollingWriter:
         else:
             min_key = max_key = mf.EMPTY_ROW
             kstats = mf.EMPTY_STATS
+        assert self._min_seq is not None and self._max_seq is not None
         self.files.append(DataFileMeta(
             file_name=self._name, file_size=size, row_count=self._file_rows, min_key=min_key, max_key=max_key,
             key_stats=kstats, value_stats=value_stats, min_sequence_number=self._min_seq,

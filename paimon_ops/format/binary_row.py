@@ -1015,6 +1015,7 @@ def _flat_rows(specs: list[_ColSpec], n: int) -> tuple[np.ndarray, np.ndarray, n
         off = cursor.copy()
         cursor += spec.var_len
         var_offsets.append(off)
+        assert spec.var_rows is not None
         spec.slot = np.where(spec.var_rows, spec.slot | (off.astype(np.uint64) << np.uint64(32)), spec.slot)
     sizes = cursor
     starts = np.zeros(n, dtype=np.int64)
@@ -1033,12 +1034,14 @@ def _flat_rows(specs: list[_ColSpec], n: int) -> tuple[np.ndarray, np.ndarray, n
     for i, spec in enumerate(specs):
         words[base + i] = spec.slot
     flat = words.view(np.uint8)
-    for spec, off in zip(specs, var_offsets):
-        if off is None:
+    for spec, var_off in zip(specs, var_offsets):
+        if var_off is None:
             continue
+        off = var_off
         if spec.var_i64 is not None:
             words[(starts + off) // 8] = spec.var_i64.view(np.uint64)
         else:
+            assert spec.var_rows is not None
             rows = np.nonzero(spec.var_rows)[0]
             lens = spec.src_len[rows]  # type: ignore[index]
             total_b = int(lens.sum())

@@ -551,6 +551,7 @@ def _conform(arr: pa.Array, file_t: DataType | None, read_t: DataType, target: p
             if pos is None:
                 children.append(pa.nulls(len(arr), tf.type))
             else:
+                assert ff is not None
                 child = pc.struct_field(arr, [pos])
                 children.append(_conform(child, ff.type, rf.type, tf.type, path, f"{name}.{rf.name}"))
         mask = arr.is_null() if arr.null_count else None
@@ -742,7 +743,8 @@ class _AvroSource:
         except BaseException:
             self.close()
             raise
-        self.names = [f["name"] for f in self._reader.writer_schema.get("fields", [])]
+        writer_schema: Any = self._reader.writer_schema
+        self.names = [f["name"] for f in writer_schema.get("fields", [])]
 
     def close(self) -> None:
         if self._own is not None:
@@ -762,7 +764,7 @@ class _AvroSource:
         types = {f.name: f.type for f in hint}
         buf: list[dict[str, Any]] = []
         for rec in self._reader:
-            buf.append(rec)
+            buf.append(rec)  # type: ignore[arg-type]  # records of a record schema are dicts
             if len(buf) >= batch_size:
                 yield self._to_batch(buf, columns, schema, types)
                 buf = []

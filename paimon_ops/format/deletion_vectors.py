@@ -151,7 +151,7 @@ class DeletionVector:
     def merge(self, other: DeletionVector) -> None:
         """Add all positions of ``other``; keeps this vector's variant (positions are range-checked)."""
         if other.is_64bit == self.is_64bit:
-            self._bm |= other._bm
+            self._bm |= other._bm  # type: ignore[operator]  # same variant: both BitMap or both BitMap64
         else:
             self.delete_many(other.positions())
 
@@ -234,7 +234,7 @@ def _bitmap32_bytes(dv: DeletionVector) -> bytes:
                 f"row position {int(pos[-1])} does not fit a 32-bit deletion vector (max {MAX_POSITION_32});"
                 " write with bitmap64=True (deletion-vectors.bitmap64)"
             )
-        bm = BitMap(array("I", pos.astype(np.uint32).tobytes()))
+        bm: BitMap | BitMap64 = BitMap(array("I", pos.astype(np.uint32).tobytes()))
     else:
         bm = dv.bitmap
     # Java runs runOptimize() in place before serialising; without it pyroaring keeps array/bitset

@@ -348,9 +348,9 @@ def _parse_local_datetime(v: Any, path: str) -> tuple[_dt.datetime, int]:
     """Jackson LocalDateTimeDeserializer: array [y, m, d, h, min(, s(, nanos))] or ISO text. -> (dt, nanos)."""
     try:
         if isinstance(v, list):
-            parts = [int(x) if not isinstance(x, bool) else None for x in v]
-            if len(parts) < 5 or len(parts) > 7 or any(p is None for p in parts):
+            if len(v) < 5 or len(v) > 7 or any(isinstance(x, bool) for x in v):
                 raise ValueError(v)
+            parts = [int(x) for x in v]
             y, mo, d, h, mi = parts[:5]
             s = parts[5] if len(parts) > 5 else 0
             nanos = parts[6] if len(parts) > 6 else 0
@@ -360,9 +360,9 @@ def _parse_local_datetime(v: Any, path: str) -> tuple[_dt.datetime, int]:
         if isinstance(v, str):
             m = _ISO_LOCAL_DT.fullmatch(v.strip())
             if m:
-                y, mo, d, h, mi, s, frac = m.groups()
+                ys, mos, ds, hs, mis, ss, frac = m.groups()
                 nanos = int((frac or "").ljust(9, "0")) if frac else 0
-                return _dt.datetime(int(y), int(mo), int(d), int(h), int(mi), int(s or 0), nanos // 1000), nanos
+                return _dt.datetime(int(ys), int(mos), int(ds), int(hs), int(mis), int(ss or 0), nanos // 1000), nanos
     except (ValueError, TypeError, OverflowError):
         pass
     raise CorruptMetadataError(path, f"tag key 'tagCreateTime' is not a local date-time: {v!r}")

@@ -202,6 +202,8 @@ def column_stats(col: pa.ChunkedArray | pa.Array, t: DataType, mode: StatsMode) 
     nulls = col.null_count
     if mode.kind == "counts" or not has_minmax(t) or nulls == len(col):
         return None, None, nulls
+    mn: Any
+    mx: Any
     if t.root in ("FLOAT", "DOUBLE"):
         mn, mx = float_min_max(col)
         if t.root == "FLOAT":  # stored as float32 in the row: keep the exact float32 value

@@ -357,7 +357,7 @@ def expected_tag_periods(table: Table, start: _dt.date | _dt.datetime | str | in
 
 
 # ---------------------------------------------------------------------------------------------- plan / create
-def plan_auto_tags(table: Table, now_millis: int | None = None, periods: Iterable[Any] | None = None) -> AutoTagPlan:
+def plan_auto_tags(table: Table, now_millis: int | None = None, periods: Iterable[Any] | None = None) -> Plan:
     """What `create_auto_tags` would do: one decision per period (see module docstring), each tag file to write
     with its content.
 
@@ -436,7 +436,7 @@ def create_tag_for_period(table: Table, period: Period | str | _dt.date | _dt.da
     sched = require_periodic(table)
     p = _coerce_period(table, sched, period)
     plan = plan_auto_tags(table, now_millis, periods=[p])
-    d = plan.periods[0]
+    d = plan.details["periods"][0]
     status = d["status"]
     if status == NOT_DUE:
         raise PeriodNotDueError(f"the tag of period {p.name} of {table.identifier} is not due yet: {d['reason']}")

@@ -21,6 +21,7 @@ outside the table root is touched (`data-file.external-paths` are never listed: 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import logging
 import os
 import posixpath
@@ -233,13 +234,13 @@ def _collect_used(main: Table, branches: list[Table]) -> _Used:
                 s = mgr.try_snapshot(sid)  # corrupt -> CorruptMetadataError: refuse
                 if s is None:
                     continue  # expired while we listed
-                used.add_owner(s, f"{label}{kind} {sid}", lambda m=mgr, i=sid: m.exists(i), kind, producer_none)
+                used.add_owner(s, f"{label}{kind} {sid}", functools.partial(mgr.exists, sid), kind, producer_none)
         for name in bt.tags.names():
             try:
                 t = bt.tags.tag(name)
             except InvalidArgumentError:
                 continue  # deleted while we listed
-            used.add_owner(t, f"{label}tag {name}", lambda m=bt.tags, n=name: m.exists(n), "tag", producer_none)
+            used.add_owner(t, f"{label}tag {name}", functools.partial(bt.tags.exists, name), "tag", producer_none)
     return used
 
 

@@ -161,7 +161,7 @@ def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None 
     snap_dir, cl_dir = table.snapshots.dir, table.changelogs.dir
     if restore:
         # the tag's snapshot written back first, so the table always has a readable latest snapshot
-        restored = target.to_snapshot()
+        restored = target.to_snapshot() if isinstance(target, Tag) else target
         if not changelog_ok:
             restored = dataclasses.replace(restored, changelog_manifest_list=None, changelog_manifest_list_size=None,
                                            changelog_record_count=None)

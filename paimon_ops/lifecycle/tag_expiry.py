@@ -116,6 +116,7 @@ def plan_expire_tags(table: Table, now_millis: int | None = None, older_than: An
         log.info("%s: expiring tag %s (%s)", table.identifier, n, why)
     plan = plan_delete_tags(table, sorted(reasons), plan_type=ExpireTagsPlan,
                             details={"expired_tags": reasons, "now": iso(now_ms)})
+    assert isinstance(plan, ExpireTagsPlan)
     return dataclasses.replace(plan, warnings=tuple(warnings) + tuple(plan.warnings))
 
 

@@ -181,10 +181,6 @@ def _ts_text(ms: int) -> str:
     return pendulum.from_timestamp(ms / 1000, tz="UTC").to_iso8601_string()
 
 
-def _ts_text(ms: int) -> str:
-    return pendulum.from_timestamp(ms / 1000, tz="UTC").to_iso8601_string()
-
-
 
 __all__ = ["SnapshotTimeline", "find_snapshot", "snapshot_current_at", "valid_watermark", "tag_local_zone",
            "local_now", "check_existing_tag_name", "LONG_MIN"]

@@ -139,8 +139,8 @@ def sort_permutation(records: pa.Table, spec: MergeSpec, is_add: np.ndarray, seq
         if vals is None:
             packable = False
             break
-        has_null = nulls is not None and nulls.any()
-        live = vals[~nulls] if has_null else vals
+        has_null = nulls is not None and bool(nulls.any())
+        live = vals[~nulls] if nulls is not None and has_null else vals
         if len(live) == 0:
             lo = hi = 0
         else:
@@ -152,7 +152,7 @@ def sort_permutation(records: pa.Table, spec: MergeSpec, is_add: np.ndarray, seq
             packable = False
             break
         code = (np.int64(hi) - vals) if desc else (vals - np.int64(lo))
-        if has_null:
+        if nulls is not None and has_null:
             code = np.where(nulls, 0, code + 1)  # null sorts first in both directions (nullIsLast=false)
         codes.append((code.astype(np.int64), bits))
     if packable:

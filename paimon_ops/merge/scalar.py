@@ -88,6 +88,7 @@ class ScalarAgg:
             if den != 1:
                 raise MergeError(f"{self.where}: product retraction of DECIMAL field {self.spec.field!r} has no exact "
                                  "quotient (Java BigDecimal.divide throws ArithmeticException)")
+            assert q is not None
             exact = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)  # terminating: exact
         else:
             with decimal.localcontext() as ctx:
@@ -224,6 +225,7 @@ class ScalarAgg:
             return acc
         if is_blank(acc):
             return inp
+        assert acc is not None and inp is not None
         d = self.spec.delimiter
         if not self.spec.distinct:
             return acc + d + inp
@@ -242,6 +244,7 @@ class ScalarAgg:
         if not self.spec.distinct and (acc is None or inp is None):
             return inp if acc is None else acc
         if not self.spec.distinct:
+            assert acc is not None and inp is not None
             return list(acc) + list(inp)
         out: list = []
         for src in (acc, inp):

@@ -288,9 +288,8 @@ def _aggregation(schema: TableSchema, raw: dict[str, str], where: str) -> dict:
         elif f.name in schema.primary_keys:
             func, key = PRIMARY_KEY_FUNC, ""
         else:
-            func, key = _agg_func_name(f.name, raw)
-            if func is None:
-                func = "last_non_null_value"
+            found, key = _agg_func_name(f.name, raw)
+            func = "last_non_null_value" if found is None else found
         agg = _make_agg(schema, raw, where, i, func, key)
         if remove_on_delete and agg.ignore_retract:
             raise InvalidOptionError(f"{FIELDS_PREFIX}{f.name}.ignore-retract", "true",
