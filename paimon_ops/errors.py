@@ -67,3 +67,8 @@ class CommitConflictError(PaimonOpsError):
 
 class UnsafeOperationError(PaimonOpsError):
     """A destructive operation refused because it could lose data."""
+
+
+class ObjectStoreError(PaimonOpsError, OSError):
+    """An object store could not be reached or used (endpoint, credentials, bucket); names the location and endpoint,
+    never a secret. Also an OSError, so I/O error handling treats it as one."""

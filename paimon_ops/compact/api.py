@@ -58,7 +58,7 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     table = open_table(table)
     runner = runner or LocalRunner()
     tasks = [dict(t.to_task(plan.params), task_id=i) for i, t in enumerate(plan.tasks)]
-    results = runner.run(TASK_FUNCTION, table.location, tasks, progress)
+    results = runner.run(TASK_FUNCTION, table.location, tasks, progress, options=table.io.task_options())
     failed = [(plan.tasks[i], r) for i, r in enumerate(results) if not r.get("ok")]
     if failed:
         _delete_paths(table, [p for r in results if r.get("ok") for p in r.get("paths", [])])

@@ -13,7 +13,7 @@ import os
 import posixpath
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -34,6 +34,15 @@ class FileStatus:
     is_dir: bool
 
 
+@dataclass(frozen=True)
+class DeleteOutcome:
+    """Per-file outcome of `FileIO.delete_files`: exact lists of deleted, already missing and failed paths."""
+
+    deleted: tuple[str, ...]
+    missing: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]  # (path, error)
+
+
 class InjectedFault(OSError):
     """Raised by fault hooks in tests; a distinct type so tests can tell it from real I/O errors."""
 
@@ -49,17 +58,30 @@ class FileIO:
 
     # ------------------------------------------------------------------ construction
     @staticmethod
-    def resolve(location: str, fault_hook: FaultHook | None = None) -> tuple[FileIO, str]:
-        """(FileIO, path inside that file system) for a local path or a URI."""
+    def resolve(location: str, fault_hook: FaultHook | None = None,
+                options: Mapping[str, str] | None = None) -> tuple[FileIO, str]:
+        """(FileIO, path inside that file system) for a local path or a URI. `options`: warehouse/table options
+        that configure the store (s3.endpoint, s3.access-key, ...; see objectstore.py)."""
         if "://" not in location:
             return FileIO(pafs.LocalFileSystem(), "", "", fault_hook), os.path.abspath(location).rstrip("/") or "/"
         scheme, rest = location.split("://", 1)
         scheme = scheme.lower()
         if scheme == "file":
             return FileIO(pafs.LocalFileSystem(), "", "", fault_hook), "/" + rest.lstrip("/")
+        # --- object stores (issue 13): conditional-put commits, bulk deletes, paginated listing
+        from paimon_ops.table import objectstore
+        if scheme in objectstore.S3_SCHEMES:
+            if options is None:
+                options = objectstore.current_task_options()  # on an executor: the options shipped with the task
+            bucket, _, key = rest.partition("/")
+            io = objectstore.ObjectStoreFileIO.open(scheme, bucket, options, fault_hook)
+            return io, f"{bucket}/{key.strip('/')}".rstrip("/")
+        # ---
         fs, path = pafs.FileSystem.from_uri(location)
         authority = rest.split("/", 1)[0]
-        return FileIO(fs, scheme, authority, fault_hook), path.rstrip("/")
+        io = FileIO(fs, scheme, authority, fault_hook)
+        io.unsafe_lock = str((options or {}).get("commit.object-store.unsafe-lock", "")).lower() == "external"
+        return io, path.rstrip("/")
 
     @property
     def is_local(self) -> bool:
@@ -72,7 +94,26 @@ class FileIO:
         return f"{self.scheme}://{path}" if not self.authority or path.startswith(self.authority) else f"{self.scheme}://{self.authority}/{path.lstrip('/')}"
 
     def with_fault_hook(self, hook: FaultHook | None) -> FileIO:
-        return FileIO(self.fs, self.scheme, self.authority, hook)
+        io = FileIO(self.fs, self.scheme, self.authority, hook)
+        io.unsafe_lock = self.unsafe_lock
+        return io
+
+    # Object-store FileIOs (objectstore.ObjectStoreFileIO) delete in bulk and ship their settings with tasks.
+    bulk_delete = False
+    # Stores whose rename may overwrite (pyarrow's GCS, Azure, ...) commit only under an external lock the user
+    # vouches for: option commit.object-store.unsafe-lock=external.
+    unsafe_lock = False
+
+    def task_options(self) -> dict[str, str]:
+        """Store settings an executor needs to re-open this file system (none for local and pyarrow URIs)."""
+        return {}
+
+    def delete_files(self, paths: Sequence[str]) -> DeleteOutcome:
+        """Delete files (one request each here; object stores override this with bulk deletes)."""
+        deleted, missing = [], []
+        for p in paths:
+            (deleted if self.delete_file(p) else missing).append(p)
+        return DeleteOutcome(tuple(deleted), tuple(missing), ())
 
     def _hook(self, op: str, path: str) -> None:
         if self.fault_hook is not None:
@@ -155,8 +196,8 @@ class FileIO:
 
         Local file systems: write a hidden temp file, then `os.link` it to the target — link fails with
         EEXIST when the name is taken, which is a true no-overwrite atomic create across processes.
-        Object stores have no such primitive: like Java without a catalog lock, we check-then-move and
-        document that concurrent committers need a lock there.
+        Object stores: S3 goes through objectstore.ObjectStoreFileIO (conditional put). HDFS: check-then-move
+        (its rename never overwrites). Any other store is refused unless the user opts into an external lock.
         """
         directory, name = posixpath.split(path)
         tmp = posixpath.join(directory, f".{name}.{uuid.uuid4()}.tmp")
@@ -175,6 +216,12 @@ class FileIO:
                     if e.errno == errno.EEXIST:
                         return False
                     raise
+            if self.scheme not in ("hdfs", "viewfs") and not self.unsafe_lock:
+                # HDFS renames never overwrite; other stores reached through pyarrow may (check-then-move races)
+                raise UnsafeOperationError(
+                    f"refusing to commit {self.uri(path)}: {self.scheme}:// has no atomic create-if-absent here, so "
+                    "two concurrent committers could both win and one commit would be lost. If an external lock "
+                    "guarantees a single committer, set commit.object-store.unsafe-lock=external")
             if self.exists(path):
                 return False
             self.fs.move(tmp, path)

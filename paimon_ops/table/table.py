@@ -265,7 +265,7 @@ class Table:
                  options_override: Mapping[str, str] | None = None, fault_hook: FaultHook | None = None,
                  io: FileIO | None = None):
         if io is None:
-            io, root = FileIO.resolve(location, fault_hook)
+            io, root = FileIO.resolve(location, fault_hook, dict(options_override) if options_override else None)
         else:
             root = location
         self.io = io
@@ -348,8 +348,9 @@ class Table:
 class Catalog:
     """Filesystem catalog: `<warehouse>/<db>.db/<table>`."""
 
-    def __init__(self, warehouse: str, fault_hook: FaultHook | None = None):
-        self.io, self.root = FileIO.resolve(warehouse, fault_hook)
+    def __init__(self, warehouse: str, fault_hook: FaultHook | None = None, options: Mapping[str, str] | None = None):
+        """`options`: warehouse options, e.g. the object-store settings s3.endpoint / s3.access-key / ..."""
+        self.io, self.root = FileIO.resolve(warehouse, fault_hook, options)
         self.warehouse = warehouse
         if not self.io.is_dir(self.root):
             raise TableNotFoundError("*", warehouse, "the warehouse directory does not exist")
