@@ -98,8 +98,10 @@ class FileIO:
         io.unsafe_lock = self.unsafe_lock
         return io
 
-    # Object-store FileIOs (objectstore.ObjectStoreFileIO) delete in bulk and ship their settings with tasks.
+    # Object-store FileIOs (objectstore.ObjectStoreFileIO) delete in bulk, ship their settings with tasks and have no
+    # directories (a prefix exists only while an object is under it).
     bulk_delete = False
+    has_directories = True
     # Stores whose rename may overwrite (pyarrow's GCS, Azure, ...) commit only under an external lock the user
     # vouches for: option commit.object-store.unsafe-lock=external.
     unsafe_lock = False

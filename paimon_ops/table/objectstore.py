@@ -356,6 +356,7 @@ class ObjectStoreFileIO(FileIO):
     """FileIO on an S3 bucket. Paths are `bucket/key` (pyarrow's convention), keys have no leading '/'."""
 
     bulk_delete = True
+    has_directories = False
 
     def __init__(self, client: S3Client, scheme: str, fault_hook: FaultHook | None = None):
         self.client = client

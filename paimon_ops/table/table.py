@@ -352,8 +352,11 @@ class Catalog:
         """`options`: warehouse options, e.g. the object-store settings s3.endpoint / s3.access-key / ..."""
         self.io, self.root = FileIO.resolve(warehouse, fault_hook, options)
         self.warehouse = warehouse
-        if not self.io.is_dir(self.root):
+        # (an object-store warehouse without tables is an empty prefix: nothing to check beyond the probe)
+        if self.io.has_directories and not self.io.is_dir(self.root):
             raise TableNotFoundError("*", warehouse, "the warehouse directory does not exist")
+        if not self.io.has_directories:
+            self.io.is_dir(self.root)  # first request: credentials check and connection probe
 
     def databases(self) -> list[str]:
         return sorted(st.name[:-3] for st in self.io.list_status(self.root) if st.is_dir and st.name.endswith(".db"))

@@ -64,14 +64,14 @@ class S3Server:
 
     def upload(self, local_dir: str | Path, bucket: str, prefix: str) -> int:
         """Every file under local_dir to s3://bucket/prefix/<relative path> (no directory markers)."""
+        from concurrent.futures import ThreadPoolExecutor
         s3 = self.boto()
-        n = 0
         root = Path(local_dir)
-        for p in sorted(root.rglob("*")):
-            if p.is_file():
-                s3.put_object(Bucket=bucket, Key=f"{prefix}/{p.relative_to(root).as_posix()}", Body=p.read_bytes())
-                n += 1
-        return n
+        files = [p for p in sorted(root.rglob("*")) if p.is_file()]
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda p: s3.put_object(Bucket=bucket, Key=f"{prefix}/{p.relative_to(root).as_posix()}",
+                                                  Body=p.read_bytes()), files))
+        return len(files)
 
     def download(self, bucket: str, prefix: str, local_dir: str | Path) -> int:
         s3 = self.boto()
@@ -160,6 +160,7 @@ class Recorded:
     method: str
     path: str
     headers: dict[str, str]
+    status: int = 0
 
 
 @dataclass
@@ -179,6 +180,7 @@ class S3Proxy:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def log_message(self, *a):  # quiet
                 pass
@@ -187,10 +189,12 @@ class S3Proxy:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                proxy.requests.append(Recorded(self.command, self.path, headers))
+                rec = Recorded(self.command, self.path, headers)
+                proxy.requests.append(rec)
                 answer = proxy.inject(self.command, self.path, headers, body) if proxy.inject else None
                 if answer is not None:
                     status, payload = answer
+                    rec.status = status
                     self.send_response(status)
                     self.send_header("Content-Length", str(len(payload)))
                     self.send_header("Content-Type", "application/xml")
@@ -198,9 +202,12 @@ class S3Proxy:
                     self.wfile.write(payload)
                     return
                 conn = http.client.HTTPConnection(host, int(port), timeout=60)
+                conn.connect()
+                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 conn.request(self.command, self.path, body=body, headers=headers)
                 r = conn.getresponse()
                 data = r.read()
+                rec.status = r.status
                 self.send_response(r.status)
                 for k, v in r.getheaders():
                     if k.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
