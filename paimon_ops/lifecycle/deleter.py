@@ -26,6 +26,7 @@ LOCAL_PARALLEL_THRESHOLD = 1_000_000
 # Object stores with bulk deletes (1,000 keys per request, several in flight) delete ~10k files/s from the driver
 # (benchmarks/bench_expiry_s3.py); executors pay off only for very large phases.
 BULK_PARALLEL_THRESHOLD = 200_000
+BULK_DRIVER_CHUNK = 20_000
 
 
 def allowed_roots(table: Table) -> list[str]:
@@ -121,7 +122,9 @@ class Deleter:
         """Bulk deletes (any order within the phase) on the driver or on executors; the phase fails if any file
         could not be deleted (after retries), naming the first one. Which files were missing is exact."""
         paths = [a.path for a in actions]
-        batches = [paths[i:i + self.batch_size] for i in range(0, len(paths), self.batch_size)]
+        # On the driver, large chunks: the existence listing then covers each directory once per chunk.
+        size = self.batch_size if use_runner else max(self.batch_size, BULK_DRIVER_CHUNK)
+        batches = [paths[i:i + size] for i in range(0, len(paths), size)]
         missing: set[str] = set()
         failed: list[tuple[str, str]] = []
         if use_runner:

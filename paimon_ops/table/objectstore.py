@@ -280,7 +280,7 @@ class S3Client:
                 stream = obstore.list(probe, prefix=probe_key or None, chunk_size=1)
                 next(iter(stream), None)
             except Exception as e:  # noqa: BLE001 - every failure becomes one line naming the endpoint
-                raise self.error(e, "cannot reach", where, probe=True) from None
+                raise self.error(e, "cannot open", where, probe=True) from None
             log.debug("probed %s at %s in %.2fs", where, s.endpoint_label, time.monotonic() - started)
             self._store = self._make_store(s.request_timeout_s, s.connect_timeout_s, s.max_retries,
                                            max(30.0, s.request_timeout_s * (s.max_retries + 1)))
@@ -594,24 +594,22 @@ class ObjectStoreFileIO(FileIO):
         return False
 
     def existing(self, paths: Sequence[str]) -> set[str]:
-        """Which of `paths` exist: one ranged listing per directory (1,000 keys per request), HEAD requests where
-        a directory holds far more keys than asked about."""
+        """Which of `paths` exist: a ranged listing per directory (1,000 keys per request, directories listed
+        concurrently), HEAD requests for keys a listing would have to walk too far to reach."""
         import obstore
         by_dir: dict[str, list[str]] = {}
         for p in paths:
             k = self.key(p)
             by_dir.setdefault(k.rsplit("/", 1)[0] if "/" in k else "", []).append(k)
-        found: set[str] = set()
-        to_head: list[str] = []
         store = self._store()
-        for d, keys in by_dir.items():
+
+        def scan(item: tuple[str, list[str]]) -> tuple[set[str], list[str]]:
+            d, keys = item
             keys = sorted(set(keys))
-            wanted = set(keys)
-            last = keys[-1]
+            wanted, last = set(keys), keys[-1]
             budget = 10 * len(keys) + MAX_DELETE_KEYS
-            seen = 0
-            done = False
-            reached = ""
+            found: set[str] = set()
+            seen, reached = 0, ""
             try:
                 # keys > offset; a proper prefix of the first key sorts before it
                 for chunk in obstore.list(store, prefix=(d + "/") if d else None, offset=keys[0][:-1],
@@ -619,22 +617,26 @@ class ObjectStoreFileIO(FileIO):
                     for m in chunk:
                         seen += 1
                         reached = m["path"]
-                        if m["path"] > last:
-                            done = True
-                            break
-                        if m["path"] in wanted:
-                            found.add(m["path"])
-                    if done or seen >= budget:
-                        break
+                        if reached > last:
+                            return found, []
+                        if reached in wanted:
+                            found.add(reached)
+                    if seen >= budget:
+                        return found, [k for k in keys if k > reached]  # not reached by the listing
             except Exception as e:  # noqa: BLE001
                 raise self._err(e, "cannot list", self._path(d)) from None
-            if not done and seen >= budget:
-                to_head += [k for k in keys if k > reached]  # not reached by the listing
-        if to_head:
-            with ThreadPoolExecutor(max_workers=self.client.settings.delete_concurrency) as pool:
-                for k, h in zip(to_head, pool.map(lambda k: self._head(self._path(k)), to_head)):
-                    if h is not None:
-                        found.add(k)
+            return found, []
+
+        found: set[str] = set()
+        to_head: list[str] = []
+        workers = max(1, min(self.client.settings.delete_concurrency, len(by_dir)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for f, h in pool.map(scan, by_dir.items()):
+                found |= f
+                to_head += h
+            for k, meta in zip(to_head, pool.map(lambda k: self._head(self._path(k)), to_head)):
+                if meta is not None:
+                    found.add(k)
         return {self._path(k) for k in found}
 
     def delete_files(self, paths: Sequence[str]) -> DeleteOutcome:

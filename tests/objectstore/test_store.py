@@ -91,6 +91,11 @@ def test_bulk_delete_uses_delete_objects_with_exact_outcome(s3_server, bucket, s
     keep = f"{root}/p/bucket-0/data-zzz-keep.parquet"
     s3.put_object(Bucket=bucket, Key=keep.split("/", 1)[1], Body=b"k")
     missing = [f"{root}/p/bucket-0/data-missing-{i}.parquet" for i in range(7)]
+    # existence: a ranged listing, and HEAD requests for keys the listing would walk too far to reach
+    io.is_dir(root)  # (the connection probe is a LIST too)
+    s3_proxy.requests.clear()
+    assert io.existing([paths[0], paths[-1], missing[0]]) == {paths[0], paths[-1]}
+    assert s3_proxy.count("HEAD") == 2 and s3_proxy.count("GET", "list-type=2") == 2
     s3_proxy.requests.clear()
     out = io.delete_files(paths + missing)
     assert sorted(out.deleted) == sorted(paths) and sorted(out.missing) == sorted(missing) and not out.failed
@@ -223,3 +228,20 @@ def test_unreachable_endpoint_and_missing_credentials_fail_fast(s3_server, bucke
     io, root = FileIO.resolve(f"s3://{bucket}/wh", options={"s3.endpoint": s3_server.endpoint})
     with pytest.raises(ObjectStoreError, match="no credentials for s3://.*AWS_ACCESS_KEY_ID"):
         io.is_dir(root)
+
+
+def echo_task(table_location: str, task: dict) -> dict:
+    from paimon_ops.table.objectstore import current_task_options
+    return {"task": task, "store_keys": sorted(current_task_options() or {})}
+
+
+def test_run_task_keeps_store_settings_out_of_the_task_dict():
+    import json
+
+    from paimon_ops.runner import run_task
+    opts = {"s3.endpoint": "http://127.0.0.1:1", "s3.secret-key": SECRET_KEY, "other": "1"}
+    out = json.loads(run_task("tests.objectstore.test_store.echo_task", "s3://b/t", json.dumps({"x": 1}),
+                              json.dumps(opts)))
+    assert out["ok"] and out["task"] == {"x": 1, "_options": {"other": "1"}}
+    assert out["store_keys"] == ["s3.endpoint", "s3.secret-key"] and SECRET_KEY not in json.dumps(out)
+    assert objectstore.current_task_options() is None  # only for the task's duration
