@@ -129,6 +129,7 @@ def run(label: str, table: Table, bulk: bool, limit: int | None) -> tuple[float,
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally below: stop moto_server
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("snapshots", nargs="?", type=int, default=1000)
     ap.add_argument("files_per_snapshot", nargs="?", type=int, default=100)

@@ -26,7 +26,7 @@ LOCAL_PARALLEL_THRESHOLD = 1_000_000
 # Object stores with bulk deletes (1,000 keys per request, several in flight) delete ~10k files/s from the driver
 # (benchmarks/bench_expiry_s3.py); executors pay off only for very large phases.
 BULK_PARALLEL_THRESHOLD = 200_000
-BULK_DRIVER_CHUNK = 20_000
+BULK_DRIVER_CHUNK = 100_000
 
 
 def allowed_roots(table: Table) -> list[str]:
