@@ -109,7 +109,7 @@ def _bool(name: str, value: str | bool) -> bool:
 
 @dataclass(frozen=True)
 class S3Settings:
-    """Resolved S3 settings. Secrets are excluded from repr/eq-printing; `redacted()` is what may be shown."""
+    """Resolved S3 settings. Secrets are left out of repr(); `as_options()` carries them to executors only."""
 
     endpoint: str | None = None          # None: AWS' regional endpoint
     region: str = "us-east-1"
