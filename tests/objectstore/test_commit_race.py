@@ -1,4 +1,5 @@
-"""Two processes committing to the same table on the S3 server at once, many rounds: every commit wins a distinct
+"""Two processes committing to the same table on the S3 server at once, many rounds (in lockstep, so each round they
+race for the same snapshot id): every commit wins a distinct
 snapshot id (conditional put: the loser of a round retries with the next id), no snapshot file is overwritten (each
 one names the committer that won it), ids are contiguous and every committed row is read back (by pypaimon, from
 the downloaded warehouse)."""
@@ -28,9 +29,14 @@ table = Catalog(os.environ["WH"]).get_table("db.t")
 while not os.path.exists(start_file):
     time.sleep(0.005)
 won = []
+other = "p2" if name == "p1" else "p1"
 for r in range(rounds):
     w = TableWriter(table.refresh(), commit_user=f"{name}-{r}")
     w.write(pa.table({"who": [name] * 3, "round": [r] * 3, "i": [0, 1, 2]}))
+    # lockstep: both commit each round at the same moment, so they race for the same snapshot id
+    open(f"{start_file}-{r}-{name}", "w").close()
+    while not os.path.exists(f"{start_file}-{r}-{other}"):
+        time.sleep(0.001)
     s = w.commit()
     won.append([s.id, s.commit_user])
 print(json.dumps(won))
