@@ -35,15 +35,34 @@ ensure_env() {
   export PATH="$ROOT/.venv/bin:$PATH"
 }
 
-# The Dagster UI test drives headless Chromium (Debian packages chromium + chromium-driver).
-ensure_browser() {
-  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then return; fi
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing chromium + chromium-driver for the Dagster UI test" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >&2 \
-      || echo "warning: could not install chromium; the UI test will be skipped" >&2
-  else
-    echo "warning: chromium/chromedriver missing and not root; the UI test will be skipped" >&2
+is_ci() { case "${CI:-}" in 1|true|TRUE|True|yes) return 0;; *) return 1;; esac; }
+
+# Debian packages the proofs need: a JDK with javac (the Java Paimon 0.9 harness is compiled by the tests) and
+# headless Chromium + ChromeDriver (the Dagster UI test). Installed when missing and running as root; under CI=true
+# anything still missing stops the run here (the tests would fail on it anyway, later and less clearly).
+apt_install() {
+  [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1 || return 1
+  echo "installing $* for the test suite" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") >&2
+}
+
+ensure_test_prerequisites() {
+  if ! command -v javac >/dev/null 2>&1 && [ ! -x "${JAVA_HOME:-/nonexistent}/bin/javac" ]; then
+    apt_install openjdk-17-jdk-headless || true
+  fi
+  if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    apt_install chromium chromium-driver || true
+  fi
+  local missing=()
+  command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] || missing+=("javac (a JDK 17)")
+  command -v chromium >/dev/null 2>&1 || missing+=("chromium")
+  command -v chromedriver >/dev/null 2>&1 || missing+=("chromedriver")
+  if [ ${#missing[@]} -gt 0 ]; then
+    if is_ci; then
+      echo "paimon-ops tests: missing ${missing[*]}; under CI=true every proof must run (install them, or run as root)" >&2
+      exit 1
+    fi
+    echo "warning: missing ${missing[*]}: the tests that need them will be skipped (they fail under CI=true)" >&2
   fi
 }
 
@@ -56,7 +75,7 @@ case "$cmd" in
     ;;
   test)
     ensure_env
-    ensure_browser
+    ensure_test_prerequisites
     exec .venv/bin/python -m pytest "$@"
     ;;
   *)

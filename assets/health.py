@@ -118,7 +118,7 @@ def measure_files(table: Table, scanner: TableScanner | None = None) -> FileHeal
     if result is None:
         return FileHealth(table.identifier, None, pk, threshold, small_thr)
     opts = table.options
-    small_size = opts.target_file_size(pk) * (opts.float("compaction.small-file-ratio", 0.7) or 0.7)
+    small_size = opts.target_file_size(pk) * opts.float("compaction.small-file-ratio", 0.7)
     keys = list(table.schema.partition_keys)
     out = []
     for (partition, bucket), files in sorted(result.buckets().items(), key=lambda kv: (kv[0][0], kv[0][1])):
@@ -202,7 +202,7 @@ def measure_retention(table: Table, now_millis: int | None = None) -> Retention:
     from paimon_ops.lifecycle.expire import expirable_snapshots, resolve_settings
     cfg = resolve_settings(table, now_millis)
     opts = table.options
-    threshold = opts.int(EXPIRABLE_THRESHOLD, cfg.max_deletes) or cfg.max_deletes
+    threshold = opts.int(EXPIRABLE_THRESHOLD, cfg.max_deletes)
     retain_max = cfg.retain_max if cfg.retain_max < INT_MAX else None
     time_retained = _dt.timedelta(milliseconds=cfg.now_millis - cfg.older_than_millis)
     latest, earliest = table.snapshots.latest_id(), table.snapshots.earliest_id()

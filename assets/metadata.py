@@ -6,7 +6,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dagster import MetadataValue
 
-from paimon_ops.plan import Report, human_bytes
+from paimon_ops.plan import human_bytes
+from paimon_ops.report import Report
 
 MAX_FILES_LISTED = 20
 

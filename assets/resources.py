@@ -12,23 +12,19 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-import socket
 from typing import Any, Mapping, Sequence
-from urllib.parse import urlparse
 
 from dagster import ConfigurableResource, Failure
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
-from paimon_ops.errors import PaimonOpsError
-from paimon_ops.runner import LOCAL_SPARK_DEFAULTS, SPARK_DEFAULTS, SparkRunner
+from paimon_ops.errors import PaimonOpsError, UnreachableError
+from paimon_ops.runner import LOCAL_SPARK_DEFAULTS, SPARK_DEFAULTS, SparkRunner, check_spark_reachable
 from paimon_ops.table.table import Catalog, Table
 
 log = logging.getLogger("paimon_ops.dagster")
 
 DEFAULT_MASTER = "local[*]"
-CONNECT_DEFAULT_PORT = 15002
-SPARK_STANDALONE_DEFAULT_PORT = 7077
 
 
 def matches(identifier: str, include: Sequence[str] | None, exclude: Sequence[str] | None) -> bool:
@@ -107,39 +103,17 @@ def spark_resource(master: str | None = None, remote: str | None = None,
     return LazyPySparkResource(spark_config=spark_config(master, remote, conf))
 
 
-def _endpoints(url: str) -> list[tuple[str, int]]:
-    """TCP endpoints to probe for a master / remote URL; [] when there is nothing to probe (local, yarn, k8s)."""
-    if url.startswith("sc://"):
-        parsed = urlparse(url)
-        return [(parsed.hostname or "localhost", parsed.port or CONNECT_DEFAULT_PORT)]
-    if url.startswith("spark://"):
-        out = []
-        for hp in url[len("spark://"):].split(","):  # standalone HA: spark://h1:7077,h2:7077
-            host, _, port = hp.strip().partition(":")
-            out.append((host, int(port or SPARK_STANDALONE_DEFAULT_PORT)))
-        return out
-    return []
-
-
 def check_reachable(url: str, timeout_s: float = 3.0) -> None:
-    """Raise Failure unless at least one endpoint of a `spark://` / `sc://` URL accepts a TCP connection."""
-    endpoints = _endpoints(url)
-    if not endpoints:
-        return
-    errors = []
-    for host, port in endpoints:
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                return
-        except OSError as e:
-            errors.append(f"{host}:{port}: {e.strerror or e}")
-    raise Failure(
-        description=f"Spark {'Connect server' if url.startswith('sc://') else 'master'} {url} is unreachable "
-                    f"({'; '.join(errors)}). Check the pyspark resource's spark_config "
-                    "(PAIMON_OPS_SPARK_MASTER / PAIMON_OPS_SPARK_REMOTE). Nothing was changed.",
-        metadata={"spark_url": url, "error": "; ".join(errors)},
-        allow_retries=False,
-    )
+    """Raise Failure unless at least one endpoint of a `spark://` / `sc://` / `k8s://` URL accepts a TCP connection."""
+    try:
+        check_spark_reachable(url, timeout_s)
+    except UnreachableError as e:
+        raise Failure(
+            description=f"{e} Check the pyspark resource's spark_config "
+                        "(PAIMON_OPS_SPARK_MASTER / PAIMON_OPS_SPARK_REMOTE).",
+            metadata={"spark_url": url, "error": e.detail},
+            allow_retries=False,
+        ) from None
 
 
 def spark_session(pyspark: Any) -> Any:

@@ -121,7 +121,7 @@ def load_spec(table: Table) -> TableSpec:
         latest = table.snapshots.latest()  # parses the JSON: a corrupt latest snapshot is reported here
         # The engine's reading of the tag options (tag.create-time / Paimon's tag.automatic-creation), validated:
         # a malformed option makes the table "broken" here exactly as it would fail every tag run.
-        from paimon_ops.lifecycle.autotag import tag_schedule
+        from paimon_ops.lifecycle.schedule import tag_schedule
         sched = tag_schedule(table)
         timing = None
         auto_tag = None

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.options import parse_duration
-from paimon_ops.plan import Report
+from paimon_ops.report import Report
 
 from assets.metadata import report_metadata
 from assets.resources import spark_runner
@@ -187,8 +187,8 @@ def build_table_assets(spec: TableSpec, translator: PaimonTranslator) -> dict[st
     def tag_expiry(context: AssetExecutionContext, config: ExpiryConfig) -> MaterializeResult:
         runner = runner_for(context, config.dry_run)
         table = getattr(context.resources, WAREHOUSE_KEY).open_table(ident)
-        autotag = engine("paimon_ops.lifecycle.autotag")
-        report = call_engine(spec, "tag expiry", lambda: autotag.expire_tags(
+        tag_expiry_mod = engine("paimon_ops.lifecycle.tag_expiry")
+        report = call_engine(spec, "tag expiry", lambda: tag_expiry_mod.expire_tags(
             table, now_millis=now_millis(), dry_run=config.dry_run, runner=runner))
         return result(context, report)
 

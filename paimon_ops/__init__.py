@@ -1,0 +1,41 @@
+"""paimon-ops: maintenance for Apache Paimon tables — compaction, tags, snapshot/tag expiry with file reclamation,
+orphan removal and rollback — planned, reviewed, then executed (in-process or on Spark).
+
+    import paimon_ops as po
+    t = po.Catalog("/data/warehouse").get_table("db.t")
+    plan = t.maintenance.expire_snapshots(retain_min=3)
+    report = plan.execute()
+
+See `paimon_ops.api` for every operation; errors are in `paimon_ops.errors`.
+"""
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
+from paimon_ops.api import Catalog, Maintenance, Table, Tags, load_plan
+from paimon_ops.errors import (
+    CommitConflictError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    PaimonOpsError,
+    StalePlanError,
+    TableNotFoundError,
+    UnreachableError,
+    UnsafeOperationError,
+    UnsupportedError,
+)
+from paimon_ops.plan import Plan
+from paimon_ops.report import Report
+from paimon_ops.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner
+
+try:
+    __version__ = _version("paimon-ops")
+except PackageNotFoundError:  # running from a source tree without installation
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "Catalog", "Table", "Maintenance", "Tags", "Plan", "Report", "load_plan", "LocalRunner", "SparkRunner",
+    "LazySparkRunner", "Runner", "PaimonOpsError", "TableNotFoundError", "CorruptMetadataError", "InvalidOptionError",
+    "InvalidArgumentError", "UnsupportedError", "UnsafeOperationError", "CommitConflictError", "StalePlanError",
+    "UnreachableError", "__version__",
+]

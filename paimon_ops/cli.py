@@ -5,11 +5,12 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from paimon_ops.errors import PaimonOpsError
+from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, PaimonOpsError, cli_words
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
@@ -177,27 +178,63 @@ def _runner(args: argparse.Namespace):
     from paimon_ops.runner import LazySparkRunner, LocalRunner
     if getattr(args, "local", False):
         return LocalRunner()
-    return LazySparkRunner(master=args.spark_master, remote=args.spark_remote)
+    what = "--spark-remote" if args.spark_remote else "--spark-master" if args.spark_master else ""
+    runner = LazySparkRunner(master=args.spark_master, remote=args.spark_remote,
+                             connect_timeout_s=args.connect_timeout, what=what)
+    if args.spark_master or args.spark_remote:
+        runner.probe()  # a Spark named on the command line must answer before anything is planned
+    return runner
 
 
-def _result(args: argparse.Namespace, outcome: Any) -> None:
-    """Print a Plan (dry run) or a Report."""
-    _emit(args, outcome.to_dict(), lambda: print(outcome.summary()))
-
-
-def _now_ms(args: argparse.Namespace) -> int | None:
+def _now(args: argparse.Namespace) -> int | None:
     return getattr(args, "now_ms", None)
 
 
+def _facade(args: argparse.Namespace):
+    from paimon_ops.api import Catalog
+    return Catalog(args.warehouse, options=_warehouse_options(args)).get_table(args.table)
+
+
+def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) -> None:
+    """A dry run prints the plan (text: every file with kind and reason; --json: the plan itself, which
+    `paimon-ops apply` executes later); otherwise the plan is executed and the report printed."""
+    if args.dry_run:
+        _emit(args, plan.to_dict(), lambda: print(plan.summary()))
+        return
+    if not confirm:
+        from paimon_ops.lifecycle.rollback import require_confirmation
+        require_confirmation(plan, False)
+    report = plan.execute(runner=_runner(args) if hasattr(args, "local") else None,
+                          progress=_Progress(label, not args.json or args.progress))
+    _emit(args, report.to_dict(), lambda: print(report.summary()))
+
+
+def _instant_arg(args: argparse.Namespace, name: str, flag: str) -> int | None:
+    from paimon_ops.timeutil import parse_instant
+    value = getattr(args, name, None)
+    if value is None:
+        return None
+    from paimon_ops.options import looks_like_duration
+    text = str(value).strip()
+    if looks_like_duration(text):
+        raise PaimonOpsError(f"{flag} {value!r} is an age; {flag} takes an instant (2026-11-20T00:00:00Z or epoch "
+                             "ms): use --min-age for an age")
+    return parse_instant(text, flag)
+
+
+def _age_arg(args: argparse.Namespace, name: str, flag: str):
+    from paimon_ops.options import parse_duration
+    value = getattr(args, name, None)
+    return None if value is None else parse_duration(value, flag)
+
+
 def cmd_compact(args: argparse.Namespace) -> None:
-    from paimon_ops.compact.api import compact
-    t = _table(args)
-    partitions = [_partition_arg(p) for p in args.partition] if args.partition else None
-    outcome = compact(t, mode=args.mode, partitions=partitions, where=args.where,
-                      order_by=args.order_by.split(",") if args.order_by else None, strategy=args.strategy,
-                      threshold=args.threshold, dry_run=args.dry_run, runner=_runner(args), force=args.force,
-                      progress=_Progress(f"compact {t.identifier}", not args.json or args.progress))
-    _result(args, outcome)
+    t = _facade(args)
+    plan = t.maintenance.compact(
+        mode=args.mode, partitions=[_partition_arg(p) for p in args.partition] if args.partition else None,
+        where=args.where, order_by=args.order_by.split(",") if args.order_by else None, strategy=args.strategy,
+        threshold=args.threshold, force=args.force, now=_now(args))
+    _run(args, plan, f"compact {t.identifier}")
 
 
 def _partition_arg(text: str) -> dict[str, str]:
@@ -211,83 +248,84 @@ def _partition_arg(text: str) -> dict[str, str]:
 
 
 def cmd_expire_snapshots(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.expire import expire_snapshots
-    from paimon_ops.options import parse_duration
-    t = _table(args)
-    outcome = expire_snapshots(
-        t, now_millis=_now_ms(args), retain_min=args.retain_min, retain_max=args.retain_max,
-        time_retained=parse_duration(args.older_than, "--older-than") if args.older_than else None,
-        max_deletes=args.max_deletes, dry_run=args.dry_run, runner=_runner(args),
-        progress=_Progress(f"expire {t.identifier}", not args.json or args.progress))
-    _result(args, outcome)
+    t = _facade(args)
+    plan = t.maintenance.expire_snapshots(
+        retain_min=args.retain_min, retain_max=args.retain_max,
+        older_than=_instant_arg(args, "older_than", "--older-than"), min_age=_age_arg(args, "min_age", "--min-age"),
+        max_deletes=args.max_deletes, now=_now(args))
+    _run(args, plan, f"expire {t.identifier}")
 
 
 def cmd_expire_tags(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.autotag import expire_tags
-    t = _table(args)
-    older = _timestamp_arg(args.older_than) if args.older_than else None
-    _result(args, expire_tags(t, now_millis=_now_ms(args), older_than=older, dry_run=args.dry_run,
-                              runner=_runner(args)))
-
-
-def _timestamp_arg(text: str) -> int:
-    """Epoch millis from digits, or an ISO date/time (UTC unless it carries an offset)."""
-    if text.isdigit():
-        return int(text)
-    try:
-        dt = datetime.fromisoformat(text)
-    except ValueError:
-        raise PaimonOpsError(f"invalid timestamp {text!r}: use epoch millis or ISO 8601 (2026-11-20T00:00:00Z)")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
+    t = _facade(args)
+    older = _instant_arg(args, "older_than", "--older-than")
+    age = _age_arg(args, "min_age", "--min-age")
+    if older is not None and age is not None:
+        raise PaimonOpsError("give --older-than (an instant) or --min-age (an age), not both")
+    if age is not None:
+        from paimon_ops.timeutil import now_ms
+        older = now_ms(_now(args)) - int(age.total_seconds() * 1000)
+    _run(args, t.maintenance.expire_tags(older_than=older, now=_now(args)), f"expire tags {t.identifier}")
 
 
 def cmd_remove_orphans(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.orphans import remove_orphans
-    from paimon_ops.options import parse_duration
-    t = _table(args)
-    outcome = remove_orphans(t, older_than=parse_duration(args.older_than, "--older-than"), now_millis=_now_ms(args),
-                             allow_short=args.allow_short, dry_run=args.dry_run, runner=_runner(args))
-    _result(args, outcome)
+    t = _facade(args)
+    plan = t.maintenance.remove_orphans(
+        older_than=_instant_arg(args, "older_than", "--older-than"), min_age=_age_arg(args, "min_age", "--min-age"),
+        allow_short=args.allow_short, now=_now(args))
+    _run(args, plan, f"orphans {t.identifier}")
 
 
 def cmd_create_tag(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.tags import create_tag
-    from paimon_ops.options import parse_duration
-    t = _table(args)
-    outcome = create_tag(t, args.name, snapshot_id=args.snapshot,
-                         timestamp_millis=_timestamp_arg(args.timestamp) if args.timestamp else None,
-                         time_retained=parse_duration(args.time_retained, "--time-retained") if args.time_retained else None,
-                         dry_run=args.dry_run)
-    _result(args, outcome)
+    t = _facade(args)
+    plan = t.tags.create(args.name, snapshot_id=args.snapshot,
+                         timestamp=_instant_arg(args, "timestamp", "--timestamp"),
+                         time_retained=_age_arg(args, "time_retained", "--time-retained"), replace=args.replace,
+                         now=_now(args))
+    _run(args, plan, f"create tag {t.identifier}")
 
 
 def cmd_delete_tag(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.reclaim import delete_tags
-    t = _table(args)
-    _result(args, delete_tags(t, args.names, dry_run=args.dry_run, runner=_runner(args)))
+    t = _facade(args)
+    _run(args, t.tags.delete(*args.names), f"delete tags {t.identifier}")
 
 
 def cmd_rename_tag(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.tags import rename_tag
-    _result(args, rename_tag(_table(args), args.old, args.new, dry_run=args.dry_run))
+    t = _facade(args)
+    _run(args, t.tags.rename(args.old, args.new, resume=args.resume), f"rename tag {t.identifier}")
 
 
 def cmd_auto_tag(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.autotag import create_auto_tags, create_tag_for_period
-    t = _table(args)
+    t = _facade(args)
+    plan = t.maintenance.create_auto_tags(periods=[args.period] if args.period else None, now=_now(args))
     if args.period:
-        outcome = create_tag_for_period(t, args.period, now_millis=_now_ms(args), dry_run=args.dry_run)
-    else:
-        outcome = create_auto_tags(t, now_millis=_now_ms(args), dry_run=args.dry_run)
-    _result(args, outcome)
+        from paimon_ops.errors import PeriodCannotBeTaggedError, PeriodNotDueError
+        d = plan.details["periods"][0]
+        if d["status"] == "not-due":
+            raise PeriodNotDueError(f"the tag of period {d['period']} of {t.identifier} is not due yet: {d['reason']}")
+        if d["status"] in ("expired", "too-late"):
+            raise PeriodCannotBeTaggedError(f"period {d['period']} of {t.identifier} cannot be tagged: {d['reason']}")
+    _run(args, plan, f"auto tag {t.identifier}")
 
 
 def cmd_rollback(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.rollback import rollback
-    t = _table(args)
-    _result(args, rollback(t, snapshot_id=args.snapshot, tag=args.tag, confirm=args.yes, dry_run=args.dry_run))
+    t = _facade(args)
+    plan = t.maintenance.rollback(snapshot_id=args.snapshot, tag=args.tag,
+                                  timestamp=_instant_arg(args, "timestamp", "--timestamp"))
+    _run(args, plan, f"rollback {t.identifier}", confirm=args.yes)
+
+
+def cmd_apply(args: argparse.Namespace) -> None:
+    """Execute exactly a plan saved with --dry-run --json, or refuse it (StalePlanError) if the table changed."""
+    path = args.plan
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise PaimonOpsError(f"cannot read plan {path}: {e.strerror or e}") from None
+    from paimon_ops.plan import Plan
+    plan = Plan.from_json(text, where=path)
+    args.dry_run = False
+    _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=plan.operation != "rollback" or args.yes)
 
 
 def cmd_sample(args: argparse.Namespace) -> None:
@@ -298,6 +336,25 @@ def cmd_sample(args: argparse.Namespace) -> None:
 
 
 # ---------------------------------------------------------------------- parser
+# Per command: the flag that stands for each keyword argument of the engine, so that its messages speak the
+# command line's words (errors.arg).
+_COMMON_WORDS = {"dry_run": "--dry-run"}
+WORDS: dict[str, dict[str, str]] = {
+    "compact": {"mode": "--mode", "partitions": "--partition", "where": "--where", "order_by": "--order-by",
+                "strategy": "--strategy", "threshold": "--threshold", "force": "--force"},
+    "expire-snapshots": {"retain_min": "--retain-min", "retain_max": "--retain-max", "older_than": "--older-than",
+                         "time_retained": "--min-age", "min_age": "--min-age", "max_deletes": "--max-deletes"},
+    "expire-tags": {"older_than": "--older-than", "min_age": "--min-age"},
+    "remove-orphans": {"older_than": "--older-than", "min_age": "--min-age", "allow_short": "--allow-short"},
+    "create-tag": {"snapshot_id": "--snapshot", "timestamp_millis": "--timestamp", "timestamp": "--timestamp",
+                   "time_retained": "--time-retained", "replace": "--replace"},
+    "rename-tag": {"resume": "--resume"},
+    "auto-tag": {"periods": "--period"},
+    "rollback": {"snapshot_id": "--snapshot", "tag": "--tag", "timestamp": "--timestamp", "confirm": "--yes"},
+    "apply": {"confirm": "--yes"},
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paimon-ops", description="Maintenance for Apache Paimon tables")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -322,74 +379,151 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--snapshot", type=int, help="snapshot id (default: latest)")
     g.add_argument("--tag", help="tag name")
     add("options", cmd_options, "schema and options of a table")
+    def execution(sp: argparse.ArgumentParser) -> None:
+        g = sp.add_argument_group("execution")
+        g.add_argument("--spark-master", default=None, metavar="URL",
+                       help="run on this Spark master (spark://…, yarn, k8s://…, local[N])")
+        g.add_argument("--spark-remote", default=None, metavar="URL", help="run on Spark Connect, e.g. sc://host:15002")
+        g.add_argument("--local", action="store_true", help="run in this process")
+        g.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                       help="how long a Spark master / Connect server may take to answer (default 10)")
+
     def maint(name: str, fn: Callable, help_text: str, spark: bool = True) -> argparse.ArgumentParser:
         sp = add(name, fn, help_text)
-        sp.add_argument("--dry-run", action="store_true", help="plan only: show what would be written/deleted and why")
+        sp.add_argument("--dry-run", action="store_true",
+                        help="plan only: print every file it would write or delete, with kind and reason; with --json "
+                             "the plan itself, for `paimon-ops apply`")
         sp.add_argument("--progress", action="store_true", help="progress on stderr even with --json")
         sp.add_argument("--now-ms", type=int, help=argparse.SUPPRESS)  # tests drive time
         if spark:
-            g = sp.add_argument_group("execution")
-            g.add_argument("--spark-master", default=None, help="Spark master URL (default: embedded local[*])")
-            g.add_argument("--spark-remote", default=None, help="Spark Connect URL, e.g. sc://host:15002")
-            g.add_argument("--local", action="store_true", help="run tasks in this process instead of Spark")
+            execution(sp)
         return sp
 
     c = maint("compact", cmd_compact, "compact a table (full, dv-ratio, sort, small-files)")
-    c.add_argument("--mode", choices=["full", "dv-ratio", "sort", "small-files"], default="full")
-    c.add_argument("--partition", action="append", help="k=v[,k2=v2]; repeat for several partitions")
+    instant = "an instant: ISO 8601 with a zone (2026-11-20T00:00:00Z) or epoch ms"
+    c.add_argument("--mode", choices=["full", "minor", "dv-ratio", "sort", "small-files"], default="full",
+                   help="full: everything to the max level; minor: Paimon's universal pick; dv-ratio: files with "
+                        "many deleted rows; sort / small-files: append tables (default full)")
+    c.add_argument("--partition", action="append", metavar="K=V[,K2=V2]",
+                   help="only this partition; repeat for several")
     c.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
-    c.add_argument("--order-by", help="sort mode: comma-separated columns")
-    c.add_argument("--strategy", choices=["order", "zorder", "hilbert"], default="order")
-    c.add_argument("--threshold", type=float, help="dv-ratio mode: deleted-row ratio threshold")
+    c.add_argument("--order-by", metavar="COLS", help="sort mode: comma-separated columns")
+    c.add_argument("--strategy", choices=["order", "zorder", "hilbert"], default="order",
+                   help="sort mode: how rows are ordered (default order)")
+    c.add_argument("--threshold", type=float, help="dv-ratio mode: deleted-row ratio above which a file is rewritten")
     c.add_argument("--force", action="store_true", help="compact even a write-only table")
     e = maint("expire-snapshots", cmd_expire_snapshots, "expire snapshots and reclaim their files")
-    e.add_argument("--retain-min", type=int)
-    e.add_argument("--retain-max", type=int)
-    e.add_argument("--older-than", help="time retention, e.g. '1 d' (default: snapshot.time-retained)")
-    e.add_argument("--max-deletes", type=int)
-    et = maint("expire-tags", cmd_expire_tags, "expire tags by count / retention, reclaiming files")
-    et.add_argument("--older-than", help="also delete tags created before this time (epoch ms or ISO 8601)")
+    e.add_argument("--retain-min", type=int, metavar="N", help="always keep this many (snapshot.num-retained.min)")
+    e.add_argument("--retain-max", type=int, metavar="N", help="never keep more (snapshot.num-retained.max)")
+    g = e.add_mutually_exclusive_group()
+    g.add_argument("--older-than", metavar="INSTANT",
+                   help=f"expire snapshots superseded before this ({instant})")
+    g.add_argument("--min-age", metavar="AGE",
+                   help="expire snapshots superseded more than this long ago, e.g. '1 d' (snapshot.time-retained)")
+    e.add_argument("--max-deletes", type=int, metavar="N", help="at most this many snapshots (snapshot.expire.limit)")
+    et = maint("expire-tags", cmd_expire_tags, "expire tags by retention and count, reclaiming files")
+    g = et.add_mutually_exclusive_group()
+    g.add_argument("--older-than", metavar="INSTANT", help=f"also delete tags created before this ({instant})")
+    g.add_argument("--min-age", metavar="AGE", help="also delete tags created more than this long ago, e.g. '30 d'")
     o = maint("remove-orphans", cmd_remove_orphans, "delete files nothing references")
-    o.add_argument("--older-than", default="3 d", help="only files older than this (default 3 d)")
-    o.add_argument("--allow-short", action="store_true", help="allow --older-than below 1 day")
+    g = o.add_mutually_exclusive_group()
+    g.add_argument("--older-than", metavar="INSTANT", help=f"only files last modified before this ({instant})")
+    g.add_argument("--min-age", metavar="AGE", help="only files last modified more than this long ago (default 3 d)")
+    o.add_argument("--allow-short", action="store_true", help="allow an age below 1 day")
     ct = maint("create-tag", cmd_create_tag, "create a tag", spark=False)
-    ct.add_argument("name")
+    ct.add_argument("name", help="tag name")
     g = ct.add_mutually_exclusive_group()
-    g.add_argument("--snapshot", type=int)
-    g.add_argument("--timestamp", help="tag the snapshot current at this time (epoch ms or ISO 8601)")
-    ct.add_argument("--time-retained", help="retention, e.g. '7 d'")
+    g.add_argument("--snapshot", type=int, metavar="ID", help="tag this snapshot (default: the latest)")
+    g.add_argument("--timestamp", metavar="INSTANT", help=f"tag the snapshot current at this time ({instant})")
+    ct.add_argument("--time-retained", metavar="AGE", help="keep the tag this long, e.g. '7 d'")
+    ct.add_argument("--replace", action="store_true", help="move the tag if it already exists")
     dt_ = maint("delete-tag", cmd_delete_tag, "delete tags, reclaiming files only they kept alive")
-    dt_.add_argument("names", nargs="+")
+    dt_.add_argument("names", nargs="+", help="tag names")
     rt = maint("rename-tag", cmd_rename_tag, "rename a tag", spark=False)
-    rt.add_argument("old")
-    rt.add_argument("new")
+    rt.add_argument("old", help="current tag name")
+    rt.add_argument("new", help="new tag name")
+    rt.add_argument("--resume", action="store_true",
+                    help="finish an interrupted rename (NEW already exists with OLD's content)")
     at = maint("auto-tag", cmd_auto_tag, "create the automatic tags that are due", spark=False)
     at.add_argument("--period", help="create (or backfill) the tag of one period, e.g. 2026-11-21")
-    rb = maint("rollback", cmd_rollback, "roll back to a snapshot or tag (metadata only)", spark=False)
+    rb = maint("rollback", cmd_rollback, "roll back to a snapshot, tag or point in time (metadata only)", spark=False)
     g = rb.add_mutually_exclusive_group(required=True)
-    g.add_argument("--snapshot", type=int)
-    g.add_argument("--tag")
+    g.add_argument("--snapshot", type=int, metavar="ID", help="roll back to this snapshot")
+    g.add_argument("--tag", help="roll back to this tag")
+    g.add_argument("--timestamp", metavar="INSTANT",
+                   help=f"roll back to the latest snapshot committed at or before this ({instant})")
     rb.add_argument("--yes", action="store_true", help="confirm: snapshots and tags newer than the target are removed")
+
+    ap = sub.add_parser("apply", help="execute a plan saved with --dry-run --json (refused if the table changed)")
+    ap.add_argument("plan", help="plan file (or - for standard input)")
+    ap.add_argument("--json", action="store_true", help="machine-readable output")
+    ap.add_argument("--progress", action="store_true", help="progress on stderr even with --json")
+    ap.add_argument("--yes", action="store_true", help="confirm a rollback plan")
+    execution(ap)
+    ap.set_defaults(fn=cmd_apply)
 
     sample = sub.add_parser("sample", help="build (or rebuild) a sample warehouse with a week of churn")
     sample.add_argument("warehouse", help="directory to create (replaced if it exists)")
     sample.add_argument("--rounds", type=int, default=6, help="days of churn")
-    sample.add_argument("--json", action="store_true")
+    sample.add_argument("--json", action="store_true", help="machine-readable output")
     sample.set_defaults(fn=cmd_sample)
     return p
 
 
+def _error_payload(e: BaseException) -> dict[str, Any]:
+    err: dict[str, Any] = {"type": type(e).__name__, "message": _one_line(e)}
+    if isinstance(e, CorruptMetadataError):
+        err["path"] = e.path
+    if isinstance(e, InvalidOptionError):
+        err["option"] = e.name
+    endpoint = getattr(e, "endpoint", None)
+    if endpoint:
+        err["endpoint"] = endpoint
+    return {"error": err}
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text or type(e).__name__
+
+
+def _fail(args: argparse.Namespace, e: BaseException, prefix: str = "error") -> None:
+    """One line on stderr; under --json also the error as a JSON object on stdout."""
+    if getattr(args, "json", False):
+        print(json.dumps(_error_payload(e), indent=2))
+    print(f"paimon-ops: {prefix}: {_one_line(e)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    code = _main(argv)
+    from paimon_ops.runner import stuck_start
+    if stuck_start():  # an abandoned Spark start-up would keep the interpreter from exiting: leave now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        args.fn(args)
+        with cli_words({**_COMMON_WORDS, **WORDS.get(args.command, {})}):
+            args.fn(args)
     except PaimonOpsError as e:
-        print(f"paimon-ops: error: {e}", file=sys.stderr)
+        _fail(args, e)
         return 2
     except BrokenPipeError:
         return 0
+    except (OSError, ValueError) as e:  # I/O and decoding failures the engine did not name: still one line
+        if args.verbose:
+            logging.getLogger("paimon_ops.cli").exception("failed")
+        _fail(args, e)
+        return 2
+    except KeyboardInterrupt:
+        print("paimon-ops: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -4,6 +4,10 @@ Every message says what is wrong, where (table, file or option) and, where it he
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from typing import Iterator
+
 
 class PaimonOpsError(Exception):
     """Base class of every error raised on purpose by paimon-ops."""
@@ -24,6 +28,11 @@ class CorruptMetadataError(PaimonOpsError):
         self.path = path
         self.problem = problem
         super().__init__(f"{path}: {problem}")
+
+
+class UnsafeNameError(CorruptMetadataError):
+    """Metadata names a file by something other than a plain file name ('../x', 'a/b', an absolute path). Never
+    "delete less": every operation stops before its first delete."""
 
 
 class MissingFileError(CorruptMetadataError):
@@ -67,6 +76,74 @@ class CommitConflictError(PaimonOpsError):
 
 class UnsafeOperationError(PaimonOpsError):
     """A destructive operation refused because it could lose data."""
+
+
+class CompactionTaskError(PaimonOpsError):
+    """A compaction task failed on an executor; nothing was committed and its output was removed."""
+
+
+class PeriodNotDueError(InvalidArgumentError):
+    """The tag of a period was asked for before the period is due."""
+
+
+class PeriodCannotBeTaggedError(UnsafeOperationError):
+    """The right snapshot for a period cannot be tagged (expired, or past the max-delay guard)."""
+
+
+class StalePlanError(PaimonOpsError):
+    """A plan no longer describes the table (a commit, a tag, a rollback since it was made); nothing was changed."""
+
+    def __init__(self, operation: str, table: str, changes: list[str]) -> None:
+        self.operation = operation
+        self.table = table
+        self.changes = list(changes)
+        super().__init__(f"the {operation} plan for {table} is stale: {'; '.join(changes)}. Nothing was changed; "
+                         "plan again")
+
+
+class UnreachableError(PaimonOpsError):
+    """Infrastructure (a Spark master, a Spark Connect server, an object store endpoint) did not answer in time;
+    nothing was changed."""
+
+    def __init__(self, endpoint: str, detail: str, what: str = "") -> None:
+        self.endpoint = endpoint
+        self.detail = detail
+        super().__init__(f"{what + ' ' if what else ''}{endpoint} is unreachable: {detail}. Nothing was changed.")
+
+
+# ---------------------------------------------------------------------------------------------- caller's words
+# Messages name what the caller used: a keyword argument in Python, a flag on the command line. The CLI declares,
+# per command, which flag stands for which keyword (`cli_words`); library code spells arguments through `arg`.
+_CLI_FLAGS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("paimon_ops_cli_flags", default=None)
+_UNSET = object()
+
+
+def arg(keyword: str, value: object = _UNSET, python: str | None = None) -> str:
+    """How the caller spells argument `keyword` (with `value`): `allow_short=True` in Python, `--allow-short` on the
+    command line; `mode='full'` / `--mode full`. `python` overrides the Python spelling (e.g. another function)."""
+    flags = _CLI_FLAGS.get()
+    if flags is not None and keyword in flags:
+        flag = flags[keyword]
+        if value is _UNSET or value is True:
+            return flag
+        if isinstance(value, (list, tuple)):
+            value = ",".join(map(str, value))
+        return f"{flag} {value}"
+    if python is not None:
+        return python
+    if value is _UNSET:
+        return keyword
+    return f"{keyword}={value!r}"
+
+
+@contextlib.contextmanager
+def cli_words(flags: dict[str, str]) -> Iterator[None]:
+    """Within this block, `arg` spells keywords as these command-line flags."""
+    token = _CLI_FLAGS.set(dict(flags))
+    try:
+        yield
+    finally:
+        _CLI_FLAGS.reset(token)
 
 
 class ObjectStoreError(PaimonOpsError, OSError):

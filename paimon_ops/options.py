@@ -5,10 +5,11 @@ Every accessor names the option in its error so a user knows what to fix.
 """
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Mapping
+from typing import Mapping, overload
 
 from paimon_ops.errors import InvalidOptionError
 
@@ -40,17 +41,26 @@ def parse_duration(text: str, name: str = "duration") -> timedelta:
     s = str(text).strip()
     iso = _ISO_DURATION.match(s)
     if iso and s.upper() != "P":
-        d, h, m, sec = (float(iso.group(k) or 0) for k in ("d", "h", "m", "s"))
-        return timedelta(days=d, hours=h, minutes=m, seconds=sec)
-    m = _NUM_UNIT.match(s)
-    if not m:
+        d, h, mins, sec = (float(iso.group(k) or 0) for k in ("d", "h", "m", "s"))
+        return timedelta(days=d, hours=h, minutes=mins, seconds=sec)
+    num = _NUM_UNIT.match(s)
+    if not num:
         raise InvalidOptionError(name, text, "a duration such as '1 h', '30 min', '1 d' or '500 ms'")
-    unit = m.group(2).lower()
+    unit = num.group(2).lower()
     if unit == "":
-        return timedelta(milliseconds=float(m.group(1)))
+        return timedelta(milliseconds=float(num.group(1)))
     if unit not in _DURATION_UNITS:
-        raise InvalidOptionError(name, text, f"a duration; unknown unit {m.group(2)!r}")
-    return timedelta(seconds=float(m.group(1)) * _DURATION_UNITS[unit])
+        raise InvalidOptionError(name, text, f"a duration; unknown unit {num.group(2)!r}")
+    return timedelta(seconds=float(num.group(1)) * _DURATION_UNITS[unit])
+
+
+def looks_like_duration(text: str) -> bool:
+    """True for a Paimon duration ('3 d', 'PT1H'), not for plain digits (epoch ms) or an ISO instant."""
+    s = str(text).strip()
+    if s.lstrip("-").isdigit():
+        return False
+    m = _NUM_UNIT.match(s)
+    return bool(m and m.group(2)) or bool(_ISO_DURATION.match(s) and s.upper() != "P")
 
 
 def parse_memory(text: str, name: str = "memory size") -> int:
@@ -68,45 +78,71 @@ def format_duration(td: timedelta) -> str:
     return f"{ms} ms"
 
 
+# The accessors below are named after the types they return (Options.int, Options.str, …); annotations inside the
+# class use these aliases so that they mean the builtin types.
+_Str = str
+_Int = int
+_Bool = bool
+_Float = float
+
+
 @dataclass(frozen=True)
 class Options:
     """Typed read-only view over a table's string options (plus overrides)."""
 
-    raw: Mapping[str, str]
-    where: str = ""
+    raw: Mapping[_Str, _Str]
+    where: _Str = ""
 
-    def get(self, key: str, default: str | None = None) -> str | None:
+    def get(self, key: _Str, default: _Str | None = None) -> _Str | None:
         v = self.raw.get(key)
         return default if v is None else v
 
-    def _fail(self, key: str, value: object, expected: str) -> InvalidOptionError:
+    def _fail(self, key: _Str, value: object, expected: _Str) -> InvalidOptionError:
         return InvalidOptionError(key, value, expected, self.where)
 
-    def str(self, key: str, default: str | None = None, fallback_keys: tuple[str, ...] = ()) -> str | None:
+    def str(self, key: _Str, default: _Str | None = None, fallback_keys: tuple[_Str, ...] = ()) -> _Str | None:
         for k in (key, *fallback_keys):
             if k in self.raw:
                 return self.raw[k]
         return default
 
-    def int(self, key: str, default: int | None = None, fallback_keys: tuple[str, ...] = ()) -> int | None:
+    @overload
+    def int(self, key: _Str, default: builtins.int, fallback_keys: tuple[_Str, ...] = ()) -> builtins.int: ...
+    @overload
+    def int(self, key: _Str, default: None = None, fallback_keys: tuple[_Str, ...] = ()) -> builtins.int | None: ...
+
+    def int(self, key, default=None, fallback_keys=()):
+        """The configured integer (a configured 0 wins over the default), else `default`."""
         v = self.str(key, None, fallback_keys)
         if v is None:
             return default
         try:
-            return int(str(v).strip())
+            return builtins.int(str(v).strip())
         except ValueError:
             raise self._fail(key, v, "an integer") from None
 
-    def float(self, key: str, default: float | None = None) -> float | None:
+    def positive_int(self, key: _Str, default: builtins.int, minimum: builtins.int = 1) -> builtins.int:
+        """An integer option that must be >= `minimum` (0 or a negative value is refused, never replaced)."""
+        v = self.int(key, default)
+        if v < minimum:
+            raise self._fail(key, self.raw.get(key), f"an integer >= {minimum}")
+        return v
+
+    @overload
+    def float(self, key: _Str, default: builtins.float) -> builtins.float: ...
+    @overload
+    def float(self, key: _Str, default: None = None) -> builtins.float | None: ...
+
+    def float(self, key, default=None):
         v = self.raw.get(key)
         if v is None:
             return default
         try:
-            return float(v)
+            return builtins.float(v)
         except ValueError:
             raise self._fail(key, v, "a number") from None
 
-    def bool(self, key: str, default: bool = False, fallback_keys: tuple[str, ...] = ()) -> bool:
+    def bool(self, key: _Str, default: _Bool = False, fallback_keys: tuple[_Str, ...] = ()) -> _Bool:
         v = self.str(key, None, fallback_keys)
         if v is None:
             return default
@@ -115,7 +151,12 @@ class Options:
             return s == "true"
         raise self._fail(key, v, "true or false")
 
-    def duration(self, key: str, default: timedelta | None = None) -> timedelta | None:
+    @overload
+    def duration(self, key: _Str, default: timedelta) -> timedelta: ...
+    @overload
+    def duration(self, key: _Str, default: None = None) -> timedelta | None: ...
+
+    def duration(self, key, default=None):
         v = self.raw.get(key)
         if v is None:
             return default
@@ -124,7 +165,12 @@ class Options:
         except InvalidOptionError:
             raise self._fail(key, v, "a duration such as '1 h', '30 min', '1 d'") from None
 
-    def memory(self, key: str, default: int | None = None) -> int | None:
+    @overload
+    def memory(self, key: _Str, default: builtins.int) -> builtins.int: ...
+    @overload
+    def memory(self, key: _Str, default: None = None) -> builtins.int | None: ...
+
+    def memory(self, key, default=None):
         v = self.raw.get(key)
         if v is None:
             return default
@@ -133,7 +179,7 @@ class Options:
         except InvalidOptionError:
             raise self._fail(key, v, "a memory size such as '128 mb'") from None
 
-    def enum(self, key: str, allowed: tuple[str, ...], default: str) -> str:
+    def enum(self, key: _Str, allowed: tuple[_Str, ...], default: _Str) -> _Str:
         v = self.raw.get(key)
         if v is None:
             return default
@@ -145,62 +191,62 @@ class Options:
 
     # ------------------------------------------------------------------ commonly used Paimon options
     @property
-    def bucket(self) -> int:
+    def bucket(self) -> _Int:
         return self.int("bucket", -1)  # type: ignore[return-value]
 
     @property
-    def file_format(self) -> str:
+    def file_format(self) -> _Str:
         return (self.str("file.format", "parquet") or "parquet").lower()
 
     @property
-    def deletion_vectors_enabled(self) -> bool:
+    def deletion_vectors_enabled(self) -> _Bool:
         return self.bool("deletion-vectors.enabled")
 
     @property
-    def bitmap64(self) -> bool:
+    def bitmap64(self) -> _Bool:
         return self.bool("deletion-vectors.bitmap64")
 
     @property
-    def merge_engine(self) -> str:
+    def merge_engine(self) -> _Str:
         return self.enum("merge-engine", ("deduplicate", "partial-update", "aggregation", "first-row"), "deduplicate")
 
     @property
-    def num_levels(self) -> int:
-        trigger = self.int("num-sorted-run.compaction-trigger", 5) or 5
-        return self.int("num-levels", trigger + 1)  # type: ignore[return-value]
+    def num_levels(self) -> _Int:
+        trigger = self.positive_int("num-sorted-run.compaction-trigger", 5)
+        return self.positive_int("num-levels", trigger + 1, minimum=2)
 
-    def target_file_size(self, primary_key: bool) -> int:
+    def target_file_size(self, primary_key: _Bool) -> _Int:
         return self.memory("target-file-size", (128 if primary_key else 256) << 20)  # type: ignore[return-value]
 
     @property
-    def partition_default_name(self) -> str:
+    def partition_default_name(self) -> _Str:
         return self.str("partition.default-name", "__DEFAULT_PARTITION__")  # type: ignore[return-value]
 
     @property
-    def partition_legacy_name(self) -> bool:
+    def partition_legacy_name(self) -> _Bool:
         return self.bool("partition.legacy-name", True)
 
     @property
-    def sequence_fields(self) -> list[str]:
+    def sequence_fields(self) -> list[_Str]:
         v = self.str("sequence.field")
         return [s.strip() for s in v.split(",") if s.strip()] if v else []
 
     @property
-    def changelog_producer(self) -> str:
+    def changelog_producer(self) -> _Str:
         return self.enum("changelog-producer", ("none", "input", "full-compaction", "lookup"), "none")
 
     @property
-    def write_only(self) -> bool:
+    def write_only(self) -> _Bool:
         return self.bool("write-only")
 
     @property
-    def data_file_prefix(self) -> str:
+    def data_file_prefix(self) -> _Str:
         return self.str("data-file.prefix", "data-")  # type: ignore[return-value]
 
     @property
-    def data_path_directory(self) -> str | None:
+    def data_path_directory(self) -> _Str | None:
         return self.str("data-file.path-directory")
 
     @property
-    def index_file_in_data_dir(self) -> bool:
+    def index_file_in_data_dir(self) -> _Bool:
         return self.bool("index-file-in-data-file-dir")

@@ -13,13 +13,25 @@ import io
 import json
 import logging
 import os
+import socket
+import threading
 import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
+from urllib.parse import urlparse
+
+from paimon_ops.errors import PaimonOpsError, UnreachableError
 
 log = logging.getLogger(__name__)
+
+CONNECT_DEFAULT_PORT = 15002
+SPARK_STANDALONE_DEFAULT_PORT = 7077
+# How long a Spark master / Connect server may take to accept a TCP connection, and a session to become usable
+# (PAIMON_OPS_CONNECT_TIMEOUT, or the caller's value): unreachable infrastructure fails fast, never hangs.
+DEFAULT_CONNECT_TIMEOUT_S = float(os.environ.get("PAIMON_OPS_CONNECT_TIMEOUT", "10"))
+DEFAULT_START_TIMEOUT_S = 60.0
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -162,6 +174,82 @@ SPARK_DEFAULTS = {
 LOCAL_SPARK_DEFAULTS = {"spark.driver.bindAddress": "127.0.0.1"}
 
 
+def spark_endpoints(url: str) -> list[tuple[str, int]]:
+    """TCP endpoints to probe for a master / Connect URL; [] when there is nothing to probe (local[*], yarn)."""
+    if url.startswith("sc://"):
+        parsed = urlparse(url.split(";", 1)[0].rstrip("/"))
+        return [(parsed.hostname or "localhost", parsed.port or CONNECT_DEFAULT_PORT)]
+    if url.startswith("spark://"):
+        out = []
+        for hp in url[len("spark://"):].split(","):  # standalone HA: spark://h1:7077,h2:7077
+            host, _, port = hp.strip().rstrip("/").partition(":")
+            try:
+                out.append((host, int(port or SPARK_STANDALONE_DEFAULT_PORT)))
+            except ValueError:
+                raise PaimonOpsError(f"invalid Spark master URL {url!r}: port {port!r} is not a number") from None
+        return out
+    if url.startswith("k8s://"):
+        parsed = urlparse(url[len("k8s://"):] if "://" in url[len("k8s://"):] else "https://" + url[len("k8s://"):])
+        return [(parsed.hostname or "localhost", parsed.port or (443 if parsed.scheme == "https" else 80))]
+    return []
+
+
+def check_spark_reachable(url: str, timeout_s: float | None = None, what: str = "") -> None:
+    """Raise UnreachableError unless at least one TCP endpoint of a `spark://` / `sc://` / `k8s://` URL accepts a
+    connection within `timeout_s` (default PAIMON_OPS_CONNECT_TIMEOUT, 10 s). `what` names it in the caller's words
+    (e.g. `--spark-master`)."""
+    timeout_s = DEFAULT_CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+    endpoints = spark_endpoints(url)
+    if not endpoints:
+        return
+    errors = []
+    for host, port in endpoints:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return
+        except socket.timeout:
+            errors.append(f"{host}:{port}: no answer within {timeout_s:g} s")
+        except OSError as e:
+            errors.append(f"{host}:{port}: {e.strerror or e}")
+    kind = "Spark Connect server" if url.startswith("sc://") else "Spark master"
+    raise UnreachableError(url, "; ".join(errors), f"{kind}{' (' + what + ')' if what else ''}")
+
+
+_STUCK: list[threading.Thread] = []
+
+
+def stuck_start() -> bool:
+    """True when a Spark start-up was abandoned (timed out) and still blocks in a client library: the process can
+    then only end with os._exit (interpreter shutdown would wait for Spark's own clients)."""
+    return any(t.is_alive() for t in _STUCK)
+
+
+def _within(seconds: float, fn: Callable[[], Any], url: str, what: str) -> Any:
+    """Run `fn` (session start-up) in a daemon thread; UnreachableError if it does not finish in time (Spark's own
+    clients retry for minutes)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="paimon-ops-spark-start", daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        _STUCK.append(t)
+        raise UnreachableError(url, f"no usable Spark session within {seconds:g} s", what)
+    if "error" in box:
+        e = box["error"]
+        text = " ".join(str(e).split()) or type(e).__name__
+        if len(text) > 300:
+            text = text[:297] + "..."
+        raise UnreachableError(url, f"Spark did not start: {type(e).__name__}: {text}", what) from None
+    return box.get("value")
+
+
 def local_spark(master: str = "local[*]", app_name: str = "paimon-ops", conf: dict[str, str] | None = None):
     """The embedded default SparkSession (or a session on the given master URL)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -184,20 +272,46 @@ def connect_spark(remote: str):
 
 
 class LazySparkRunner:
-    """Starts (or connects to) Spark only when a task batch actually needs executors."""
+    """Starts (or connects to) Spark only when a task batch actually needs executors. A remote master or Connect
+    server is probed first, and start-up is bounded by `start_timeout_s`: unreachable Spark is a clear
+    UnreachableError naming it (`what`: the caller's flag), never a hang or a JVM stack trace."""
 
     name = "spark"
 
-    def __init__(self, master: str | None = None, remote: str | None = None, spark: Any = None):
+    def __init__(self, master: str | None = None, remote: str | None = None, spark: Any = None,
+                 connect_timeout_s: float | None = None, start_timeout_s: float | None = None,
+                 what: str = ""):
         self.master = master or "local[*]"
         self.remote = remote
         self._spark = spark
         self._runner: SparkRunner | None = None
+        self.connect_timeout_s = DEFAULT_CONNECT_TIMEOUT_S if connect_timeout_s is None else connect_timeout_s
+        self.start_timeout_s = DEFAULT_START_TIMEOUT_S if start_timeout_s is None else start_timeout_s
+        self.what = what
+
+    def probe(self) -> None:
+        """Fail fast (within the connect timeout) if the configured master / Connect server does not answer."""
+        check_spark_reachable(self.remote or self.master, self.connect_timeout_s, self.what)
 
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            self._spark = connect_spark(self.remote) if self.remote else local_spark(self.master)
+            url = self.remote or self.master
+            self.probe()
+            if self.remote:
+                def start() -> Any:
+                    s = connect_spark(self.remote)
+                    s.version  # noqa: B018 - one round trip: the server really is a Connect server
+                    return s
+                limit = self.connect_timeout_s * 3
+            else:
+                def start() -> Any:
+                    return local_spark(self.master)
+                # a local JVM start is no network wait; a cluster must register us within the limit
+                limit = self.start_timeout_s if self.master.startswith("local") else \
+                    max(self.connect_timeout_s * 3, 20.0)
+            kind = "Spark Connect server" if self.remote else "Spark master"
+            self._spark = _within(limit, start, url, f"{kind}{' (' + self.what + ')' if self.what else ''}")
         return self._spark
 
     def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,

@@ -18,12 +18,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.table.table import Catalog, Table
 from paimon_ops.table.writer import TableWriter, create_table
 
 log = logging.getLogger(__name__)
 
 TAG_OPTIONS = {"tag.create-time": "00:30", "tag.create-time-zone": "Europe/Berlin", "tag.num-retained-max": "14"}
+SAMPLE_MARKER = ".paimon-ops-sample"
 RETENTION = {"snapshot.num-retained.min": "3", "snapshot.num-retained.max": "20", "snapshot.time-retained": "1 h"}
 
 
@@ -55,9 +57,21 @@ def _commit(table: Table, clock: _Clock, data: dict, kinds: list[int] | None = N
 def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overwrite: bool = True) -> list[str]:
     """Create the sample tables under `warehouse` and write `rounds` commits of churn to each."""
     root = Path(warehouse)
-    if overwrite and root.exists():
-        shutil.rmtree(root)
+    if root.is_symlink():
+        raise InvalidArgumentError(f"sample warehouse {warehouse} is a symbolic link; give a real directory")
+    if root.exists():
+        if not root.is_dir():
+            raise InvalidArgumentError(f"sample warehouse {warehouse} exists and is not a directory")
+        if any(root.iterdir()):
+            if not (root / SAMPLE_MARKER).is_file():
+                raise InvalidArgumentError(
+                    f"{warehouse} is not empty and was not built by `paimon-ops sample`; refusing to replace it "
+                    "(choose a new or empty directory)")
+            if not overwrite:
+                raise InvalidArgumentError(f"sample warehouse {warehouse} already exists")
+            shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
+    (root / SAMPLE_MARKER).write_text("built by paimon-ops sample; `paimon-ops sample` may replace this directory\n")
     rng = np.random.default_rng(seed)
     today = date.today()
 

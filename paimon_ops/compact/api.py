@@ -7,6 +7,7 @@ latest snapshot when `max_replans` allows.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -14,24 +15,29 @@ from datetime import timedelta
 from typing import Any, Mapping, Sequence
 
 from paimon_ops.compact.dv import DvChanges, rewrite_dv_indexes
-from paimon_ops.compact.model import CompactionPlan, FILE_SOURCE_COMPACT, index_entry_from_json, meta_from_json
+from paimon_ops.compact.model import (
+    COMPACTION_COMMIT,
+    COMPACTION_TASKS,
+    FILE_SOURCE_COMPACT,
+    CompactionPlan,
+    index_entry_from_json,
+    meta_from_json,
+)
 from paimon_ops.compact.planner import open_table, plan_compaction
-from paimon_ops.errors import CommitConflictError, PaimonOpsError
+from paimon_ops.errors import CommitConflictError, CompactionTaskError, PaimonOpsError, StalePlanError
+from paimon_ops.executor import Execution, execute, register_step
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import DATA, INDEX, FileAction, Report
+from paimon_ops.plan import DATA, INDEX, FileAction, Step
+from paimon_ops.report import Report
 from paimon_ops.runner import LocalRunner, Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
-from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
+from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 
 log = logging.getLogger(__name__)
 
 TASK_FUNCTION = "paimon_ops.compact.rewrite.run_compaction_task"
-
-
-class CompactionTaskError(PaimonOpsError):
-    """A compaction task failed on an executor; nothing was committed and its output was removed."""
 
 
 @dataclass
@@ -58,7 +64,10 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     table = open_table(table)
     runner = runner or LocalRunner()
     tasks = [dict(t.to_task(plan.params), task_id=i) for i, t in enumerate(plan.tasks)]
-    results = runner.run(TASK_FUNCTION, table.location, tasks, progress, options=table.io.task_options())
+    # Executors re-open the table from its location: the overrides the driver planned with travel with the tasks,
+    # so the merge engine and writer options are the same on both sides; so do the object-store settings.
+    results = runner.run(TASK_FUNCTION, table.location, tasks, progress,
+                         options={**table.io.task_options(), **table.options_override})
     failed = [(plan.tasks[i], r) for i, r in enumerate(results) if not r.get("ok")]
     if failed:
         _delete_paths(table, [p for r in results if r.get("ok") for p in r.get("paths", [])])
@@ -105,6 +114,39 @@ def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user
         raise
 
 
+# ---------------------------------------------------------------------------------------------- executor steps
+@register_step(COMPACTION_TASKS)
+def _run_tasks(ex: Execution, step: Step) -> None:
+    plan = ex.plan
+    assert isinstance(plan, CompactionPlan)
+    ex.state["compaction"] = execute_plan(ex.table, plan, ex.runner, ex.progress)
+
+
+@register_step(COMPACTION_COMMIT)
+def _commit(ex: Execution, step: Step) -> None:
+    executed: ExecutionResult = ex.state["compaction"]
+    snap, dv = commit_compaction(ex.table, executed, ex.state.get("commit_user"))
+    ex.snapshot_id = snap.id if snap else None
+    plan = executed.plan
+    files_in = [f for t in plan.tasks for f in t.files]
+    ex.done += [FileAction(f.path, DATA, "compacted away", f.file_size) for f in files_in]
+    outs = [m for r in executed.results for m in r["files"]]
+    paths = [p for r in executed.results for p in r.get("paths", [])]
+    ex.written += [FileAction(p, DATA, "written by compaction", m["file_size"]) for p, m in zip(paths, outs)]
+    ex.written += [FileAction(p, INDEX, "deletion vectors of the compacted buckets", ie.file_size)
+                   for p, ie in zip(dv.written_paths, dv.added)]
+    ex.details.update({
+        "live_rows_in": sum(int(r.get("rows_read", 0)) for r in executed.results),
+        "rows_out": sum(m["row_count"] for m in outs), "files_out": len(outs),
+        "bytes_out": sum(m["file_size"] for m in outs),
+        "task_pids": sorted({int(r["pid"]) for r in executed.results if "pid" in r}),
+        "merge_slices": sum(int(r.get("slices", 0)) for r in executed.results),
+        "task_seconds": round(sum(float(r.get("seconds", 0)) for r in executed.results), 3),
+        "dv_index_files_replaced": len(dv.deleted), "dv_index_files_written": len(dv.added),
+        "deletion_vectors_dropped": dv.dropped_vectors,
+    })
+
+
 def compact(
     table: Table | str,
     mode: str = "full",
@@ -125,7 +167,8 @@ def compact(
     commit_user: str | None = None,
     now_millis: int | None = None,
 ) -> Report:
-    """Plan, execute and commit a compaction; returns what was done (see `plan_compaction` for the modes)."""
+    """Plan, execute and commit a compaction; returns what was done (see `plan_compaction` for the modes). On a
+    conflict the run aborts, or plans again on the new latest snapshot up to `max_replans` times."""
     table = open_table(table)
     started = time.time()
     replans = 0
@@ -134,63 +177,21 @@ def compact(
                                threshold=threshold, partition_idle_time=partition_idle_time, min_files=min_files,
                                buckets=buckets, memory_budget=memory_budget, force=force, now_millis=now_millis)
         if dry_run or not plan.tasks:
-            return _report(table, plan, None, None, None, started, dry_run, replans)
-        executed = execute_plan(table, plan, runner, progress)
+            report = plan.dry_run_report(time.time() - started)
+            return dataclasses.replace(report, dry_run=dry_run, details={**report.details, "replans": replans})
         try:
-            snap, dv = commit_compaction(table, executed, commit_user)
-        except CommitConflictError as e:
+            report = execute(plan, table, runner=runner, progress=progress, state={"commit_user": commit_user})
+        except (CommitConflictError, StalePlanError) as e:
             if replans >= max_replans:
                 log.warning("compaction of %s aborted: %s", table.identifier, e)
                 raise
             replans += 1
-            log.info("compaction of %s conflicted (%s); re-planning (%d/%d)", table.identifier, e.detail, replans,
+            log.info("compaction of %s conflicted (%s); re-planning (%d/%d)", table.identifier, e, replans,
                      max_replans)
             continue
-        return _report(table, plan, executed, snap, dv, started, False, replans)
-
-
-def _report(table: Table, plan: CompactionPlan, executed: ExecutionResult | None, snap: Snapshot | None,
-            dv: DvChanges | None, started: float, dry_run: bool, replans: int) -> Report:
-    files_in = [f for t in plan.tasks for f in t.files]
-    details: dict[str, Any] = {
-        "mode": plan.mode, "base_snapshot": plan.base_snapshot, "tasks": len(plan.tasks),
-        "buckets": len({(t.partition, t.bucket) for t in plan.tasks}),
-        "files_in": len(files_in), "bytes_in": sum(f.file_size for f in files_in),
-        "rows_in": sum(f.row_count for f in files_in), "replans": replans,
-    }
-    files: list[FileAction] = [FileAction(f.path, DATA, "compacted away", f.file_size) for f in files_in]
-    written: dict[str, int] = {}
-    written_bytes: dict[str, int] = {}
-    if executed is not None:
-        outs = [m for r in executed.results for m in r["files"]]
-        details["live_rows_in"] = sum(int(r.get("rows_read", 0)) for r in executed.results)
-        details["rows_out"] = sum(m["row_count"] for m in outs)
-        details["files_out"] = len(outs)
-        details["bytes_out"] = sum(m["file_size"] for m in outs)
-        details["task_pids"] = sorted({int(r["pid"]) for r in executed.results if "pid" in r})
-        details["merge_slices"] = sum(int(r.get("slices", 0)) for r in executed.results)
-        details["task_seconds"] = round(sum(float(r.get("seconds", 0)) for r in executed.results), 3)
-        written = {DATA: len(outs)}
-        written_bytes = {DATA: details["bytes_out"]}
-        paths = [p for r in executed.results for p in r.get("paths", [])]
-        sizes = [m["file_size"] for r in executed.results for m in r["files"]]
-        files += [FileAction(p, DATA, "written by compaction", s) for p, s in zip(paths, sizes)]
-    if dv is not None:
-        details["dv_index_files_replaced"] = len(dv.deleted)
-        details["dv_index_files_written"] = len(dv.added)
-        details["deletion_vectors_dropped"] = dv.dropped_vectors
-        if dv.added:
-            written[INDEX] = len(dv.added)
-            written_bytes[INDEX] = sum(ie.file_size for ie in dv.added)
-    if plan.details.get("dv_ratios") is not None:
-        details["dv_ratio_threshold"] = plan.details.get("dv_ratio_threshold")
-    return Report(
-        operation="compact", table=table.identifier, dry_run=dry_run, duration_s=round(time.time() - started, 3),
-        deleted={DATA: len(files_in)} if files_in else {},
-        deleted_bytes={DATA: details["bytes_in"]} if files_in else {},
-        written=written, written_bytes=written_bytes, snapshot_id=snap.id if snap else None, details=details,
-        files=tuple(files), warnings=plan.warnings)
+        return dataclasses.replace(report, duration_s=round(time.time() - started, 3),
+                                   details={**report.details, "replans": replans})
 
 
 __all__ = ["compact", "plan_compaction", "execute_plan", "commit_compaction", "CompactionTaskError",
-           "ExecutionResult", "TASK_FUNCTION"]
+           "ExecutionResult", "TASK_FUNCTION", "CompactionPlan"]

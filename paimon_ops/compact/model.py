@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Mapping
 
 from paimon_ops.format.manifest import DataFileMeta, DeletionVectorMeta, IndexManifestEntry, SimpleStats
-from paimon_ops.plan import Plan
+from paimon_ops.plan import Plan, Precondition, declare_step_action
 
 # Task kinds.
 MERGE = "merge"        # PK: k-way merge of all files of a bucket through the merge engine -> output level
@@ -135,35 +135,62 @@ class CompactionTask:
         return d
 
 
+# Steps of a compaction plan: the tasks (on the runner), then the one COMPACT commit.
+COMPACTION_TASKS = "compaction-tasks"
+COMPACTION_COMMIT = "compaction-commit"
+declare_step_action(COMPACTION_TASKS, deletes=True, verb="would replace")
+
+
 @dataclass(frozen=True)
 class CompactionPlan(Plan):
-    """What a compaction would do: tasks (partition, bucket, input files, why) on top of the common Plan."""
+    """What a compaction would do: tasks (partition, bucket, input files, why), then one COMPACT commit. Its
+    input files are what the plan "deletes" (they leave the table with the commit; expiry reclaims them)."""
+
+    operation: ClassVar[str] = "compact"
 
     mode: str = "full"
     tasks: tuple[CompactionTask, ...] = ()
-    params: dict[str, Any] = field(default_factory=dict)   # target sizes etc. passed to every task
+    params: Mapping[str, Any] = field(default_factory=dict)   # target sizes etc. passed to every task
     # DV index files of the touched buckets at plan time (JSON): rewritten without our files at commit, and
     # checked to be unchanged (a concurrent writer's new deletions on our inputs would otherwise be lost).
-    index_entries: tuple[dict, ...] = ()
+    index_entries: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def is_empty(self) -> bool:
         return not self.tasks
 
-    def summary(self) -> str:  # type: ignore[override]
-        lines = [f"compaction ({self.mode}) on {self.table} (base snapshot {self.base_snapshot}): "
-                 f"{len(self.tasks)} task(s)"]
-        for t in self.tasks:
-            level = "keep level" if t.output_level is None else f"-> level {t.output_level}"
-            lines.append(f"  {t.kind:<7} {t.partition_spec or '{}'} bucket {t.bucket}: {len(t.files)} file(s), "
-                         f"{t.rows_in} rows, {t.bytes_in} bytes, {level}; {t.why}")
-        if not self.tasks:
-            lines.append("  nothing to do")
-        lines += [f"  warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
 
-    __str__ = summary
+@dataclass(frozen=True)
+class InputsLive(Precondition):
+    """Every input file is still live in the latest snapshot and the deletion vectors of the touched buckets are the
+    ones planned with (another job compacted, or deleted rows, meanwhile)."""
+
+    kind: ClassVar[str] = "inputs-live"
+    files: tuple[tuple[str, int, str], ...]        # (partition hex, bucket, file name)
+    dv_index_files: tuple[str, ...] = ()
+
+    def check(self, table: Any) -> str | None:
+        from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
+        latest = table.snapshots.latest()
+        if latest is None:
+            return "the table has no snapshot any more"
+        scanner = TableScanner(table)
+        live = {(e.partition.hex(), e.bucket, e.file.file_name) for e in scanner.live_entries(latest).values()}
+        gone = [f for f in self.files if tuple(f) not in live]
+        if gone:
+            more = f" and {len(gone) - 1} more" if len(gone) > 1 else ""
+            return f"input {gone[0][2]} (bucket {gone[0][1]}){more} is no longer live: another job compacted it"
+        touched = {(p, b) for p, b, _ in self.files}
+        now_dv = sorted(ie.file_name for ie in scanner.index_entries(latest)
+                        if ie.index_type == DELETION_VECTORS and (ie.partition.hex(), ie.bucket) in touched)
+        if now_dv != sorted(self.dv_index_files):
+            return "the deletion vectors of a bucket to compact changed (rows were deleted meanwhile)"
+        return None
+
+    def describe(self) -> str:
+        return f"{len(self.files)} input file(s) still live, deletion vectors unchanged"
 
 
 __all__ = ["MERGE", "REWRITE", "CONCAT", "SORT", "FILE_SOURCE_COMPACT", "InputFile", "CompactionTask",
-           "CompactionPlan", "meta_to_json", "meta_from_json", "index_entry_to_json", "index_entry_from_json"]
+           "CompactionPlan", "InputsLive", "COMPACTION_TASKS", "COMPACTION_COMMIT",
+           "meta_to_json", "meta_from_json", "index_entry_to_json", "index_entry_from_json"]

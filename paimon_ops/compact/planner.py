@@ -12,19 +12,32 @@ Modes:
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Mapping, Sequence
 
 from paimon_ops.compact.filters import PartitionPredicate, partition_predicate
-from paimon_ops.compact.model import (CONCAT, MERGE, REWRITE, SORT, CompactionPlan, CompactionTask, InputFile,
-                                      index_entry_to_json, meta_to_json)
+from paimon_ops.compact.model import (
+    COMPACTION_COMMIT,
+    COMPACTION_TASKS,
+    CONCAT,
+    MERGE,
+    REWRITE,
+    SORT,
+    CompactionPlan,
+    CompactionTask,
+    InputFile,
+    InputsLive,
+    index_entry_to_json,
+    meta_to_json,
+)
 from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
-from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError, UnsupportedError
+from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError, UnsupportedError, arg
 from paimon_ops.options import parse_duration
-from paimon_ops.plan import DATA, FileAction
+from paimon_ops.plan import DATA, FileAction, PlanBuilder
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis
@@ -61,7 +74,7 @@ def dv_ratio_threshold(table: Table, threshold: float | None) -> float:
         if t is None:
             t = opts.float("compaction.delete-ratio-threshold", DEFAULT_DV_RATIO)
     if not 0.0 <= t <= 1.0:
-        raise InvalidArgumentError(f"dv-ratio threshold must be within [0, 1], got {t}")
+        raise InvalidArgumentError(f"{arg('threshold')} must be within [0, 1], got {t}")
     return t  # type: ignore[return-value]
 
 
@@ -110,13 +123,13 @@ def plan_compaction(
     """Plan a compaction (reads metadata only). See the module docstring for the modes."""
     table = open_table(table)
     if mode not in MODES:
-        raise InvalidArgumentError(f"unknown compaction mode {mode!r}; use one of {', '.join(MODES)}")
+        raise InvalidArgumentError(f"unknown compaction {arg('mode')} {mode!r}; use one of {', '.join(MODES)}")
     opts = table.options
     if opts.write_only and not force:
         raise UnsafeOperationError(
             f"{table.identifier} has write-only=true: its writers never compact, which means a dedicated compaction "
-            "job is declared for it elsewhere; two compactors on one bucket conflict. Pass force=True to compact "
-            "anyway.")
+            f"job is declared for it elsewhere; two compactors on one bucket conflict. Pass {arg('force', True)} to "
+            "compact anyway.")
     pk = table.is_primary_key
     schema = table.schema
     warnings: list[str] = []
@@ -137,29 +150,30 @@ def plan_compaction(
         if isinstance(order_by, str):
             order_by = [c.strip() for c in order_by.split(",") if c.strip()]
         if not order_by:
-            raise InvalidArgumentError("sort compaction needs order_by columns")
+            raise InvalidArgumentError(f"sort compaction needs {arg('order_by')} columns")
         bad = [c for c in order_by if c in schema.partition_keys]
         if bad:
-            raise InvalidArgumentError(f"order_by must not contain partition columns {bad}")
+            raise InvalidArgumentError(f"{arg('order_by')} must not contain partition columns {bad}")
         unknown = [c for c in order_by if c not in schema.field_names]
         if unknown:
-            raise InvalidArgumentError(f"order_by columns {unknown} do not exist in {table.identifier}")
+            raise InvalidArgumentError(f"{arg('order_by')} columns {unknown} do not exist in {table.identifier}")
         if strategy not in STRATEGIES:
-            raise InvalidArgumentError(f"unknown sort strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+            raise InvalidArgumentError(f"unknown sort {arg('strategy')} {strategy!r}; use one of {', '.join(STRATEGIES)}")
         if partition_idle_time is not None:
-            raise InvalidArgumentError("partition_idle_time cannot be combined with sort compaction (as in Paimon)")
+            raise InvalidArgumentError(f"{arg('partition_idle_time')} cannot be combined with sort compaction (as in Paimon)")
     elif mode == "small-files" and pk:
-        raise UnsupportedError("small-files compaction is for append tables; use mode='full' for primary-key tables")
+        raise UnsupportedError(f"small-files compaction is for append tables; use {arg('mode', 'full')} for primary-key "
+                               "tables")
     order_by = tuple(order_by or ())
 
     if memory_budget is None:  # our option, like Paimon's dotted names; the argument wins
         memory_budget = opts.memory("compaction.memory-budget")
     if memory_budget is not None and memory_budget <= 0:
-        raise InvalidArgumentError(f"memory_budget must be positive, got {memory_budget}")
+        raise InvalidArgumentError(f"{arg('memory_budget')} must be positive, got {memory_budget}")
     snapshot = table.snapshots.latest()
-    base = dict(operation="compact", table=table.identifier, mode=mode, warnings=tuple(warnings))
     if snapshot is None:
-        return CompactionPlan(base_snapshot=None, details={"reason": "table has no snapshot"}, **base)
+        return dataclasses.replace(PlanBuilder().build(CompactionPlan, table, {"reason": "table has no snapshot"},
+                                                       base_snapshot=None, warnings=warnings), mode=mode)
     scanner = TableScanner(table)
     result = scanner.scan(snapshot)
 
@@ -202,9 +216,9 @@ def plan_compaction(
     num_levels = max([opts.num_levels] + [f.level + 1 for f in result.files])
     max_level = num_levels - 1
     target = opts.target_file_size(pk)
-    small_ratio = opts.float("compaction.small-file-ratio", 0.7) or 0.7
-    min_file_num = min_files if min_files is not None else (opts.int("compaction.min.file-num", 5) or 5)
-    open_cost = opts.memory("split.open-file-cost", 4 << 20) or 0
+    small_ratio = opts.float("compaction.small-file-ratio", 0.7)
+    min_file_num = min_files if min_files is not None else opts.positive_int("compaction.min.file-num", 5)
+    open_cost = opts.memory("split.open-file-cost", 4 << 20)
     force_all = opts.bool("compaction.force-rewrite-all-files")
     ratios_files: list[dict[str, Any]] = []
     ratios_buckets: list[dict[str, Any]] = []
@@ -265,7 +279,7 @@ def plan_compaction(
         skip_total = sum(skipped.values())
         log.info("compaction of %s: nothing to do (%d buckets skipped)", table.identifier, skip_total)
     wspec = DataFileWriteSpec.of(table, scanner)
-    target_rows = opts.int("target-file-row-num", LONG_MAX) or LONG_MAX
+    target_rows = opts.positive_int("target-file-row-num", LONG_MAX)
     # A file can only roll at a row-group boundary: keep row groups (Arrow bytes, ~2-4x the compressed size)
     # near the target size, and within a quarter of the memory budget.
     row_group = min(DEFAULT_ROW_GROUP_BYTES, max(64 << 10, 2 * target))
@@ -277,11 +291,17 @@ def plan_compaction(
     touched = {(bytes.fromhex(t.partition), t.bucket) for t in tasks}
     index_entries = tuple(index_entry_to_json(ie) for ie in result.index_entries
                           if ie.index_type == DELETION_VECTORS and (ie.partition, ie.bucket) in touched)
-    deletes = tuple(FileAction(f.path, DATA, f"compacted: {t.why}", f.file_size) for t in tasks for f in t.files)
-    writes = tuple(FileAction(scanner.bucket_dir(bytes.fromhex(t.partition), t.bucket), DATA,
-                              f"new files ({t.kind}, {t.rows_in} rows in" +
-                              (f", level {t.output_level})" if t.output_level is not None else ")"))
-                   for t in tasks)
+    pb = PlanBuilder()
+    pb.step(f"rewrite ({len(tasks)} task(s))", COMPACTION_TASKS)
+    for t in tasks:
+        pb.add_all(FileAction(f.path, DATA, f"compacted: {t.why}", f.file_size) for f in t.files)
+        pb.creates(FileAction(scanner.bucket_dir(bytes.fromhex(t.partition), t.bucket), DATA,
+                             f"new files ({t.kind}, {t.rows_in} rows in"
+                             + (f", level {t.output_level})" if t.output_level is not None else ")")))
+    pb.step("commit", COMPACTION_COMMIT, keep_empty=bool(tasks))
+    if tasks:
+        pb.require(InputsLive(tuple((t.partition, t.bucket, f.name) for t in tasks for f in t.files),
+                             tuple(d["file_name"] for d in index_entries)))
     details: dict[str, Any] = {
         "tasks": len(tasks), "buckets": len(touched), "files_in": sum(len(t.files) for t in tasks),
         "rows_in": sum(t.rows_in for t in tasks), "bytes_in": sum(t.bytes_in for t in tasks),
@@ -290,8 +310,8 @@ def plan_compaction(
     if mode == "dv-ratio" or ratios_files:
         details["dv_ratio_threshold"] = thr
         details["dv_ratios"] = {"files": ratios_files, "buckets": ratios_buckets}
-    return CompactionPlan(base_snapshot=snapshot.id, deletes=deletes, writes=writes, details=details, tasks=tuple(tasks),
-                          params=params, index_entries=index_entries, **base)
+    return dataclasses.replace(pb.build(CompactionPlan, table, details, base_snapshot=snapshot.id, warnings=warnings),
+                               mode=mode, tasks=tuple(tasks), params=params, index_entries=index_entries)
 
 
 def _bin_pack(infos: list[_FileInfo], target: int, small_ratio: float, min_files: int, open_cost: int,

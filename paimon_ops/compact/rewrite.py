@@ -51,7 +51,7 @@ class _Ctx:
     """Per-task state on the executor: the table, a scanner for paths, and a DV loader with a tiny cache."""
 
     def __init__(self, table_location: str, task: dict[str, Any]):
-        self.table = Table(table_location)
+        self.table = Table(table_location, options_override=task.get("_options"))
         self.scanner = TableScanner(self.table)
         self.task = task
         self.partition = bytes.fromhex(task["partition"])
@@ -258,7 +258,7 @@ def _sort_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
     if parts:
         data = pa.concat_tables(parts).drop_columns([SEQUENCE_NUMBER])
         idx = sort_indices(data, list(task["order_by"]), task.get("strategy") or "order",
-                           ctx.table.options.int("zorder.var-length-contribution", 8) or 8)
+                           ctx.table.options.positive_int("zorder.var-length-contribution", 8))
         data = data.take(idx)
         start = min(meta_from_json(f.meta).min_sequence_number for f in files)
         data = data.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),

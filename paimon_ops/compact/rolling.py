@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from paimon_ops.format import manifest as mf
 from paimon_ops.format import stats as st
-from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND, _prepare_for_write, _timestamp_precisions
+from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND, DataFileWriter, validate_write_options
 from paimon_ops.format.manifest import DataFileMeta
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -25,10 +25,6 @@ from paimon_ops.table.writer import FileNamer, local_now_as_utc_millis
 
 log = logging.getLogger(__name__)
 
-_PARQUET_CODECS = {"zstd": "ZSTD", "zst": "ZSTD", "snappy": "SNAPPY", "gzip": "GZIP", "gz": "GZIP", "lz4": "LZ4",
-                   "brotli": "BROTLI", "none": "NONE", "uncompressed": "NONE"}
-_ORC_CODECS = {"zstd": "ZSTD", "zst": "ZSTD", "snappy": "SNAPPY", "zlib": "ZLIB", "lz4": "LZ4", "none": "UNCOMPRESSED",
-               "uncompressed": "UNCOMPRESSED"}
 _EXT = {"parquet": ".parquet", "orc": ".orc"}
 
 
@@ -56,10 +52,10 @@ def _extremes(chunk: pa.Table, names: list[str], types: list) -> pa.Table:
     cols = []
     for name, t in zip(names, types):
         col = chunk.column(name)
-        if not st._has_minmax(t) or col.null_count == len(col):
+        if not st.has_minmax(t) or col.null_count == len(col):
             cols.append(pa.nulls(2, col.type))
         elif t.root in ("FLOAT", "DOUBLE"):
-            mn, mx = st._float_min_max(col)
+            mn, mx = st.float_min_max(col)
             cols.append(pa.array([mn, mx], col.type))
         else:
             mm = pc.min_max(col)
@@ -82,6 +78,7 @@ class RollingWriter:
         self.file_source = file_source
         self.pk = table.is_primary_key
         self.options = dict(table.options.raw)
+        validate_write_options(params.fmt, self.options)  # refuse a bad codec before the first file is opened
         self.namer = namer or FileNamer(table.options.data_file_prefix, _EXT[params.fmt])
         self.names = self.schema.field_names
         self.types = [f.type for f in self.schema.fields]
@@ -142,6 +139,7 @@ class RollingWriter:
         self._name, self._path = name, path
         self.paths.append(path)
         self._sink = self.table.io.open_output(path)
+        self._writer = DataFileWriter(self._sink, self.params.fmt, self.schema, self.options, self.pk)
         self._open = True
         self._file_rows = 0
         self._extremes: list[pa.Table] = []
@@ -151,28 +149,8 @@ class RollingWriter:
         self._min_seq: int | None = None
         self._max_seq: int | None = None
         self._deletes = 0
-        self._writer: Any = None
 
     _file_rows = 0
-
-    def _physical_writer(self, schema: pa.Schema):
-        fmt = self.params.fmt
-        opts = self.options
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-            codec_name = str(opts.get("file.compression", "zstd")).strip().lower()
-            codec = _PARQUET_CODECS.get(codec_name, "ZSTD")
-            level = int(opts.get("file.compression.zstd-level", 1)) if codec == "ZSTD" else None
-            precisions = [p for f in self.schema.fields for p in _timestamp_precisions(f.type)]
-            int96 = bool(precisions) and all(p > 6 for p in precisions)
-            # Same settings as format.datafile._write_parquet (what Java 0.9+ reads).
-            return pq.ParquetWriter(self._sink, schema, version="2.6", compression=codec, compression_level=level,
-                                    use_dictionary=True, write_statistics=True, data_page_version="1.0",
-                                    use_deprecated_int96_timestamps=int96, store_decimal_as_integer=True,
-                                    use_compliant_nested_type=True, store_schema=False)
-        import pyarrow.orc as orc
-        codec_name = str(opts.get("orc.compress", opts.get("file.compression", "zstd"))).strip().lower()
-        return orc.ORCWriter(self._sink, compression=_ORC_CODECS.get(codec_name, "ZSTD"))
 
     def _flush_row_group(self) -> None:
         if not self._pending_rows:
@@ -181,15 +159,7 @@ class RollingWriter:
         self._pending, self._pending_bytes, self._pending_rows = [], 0, 0
         if not self._open:
             self._start_file()
-        physical = _prepare_for_write(data, self.schema, self.pk)
-        if self.params.fmt == "orc":
-            physical = _orc_compatible(physical)
-        if self._writer is None:
-            self._writer = self._physical_writer(physical.schema)
-        if self.params.fmt == "parquet":
-            self._writer.write_table(physical, row_group_size=physical.num_rows)
-        else:
-            self._writer.write(physical)
+        self._writer.write(data)
         self._track(data)
 
     def _track(self, data: pa.Table) -> None:
@@ -241,20 +211,6 @@ class RollingWriter:
             file_source=self.file_source, value_stats_cols=stats_cols, external_path=None, first_row_id=None,
             write_cols=None, write_cols_sequences=None))
         self._file_rows = 0
-
-
-def _orc_compatible(data: pa.Table) -> pa.Table:
-    """The Arrow ORC writer has no TIME type; Java stores TIME as ORC int (millis of day) anyway."""
-    if not any(pa.types.is_time(f.type) for f in data.schema):
-        return data
-    cols, fields = [], []
-    for f, c in zip(data.schema, data.columns):
-        if pa.types.is_time(f.type):
-            c = c.cast(pa.int32())
-            f = pa.field(f.name, pa.int32(), f.nullable, f.metadata)
-        cols.append(c)
-        fields.append(f)
-    return pa.Table.from_arrays(cols, schema=pa.schema(fields))
 
 
 __all__ = ["RollingWriter", "WriteParams"]

@@ -23,7 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_ops.errors import (
-    CorruptMetadataError, InvalidArgumentError, InvalidOptionError, PaimonOpsError, UnsupportedError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    PaimonOpsError,
+    UnsupportedError,
 )
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import DataField, DataType, arrow_field, to_arrow_type
@@ -274,82 +278,118 @@ def write_data_file(
     `table` holds the columns of the physical layout (``_KEY_*`` may be omitted: they are copied from the value
     columns). Rows must already be in file order (sorted by key for PK files).
     """
-    pk = bool(schema.primary_keys) if primary_key is None else primary_key
-    data = _prepare_for_write(table, schema, pk)
-    fmt = fmt.lower()
-    if fmt == "parquet":
-        _write_parquet(data, sink, schema, options)
-    elif fmt == "orc":
-        _write_orc(data, sink, options)
-    elif fmt == "avro":
+    w = DataFileWriter(sink, fmt, schema, options, primary_key)
+    try:
+        w.write(table, whole_file=True)
+    finally:
+        w.close()
+
+
+class DataFileWriter:
+    """The one writer of data files (the table writer's whole files and compaction's streamed row groups): the
+    physical layout, the codecs and the Parquet/ORC settings Java 0.9+ reads, chunk by chunk.
+
+    Options are validated when the writer is created, so an unknown codec is refused before any file is opened
+    elsewhere (`validate_write_options`)."""
+
+    def __init__(self, sink: Any, fmt: str, schema: TableSchema, options: dict[str, str],
+                 primary_key: bool | None = None):
+        self.fmt = validate_write_options(fmt, options)
+        self.sink = sink
+        self.schema = schema
+        self.options = options
+        self.pk = bool(schema.primary_keys) if primary_key is None else primary_key
+        self._writer: Any = None
+
+    def write(self, table: pa.Table, whole_file: bool = False) -> None:
+        """Append rows in file order: one row group (Parquet) / stripe input (ORC) per call, or — `whole_file` —
+        split into row groups of `parquet.block.size` as Java does for a whole file."""
+        data = _prepare_for_write(table, self.schema, self.pk)
+        if self.fmt == "orc":
+            data = orc_compatible(data)
+        if self._writer is None:
+            self._writer = self._open(data.schema)
+        if self.fmt == "parquet":
+            rows = data.num_rows
+            group = rows or 1
+            if whole_file:
+                limit = _size_option(self.options, "parquet.block.size", _DEFAULT_ROW_GROUP_BYTES)
+                if rows and data.nbytes > limit:
+                    group = max(1, int(rows * limit / data.nbytes))
+            self._writer.write_table(data, row_group_size=group)
+        else:
+            self._writer.write(data)
+
+    def close(self) -> None:
+        if self._writer is None:  # an empty file still needs its footer
+            self._writer = self._open(file_arrow_schema(self.schema, self.pk) if self.fmt == "parquet"
+                                      else orc_compatible_schema(file_arrow_schema(self.schema, self.pk)))
+        self._writer.close()
+
+    def _open(self, arrow_schema: pa.Schema) -> Any:
+        codec, level = compression_of(self.fmt, self.options)
+        if self.fmt == "parquet":
+            import pyarrow.parquet as pq
+            # TIMESTAMP(7..9) is INT96 in Java (0.9–1.1 readers accept nothing else), but pyarrow can only switch
+            # INT96 on for every timestamp column. Use it when all timestamps are p > 6; otherwise p > 6 columns
+            # become INT64 NANOS (readable by Java 1.2+ only) and p <= 6 columns keep the exact Java mapping.
+            precisions = [p for f in self.schema.fields for p in _timestamp_precisions(f.type)]
+            int96 = bool(precisions) and all(p > 6 for p in precisions)
+            return pq.ParquetWriter(
+                self.sink, arrow_schema,
+                version="2.6",  # TIMESTAMP(MILLIS/MICROS) logical types, INT(8/16) annotations
+                compression=codec, compression_level=level,
+                use_dictionary=True, write_statistics=True,
+                data_page_size=_size_option(self.options, "parquet.page.size", _DEFAULT_PAGE_BYTES),
+                data_page_version="1.0",
+                use_deprecated_int96_timestamps=int96,
+                # Java 0.9 cannot read DECIMAL(p<=18) stored as FIXED_LEN_BYTE_ARRAY: INT32 for p<=9, INT64 for p<=18.
+                store_decimal_as_integer=True,
+                use_compliant_nested_type=True,  # 3-level LIST with `element`, MAP `key_value` as Java writes
+                store_schema=False,  # no ARROW:schema blob; Java writes only the Parquet schema
+            )
+        import pyarrow.orc as orc
+        stripe = _size_option(self.options, "orc.stripe.size", 64 * 1024 * 1024)
+        return orc.ORCWriter(self.sink, compression=codec, stripe_size=stripe)
+
+
+def validate_write_options(fmt: str, options: dict[str, str]) -> str:
+    """The data file format to write, with its codec options checked (InvalidOptionError names the option)."""
+    fmt = str(fmt).lower()
+    if fmt == "avro":
         raise UnsupportedError("writing Avro data files is not supported; use parquet or orc")
-    else:
+    if fmt not in ("parquet", "orc"):
         raise UnsupportedError(f"data file format {fmt!r} is not supported (parquet, orc)")
+    compression_of(fmt, options)
+    return fmt
 
 
-def _write_parquet(data: pa.Table, sink: Any, schema: TableSchema, options: dict[str, str]) -> None:
-    import pyarrow.parquet as pq
-
-    codec_name = str(options.get("file.compression", "zstd")).strip().lower()
-    codec = _PARQUET_CODECS.get(codec_name)
+def compression_of(fmt: str, options: dict[str, str]) -> tuple[str, int | None]:
+    """(Arrow codec name, level) for `file.compression` (`orc.compress` first for ORC), as Paimon spells them."""
+    if fmt == "orc":
+        key = "orc.compress" if "orc.compress" in options else "file.compression"
+        codecs = _ORC_CODECS
+    else:
+        key, codecs = "file.compression", _PARQUET_CODECS
+    name = str(options.get(key, "zstd")).strip().lower()
+    codec = codecs.get(name)
     if codec is None:
-        raise InvalidOptionError("file.compression", codec_name, "one of " + ", ".join(sorted(_PARQUET_CODECS)))
-    level = _int_option(options, "file.compression.zstd-level", 1) if codec == "ZSTD" else None
-    # TIMESTAMP(7..9) is INT96 in Java (0.9–1.1 readers accept nothing else), but pyarrow can only switch INT96 on
-    # for every timestamp column. Use it when all timestamps are p > 6; otherwise p > 6 columns become INT64 NANOS
-    # (readable by Java 1.2+ only) and p <= 6 columns keep the exact Java mapping.
-    precisions = [p for f in schema.fields for p in _timestamp_precisions(f.type)]
-    int96 = bool(precisions) and all(p > 6 for p in precisions)
-    row_group_bytes = _size_option(options, "parquet.block.size", _DEFAULT_ROW_GROUP_BYTES)
-    page_bytes = _size_option(options, "parquet.page.size", _DEFAULT_PAGE_BYTES)
-    rows = data.num_rows
-    row_group_rows = rows or 1
-    if rows and data.nbytes > row_group_bytes:
-        row_group_rows = max(1, int(rows * row_group_bytes / data.nbytes))
-    writer = pq.ParquetWriter(
-        sink,
-        data.schema,
-        version="2.6",  # TIMESTAMP(MILLIS/MICROS) logical types, INT(8/16) annotations
-        compression=codec,
-        compression_level=level,
-        use_dictionary=True,
-        write_statistics=True,
-        data_page_size=page_bytes,
-        data_page_version="1.0",
-        use_deprecated_int96_timestamps=int96,
-        # Java 0.9 cannot read DECIMAL(p<=18) stored as FIXED_LEN_BYTE_ARRAY: INT32 for p<=9, INT64 for p<=18.
-        store_decimal_as_integer=True,
-        use_compliant_nested_type=True,  # 3-level LIST with `element`, MAP `key_value` as Java writes
-        store_schema=False,  # no ARROW:schema blob; Java writes only the Parquet schema
-    )
-    try:
-        writer.write_table(data, row_group_size=row_group_rows)
-    finally:
-        writer.close()
+        raise InvalidOptionError(key, options.get(key), "one of " + ", ".join(sorted(codecs)))
+    level = _int_option(options, "file.compression.zstd-level", 1) if codec == "ZSTD" and fmt == "parquet" else None
+    return codec, level
 
 
-def _write_orc(data: pa.Table, sink: Any, options: dict[str, str]) -> None:
-    import pyarrow.orc as orc
+def orc_compatible_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, pa.int32(), f.nullable, f.metadata) if pa.types.is_time(f.type) else f
+                      for f in schema])
 
-    codec_name = str(options.get("orc.compress", options.get("file.compression", "zstd"))).strip().lower()
-    codec = _ORC_CODECS.get(codec_name)
-    if codec is None:
-        raise InvalidOptionError("file.compression", codec_name, "one of " + ", ".join(sorted(_ORC_CODECS)))
-    # The Arrow ORC writer has no TIME type; Java stores TIME as ORC `int` (millis of day) anyway.
-    cols, fields = [], []
-    for field, col in zip(data.schema, data.columns):
-        if pa.types.is_time(field.type):
-            col = col.cast(pa.int32())
-            field = pa.field(field.name, pa.int32(), field.nullable, field.metadata)
-        cols.append(col)
-        fields.append(field)
-    data = pa.Table.from_arrays(cols, schema=pa.schema(fields))
-    stripe = _size_option(options, "orc.stripe.size", 64 * 1024 * 1024)
-    writer = orc.ORCWriter(sink, compression=codec, stripe_size=stripe)
-    try:
-        writer.write(data)
-    finally:
-        writer.close()
+
+def orc_compatible(data: pa.Table) -> pa.Table:
+    """The Arrow ORC writer has no TIME type; Java stores TIME as ORC `int` (millis of day) anyway."""
+    if not any(pa.types.is_time(f.type) for f in data.schema):
+        return data
+    cols = [c.cast(pa.int32()) if pa.types.is_time(f.type) else c for f, c in zip(data.schema, data.columns)]
+    return pa.Table.from_arrays(cols, schema=orc_compatible_schema(data.schema))
 
 
 # ---------------------------------------------------------------- reading: column resolution

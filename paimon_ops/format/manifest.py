@@ -27,6 +27,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import fastavro
 
 from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, UnsupportedError
+from paimon_ops.format.names import is_plain_name, require_plain_name
 
 __all__ = [
     "SimpleStats",
@@ -643,7 +644,8 @@ def read_manifest_list(data: bytes, path: str) -> tuple[list[ManifestFileMeta], 
                 _check_version(r["_VERSION"], MANIFEST_VERSION, path, "manifest list")
             g = r.get
             out.append(ManifestFileMeta(
-                r["_FILE_NAME"], r["_FILE_SIZE"], r["_NUM_ADDED_FILES"], r["_NUM_DELETED_FILES"],
+                require_plain_name(r["_FILE_NAME"], path, "manifest file name"), r["_FILE_SIZE"],
+                r["_NUM_ADDED_FILES"], r["_NUM_DELETED_FILES"],
                 _stats(r["_PARTITION_STATS"]), r["_SCHEMA_ID"],
                 g("_MIN_BUCKET"), g("_MAX_BUCKET"), g("_MIN_LEVEL"), g("_MAX_LEVEL"),
                 g("_MIN_ROW_ID"), g("_MAX_ROW_ID")))
@@ -699,6 +701,13 @@ def read_manifest(data: bytes, path: str) -> tuple[list[ManifestEntry], FieldSet
                     raise CorruptMetadataError(path, f"invalid _KIND {kind!r} (expected 0 = ADD or 1 = DELETE)")
                 f = r["_FILE"]
                 g = f.get
+                name = f["_FILE_NAME"]
+                if not is_plain_name(name):
+                    require_plain_name(name, path, "data file name")
+                extra = f["_EXTRA_FILES"]
+                for x in extra:
+                    if not is_plain_name(x):
+                        require_plain_name(x, path, f"extra file of {name}")
                 ks = f["_KEY_STATS"]
                 vs = f["_VALUE_STATS"]
                 knc = ks.get("_NULL_COUNTS")
@@ -708,11 +717,11 @@ def read_manifest(data: bytes, path: str) -> tuple[list[ManifestEntry], FieldSet
                 wc = g("_WRITE_COLS")
                 wcs = g("_WRITE_COLS_SEQUENCES")
                 append(ManifestEntry(kind, r["_PARTITION"], r["_BUCKET"], r["_TOTAL_BUCKETS"], DataFileMeta(
-                    f["_FILE_NAME"], f["_FILE_SIZE"], f["_ROW_COUNT"], f["_MIN_KEY"], f["_MAX_KEY"],
+                    name, f["_FILE_SIZE"], f["_ROW_COUNT"], f["_MIN_KEY"], f["_MAX_KEY"],
                     SimpleStats(ks["_MIN_VALUES"], ks["_MAX_VALUES"], None if knc is None else tuple(knc)),
                     SimpleStats(vs["_MIN_VALUES"], vs["_MAX_VALUES"], None if vnc is None else tuple(vnc)),
                     f["_MIN_SEQUENCE_NUMBER"], f["_MAX_SEQUENCE_NUMBER"], f["_SCHEMA_ID"], f["_LEVEL"],
-                    tuple(f["_EXTRA_FILES"]),
+                    tuple(extra),
                     None if ct is None else _millis(ct),
                     g("_DELETE_ROW_COUNT"), g("_EMBEDDED_FILE_INDEX"), g("_FILE_SOURCE"),
                     None if vsc is None else tuple(vsc),
@@ -814,14 +823,16 @@ def read_index_manifest(data: bytes, path: str) -> tuple[list[IndexManifestEntry
                 for d in raw:
                     if d is None:
                         raise CorruptMetadataError(path, f"null deletion-vector range in {r['_FILE_NAME']}")
-                    lst.append(DeletionVectorMeta(d["f0"], d["f1"], d["f2"], d.get("_CARDINALITY")))
+                    lst.append(DeletionVectorMeta(require_plain_name(d["f0"], path, "deletion-vector data file"),
+                                                  d["f1"], d["f2"], d.get("_CARDINALITY")))
                 ranges = tuple(lst)
             gi = r.get("_GLOBAL_INDEX")
             if gi is not None:
                 gi = {py: gi.get(av) for av, py in _GLOBAL_KEYS}
                 if gi["extra_field_ids"] is not None:
                     gi["extra_field_ids"] = tuple(gi["extra_field_ids"])
-            out.append(IndexManifestEntry(kind, r["_PARTITION"], r["_BUCKET"], r["_INDEX_TYPE"], r["_FILE_NAME"],
+            out.append(IndexManifestEntry(kind, r["_PARTITION"], r["_BUCKET"], r["_INDEX_TYPE"],
+                                          require_plain_name(r["_FILE_NAME"], path, "index file name"),
                                           r["_FILE_SIZE"], r["_ROW_COUNT"], ranges, r.get("_EXTERNAL_PATH"), gi))
     except CorruptMetadataError:
         raise

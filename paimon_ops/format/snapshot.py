@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
 
 from paimon_ops.errors import CorruptMetadataError
+from paimon_ops.format.names import require_plain_name
 
 __all__ = [
     "COMMIT_KINDS",
@@ -180,6 +181,8 @@ _REQUIRED_INT = ("id", "schemaId", "commitIdentifier", "timeMillis")
 _REQUIRED_STR = ("baseManifestList", "deltaManifestList", "commitUser", "commitKind")
 _OPTIONAL_INT = ("baseManifestListSize", "deltaManifestListSize", "changelogManifestListSize",
                  "totalRecordCount", "deltaRecordCount", "changelogRecordCount", "watermark", "nextRowId")
+# Keys whose values are file names the reader joins to manifest/ or statistics/: plain names only.
+_FILE_NAME_KEYS = ("baseManifestList", "deltaManifestList", "changelogManifestList", "indexManifest", "statistics")
 _OPTIONAL_STR = ("uuid", "changelogManifestList", "indexManifest", "writerVersion", "statistics", "operation")
 
 
@@ -237,6 +240,9 @@ class Snapshot:
             kw[attr[k]] = _get_int(obj, k, path, what, False)
         for k in _OPTIONAL_STR:
             kw[attr[k]] = _get_str(obj, k, path, what, False)
+        for k in _FILE_NAME_KEYS:
+            if kw[attr[k]] is not None:
+                require_plain_name(kw[attr[k]], path, f"{what} {k}")
         version = _get_int(obj, "version", path, what, False)
         kw["version"] = 1 if version is None else version  # absent => 1 (Paimon <= 0.2), as Java reads it
         if kw["commit_kind"] not in COMMIT_KINDS:

@@ -159,7 +159,7 @@ def truncate_max(value: str, length: int) -> str | None:
 
 # ---------------------------------------------------------------- per-column statistics
 
-def _has_minmax(t: DataType) -> bool:
+def has_minmax(t: DataType) -> bool:
     if t.root in _MINMAX_ROOTS:
         return True
     return t.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and (t.precision or 0) <= 6
@@ -174,7 +174,7 @@ def _to_stats_value(v: Any, t: DataType) -> Any:
     return v
 
 
-def _float_min_max(col: pa.ChunkedArray | pa.Array) -> tuple[float, float]:
+def float_min_max(col: pa.ChunkedArray | pa.Array) -> tuple[float, float]:
     """Min/max in Java `Double.compareTo` order: NaN largest, -0.0 < 0.0 (vectorised with numpy)."""
     vals = np.asarray(pc.drop_null(col).to_numpy(zero_copy_only=False), dtype=np.float64)
     nan = np.isnan(vals)
@@ -200,10 +200,10 @@ def column_stats(col: pa.ChunkedArray | pa.Array, t: DataType, mode: StatsMode) 
     if mode.kind == "none":
         return None, None, None
     nulls = col.null_count
-    if mode.kind == "counts" or not _has_minmax(t) or nulls == len(col):
+    if mode.kind == "counts" or not has_minmax(t) or nulls == len(col):
         return None, None, nulls
     if t.root in ("FLOAT", "DOUBLE"):
-        mn, mx = _float_min_max(col)
+        mn, mx = float_min_max(col)
         if t.root == "FLOAT":  # stored as float32 in the row: keep the exact float32 value
             mn, mx = float(np.float32(mn)), float(np.float32(mx))
         return mn, mx, nulls

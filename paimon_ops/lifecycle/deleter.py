@@ -1,18 +1,21 @@
 """Executes the delete phases of a plan: in the caller's order, one phase at a time, each phase either inline
 (small, or under fault injection) or in batches on a runner (Spark executors).
 
-Every path is checked against the table's allowed roots on the driver before the first delete of the phase;
-deletes are quiet about missing files, so a rerun after a crash is idempotent.
+Every path is checked against the table's allowed roots — the real (resolved) table root and the configured
+external data paths — on the driver before the first delete of the phase, and again by the executor that deletes
+it; the FileIO underneath never deletes through a symlink. Deletes are quiet about missing files, so a rerun after
+a crash is idempotent.
 """
 from __future__ import annotations
 
 import logging
+import os
 from typing import Sequence
 
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.plan import FileAction
 from paimon_ops.runner import Progress, Runner
-from paimon_ops.table.fileio import FileIO, ensure_within
+from paimon_ops.table.fileio import FileIO, ensure_within, split_location
 from paimon_ops.table.table import Table
 
 log = logging.getLogger(__name__)
@@ -30,16 +33,12 @@ BULK_DRIVER_CHUNK = 100_000
 
 
 def allowed_roots(table: Table) -> list[str]:
-    """The table root plus configured external data paths (data files may legally live there)."""
+    """The table root plus configured external data paths (data files may legally live there), as real paths."""
     roots = [table.root]
-    ext = table.options.str("data-file.external-paths")
-    if ext:
-        for loc in ext.split(","):
-            loc = loc.strip()
-            if loc:
-                io, path = FileIO.resolve(loc)
-                if io.scheme == table.io.scheme and io.authority == table.io.authority:
-                    roots.append(path)
+    for loc in table.external_paths:
+        scheme, authority, path = split_location(loc)
+        if scheme == table.io.scheme and authority == table.io.authority:
+            roots.append(os.path.realpath(path) if table.io.is_local else path)
     return roots
 
 
@@ -59,18 +58,15 @@ def check_paths(roots: Sequence[str], paths: Sequence[str]) -> None:
 def delete_task(table_location: str, task: dict) -> dict:
     """Executor side: delete one batch of files (already checked on the driver; checked again here)."""
     io, _ = FileIO.resolve(table_location)
+    io = io.with_roots(task["roots"])
     check_paths(task["roots"], task["paths"])
     if io.bulk_delete:  # object stores: bulk requests, exact per-file outcome reported back
-        out = io.delete_files(task["paths"])
+        out = io.delete_many(task["paths"])
         return {"deleted": len(out.deleted), "missing": len(out.missing), "missing_paths": list(out.missing),
                 "failed": [list(f) for f in out.failed]}
-    deleted = missing = 0
-    for p in task["paths"]:
-        if io.delete_file(p):
-            deleted += 1
-        else:
-            missing += 1
-    return {"deleted": deleted, "missing": missing}
+    done = io.delete_files(task["paths"])
+    deleted = sum(done)
+    return {"deleted": deleted, "missing": len(done) - deleted}
 
 
 class Deleter:
@@ -85,6 +81,7 @@ class Deleter:
         self.parallel_threshold = parallel_threshold
         self.progress = progress
         self.roots = allowed_roots(table)
+        self.io = table.io.with_roots(self.roots[1:])
 
     def delete(self, actions: Sequence[FileAction]) -> tuple[list[FileAction], int]:
         """Delete one phase; returns (actually deleted actions, missing count). Raises if any delete fails."""
@@ -97,13 +94,17 @@ class Deleter:
             return self._delete_bulk(actions, use_runner)
         if not use_runner:
             done, missing = [], 0
-            for i, a in enumerate(actions):
-                if self.table.io.delete_file(a.path):
-                    done.append(a)
-                else:
-                    missing += 1
-                if self.progress and (i + 1) % 100 == 0:
-                    self.progress(i + 1, len(actions))
+            step = self.batch_size
+            for start in range(0, len(actions), step):
+                chunk = actions[start:start + step]
+                results = self.io.delete_files([a.path for a in chunk])
+                for a, ok in zip(chunk, results):
+                    if ok:
+                        done.append(a)
+                    else:
+                        missing += 1
+                if self.progress:
+                    self.progress(min(start + step, len(actions)), len(actions))
             return done, missing
         batches = [actions[i:i + self.batch_size] for i in range(0, len(actions), self.batch_size)]
         tasks = [{"roots": self.roots, "paths": [a.path for a in b]} for b in batches]
@@ -141,7 +142,7 @@ class Deleter:
         else:
             done_n = 0
             for b in batches:
-                out = self.table.io.delete_files(b)
+                out = self.io.delete_many(b)
                 missing.update(out.missing)
                 failed += out.failed
                 done_n += len(b)

@@ -1,9 +1,11 @@
 """Snapshot expiration and decoupled changelog expiration (maintenance.md §2).
 
     plan_expire_snapshots(table, now_millis=None, retain_min=None, retain_max=None, older_than=None,
-                          time_retained=None, max_deletes=None) -> Plan
-    expire_snapshots(table, ..., dry_run=False, runner=None, progress=None) -> Report
-    execute_expire(table, plan, runner=None, progress=None) -> Report   (a reviewed plan, re-validated first)
+                          time_retained=None, max_deletes=None) -> ExpireSnapshotsPlan
+    expire_snapshots(table, ..., dry_run=False, runner=None, progress=None) -> Report   (plan, then execute)
+
+The plan requires the tag set, the snapshot kept at the window's end, and no consumer inside the window; a reviewed
+plan executed later (`paimon-ops apply`) is refused with StalePlanError when any of that changed.
 
 Window (§2.2, the 2.0+ successor rule): snapshot `id` may expire only when its successor `id+1` was committed
 before `now - time_retained`; everything below `latest - retain_max + 1` expires by count; `retain_min` newest,
@@ -28,27 +30,94 @@ import logging
 import posixpath
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, PaimonOpsError
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, UnsafeNameError, arg
+from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.reclaim import (DIRS, FILES, ORDERED, STORE_CAPACITY, DataSkipper, OtherBranches,
-                                          PhaseExecutor, PlanBuilder, data_actions, dry_run_report, empty_dir_actions,
-                                          executed_report, file_size, manifest_skipping_set, nearest_tag_below,
-                                          other_branches, plan_index_and_stats, plan_manifest_list, plan_phases,
-                                          read_tags, skipping_tags)
-from paimon_ops.options import parse_duration
-from paimon_ops.plan import CHANGELOG, HINT, LONG_CHANGELOG, SNAPSHOT, FileAction, Plan, Report
+from paimon_ops.lifecycle.protection import (
+    STORE_CAPACITY,
+    DataSkipper,
+    OtherBranches,
+    manifest_skipping_set,
+    nearest_tag_below,
+    other_branches,
+    read_tags,
+    skipping_tags,
+    tag_set,
+)
+from paimon_ops.lifecycle.reclaim import (
+    data_actions,
+    empty_dir_actions,
+    file_size,
+    plan_index_and_stats,
+    plan_manifest_list,
+)
+from paimon_ops.options import format_duration, parse_duration
+from paimon_ops.plan import (
+    CHANGELOG,
+    DELETE_DIRS,
+    DELETE_FILES,
+    ENSURE_HINTS,
+    HINT,
+    LONG_CHANGELOG,
+    SNAPSHOT,
+    FileAction,
+    Plan,
+    PlanBuilder,
+    Precondition,
+    SnapshotIs,
+    Step,
+    TagsAre,
+    declare_step_action,
+)
+from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import EARLIEST, LATEST, Table
+from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
-SNAPSHOT_PHASE = "snapshot files"
-CHANGELOG_META_PHASE = "long-lived changelog files"
+# Steps of their own: snapshot files go oldest first (each first copied to changelog/ when the changelog lifecycle
+# is decoupled), then the EARLIEST hint; long-lived changelog files likewise.
+EXPIRE_SNAPSHOT_FILES = "expire-snapshot-files"
+EXPIRE_CHANGELOG_FILES = "expire-changelog-files"
+declare_step_action(EXPIRE_SNAPSHOT_FILES, deletes=True)
+declare_step_action(EXPIRE_CHANGELOG_FILES, deletes=True)
+
+
+class ExpireSnapshotsPlan(Plan):
+    """Expiring snapshots (and, when decoupled, long-lived changelogs) with their files."""
+
+    operation = "expire_snapshots"
+
+    @property
+    def expired_snapshots(self) -> list[int]:
+        return list(self.details.get("expired_snapshots", []))
+
+
+@dataclass(frozen=True)
+class NoConsumerBefore(Precondition):
+    """No live consumer reads a snapshot inside the expiry window (`end` is the first snapshot kept)."""
+
+    kind: ClassVar[str] = "no-consumer-before"
+    end: int
+    consumer_expiration_ms: int | None = None
+
+    def check(self, table: Any) -> str | None:
+        now = int(time.time() * 1000)
+        for cid, (c, mtime) in sorted(table.consumers.consumers().items()):
+            if self.consumer_expiration_ms is not None and mtime < now - self.consumer_expiration_ms:
+                continue
+            if c.next_snapshot < self.end:
+                return f"consumer {cid} now reads snapshot {c.next_snapshot}, inside the planned window"
+        return None
+
+    def describe(self) -> str:
+        return f"no consumer reads below snapshot {self.end}"
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -74,12 +143,12 @@ class ExpireSettings:
 
 def _millis_of(value: Any, name: str) -> int:
     if isinstance(value, bool):
-        raise InvalidArgumentError(f"{name} must be epoch milliseconds or a datetime, not {value!r}")
+        raise InvalidArgumentError(f"{arg(name)} must be epoch milliseconds or a datetime, not {value!r}")
     if isinstance(value, int):
         return value
     if isinstance(value, _dt.datetime):
         return int(value.timestamp() * 1000)  # naive = local time, as Java parses timestamps in the JVM zone
-    raise InvalidArgumentError(f"{name} must be epoch milliseconds or a datetime, not {value!r}")
+    raise InvalidArgumentError(f"{arg(name)} must be epoch milliseconds or a datetime, not {value!r}")
 
 
 def _duration_ms(value: Any, name: str) -> int:
@@ -90,10 +159,10 @@ def _duration_ms(value: Any, name: str) -> int:
     elif isinstance(value, int) and not isinstance(value, bool):
         ms = value
     else:
-        raise InvalidArgumentError(f"{name} must be a timedelta, a duration string such as '1 h' or milliseconds, "
+        raise InvalidArgumentError(f"{arg(name)} must be a timedelta, a duration string such as '1 h' or milliseconds, "
                                    f"not {value!r}")
     if ms < 0:
-        raise InvalidArgumentError(f"{name} must not be negative, got {value!r}")
+        raise InvalidArgumentError(f"{arg(name)} must not be negative, got {value!r}")
     return ms
 
 
@@ -109,17 +178,20 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
     limit = opts.int("snapshot.expire.limit", 50) if max_deletes is None else max_deletes
     for name, v in (("retain_min", rmin), ("retain_max", rmax), ("max_deletes", limit)):
         if not isinstance(v, int) or isinstance(v, bool):
-            raise InvalidArgumentError(f"{name} must be an integer, got {v!r}")
+            raise InvalidArgumentError(f"{arg(name)} must be an integer, got {v!r}")
     if rmin < 1:
         raise InvalidArgumentError(
-            f"retain_min must be at least 1 (got {rmin}): with 0 the latest snapshot's files would be deleted while "
-            "its metadata stays (Paimon issue #10088); check argument retain_min / option snapshot.num-retained.min")
+            f"{arg('retain_min')} must be at least 1 (got {rmin}): with 0 the latest snapshot's files would be deleted "
+            f"while its metadata stays (Paimon issue #10088); check {arg('retain_min')} / option "
+            "snapshot.num-retained.min")
     if rmax < rmin:
-        raise InvalidArgumentError(f"retain_max ({rmax}) must not be less than retain_min ({rmin})")
+        raise InvalidArgumentError(f"{arg('retain_max')} ({rmax}) must not be less than the minimum retained "
+                                   f"({rmin}: {arg('retain_min')} or option snapshot.num-retained.min)")
     if limit < 1:
-        raise InvalidArgumentError(f"max_deletes / snapshot.expire.limit must be at least 1, got {limit}")
+        raise InvalidArgumentError(f"{arg('max_deletes')} / snapshot.expire.limit must be at least 1, got {limit}")
     if older_than is not None and time_retained is not None:
-        raise InvalidArgumentError("give either older_than (a point in time) or time_retained (a duration), not both")
+        raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('time_retained')} (a "
+                                   "duration), not both")
     if older_than is not None:
         older = _millis_of(older_than, "older_than")
         retained_ms = now - older
@@ -153,6 +225,19 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
         clean_empty_dirs=opts.bool("snapshot.clean-empty-directories", False,
                                    ("snapshot.expire.clean-empty-directories",)),
     )
+
+
+def _settings_details(cfg: ExpireSettings) -> dict[str, Any]:
+    """The settings as plans and reports show them: instants in ISO 8601, durations as Paimon writes them."""
+    out: dict[str, Any] = {}
+    for k, v in asdict(cfg).items():
+        if k.endswith("_millis") and v is not None:
+            out[k[:-len("_millis")]] = iso(v)
+        elif k.endswith("_ms") and v is not None:
+            out[k[:-len("_ms")]] = format_duration(_dt.timedelta(milliseconds=v))
+        else:
+            out[k] = v
+    return out
 
 
 def _consumer_min(table: Table, cfg: ExpireSettings, notes: list[str]) -> int | None:
@@ -203,19 +288,21 @@ def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, 
     tag = nearest_tag_below(tags, owner_id)
     try:
         protect = skipper.keys([tag[1]]) if tag else set()
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except (CorruptMetadataError, OSError) as e:
         b.warn(f"data files deleted by {owner} are kept: tag {tag[0] if tag else ''} is unreadable ({e})")
         return
     why = f"deleted by {owner}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
-    for e in cands.values():
-        key = (e.partition, e.bucket, e.file.file_name)
+    for entry in cands.values():
+        key = (entry.partition, entry.bucket, entry.file.file_name)
         if key in protect or others.protects_data(key):
             continue
-        if keep_append_files and e.file.file_source in (None, 0):
+        if keep_append_files and entry.file.file_source in (None, 0):
             continue  # with changelog-producer=none these files are the changelog (§2.8)
-        for a in data_actions(scanner, e, why):
+        for a in data_actions(scanner, entry, why):
             b.add(a)
-        buckets.add((e.partition, e.bucket))
+        buckets.add((entry.partition, entry.bucket))
 
 
 def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,
@@ -233,6 +320,8 @@ def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: 
     for sid in range(lo, hi):
         try:
             succ = table.snapshots.try_snapshot(sid + 1)
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             if warn is not None:
                 warn(f"snapshot {sid + 1} is unreadable ({e.problem}); expiring only up to {sid}")
@@ -264,11 +353,13 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
     earliest = snaps_mgr.earliest_id()
     notes: list[str] = []
     details: dict[str, Any] = {"branch": table.branch, "latest": latest, "earliest": earliest,
-                               "settings": asdict(cfg), "expired_snapshots": [], "notes": notes}
+                               "settings": _settings_details(cfg), "expired_snapshots": [], "notes": notes}
     if latest is None or earliest is None:
         notes.append("no snapshots")
-        return b.build("expire_snapshots", table, latest, details)
+        return b.build(ExpireSnapshotsPlan, table, details)
     tags = read_tags(table)  # read before anything is planned (checklist 1); unreadable tag -> error
+    # a tag created inside the window since planning would lose files (§2.5)
+    b.require(TagsAre(tag_set(tags)))
     details["tag_set"] = [[n, t.id] for n, t in tags]
     consumer_min = _consumer_min(table, cfg, notes)
     details["consumer_min_next_snapshot"] = consumer_min
@@ -292,6 +383,8 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
             end_snap = snaps_mgr.try_snapshot(end)
             if end_snap is None:
                 b.warn(f"snapshot {end} (the first one kept) does not exist; nothing expired (issue #10088)")
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             b.warn(f"snapshot {end} (the first one kept) is unreadable ({e.problem}); nothing expired")
         if end_snap is not None:
@@ -304,16 +397,26 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
     begin = min(snaps) if snaps else earliest
     details["window"] = [begin, end] if excl else None
     details["expired_snapshots"] = excl
-    details["end_base_manifest_list"] = end_snap.base_manifest_list if end_snap is not None else None
 
     if excl:
         assert end_snap is not None
+        # the snapshot kept at the window's end must be the one planned on (a rollback since would make the plan
+        # delete live files), and no consumer may have moved into the window
+        b.require(SnapshotIs(end, end_snap.base_manifest_list))
+        if not (cfg.consumer_changelog_only and cfg.decoupled):
+            b.require(NoConsumerBefore(end, cfg.consumer_expiration_ms))
         _plan_snapshot_stage(b, table, store, scanner, cfg, tags, snaps, begin, end, end_snap, others)
     if cfg.decoupled:
         details["changelog"] = _plan_changelog_stage(
             b, table, store, scanner, cfg, tags, {i: snaps[i] for i in excl}, latest,
             end_snap if excl else None, consumer_min, others)
-    return b.build("expire_snapshots", table, latest, details)
+    # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
+    hints = [{"dir": table.snapshots.dir, "name": EARLIEST, "which": "first"}]
+    if cfg.decoupled:
+        hints += [{"dir": table.changelogs.dir, "name": EARLIEST, "which": "first"},
+                  {"dir": table.changelogs.dir, "name": LATEST, "which": "last"}]
+    b.step("hints", ENSURE_HINTS, hints=hints, keep_empty=bool(excl or details.get("changelog", {}).get("end")))
+    return b.build(ExpireSnapshotsPlan, table, details)
 
 
 def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
@@ -322,7 +425,7 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
     excl = sorted(i for i in snaps if i < end)
     keep_append_files = cfg.decoupled and cfg.changelog_producer == "none"
     # ---- data files: deltas of (begin, end], in entry order keyed by path (checklist 2)
-    b.phase("data files", FILES)
+    b.step("data files", DELETE_FILES)
     skipper = DataSkipper(store)
     buckets: set[tuple[bytes, int]] = set()
     for sid in sorted(snaps):
@@ -331,6 +434,8 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
         s = snaps[sid]
         try:
             entries = list(store.entries_of_list(s.delta_manifest_list, f"snapshot {sid}"))
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             b.warn(f"data files deleted by snapshot {sid} are kept: its delta is unreadable ({e})")
             continue
@@ -338,7 +443,7 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
                             others, buckets, keep_append_files)
 
     # ---- changelog files (only when not decoupled; tags do not protect them)
-    b.phase("changelog files", FILES)
+    b.step("changelog files", DELETE_FILES)
     if not cfg.decoupled:
         for sid in excl:
             s = snaps[sid]
@@ -347,15 +452,16 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
                                buckets, CHANGELOG, others)
 
     if cfg.clean_empty_dirs:
-        b.phase("empty directories", DIRS)
-        for a in empty_dir_actions(scanner, buckets, "emptied by snapshot expiry (deleted only if empty)"):
-            b.add(a)
+        b.step("empty directories", DELETE_DIRS)
+        b.add_all(empty_dir_actions(scanner, buckets, "emptied by snapshot expiry (deleted only if empty)"))
 
     # ---- manifests, index files, statistics: protected by the window's neighbours (checklist 5)
     prot = skipping_tags(tags, begin, end)
     prot_desc = f"snapshot {end}" + (", tags " + ", ".join(n for n, _ in prot) if prot else "")
     try:
         skip = manifest_skipping_set(store, [t for _, t in prot] + [end_snap]) | others.names
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except (CorruptMetadataError, OSError) as e:
         b.warn(f"keeping all manifests, index and statistics files of this run: cannot read {prot_desc} ({e})")
         skip = None
@@ -375,22 +481,18 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
                 plan_manifest_list(b, table, store, s.changelog_manifest_list, s.changelog_manifest_list_size, skip,
                                    why, contents, lists)
             plan_index_and_stats(b, table, scanner, s, skip, why, contents, lists)
-        b.phase("manifests, index and statistics files", FILES)
-        for a in contents:
-            b.add(a)
-        b.phase("manifest lists and index manifests", FILES)
-        for a in lists:
-            b.add(a)
+        b.step("manifests, index and statistics files", DELETE_FILES).add_all(contents)
+        b.step("manifest lists and index manifests", DELETE_FILES).add_all(lists)
 
     # ---- snapshot files oldest first, then EARLIEST
-    b.phase(SNAPSHOT_PHASE, ORDERED)
+    b.step("snapshot files (oldest first)", EXPIRE_SNAPSHOT_FILES, decoupled=cfg.decoupled, end=end)
     for sid in excl:
         p = table.snapshots.path(sid)
         b.add(FileAction(p, SNAPSHOT, f"expired (kept from snapshot {end})", file_size(table, p)))
         if cfg.decoupled:
-            b.writes.append(FileAction(_changelog_path(table, sid), LONG_CHANGELOG,
-                                       f"snapshot {sid} kept as long-lived changelog"))
-    b.writes.append(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {end}"))
+            b.creates(FileAction(_changelog_path(table, sid), LONG_CHANGELOG,
+                                 f"snapshot {sid} kept as long-lived changelog"))
+    b.creates(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {end}"))
 
 
 def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner, list_name: str,
@@ -398,6 +500,8 @@ def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: 
     """Every file ADDed in a changelog manifest list; unreadable manifests are skipped (leak)."""
     try:
         metas = store.manifest_list(list_name, why)
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except CorruptMetadataError as e:
         if not isinstance(e, MissingFileError):
             b.warn(f"{why}: changelog manifest list unreadable, its files are kept ({e.problem})")
@@ -405,15 +509,17 @@ def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: 
     for m in metas:
         try:
             entries = store.manifest(m.file_name, list_name)
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             if not isinstance(e, MissingFileError):
                 b.warn(f"{why}: manifest {m.file_name} unreadable, its files are kept ({e.problem})")
             continue
-        for e in entries:
-            if e.kind == mf.FileKind.ADD and e.file.file_name not in others.names:
-                p = scanner.data_file_path(e.partition, e.bucket, e.file)
-                b.add(FileAction(p, kind, why, e.file.file_size))
-                buckets.add((e.partition, e.bucket))
+        for entry in entries:
+            if entry.kind == mf.FileKind.ADD and entry.file.file_name not in others.names:
+                p = scanner.data_file_path(entry.partition, entry.bucket, entry.file)
+                b.add(FileAction(p, kind, why, entry.file.file_size))
+                buckets.add((entry.partition, entry.bucket))
 
 
 def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
@@ -449,6 +555,8 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
     for cid in range(lo, hi + 1):
         try:
             c = load(cid)
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             b.warn(f"long-lived changelog {cid} unreadable ({e.problem}); expiring changelogs only below it")
             end = cid
@@ -461,6 +569,8 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
         return info
     try:
         end_cl = load(end)
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except CorruptMetadataError:
         end_cl = None
     if end_cl is None:
@@ -475,7 +585,7 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
     info["expired_changelogs"] = sorted(cls)
     buckets: set[tuple[bytes, int]] = set()
     # data and changelog files
-    b.phase("changelog stage: changelog and data files", FILES)
+    b.step("changelog stage: changelog and data files", DELETE_FILES)
     skipper = DataSkipper(store)
     for cid in sorted(cls):
         c = cls[cid]
@@ -485,6 +595,8 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
             continue
         try:
             entries = list(store.entries_of_list(c.delta_manifest_list, f"changelog {cid}"))
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
         except CorruptMetadataError as e:
             if not isinstance(e, MissingFileError):
                 b.warn(f"data files deleted by changelog {cid} are kept: its delta is unreadable ({e.problem})")
@@ -492,15 +604,16 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
         _plan_delta_deletes(b, scanner, delta_candidates(scanner, entries), f"changelog {cid}", cid, tags, skipper,
                             others, buckets)
     if cfg.clean_empty_dirs:
-        b.phase("changelog stage: empty directories", DIRS)
-        for a in empty_dir_actions(scanner, buckets, "emptied by changelog expiry (deleted only if empty)"):
-            b.add(a)
+        b.step("changelog stage: empty directories", DELETE_DIRS)
+        b.add_all(empty_dir_actions(scanner, buckets, "emptied by changelog expiry (deleted only if empty)"))
     prot = skipping_tags(tags, ec, end)
     try:
         # A long-lived changelog's base/delta lists may be gone (snapshot expiry deletes them unless the producer
         # is 'none'); the earliest snapshot's and the tags' lists must be readable.
         tolerate = [end_cl] if cfg.changelog_producer != "none" else []
         skip = manifest_skipping_set(store, [t for _, t in prot] + [end_cl, earliest_snap], tolerate) | others.names
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
     except (CorruptMetadataError, OSError) as e:
         b.warn(f"keeping the manifests of expired changelogs: protectors unreadable ({e})")
         skip = None
@@ -518,16 +631,12 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
                                    contents, lists)
                 plan_manifest_list(b, table, store, c.base_manifest_list, c.base_manifest_list_size, skip, why,
                                    contents, lists)
-        b.phase("changelog stage: manifests", FILES)
-        for a in contents:
-            b.add(a)
-        b.phase("changelog stage: manifest lists", FILES)
-        for a in lists:
-            b.add(a)
-    b.phase(CHANGELOG_META_PHASE, ORDERED)
+        b.step("changelog stage: manifests", DELETE_FILES).add_all(contents)
+        b.step("changelog stage: manifest lists", DELETE_FILES).add_all(lists)
+    b.step("long-lived changelog files (oldest first)", EXPIRE_CHANGELOG_FILES, end=end)
     for cid in sorted(cls):
         b.add(FileAction(_changelog_path(table, cid), LONG_CHANGELOG, f"changelog {cid} expired (kept from {end})"))
-    b.writes.append(FileAction(posixpath.join(table.changelogs.dir, EARLIEST), HINT, f"earliest changelog = {end}"))
+    b.creates(FileAction(posixpath.join(table.changelogs.dir, EARLIEST), HINT, f"earliest changelog = {end}"))
     info["end"] = end
     return info
 
@@ -535,73 +644,32 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
 # ---------------------------------------------------------------------------------------------- execution
 
 
-def _check_still_valid(table: Table, plan: Plan) -> None:
-    """A plan executed later than it was made (a reviewed dry run) must still describe the table: same tags (a tag
-    created inside the window would lose files, §2.5), the kept snapshot `end` unchanged (a rollback since would
-    make the plan delete live files), no consumer behind `end`."""
-    d = plan.details
-    if [[n, t.id] for n, t in read_tags(table)] != d.get("tag_set"):
-        raise PaimonOpsError(f"tags of {table.identifier} changed since the expiry was planned; nothing deleted, "
-                             "re-plan")
-    if d.get("expired_snapshots"):
-        end = table.snapshots.try_snapshot(d["end"])
-        if end is None or end.base_manifest_list != d.get("end_base_manifest_list"):
-            raise PaimonOpsError(f"snapshot {d['end']} of {table.identifier} changed since the expiry was planned "
-                                 "(rollback?); nothing deleted, re-plan")
-        consumers = table.consumers.consumers()
-        if any(c.next_snapshot < d["end"] for c, _ in consumers.values()) and \
-                not d["settings"].get("consumer_expiration_ms") and \
-                not (d["settings"]["consumer_changelog_only"] and d["settings"]["decoupled"]):
-            raise PaimonOpsError(f"a consumer of {table.identifier} now reads a snapshot inside the planned window; "
-                                 "nothing deleted, re-plan")
+@register_step(EXPIRE_SNAPSHOT_FILES)
+def _expire_snapshot_files(ex: Execution, step: Step) -> None:
+    """Snapshot files oldest first; with a decoupled changelog each is first kept as changelog/changelog-<id> (the
+    snapshot's JSON, written before the snapshot file goes, §2.3 step 8). Then EARLIEST (and LATEST changelog)."""
+    table = ex.table
+    last = None
+    for a in step.files:
+        sid = int(posixpath.basename(a.path)[len("snapshot-"):])
+        if step.params.get("decoupled"):
+            try:
+                data = table.io.read_bytes(a.path)
+            except FileNotFoundError:
+                data = None  # a rerun: converted and deleted before the crash
+            if data is not None:
+                ex.write(FileAction(_changelog_path(table, sid), LONG_CHANGELOG, a.reason), data)
+                last = sid
+        ex.delete_ordered([a])
+    if last is not None:
+        ex.write_hint(posixpath.join(table.changelogs.dir, LATEST), last, "latest changelog")
+    ex.write_hint(posixpath.join(table.snapshots.dir, EARLIEST), int(step.params["end"]), "earliest snapshot")
 
 
-def execute_expire(table: Table, plan: Plan, runner: Runner | None = None, progress: Progress | None = None,
-                   batch_size: int | None = None, parallel_threshold: int | None = None) -> Report:
-    """Run an expiry plan phase by phase in crash-safe order."""
-    started = time.time()
-    if plan.deletes:
-        _check_still_valid(table, plan)
-    cfg = plan.details["settings"]
-    ex = PhaseExecutor(table, runner, progress, batch_size, parallel_threshold)
-    for phase, actions in plan_phases(plan):
-        if phase["name"] == SNAPSHOT_PHASE:
-            last = None
-            for a in actions:
-                sid = int(posixpath.basename(a.path)[len("snapshot-"):])
-                if cfg["decoupled"]:
-                    # The changelog keeps the snapshot's JSON; written before the snapshot file goes (§2.3 step 8).
-                    try:
-                        data = table.io.read_bytes(a.path)
-                    except FileNotFoundError:
-                        data = None  # a rerun: converted and deleted before the crash
-                    if data is not None:
-                        ex.write(FileAction(_changelog_path(table, sid), LONG_CHANGELOG, a.reason), data)
-                        last = sid
-                ex.run(ORDERED, [a])
-            if last is not None:
-                ex.write_hint(FileAction(posixpath.join(table.changelogs.dir, LATEST), HINT, "latest changelog"), last)
-            end = plan.details["end"]
-            ex.write_hint(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, "earliest snapshot"), end)
-        elif phase["name"] == CHANGELOG_META_PHASE:
-            ex.run(ORDERED, actions)
-            end = plan.details["changelog"]["end"]
-            ex.write_hint(FileAction(posixpath.join(table.changelogs.dir, EARLIEST), HINT, "earliest changelog"), end)
-        else:
-            ex.run(phase["mode"], actions)
-    # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
-    ids = table.snapshots.list_ids()
-    if ids:
-        ex.ensure_hint(posixpath.join(table.snapshots.dir, EARLIEST), ids[0], "earliest snapshot")
-    if cfg["decoupled"]:
-        cl_ids = table.changelogs.list_ids()
-        if cl_ids:
-            ex.ensure_hint(posixpath.join(table.changelogs.dir, EARLIEST), cl_ids[0], "earliest changelog")
-            ex.ensure_hint(posixpath.join(table.changelogs.dir, LATEST), cl_ids[-1], "latest changelog")
-    expired = plan.details.get("expired_snapshots", [])
-    log.info("expired %d snapshot(s) of %s (%s): %d files deleted", len(expired), table.identifier, table.branch,
-             len(ex.done))
-    return executed_report(plan, ex, started)
+@register_step(EXPIRE_CHANGELOG_FILES)
+def _expire_changelog_files(ex: Execution, step: Step) -> None:
+    ex.delete_ordered(step.files)
+    ex.write_hint(posixpath.join(ex.table.changelogs.dir, EARLIEST), int(step.params["end"]), "earliest changelog")
 
 
 def expire_snapshots(table: Table, now_millis: int | None = None, retain_min: int | None = None,
@@ -616,9 +684,8 @@ def expire_snapshots(table: Table, now_millis: int | None = None, retain_min: in
     `snapshot.expire.limit`. `dry_run` returns the plan as a report (every file with kind and reason)."""
     started = time.time()
     plan = plan_expire_snapshots(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes)
-    if dry_run:
-        return dry_run_report(plan, started)
-    return execute_expire(table, plan, runner, progress, batch_size, parallel_threshold)
+    return run_plan(plan, table, dry_run, runner, progress, batch_size, parallel_threshold, started)
 
 
-__all__ = ["plan_expire_snapshots", "expire_snapshots", "execute_expire", "resolve_settings", "ExpireSettings"]
+__all__ = ["ExpireSnapshotsPlan", "plan_expire_snapshots", "expire_snapshots", "resolve_settings", "ExpireSettings",
+           "expiry_window_end", "expirable_snapshots"]

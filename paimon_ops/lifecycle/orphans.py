@@ -1,7 +1,11 @@
 """Orphan-file removal (maintenance.md §4).
 
-    plan_remove_orphans(table, older_than=None, now_millis=None, allow_short=False) -> Plan
+    plan_remove_orphans(table, older_than=None, now_millis=None, allow_short=False) -> RemoveOrphansPlan
     remove_orphans(table, older_than=None, now_millis=None, allow_short=False, dry_run=False, runner=None) -> Report
+
+The plan requires that none of the files it deletes is referenced when it executes (`NotReferenced`: every
+snapshot, tag and long-lived changelog of every branch is read again), so a reviewed plan applied later can never
+delete a file a commit made since has started to use.
 
 Candidates: regular files under `manifest/`, `index/`, `statistics/` and the partition/bucket data directories, plus
 leftover temporary files in every branch's `snapshot/` and `changelog/` directories, strictly older than the
@@ -18,20 +22,41 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
+import posixpath
 import re
 import time
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
 
-from paimon_ops.errors import (CorruptMetadataError, InvalidArgumentError, MissingFileError, TableNotFoundError,
-                               UnsafeOperationError)
+from paimon_ops.errors import (
+    CorruptMetadataError,
+    InvalidArgumentError,
+    MissingFileError,
+    TableNotFoundError,
+    UnsafeOperationError,
+    arg,
+)
+from paimon_ops.executor import run_plan
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.reclaim import (DIRS, FILES, STORE_CAPACITY, PhaseExecutor, PlanBuilder, dry_run_report,
-                                          executed_report, plan_phases)
-from paimon_ops.plan import DIRECTORY, ORPHAN, TEMP, FileAction, Plan, Report
+from paimon_ops.lifecycle.protection import STORE_CAPACITY
+from paimon_ops.plan import (
+    DELETE_DIRS,
+    DELETE_FILES,
+    DIRECTORY,
+    ORPHAN,
+    TEMP,
+    FileAction,
+    Plan,
+    PlanBuilder,
+    Precondition,
+)
+from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, Table
+from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
 
@@ -41,29 +66,64 @@ DAY_MS = 86_400_000
 _PARTITION_DIR = re.compile(r"^[^=]+=.*$")
 
 
-def resolve_threshold(older_than: Any, now_millis: int, allow_short: bool) -> int:
-    """Epoch millis; files strictly older than this are candidates."""
+class RemoveOrphansPlan(Plan):
+    """Deleting files nothing references, older than a threshold."""
+
+    operation = "remove_orphans"
+
+
+@dataclass(frozen=True)
+class NotReferenced(Precondition):
+    """None of these file names is referenced by any snapshot, tag or long-lived changelog of any branch now."""
+
+    kind: ClassVar[str] = "not-referenced"
+    names: tuple[str, ...]
+
+    def check(self, table: Any) -> str | None:
+        branches = _branch_tables(table)
+        try:
+            used = _collect_used(branches[0], branches)
+        except CorruptMetadataError as e:
+            return f"metadata became unreadable ({e})"
+        now_used = sorted(set(self.names) & used.names)
+        if now_used:
+            more = f" and {len(now_used) - 3} more" if len(now_used) > 3 else ""
+            return f"{', '.join(now_used[:3])}{more} are referenced by the table now"
+        return None
+
+    def describe(self) -> str:
+        return f"the {len(self.names)} planned file(s) are still unreferenced"
+
+
+def resolve_threshold(older_than: Any, now_millis: int, allow_short: bool, min_age: Any = None) -> int:
+    """Epoch millis; files strictly older than this are candidates. `older_than` is an instant (a timedelta is read
+    as an age, as older callers pass it), `min_age` an age."""
+    name = "min_age" if min_age is not None else "older_than"
+    if min_age is not None:
+        if older_than is not None:
+            raise InvalidArgumentError(f"give {arg('older_than')} (an instant) or {arg('min_age')} (an age), not both")
+        older_than = min_age
     if older_than is None:
         thr = now_millis - int(DEFAULT_OLDER_THAN.total_seconds() * 1000)
     elif isinstance(older_than, _dt.timedelta):
         if older_than.total_seconds() < 0:
-            raise InvalidArgumentError(f"older_than must not be negative, got {older_than}")
+            raise InvalidArgumentError(f"{arg(name)} must not be negative, got {older_than}")
         thr = now_millis - int(older_than.total_seconds() * 1000)
     elif isinstance(older_than, _dt.datetime):
         thr = int(older_than.timestamp() * 1000)
     elif isinstance(older_than, int) and not isinstance(older_than, bool):
         thr = older_than
     else:
-        raise InvalidArgumentError("older_than must be a timedelta (age), a datetime or epoch milliseconds, "
+        raise InvalidArgumentError(f"{arg(name)} must be a timedelta (age), a datetime or epoch milliseconds, "
                                    f"not {older_than!r}")
     if thr > now_millis:
-        raise InvalidArgumentError(f"older_than ({thr} ms) is in the future (now is {now_millis} ms): every file, "
+        raise InvalidArgumentError(f"{arg(name)} ({thr} ms) is in the future (now is {now_millis} ms): every file, "
                                    "including those of commits in flight, would be a candidate")
     if now_millis - thr < DAY_MS and not allow_short:
         raise UnsafeOperationError(
-            f"older_than is only {(now_millis - thr) / 3_600_000:.1f} h before now: files of commits still in "
-            "flight or of long-running writers could be deleted. Use at least 1 day, or pass allow_short=True if "
-            "no writer can be active")
+            f"{arg(name)} is only {(now_millis - thr) / 3_600_000:.1f} h before now: files of commits still "
+            "in flight or of long-running writers could be deleted. Use at least 1 day, or pass "
+            f"{arg('allow_short', True)} if no writer can be active")
     return thr
 
 
@@ -186,15 +246,31 @@ def _collect_used(main: Table, branches: list[Table]) -> _Used:
 # ---------------------------------------------------------------------------------------------- candidates
 
 
-def _list(io: FileIO, path: str, b: PlanBuilder) -> list[FileStatus]:
+def _list(io: FileIO, path: str, b: PlanBuilder, symlinks: dict[str, str | None] | None = None) -> list[FileStatus]:
+    """Children of `path`, never through a symlink: symlinks found are recorded in `symlinks` (reported with their
+    target, left alone) and never returned as candidates."""
     try:
-        return io.list_status(path)
+        entries = io.list_status(path, include_symlinks=True)
+    except UnsafeOperationError as e:  # the directory itself is reached through a symlink
+        if symlinks is not None and io.is_symlink(path) and path not in symlinks:
+            symlinks[path] = os.readlink(path)
+        b.warn(f"not listing {path}: {e}")
+        return []
     except OSError as e:
         b.warn(f"cannot list {path} ({e}); its files are not considered")
         return []
+    out = []
+    for st in entries:
+        if st.is_symlink:
+            if symlinks is not None and st.path not in symlinks:
+                symlinks[st.path] = st.link_target
+                b.warn(f"symbolic link {st.path} -> {st.link_target} inside the table: left alone, never followed")
+            continue
+        out.append(st)
+    return out
 
 
-def _data_dirs(table: Table, b: PlanBuilder) -> tuple[list[str], dict[str, list[str]]]:
+def _data_dirs(table: Table, b: PlanBuilder, symlinks: dict[str, str | None]) -> tuple[list[str], dict[str, list[str]]]:
     """(candidate directories whose files are considered, partition directory -> its child directories)."""
     io = table.io
     root = table.data_root
@@ -204,14 +280,14 @@ def _data_dirs(table: Table, b: PlanBuilder) -> tuple[list[str], dict[str, list[
     for _ in range(depth):
         nxt = []
         for d in level:
-            kids = [st.path for st in _list(io, d, b) if st.is_dir and _PARTITION_DIR.match(st.name)]
+            kids = [st.path for st in _list(io, d, b, symlinks) if st.is_dir and _PARTITION_DIR.match(st.name)]
             if d != root:
                 children[d] = kids
             nxt += kids
         level = nxt
     dirs: list[str] = []
     for d in level:
-        buckets = [st.path for st in _list(io, d, b) if st.is_dir and st.name.startswith("bucket-")]
+        buckets = [st.path for st in _list(io, d, b, symlinks) if st.is_dir and st.name.startswith("bucket-")]
         if d != root:
             children[d] = buckets
         if buckets:
@@ -258,10 +334,10 @@ def _check_locations(table: Table) -> list[str]:
 
 
 def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None,
-                        allow_short: bool = False) -> Plan:
+                        allow_short: bool = False, min_age: Any = None) -> Plan:
     """Files no snapshot, tag or long-lived changelog of any branch references, older than the threshold."""
     now = int(time.time() * 1000) if now_millis is None else int(now_millis)
-    threshold = resolve_threshold(older_than, now, allow_short)
+    threshold = resolve_threshold(older_than, now, allow_short, min_age)
     branches = _branch_tables(table)
     main = branches[0]
     notes = _check_locations(main)
@@ -270,17 +346,18 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     # (It is also younger than the threshold; both guards hold.)
     io = main.io
     cand_dirs = [main.manifest_dir, main.index_dir, main.statistics_dir]
-    data_dirs, partition_children = _data_dirs(main, b)
+    symlinks: dict[str, str | None] = {}
+    data_dirs, partition_children = _data_dirs(main, b, symlinks)
     candidates: list[FileStatus] = []
     listing: dict[str, list[FileStatus]] = {}
     for d in cand_dirs + data_dirs:
-        entries = _list(io, d, b)
+        entries = _list(io, d, b, symlinks)
         listing[d] = entries
         candidates += [st for st in entries if not st.is_dir and st.mtime_millis < threshold]
     temps: list[FileStatus] = []
     for bt in branches:
         for mgr_dir, prefix in ((bt.snapshots.dir, SNAPSHOT_PREFIX), (bt.changelogs.dir, CHANGELOG_PREFIX)):
-            for st in _list(io, mgr_dir, b):
+            for st in _list(io, mgr_dir, b, symlinks):
                 if st.is_dir or st.name.startswith(prefix) or st.name in (EARLIEST, LATEST):
                     continue
                 if st.mtime_millis < threshold:
@@ -290,26 +367,28 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     except CorruptMetadataError as e:
         raise CorruptMetadataError(e.path, f"{e.problem}; refusing to remove orphans (nothing deleted)") from None
     age_h = (now - threshold) / 3_600_000
-    b.phase("orphan files", FILES)
+    b.step("orphan files", DELETE_FILES)
     for st in sorted(candidates, key=lambda s: s.path):
         if st.name in used.names:
             continue
         ensure_within(main.root, st.path)
         b.add(FileAction(st.path, ORPHAN, f"referenced by no snapshot, tag or changelog of any branch; "
                                           f"older than {age_h:.0f} h", st.size))
-    b.phase("temporary metadata files", FILES)
+    b.step("temporary metadata files", DELETE_FILES)
     for st in sorted(temps, key=lambda s: s.path):
         ensure_within(main.root, st.path)
         b.add(FileAction(st.path, TEMP, f"leftover temporary file older than {age_h:.0f} h", st.size))
     # Directories that will be empty once the orphans are gone (and old enough, so that no writer is about to use
     # them): data directories first, then partition directories deepest first. Each is removed only if a listing
     # shows it empty at that moment.
-    b.phase("empty directories", DIRS)
-    planned = {a.path for a in b.deletes}
+    names = sorted({st.name for st in candidates if b.planned(st.path)} | {st.name for st in temps})
+    b.step("empty directories", DELETE_DIRS)
+    planned = {st.path for st in candidates + temps if b.planned(st.path)}
+    holds_link = {posixpath.dirname(p) for p in symlinks}
     will_be_empty: set[str] = set()
     for d in data_dirs:
         entries = listing.get(d, [])
-        if any(st.is_dir or st.path not in planned for st in entries):
+        if d in holds_link or any(st.is_dir or st.path not in planned for st in entries):
             continue
         if not entries and _mtime(io, d, now) >= threshold:
             continue
@@ -320,36 +399,29 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
         if d in will_be_empty:
             continue
         kids = partition_children[d]
-        files = [st for st in listing.get(d, [])] if d in listing else _list(io, d, b)
+        files = [st for st in listing.get(d, [])] if d in listing else _list(io, d, b, symlinks)
+        if d in holds_link:
+            continue
         if kids and all(k in will_be_empty for k in kids) and not [st for st in files if not st.is_dir]:
             will_be_empty.add(d)
             b.add(FileAction(d, DIRECTORY, "empty partition directory (deleted only if empty)"))
-    details = {"older_than_millis": threshold, "now_millis": now, "branches": [t.branch for t in branches],
+    if names:
+        b.require(NotReferenced(tuple(names)))
+    details = {"older_than": iso(threshold), "now": iso(now), "branches": [t.branch for t in branches],
                "candidates": len(candidates) + len(temps), "referenced_names": len(used.names),
-               "owners_read": used.owners, "notes": notes}
-    return b.build("remove_orphans", main, main.snapshots.latest_id(), details)
-
-
-def execute_remove_orphans(table: Table, plan: Plan, runner: Runner | None = None, progress: Progress | None = None,
-                           batch_size: int | None = None, parallel_threshold: int | None = None) -> Report:
-    started = time.time()
-    ex = PhaseExecutor(table, runner, progress, batch_size, parallel_threshold)
-    for phase, actions in plan_phases(plan):
-        ex.run(phase["mode"], actions)
-    log.info("removed %d orphan file(s) of %s", len(ex.done), table.identifier)
-    return executed_report(plan, ex, started)
+               "owners_read": used.owners, "notes": notes,
+               "symlinks": [{"path": p, "target": t} for p, t in sorted(symlinks.items())]}
+    return b.build(RemoveOrphansPlan, main, details)
 
 
 def remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None, allow_short: bool = False,
                    dry_run: bool = False, runner: Runner | None = None, progress: Progress | None = None,
-                   batch_size: int | None = None, parallel_threshold: int | None = None) -> Report:
+                   batch_size: int | None = None, parallel_threshold: int | None = None,
+                   min_age: Any = None) -> Report:
     """Delete orphan files of the table (all branches considered). `dry_run` returns the plan as a report."""
     started = time.time()
-    plan = plan_remove_orphans(table, older_than, now_millis, allow_short)
-    if dry_run:
-        return dry_run_report(plan, started)
-    return execute_remove_orphans(table, plan, runner, progress, batch_size, parallel_threshold)
+    plan = plan_remove_orphans(table, older_than, now_millis, allow_short, min_age)
+    return run_plan(plan, table, dry_run, runner, progress, batch_size, parallel_threshold, started)
 
 
-__all__ = ["plan_remove_orphans", "remove_orphans", "execute_remove_orphans", "resolve_threshold",
-           "DEFAULT_OLDER_THAN"]
+__all__ = ["RemoveOrphansPlan", "plan_remove_orphans", "remove_orphans", "resolve_threshold", "DEFAULT_OLDER_THAN"]

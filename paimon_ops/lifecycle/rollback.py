@@ -14,24 +14,56 @@ first so that the table always has a readable latest snapshot while the rollback
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import posixpath
 import time
 
-from paimon_ops.errors import InvalidArgumentError, PaimonOpsError, UnsafeOperationError
+from paimon_ops.errors import (
+    CorruptMetadataError,
+    InvalidArgumentError,
+    MissingFileError,
+    PaimonOpsError,
+    UnsafeOperationError,
+    arg,
+)
+from paimon_ops.executor import run_plan
 from paimon_ops.format.snapshot import Snapshot, Tag
-from paimon_ops.lifecycle.reclaim import (ORDERED, PhaseExecutor, PlanBuilder, dry_run_report, executed_report,
-                                          file_size, plan_phases, read_tags)
-from paimon_ops.plan import HINT, LONG_CHANGELOG, SNAPSHOT, TAG, FileAction, Plan, Report
+from paimon_ops.lifecycle.protection import read_tags, tag_set
+from paimon_ops.lifecycle.reclaim import file_size
+from paimon_ops.plan import (
+    DELETE_ORDERED,
+    ENSURE_HINTS,
+    HINT,
+    LONG_CHANGELOG,
+    SNAPSHOT,
+    TAG,
+    WRITE_FILES,
+    WRITE_HINT,
+    FileAction,
+    LatestSnapshotIs,
+    Plan,
+    PlanBuilder,
+    TagsAre,
+)
+from paimon_ops.report import Report
+from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import EARLIEST, LATEST, Table
+from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
+
+
+class RollbackPlan(Plan):
+    """Rolling a branch back to a snapshot or tag: metadata only, newer snapshots, changelogs and tags removed."""
+
+    operation = "rollback"
 
 
 def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
                     tags: list[tuple[str, Tag]]) -> tuple[Snapshot, str | None]:
     if (snapshot_id is None) == (tag is None):
-        raise InvalidArgumentError("rollback needs exactly one of snapshot_id or tag")
+        raise InvalidArgumentError(f"rollback needs exactly one of {arg('snapshot_id')} or {arg('tag')}")
     if tag is not None:
         for n, t in tags:
             if n == tag:
@@ -40,7 +72,7 @@ def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
         raise InvalidArgumentError(f"tag {tag!r} does not exist on {table.identifier} (branch {table.branch}); "
                                    f"existing tags: {known}")
     if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
-        raise InvalidArgumentError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+        raise InvalidArgumentError(f"{arg('snapshot_id')} must be an integer, got {snapshot_id!r}")
     s = table.snapshots.try_snapshot(snapshot_id)  # corrupt -> CorruptMetadataError
     if s is not None:
         return s, None
@@ -53,38 +85,116 @@ def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
                                f"({have}) and no tag points at it")
 
 
-def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> Plan:
+def _verify_target(table: Table, target: Snapshot, what: str, restore: bool) -> bool:
+    """Read the target's whole metadata — manifest lists, every manifest, the index manifest — and refuse the
+    rollback if any of it is unreadable: afterwards the target is the table's latest snapshot, and a latest snapshot
+    that cannot be read breaks every reader and writer. Returns whether the changelog manifest list is readable
+    (a tag restored after expiry has legitimately lost it: tags do not keep changelogs, maintenance.md §2.3)."""
+    store = ManifestStore(table)
+    try:
+        for name in (target.base_manifest_list, target.delta_manifest_list):
+            for meta in store.manifest_list(name, what):
+                store.manifest(meta.file_name, name)
+        if target.index_manifest:
+            store.index_manifest(target.index_manifest, what)
+    except CorruptMetadataError as e:  # MissingFileError included
+        raise CorruptMetadataError(e.path, f"{e.problem}; refusing to roll {table.identifier} back to {what}: its "
+                                           "metadata is unreadable, and it would become the latest snapshot. "
+                                           "Nothing was changed") from None
+    if not target.changelog_manifest_list:
+        return True
+    try:
+        for meta in store.manifest_list(target.changelog_manifest_list, what):
+            store.manifest(meta.file_name, target.changelog_manifest_list)
+    except MissingFileError:
+        if restore:
+            return False
+        raise
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(e.path, f"{e.problem}; refusing to roll {table.identifier} back to {what}: its "
+                                           "changelog metadata is unreadable. Nothing was changed") from None
+    return True
+
+
+def _snapshot_at(table: Table, timestamp_millis: int, tags: list[tuple[str, Tag]]) -> tuple[int | None, str | None]:
+    """(snapshot id, None) of the latest live snapshot committed at or before the instant, else (None, tag) of the
+    tag holding it; refused when the snapshot current then has expired untagged or the table had none yet."""
+    from paimon_ops.lifecycle.timeline import SnapshotTimeline
+    timeline = SnapshotTimeline(table, tags)
+    status, snap = timeline.at_or_before(int(timestamp_millis))
+    when = iso(int(timestamp_millis))
+    if status == SnapshotTimeline.OK and snap is not None:
+        if table.snapshots.exists(snap.id):
+            return snap.id, None
+        name = next(n for n, t in tags if t.id == snap.id)
+        return None, name
+    if status == SnapshotTimeline.NONE:
+        raise InvalidArgumentError(f"{table.identifier} had no snapshot at {when}; nothing to roll back to")
+    raise InvalidArgumentError(f"the snapshot of {table.identifier} current at {when} has expired and no tag holds "
+                               "it; cannot roll back to that point in time")
+
+
+def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None,
+                  timestamp_millis: int | None = None) -> Plan:
+    """Plan rolling back to a snapshot, a tag, or the point in time `timestamp_millis` (the latest snapshot committed
+    at or before it, live or held by a tag)."""
     tags = read_tags(table)
+    if timestamp_millis is not None:
+        if snapshot_id is not None or tag is not None:
+            raise InvalidArgumentError(f"give one of {arg('snapshot_id')}, {arg('tag')} or {arg('timestamp')}")
+        snapshot_id, tag = _snapshot_at(table, timestamp_millis, tags)
     target, via_tag = _resolve_target(table, snapshot_id, tag, tags)
     r = target.id
     latest = table.snapshots.latest_id()
     b = PlanBuilder()
     restore = via_tag is not None and not table.snapshots.exists(r)
-    if restore:
-        b.writes.append(FileAction(table.snapshots.path(r), SNAPSHOT, f"restored from tag {via_tag}"))
-        b.writes.append(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {r}"))
+    what = f"snapshot {r}" + (f" (tag {via_tag})" if via_tag else "")
+    changelog_ok = _verify_target(table, target, what, restore)
+    if not changelog_ok:
+        b.warn(f"the changelog of {what} was already expired; the restored snapshot keeps its data but no "
+               "changelog manifest list")
     newer = sorted((i for i in table.snapshots.list_ids() if i > r), reverse=True)
     cl_ids = table.changelogs.list_ids()
     newer_cl = sorted((i for i in cl_ids if i > r), reverse=True)
     newer_tags = [(n, t) for n, t in tags if t.id > r]
+    remaining_cl = [i for i in cl_ids if i <= r]
+    snap_dir, cl_dir = table.snapshots.dir, table.changelogs.dir
+    if restore:
+        # the tag's snapshot written back first, so the table always has a readable latest snapshot
+        restored = target.to_snapshot()
+        if not changelog_ok:
+            restored = dataclasses.replace(restored, changelog_manifest_list=None, changelog_manifest_list_size=None,
+                                           changelog_record_count=None)
+        b.step("restore the target snapshot from its tag", WRITE_FILES, contents=[restored.to_json()], mode="create")
+        b.add(FileAction(table.snapshots.path(r), SNAPSHOT, f"restored from tag {via_tag}"))
+        b.step("earliest snapshot hint", WRITE_HINT, value=r)
+        b.add(FileAction(posixpath.join(snap_dir, EARLIEST), HINT, f"earliest snapshot = {r}"))
     if newer or restore:
-        b.writes.append(FileAction(posixpath.join(table.snapshots.dir, LATEST), HINT, f"latest snapshot = {r}"))
-    b.phase("snapshot files (newest first)", ORDERED)
+        # LATEST first: readers trust it as soon as snapshot r+1 is gone (maintenance.md §0.3, §3.8)
+        b.step("latest snapshot hint", WRITE_HINT, value=r)
+        b.add(FileAction(posixpath.join(snap_dir, LATEST), HINT, f"latest snapshot = {r}"))
+    b.step("snapshot files (newest first)", DELETE_ORDERED)
     for i in newer:
         p = table.snapshots.path(i)
         b.add(FileAction(p, SNAPSHOT, f"newer than rollback target {r}", file_size(table, p)))
     if newer_cl:
-        b.writes.append(FileAction(posixpath.join(table.changelogs.dir, LATEST), HINT, "latest changelog"))
-    b.phase("long-lived changelog files (newest first)", ORDERED)
+        b.step("latest changelog hint", WRITE_HINT, value=remaining_cl[-1] if remaining_cl else -1)
+        b.add(FileAction(posixpath.join(cl_dir, LATEST), HINT, "latest changelog"))
+    b.step("long-lived changelog files (newest first)", DELETE_ORDERED)
     for i in newer_cl:
         p = table.changelogs.path(i)
         b.add(FileAction(p, LONG_CHANGELOG, f"newer than rollback target {r}", file_size(table, p)))
-    b.phase("newer tags", ORDERED)
+    b.step("newer tags", DELETE_ORDERED)
     for n, t in newer_tags:
         p = table.tags.path(n)
         b.add(FileAction(p, TAG, f"tag {n} points at snapshot {t.id}, newer than rollback target {r}",
                          file_size(table, p)))
-    remaining_cl = [i for i in cl_ids if i <= r]
+    # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
+    b.step("hints", ENSURE_HINTS, keep_empty=True, hints=[
+        {"dir": snap_dir, "name": LATEST, "which": "last"},
+        {"dir": snap_dir, "name": EARLIEST, "which": "first", "only_if_exists": not restore},
+        {"dir": cl_dir, "name": LATEST, "which": "last", "default": -1, "only_if_exists": not newer_cl}])
+    b.require(LatestSnapshotIs(latest), TagsAre(tag_set(tags)))
     try:
         for cid, (c, _) in sorted(table.consumers.consumers().items()):
             if c.next_snapshot > r + 1:
@@ -92,13 +202,15 @@ def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None 
                        "new commits reuse those ids, so reset the consumer after the rollback")
     except (OSError, PaimonOpsError) as e:  # consumers do not decide anything here: warn, do not refuse
         b.warn(f"could not read consumers ({e})")
-    details = {"branch": table.branch, "target_snapshot": r, "via_tag": via_tag, "latest_before": latest,
-               "restore_snapshot_from_tag": restore, "removed_snapshots": sorted(newer),
+    details = {"branch": table.branch, "target_snapshot": r, "via_tag": via_tag,
+               "timestamp": iso(timestamp_millis) if timestamp_millis is not None else None, "latest_before": latest,
+               "restore_snapshot_from_tag": restore, "restore_without_changelog": not changelog_ok,
+               "removed_snapshots": sorted(newer),
                "removed_changelogs": sorted(newer_cl), "removed_tags": [n for n, _ in newer_tags],
-               "changelog_latest_after": remaining_cl[-1] if remaining_cl else -1,
+               "changelog_latest_after": remaining_cl[-1] if remaining_cl else None,
                "note": "metadata only: data, manifest and index files written after the target become orphans; "
                        "run remove_orphans to reclaim them"}
-    return b.build("rollback", table, latest, details)
+    return b.build(RollbackPlan, table, details)
 
 
 def _describe(plan: Plan) -> str:
@@ -117,51 +229,20 @@ def _describe(plan: Plan) -> str:
 
 
 def rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None, confirm: bool = False,
-             dry_run: bool = False) -> Report:
+             dry_run: bool = False, timestamp_millis: int | None = None) -> Report:
     """Roll the table's branch back to a snapshot or tag. Needs `confirm=True` unless `dry_run`."""
     started = time.time()
-    plan = plan_rollback(table, snapshot_id, tag)
-    if dry_run:
-        return dry_run_report(plan, started)
+    plan = plan_rollback(table, snapshot_id, tag, timestamp_millis)
+    if not dry_run:
+        require_confirmation(plan, confirm)
+    return run_plan(plan, table, dry_run, started=started)
+
+
+def require_confirmation(plan: Plan, confirm: bool) -> None:
+    """Rollback cannot be undone: executing one takes an explicit confirmation (`--yes`)."""
     if not confirm:
-        raise UnsafeOperationError(f"{_describe(plan)}; this cannot be undone. Pass confirm=True to proceed "
-                                   "(or dry_run=True to see every file)")
-    return execute_rollback(table, plan)
+        raise UnsafeOperationError(f"{_describe(plan)}; this cannot be undone. Pass {arg('confirm', True)} to proceed "
+                                   f"(or {arg('dry_run', True)} to see every file)")
 
 
-def execute_rollback(table: Table, plan: Plan) -> Report:
-    started = time.time()
-    d = plan.details
-    r = d["target_snapshot"]
-    if table.snapshots.latest_id() != d["latest_before"]:
-        raise InvalidArgumentError(f"{table.identifier} has new snapshots since the rollback was planned "
-                                   f"(latest {table.snapshots.latest_id()}, planned on {d['latest_before']}); re-plan")
-    ex = PhaseExecutor(table)
-    if d["restore_snapshot_from_tag"]:
-        t = table.tags.tag(d["via_tag"])
-        if t.id != r:
-            raise InvalidArgumentError(f"tag {d['via_tag']} changed since the rollback was planned; re-run")
-        ex.write(FileAction(table.snapshots.path(r), SNAPSHOT, f"restored from tag {d['via_tag']}"),
-                 t.to_snapshot().to_json().encode(), atomic_if_absent=True)
-        ex.write_hint(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, "earliest"), r)
-    if d["removed_snapshots"] or d["restore_snapshot_from_tag"]:
-        # LATEST first: readers trust it as soon as snapshot r+1 is gone (maintenance.md §0.3, §3.8).
-        ex.write_hint(FileAction(posixpath.join(table.snapshots.dir, LATEST), HINT, "latest"), r)
-    for phase, actions in plan_phases(plan):
-        if actions and actions[0].kind == LONG_CHANGELOG:
-            ex.write_hint(FileAction(posixpath.join(table.changelogs.dir, LATEST), HINT, "latest changelog"),
-                          d["changelog_latest_after"])
-        ex.run(phase["mode"], actions)
-    # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
-    ex.ensure_hint(posixpath.join(table.snapshots.dir, LATEST), r, "latest snapshot")
-    ids = table.snapshots.list_ids()
-    if d["via_tag"] and ids and ids[0] == r:
-        ex.ensure_hint(posixpath.join(table.snapshots.dir, EARLIEST), r, "earliest snapshot")
-    if d["removed_changelogs"] or table.io.exists(posixpath.join(table.changelogs.dir, LATEST)):
-        cl = table.changelogs.list_ids()
-        ex.ensure_hint(posixpath.join(table.changelogs.dir, LATEST), cl[-1] if cl else -1, "latest changelog")
-    log.info("rolled %s (%s) back to snapshot %s", table.identifier, table.branch, r)
-    return executed_report(plan, ex, started, {"latest_after": table.snapshots.latest_id()})
-
-
-__all__ = ["plan_rollback", "rollback", "execute_rollback"]
+__all__ = ["RollbackPlan", "plan_rollback", "rollback", "require_confirmation"]

@@ -24,8 +24,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_ops.merge.fold import DELETE, INSERT, PU_RETRACT_MESSAGE, AggregateFold, PartialUpdateFold
-from paimon_ops.merge.groups import (NONE, Groups, as_array, dense_rank, list_array, segmented_sequential_sum, take,
-                                     valid_mask)
+from paimon_ops.merge.groups import (
+    NONE,
+    Groups,
+    as_array,
+    dense_rank,
+    list_array,
+    segmented_sequential_sum,
+    take,
+    valid_mask,
+)
 from paimon_ops.merge.scalar import JAVA_WHITESPACE, retract_unsupported
 from paimon_ops.merge.spec import PRIMARY_KEY_FUNC, FieldAgg, MergeError, MergeSpec
 
@@ -369,7 +377,7 @@ def _aggregation(ctx: Ctx) -> EngineResult:
         fast_rows = ctx.is_add
         field_fold = np.zeros(n_g, dtype=bool)
 
-        def check_no_retract() -> None:
+        def check_no_retract(a: FieldAgg = a, consider_retract: np.ndarray = consider_retract) -> None:
             bad = g.any(consider_retract) & ~row_fold
             if bad.any():
                 raise retract_unsupported(a, spec.where)

@@ -60,7 +60,7 @@ class FileStoreCommit:
         self._uuid = str(uuid.uuid4())
         self._counters = {"manifest": 0, "manifest-list": 0, "index-manifest": 0}
         opts = table.options
-        self.max_retries = max_retries if max_retries is not None else (opts.int("commit.max-retries", 10) or 10)
+        self.max_retries = max_retries if max_retries is not None else opts.positive_int("commit.max-retries", 10, minimum=0)
         self.codec, self.codec_level = mf.avro_codec_from_options(dict(opts.raw))
 
     # ------------------------------------------------------------------ naming
@@ -281,7 +281,7 @@ class FileStoreCommit:
             return []
         metas = list(self.store.manifest_list(latest.base_manifest_list)) + \
             list(self.store.manifest_list(latest.delta_manifest_list))
-        merge_min = self.table.options.int("manifest.merge-min-count", 30) or 30
+        merge_min = self.table.options.positive_int("manifest.merge-min-count", 30)
         if len(metas) < merge_min:
             return metas
         # Full merge of the base: fewer, larger manifests keep scans fast.

@@ -1,9 +1,13 @@
 """File access for paimon-ops: pyarrow.fs underneath, local paths and URIs (s3://, hdfs://, gs://, file://).
 
-Three properties the rest of the engine relies on:
+Four properties the rest of the engine relies on:
 * `write_atomic_if_absent` never overwrites (snapshot and schema commits depend on it);
 * `delete_file` deletes files only, never directories, and is quiet about missing files (idempotent reruns);
-* every mutating call passes through `_hook`, the single seam where tests inject faults.
+* every mutating call passes through `_hook`, the single seam where tests inject faults;
+* on local file systems nothing is listed, written or deleted through a symbolic link: the root is resolved to its
+  real path once, and every path below it is walked one directory at a time with `O_NOFOLLOW` (`openat`-style,
+  so a link swapped in mid-way is refused too). A symlink inside the tree is an error for writes and deletes, and
+  is reported, never followed, by listings. Mutations outside the confinement roots are refused.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import errno
 import logging
 import os
 import posixpath
+import stat as _stat
 import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
@@ -18,11 +23,16 @@ from typing import Callable, Iterator, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from paimon_ops.errors import CorruptMetadataError, UnsafeOperationError
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, UnsafeOperationError
 
 log = logging.getLogger(__name__)
 
 FaultHook = Callable[[str, str], None]  # (operation, path) -> may raise
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# URI schemes pyarrow.fs can open (FileSystem.from_uri); anything else is refused with a clear error up front.
+SUPPORTED_SCHEMES = ("file", "s3", "s3a", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
 
 
 @dataclass(frozen=True)
@@ -32,11 +42,13 @@ class FileStatus:
     size: int
     mtime_millis: int
     is_dir: bool
+    is_symlink: bool = False
+    link_target: str | None = None  # for symlinks: where the link points (reported, never followed)
 
 
 @dataclass(frozen=True)
 class DeleteOutcome:
-    """Per-file outcome of `FileIO.delete_files`: exact lists of deleted, already missing and failed paths."""
+    """Per-file outcome of `FileIO.delete_many`: exact lists of deleted, already missing and failed paths."""
 
     deleted: tuple[str, ...]
     missing: tuple[str, ...]
@@ -47,37 +59,67 @@ class InjectedFault(OSError):
     """Raised by fault hooks in tests; a distinct type so tests can tell it from real I/O errors."""
 
 
-class FileIO:
-    """File system access rooted at a URI or local path."""
+def _symlink_error(op: str, path: str, link: str, target: str | None) -> UnsafeOperationError:
+    where = "" if link == path else f": {link} is a symbolic link"
+    arrow = f" -> {target}" if target is not None else ""
+    what = f"{path} is a symbolic link{arrow}" if link == path else f"{path}{where}{arrow}"
+    return UnsafeOperationError(f"refusing to {op} {what}; paimon-ops never follows symbolic links inside a table "
+                                "(left alone)")
 
-    def __init__(self, fs: pafs.FileSystem, scheme: str = "", authority: str = "", fault_hook: FaultHook | None = None):
+
+def _readlink(name: str, dir_fd: int) -> str | None:
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+class FileIO:
+    """File system access rooted at a URI or local path.
+
+    `roots` (local file systems only) are the real directories mutations are confined to: the warehouse or table
+    root this FileIO was resolved for, plus configured external data paths (`with_roots`)."""
+
+    def __init__(self, fs: pafs.FileSystem, scheme: str = "", authority: str = "", fault_hook: FaultHook | None = None,
+                 roots: Sequence[str] = ()):
         self.fs = fs
         self.scheme = scheme
         self.authority = authority
         self.fault_hook = fault_hook
+        self.roots = tuple(dict.fromkeys(posixpath.normpath(r) for r in roots))
 
     # ------------------------------------------------------------------ construction
     @staticmethod
     def resolve(location: str, fault_hook: FaultHook | None = None,
                 options: Mapping[str, str] | None = None) -> tuple[FileIO, str]:
-        """(FileIO, path inside that file system) for a local path or a URI. `options`: warehouse/table options
-        that configure the store (s3.endpoint, s3.access-key, ...; see objectstore.py)."""
+        """(FileIO, path inside that file system) for a local path or a URI. Local paths are resolved to their real
+        path: that is the root every later mutation is confined to. `options`: warehouse/table options that
+        configure an object store (s3.endpoint, s3.access-key, ...; see objectstore.py)."""
         if "://" not in location:
-            return FileIO(pafs.LocalFileSystem(), "", "", fault_hook), os.path.abspath(location).rstrip("/") or "/"
+            root = os.path.realpath(os.path.abspath(location)).rstrip("/") or "/"
+            return FileIO(pafs.LocalFileSystem(), "", "", fault_hook, (root,)), root
         scheme, rest = location.split("://", 1)
         scheme = scheme.lower()
         if scheme == "file":
-            return FileIO(pafs.LocalFileSystem(), "", "", fault_hook), "/" + rest.lstrip("/")
+            root = os.path.realpath("/" + rest.lstrip("/")).rstrip("/") or "/"
+            return FileIO(pafs.LocalFileSystem(), "", "", fault_hook, (root,)), root
         # --- object stores (issue 13): conditional-put commits, bulk deletes, paginated listing
         from paimon_ops.table import objectstore
         if scheme in objectstore.S3_SCHEMES:
-            if options is None:
-                options = objectstore.current_task_options()  # on an executor: the options shipped with the task
+            # on an executor: the settings shipped with the task, under any explicit options
+            options = {**(objectstore.current_task_options() or {}), **(options or {})}
             bucket, _, key = rest.partition("/")
             io = objectstore.ObjectStoreFileIO.open(scheme, bucket, options, fault_hook)
             return io, f"{bucket}/{key.strip('/')}".rstrip("/")
         # ---
-        fs, path = pafs.FileSystem.from_uri(location)
+        if scheme not in SUPPORTED_SCHEMES:
+            raise InvalidArgumentError(
+                f"unsupported URI scheme {scheme!r} in {location!r}: use a local path or one of "
+                + ", ".join(f"{s}://" for s in SUPPORTED_SCHEMES))
+        try:
+            fs, path = pafs.FileSystem.from_uri(location)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise InvalidArgumentError(f"cannot open {location!r}: {str(e).splitlines()[0] if str(e) else e}") from None
         authority = rest.split("/", 1)[0]
         io = FileIO(fs, scheme, authority, fault_hook)
         io.unsafe_lock = str((options or {}).get("commit.object-store.unsafe-lock", "")).lower() == "external"
@@ -94,7 +136,14 @@ class FileIO:
         return f"{self.scheme}://{path}" if not self.authority or path.startswith(self.authority) else f"{self.scheme}://{self.authority}/{path.lstrip('/')}"
 
     def with_fault_hook(self, hook: FaultHook | None) -> FileIO:
-        io = FileIO(self.fs, self.scheme, self.authority, hook)
+        io = FileIO(self.fs, self.scheme, self.authority, hook, self.roots)
+        io.unsafe_lock = self.unsafe_lock
+        return io
+
+    def with_roots(self, roots: Sequence[str]) -> FileIO:
+        """The same file system with more confinement roots (configured external data paths)."""
+        extra = [os.path.realpath(r) if self.is_local else r for r in roots]
+        io = FileIO(self.fs, self.scheme, self.authority, self.fault_hook, (*self.roots, *extra))
         io.unsafe_lock = self.unsafe_lock
         return io
 
@@ -110,16 +159,78 @@ class FileIO:
         """Store settings an executor needs to re-open this file system (none for local and pyarrow URIs)."""
         return {}
 
-    def delete_files(self, paths: Sequence[str]) -> DeleteOutcome:
-        """Delete files (one request each here; object stores override this with bulk deletes)."""
-        deleted, missing = [], []
-        for p in paths:
-            (deleted if self.delete_file(p) else missing).append(p)
-        return DeleteOutcome(tuple(deleted), tuple(missing), ())
+    def delete_many(self, paths: Sequence[str]) -> DeleteOutcome:
+        """`delete_files` with an exact per-file outcome (object stores override this with bulk deletes)."""
+        done = self.delete_files(paths)
+        return DeleteOutcome(tuple(p for p, ok in zip(paths, done) if ok),
+                             tuple(p for p, ok in zip(paths, done) if not ok), ())
 
     def _hook(self, op: str, path: str) -> None:
         if self.fault_hook is not None:
             self.fault_hook(op, path)
+
+    # ------------------------------------------------------------------ local confinement
+    def _anchor(self, path: str) -> str | None:
+        """The deepest confinement root containing `path`, or None."""
+        best = None
+        for r in self.roots:
+            if path == r or path.startswith(r.rstrip("/") + "/"):
+                if best is None or len(r) > len(best):
+                    best = r
+        return best
+
+    def _open_dir(self, dirpath: str, op: str, create: bool = False) -> int | None:
+        """A file descriptor of `dirpath`, reached from its confinement root one component at a time without
+        following any symlink; None if it does not exist (and `create` is off). Raises UnsafeOperationError for a
+        symlink on the way or a path outside every root."""
+        dirpath = posixpath.normpath(dirpath)
+        anchor = self._anchor(dirpath)
+        if anchor is None:
+            roots = ", ".join(self.roots) or "none"
+            raise UnsafeOperationError(f"refusing to {op} {dirpath}: outside the table root (allowed roots: {roots})")
+        try:
+            fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            if not create:
+                return None
+            os.makedirs(anchor, exist_ok=True)
+            fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        rel = posixpath.relpath(dirpath, anchor)
+        if rel == ".":
+            return fd
+        walked = anchor
+        try:
+            for comp in rel.split("/"):
+                walked = posixpath.join(walked, comp)
+                while True:
+                    try:
+                        nfd = os.open(comp, _DIR_FLAGS, dir_fd=fd)
+                        break
+                    except FileNotFoundError:
+                        if not create:
+                            os.close(fd)
+                            return None
+                        try:
+                            os.mkdir(comp, 0o755, dir_fd=fd)
+                        except FileExistsError:
+                            pass
+                    except OSError as e:
+                        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                            target = _readlink(comp, fd)
+                            if target is not None:
+                                raise _symlink_error(op, dirpath, walked, target) from None
+                            if e.errno == errno.ENOTDIR:
+                                raise NotADirectoryError(errno.ENOTDIR, f"{walked} is not a directory") from None
+                        raise
+                os.close(fd)
+                fd = nfd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _confined(self, path: str) -> bool:
+        return self.is_local and bool(self.roots) and self._anchor(posixpath.normpath(path)) is not None
 
     # ------------------------------------------------------------------ reads
     def exists(self, path: str) -> bool:
@@ -130,6 +241,9 @@ class FileIO:
 
     def is_dir(self, path: str) -> bool:
         return self.fs.get_file_info(path).type == pafs.FileType.Directory
+
+    def is_symlink(self, path: str) -> bool:
+        return self.is_local and os.path.islink(path)
 
     def size(self, path: str) -> int:
         info = self.fs.get_file_info(path)
@@ -158,8 +272,12 @@ class FileIO:
     def open_input(self, path: str) -> pa.NativeFile:
         return self.fs.open_input_file(path)
 
-    def list_status(self, path: str) -> list[FileStatus]:
-        """Direct children of a directory; [] if it does not exist."""
+    def list_status(self, path: str, include_symlinks: bool = False) -> list[FileStatus]:
+        """Direct children of a directory; [] if it does not exist. Never lists through a symlink: on local file
+        systems a symlink on the way raises UnsafeOperationError, and symlinks among the children are skipped
+        (or, with `include_symlinks`, returned with `is_symlink` and their target, for reporting)."""
+        if self.is_local:
+            return self._list_local(path, include_symlinks)
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=False))
         except FileNotFoundError:
@@ -170,7 +288,57 @@ class FileIO:
             out.append(FileStatus(i.path, i.base_name, int(i.size or 0), mtime, i.type == pafs.FileType.Directory))
         return out
 
+    def _list_local(self, path: str, include_symlinks: bool) -> list[FileStatus]:
+        path = posixpath.normpath(path)
+        if self._anchor(path) is not None:
+            try:
+                fd = self._open_dir(path, "list")
+            except NotADirectoryError:
+                return []
+            if fd is None:
+                return []
+        else:  # reads outside the roots (a warehouse listing its tables' parents): still never through a link
+            if os.path.islink(path):
+                raise _symlink_error("list", path, path, os.readlink(path))
+            try:
+                fd = os.open(path, _DIR_FLAGS)
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        out = []
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    child = posixpath.join(path, entry.name)
+                    if entry.is_symlink():
+                        target = _readlink(entry.name, fd)
+                        if include_symlinks:
+                            out.append(FileStatus(child, entry.name, 0, 0, False, True, target))
+                        else:
+                            log.warning("skipping symbolic link %s -> %s (never followed)", child, target)
+                        continue
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue  # removed while listing
+                    out.append(FileStatus(child, entry.name, int(st.st_size), int(st.st_mtime * 1000),
+                                          _stat.S_ISDIR(st.st_mode)))
+        finally:
+            os.close(fd)
+        out.sort(key=lambda s: s.name)
+        return out
+
     def walk_files(self, path: str) -> Iterator[FileStatus]:
+        """Every regular file below `path` (never descending through a symlink)."""
+        if self.is_local:
+            stack = [path]
+            while stack:
+                d = stack.pop()
+                for st in self.list_status(d):
+                    if st.is_dir:
+                        stack.append(st.path)
+                    else:
+                        yield st
+            return
         infos = self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=True))
         for i in infos:
             if i.type == pafs.FileType.File:
@@ -179,38 +347,81 @@ class FileIO:
 
     # ------------------------------------------------------------------ writes
     def mkdirs(self, path: str) -> None:
+        if self._confined(path):
+            fd = self._open_dir(path, "create directory", create=True)
+            if fd is not None:
+                os.close(fd)
+            return
+        if self.is_local:
+            raise UnsafeOperationError(f"refusing to create directory {path}: outside the table root "
+                                       f"(allowed roots: {', '.join(self.roots) or 'none'})")
         self.fs.create_dir(path, recursive=True)
+
+    def _local_new_file(self, path: str, op: str) -> tuple[int, int, str]:
+        """(dir fd, file fd, name) of a new/truncated regular file, never through a symlink."""
+        directory, name = posixpath.split(posixpath.normpath(path))
+        dfd = self._open_dir(directory, op, create=True)
+        assert dfd is not None
+        try:
+            ffd = os.open(name, _NEW_FILE_FLAGS, 0o644, dir_fd=dfd)
+        except OSError as e:
+            target = _readlink(name, dfd) if e.errno in (errno.ELOOP, errno.EMLINK) else None
+            os.close(dfd)
+            if target is not None:
+                raise _symlink_error(op, path, path, target) from None
+            raise
+        return dfd, ffd, name
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Plain (over)write: for files whose name is fresh (UUID-named) or that are hints."""
         self._hook("write", path)
+        if self.is_local:
+            self._require_confined(path, "write")
+            dfd, ffd, _ = self._local_new_file(path, "write")
+            os.close(dfd)
+            with os.fdopen(ffd, "wb") as f:
+                f.write(data)
+            return
         self.mkdirs(posixpath.dirname(path))
         with self.fs.open_output_stream(path) as f:
             f.write(data)
 
     def open_output(self, path: str) -> pa.NativeFile:
         self._hook("write", path)
+        if self.is_local:
+            self._require_confined(path, "write")
+            dfd, ffd, _ = self._local_new_file(path, "write")
+            os.close(dfd)
+            return pa.PythonFile(os.fdopen(ffd, "wb"), mode="w")
         self.mkdirs(posixpath.dirname(path))
         return self.fs.open_output_stream(path)
+
+    def _require_confined(self, path: str, op: str) -> None:
+        if not self._confined(path):
+            raise UnsafeOperationError(f"refusing to {op} {path}: outside the table root "
+                                       f"(allowed roots: {', '.join(self.roots) or 'none'})")
 
     def write_atomic_if_absent(self, path: str, data: bytes) -> bool:
         """Create `path` with `data` only if it does not exist; True if we created it.
 
-        Local file systems: write a hidden temp file, then `os.link` it to the target — link fails with
-        EEXIST when the name is taken, which is a true no-overwrite atomic create across processes.
+        Local file systems: write a hidden temp file, then `link` it to the target — link fails with EEXIST when
+        the name is taken, which is a true no-overwrite atomic create across processes.
         Object stores: S3 goes through objectstore.ObjectStoreFileIO (conditional put). HDFS: check-then-move
         (its rename never overwrites). Any other store is refused unless the user opts into an external lock.
         """
         directory, name = posixpath.split(path)
         tmp = posixpath.join(directory, f".{name}.{uuid.uuid4()}.tmp")
-        try:
-            # inside the try: a write that fails half-way (disk full, lost connection) must not leave the
-            # partial temp file behind either
-            self.write_bytes(tmp, data)
-            self._hook("rename", path)
-            if self.is_local:
+        if self.is_local:
+            self._require_confined(path, "write")
+            tmp_name = posixpath.basename(tmp)
+            self._hook("write", tmp)
+            dfd, ffd, _ = self._local_new_file(tmp, "write")
+            try:
                 try:
-                    os.link(tmp, path)
+                    with os.fdopen(ffd, "wb") as f:
+                        f.write(data)
+                    self._hook("rename", path)
+                    os.link(tmp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
                     return True
                 except FileExistsError:
                     return False
@@ -218,6 +429,20 @@ class FileIO:
                     if e.errno == errno.EEXIST:
                         return False
                     raise
+                finally:
+                    try:
+                        os.unlink(tmp_name, dir_fd=dfd)
+                    except FileNotFoundError:
+                        pass
+                    except OSError:  # a leftover temp file is harmless: its name never matches a metadata prefix
+                        log.warning("could not remove temp file %s", tmp)
+            finally:
+                os.close(dfd)
+        try:
+            # inside the try: a write that fails half-way (disk full, lost connection) must not leave the
+            # partial temp file behind either
+            self.write_bytes(tmp, data)
+            self._hook("rename", path)
             if self.scheme not in ("hdfs", "viewfs") and not self.unsafe_lock:
                 # HDFS renames never overwrite; other stores reached through pyarrow may (check-then-move races)
                 raise UnsafeOperationError(
@@ -239,10 +464,72 @@ class FileIO:
         self._hook("rename", dst)
         if self.exists(dst):
             raise FileExistsError(dst)
+        if self.is_local:
+            self._require_confined(src, "rename")
+            self._require_confined(dst, "rename")
+            sfd = self._open_dir(posixpath.dirname(src), "rename")
+            if sfd is None:
+                raise FileNotFoundError(src)
+            try:
+                dfd = self._open_dir(posixpath.dirname(dst), "rename", create=True)
+                try:
+                    os.rename(posixpath.basename(src), posixpath.basename(dst), src_dir_fd=sfd, dst_dir_fd=dfd)
+                finally:
+                    os.close(dfd)  # type: ignore[arg-type]
+            finally:
+                os.close(sfd)
+            return
         self.fs.move(src, dst)
 
     def delete_file(self, path: str) -> bool:
-        """Delete one regular file; False if it was already gone. Refuses directories."""
+        """Delete one regular file; False if it was already gone. Refuses directories and symlinks."""
+        return self.delete_files([path])[0]
+
+    def delete_files(self, paths: Sequence[str]) -> list[bool]:
+        """Delete regular files (False where already gone), in order; stops at the first failure (raises).
+
+        Local: each parent directory is opened once (without following links) and its files are unlinked
+        relative to it, so a symlink swapped in anywhere on the way is refused, never followed."""
+        if not self.is_local:
+            return [self._delete_remote(p) for p in paths]
+        out: list[bool] = []
+        dfd: int | None = None
+        cur_dir: str | None = None
+        try:
+            for p in paths:
+                p = posixpath.normpath(p)
+                directory, name = posixpath.split(p)
+                if directory != cur_dir:
+                    if dfd is not None:
+                        os.close(dfd)
+                        dfd = None
+                    self._require_confined(p, "delete")
+                    dfd = self._open_dir(directory, "delete")
+                    cur_dir = directory
+                if dfd is None:
+                    out.append(False)
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                except FileNotFoundError:
+                    out.append(False)
+                    continue
+                if _stat.S_ISLNK(st.st_mode):
+                    raise _symlink_error("delete", p, p, _readlink(name, dfd))
+                if not _stat.S_ISREG(st.st_mode):
+                    raise UnsafeOperationError(f"refusing to delete {p}: it is not a regular file")
+                self._hook("delete", p)
+                try:
+                    os.unlink(name, dir_fd=dfd)
+                    out.append(True)
+                except FileNotFoundError:
+                    out.append(False)
+        finally:
+            if dfd is not None:
+                os.close(dfd)
+        return out
+
+    def _delete_remote(self, path: str) -> bool:
         info = self.fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
             return False
@@ -256,7 +543,30 @@ class FileIO:
         return True
 
     def delete_dir_if_empty(self, path: str) -> bool:
-        """Remove a directory only after listing it empty (object-store clients delete prefixes recursively)."""
+        """Remove a directory only after listing it empty (object-store clients delete prefixes recursively).
+        Local: never a symlink, never through one."""
+        if self.is_local:
+            path = posixpath.normpath(path)
+            self._require_confined(path, "delete")
+            parent, name = posixpath.split(path)
+            pfd = self._open_dir(parent, "delete")
+            if pfd is None:
+                return False
+            try:
+                try:
+                    st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+                except FileNotFoundError:
+                    return False
+                if not _stat.S_ISDIR(st.st_mode):
+                    return False
+                self._hook("delete", path)
+                try:
+                    os.rmdir(name, dir_fd=pfd)  # fails unless empty at this moment
+                except OSError:
+                    return False
+                return True
+            finally:
+                os.close(pfd)
         info = self.fs.get_file_info(path)
         if info.type != pafs.FileType.Directory:
             return False
@@ -264,13 +574,25 @@ class FileIO:
             return False
         self._hook("delete", path)
         try:
-            if self.is_local:
-                os.rmdir(path)  # fails if something appeared meanwhile
-            else:
-                self.fs.delete_dir(path)
+            self.fs.delete_dir(path)
         except OSError:
             return False
         return True
+
+
+def split_location(location: str) -> tuple[str, str, str]:
+    """(scheme, authority, path) of a location, parsed without opening anything (no network access); local paths
+    and file:// URIs have scheme and authority ''."""
+    if "://" not in location:
+        if location.startswith("file:"):  # Hadoop's file:/tmp/x form (Java writes external paths like this)
+            return "", "", posixpath.normpath("/" + location[5:].lstrip("/"))
+        return "", "", os.path.abspath(location)
+    scheme, rest = location.split("://", 1)
+    scheme = scheme.lower()
+    if scheme == "file":
+        return "", "", posixpath.normpath("/" + rest.lstrip("/"))
+    authority, _, path = rest.partition("/")
+    return scheme, authority, posixpath.normpath(f"{authority}/{path}").rstrip("/")
 
 
 def ensure_within(root: str, path: str) -> str:

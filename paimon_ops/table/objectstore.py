@@ -333,6 +333,7 @@ class S3Client:
 
 _CLIENTS: dict[tuple[S3Settings, str], S3Client] = {}
 _CLIENTS_LOCK = threading.Lock()
+_KNOWN: dict[str, dict[str, str]] = {}  # bucket -> the store options this process was last given for it
 
 
 def client_for(settings: S3Settings, bucket: str) -> S3Client:
@@ -365,12 +366,24 @@ class ObjectStoreFileIO(FileIO):
     @staticmethod
     def open(scheme: str, bucket: str, options: Mapping[str, str] | None,
              fault_hook: FaultHook | None) -> ObjectStoreFileIO:
+        """Settings: explicit store options; else those this process was last given for the bucket (a plan
+        re-opens its table by location, and plans never carry secrets); else the environment alone."""
         if not bucket:
             raise ObjectStoreError(f"{scheme}:// location without a bucket name")
-        return ObjectStoreFileIO(client_for(S3Settings.resolve(options), bucket), scheme, fault_hook)
+        store = {k: v for k, v in (options or {}).items() if is_store_option(k)}
+        with _CLIENTS_LOCK:
+            if store:
+                _KNOWN[bucket] = store
+            else:
+                store = dict(_KNOWN.get(bucket, {}))
+        return ObjectStoreFileIO(client_for(S3Settings.resolve(store), bucket), scheme, fault_hook)
 
     def with_fault_hook(self, hook: FaultHook | None) -> ObjectStoreFileIO:
         return ObjectStoreFileIO(self.client, self.scheme, hook)
+
+    def with_roots(self, roots: Sequence[str]) -> ObjectStoreFileIO:
+        """Confinement roots are a local-disk concept (symlinks); paths are still checked by the Deleter."""
+        return self
 
     def task_options(self) -> dict[str, str]:
         return self.client.settings.as_options()
@@ -460,7 +473,7 @@ class ObjectStoreFileIO(FileIO):
         return FileStatus(f"{bucket}/{p}", p.rsplit("/", 1)[-1], int(m.get("size") or 0),
                           int(lm.timestamp() * 1000) if lm is not None else 0, False)
 
-    def list_status(self, path: str) -> list[FileStatus]:
+    def list_status(self, path: str, include_symlinks: bool = False) -> list[FileStatus]:
         """Direct children (one LIST per 1,000 keys, with last-modified times); [] if nothing is there."""
         import obstore
         k = self.key(path)
@@ -639,7 +652,17 @@ class ObjectStoreFileIO(FileIO):
                     found.add(k)
         return {self._path(k) for k in found}
 
-    def delete_files(self, paths: Sequence[str]) -> DeleteOutcome:
+    def delete_files(self, paths: Sequence[str]) -> list[bool]:
+        """FileIO's contract (False where already gone; raises if a file could not be deleted), in bulk."""
+        out = self.delete_many(paths)
+        if out.failed:
+            path, error = out.failed[0]
+            raise ObjectStoreError(f"{len(out.failed)} of {len(paths)} file(s) could not be deleted, first {path}: "
+                                   f"{error}")
+        missing = set(out.missing)
+        return [p not in missing for p in paths]
+
+    def delete_many(self, paths: Sequence[str]) -> DeleteOutcome:
         """Bulk delete: existence from listings, then DeleteObjects with up to 1,000 keys per request and
         `s3.delete.concurrency` requests in flight. Keys a request could not delete are re-checked and retried with
         back-off (throttling); per-file outcome is exact: deleted, already missing, or failed with its error."""

@@ -12,9 +12,16 @@ from paimon_ops.errors import CorruptMetadataError, MissingFileError
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
-from paimon_ops.format.manifest import DataFileMeta, DeletionVectorMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta
+from paimon_ops.format.manifest import (
+    DataFileMeta,
+    DeletionVectorMeta,
+    IndexManifestEntry,
+    ManifestEntry,
+    ManifestFileMeta,
+)
 from paimon_ops.format.partition import partition_path
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.table.fileio import split_location
 from paimon_ops.table.table import Table
 
 log = logging.getLogger(__name__)
@@ -204,12 +211,26 @@ class TableScanner:
 
     def data_file_path(self, partition: bytes, bucket: int, meta: DataFileMeta) -> str:
         if meta.external_path:
-            return meta.external_path
+            return self._checked_external(meta.external_path, meta.file_name)
         return posixpath.join(self.bucket_dir(partition, bucket), meta.file_name)
+
+    def _checked_external(self, external: str, name: str) -> str:
+        """An external path from metadata, accepted only inside a configured `data-file.external-paths` entry and
+        only for the file it names."""
+        scheme, authority, path = split_location(external)
+        if posixpath.basename(path) == name:
+            for loc in self.table.external_paths:
+                s, a, root = split_location(loc)
+                if (s, a) == (scheme, authority) and (path + "/").startswith(root.rstrip("/") + "/"):
+                    return external
+        raise CorruptMetadataError(
+            external, f"external path of {name} is not inside a configured data-file.external-paths entry of "
+                      f"{self.table.identifier} ({', '.join(self.table.external_paths) or 'none configured'}); "
+                      "refusing to act on it")
 
     def index_file_path(self, ie: IndexManifestEntry) -> str:
         if ie.external_path:
-            return ie.external_path
+            return self._checked_external(ie.external_path, ie.file_name)
         if self.table.options.index_file_in_data_dir:
             return posixpath.join(self.bucket_dir(ie.partition, ie.bucket), ie.file_name)
         return posixpath.join(self.table.index_dir, ie.file_name)

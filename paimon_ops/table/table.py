@@ -333,6 +333,12 @@ class Table:
         return posixpath.join(self.manifest_dir, name)
 
     @property
+    def external_paths(self) -> list[str]:
+        """`data-file.external-paths` entries (where Paimon >= 1.1 may place data files)."""
+        ext = self.options.str("data-file.external-paths") or ""
+        return [loc.strip() for loc in ext.split(",") if loc.strip()]
+
+    @property
     def data_root(self) -> str:
         sub = self.options.data_path_directory
         return self.path(sub) if sub else self.root

@@ -17,10 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_ops.errors import InvalidArgumentError, UnsupportedError
+from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import bucket_ids, serialize_row
-from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND, write_data_file
+from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND, validate_write_options, write_data_file
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.format.stats import compute_stats, dense_store, key_stats, min_max_key
@@ -56,6 +56,10 @@ class DataFileWriteSpec:
         fmt = table.options.file_format
         if fmt not in _EXT:
             raise UnsupportedError(f"writing {fmt!r} data files for {table.identifier} is not supported (parquet, orc)")
+        try:  # codecs and sizes checked once, here, for the table writer and compaction alike
+            validate_write_options(fmt, dict(table.options.raw))
+        except InvalidOptionError as e:
+            raise InvalidOptionError(e.name, e.value, e.expected, f"table {table.identifier}") from None
         # 0.9 manifests have no _VALUE_STATS_COLS: all-mode value stats and 0.9's key-stats modes.
         return DataFileWriteSpec(fmt, has_cols and dense_store(dict(table.options.raw)), not has_cols)
 
@@ -286,9 +290,8 @@ def create_table(warehouse: str, identifier: str, fields: Sequence, partition_ke
     """Create a table (schema-0) in a filesystem warehouse. `fields`: DataFields or (name, type-string) pairs."""
     from paimon_ops.format.schema import TableSchema
     from paimon_ops.format.types import DataField, max_field_id, parse_type
-    from paimon_ops.table.table import Catalog, Identifier
-
     from paimon_ops.table.fileio import FileIO
+    from paimon_ops.table.table import Catalog, Identifier
 
     ident = Identifier.parse(identifier)
     io, root = FileIO.resolve(warehouse)

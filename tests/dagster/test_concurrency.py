@@ -10,7 +10,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 from assets import build_paimon_definitions
 from assets.instance import write_dagster_home
 from assets.resources import PaimonWarehouse
-from paimon_ops.plan import Report
+from paimon_ops.report import Report
 
 from tests.dagster.util import build_events, build_orders
 

@@ -1,7 +1,6 @@
 """Deletion-vector index files: Java-written vectors, an independent spec encoder, corruption handling."""
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from pathlib import Path
@@ -25,26 +24,15 @@ from paimon_ops.format.deletion_vectors import (
     write_dv_index_file,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PATH = "/warehouse/db.db/t/index/index-test-0"
 
 
-def _java_dv_dir() -> Path | None:
-    # Layout is <somewhere>/main (this repo) with <somewhere>/shared beside it; PAIMON_OPS_SHARED overrides.
-    shared = os.environ.get("PAIMON_OPS_SHARED")
-    base = Path(shared) if shared else REPO_ROOT.parent / "shared"
-    d = base / "testdata" / "java-dv"
-    return d if (d / "dvindex-32").is_file() and (d / "dvindex-64").is_file() else None
+JAVA_DV_DIR = Path(__file__).resolve().parent / "data" / "java-dv"  # from ../shared/testdata (Java's own tests)
 
 
 @pytest.fixture(scope="module")
 def java_dv() -> dict[str, bytes]:
-    d = _java_dv_dir()
-    if d is None:
-        pytest.skip(
-            "Java DV test files not found: expected <repo>/../shared/testdata/java-dv/dvindex-{32,64} "
-            "(set PAIMON_OPS_SHARED to the 'shared' directory)"
-        )
+    d = JAVA_DV_DIR
     return {"32": (d / "dvindex-32").read_bytes(), "64": (d / "dvindex-64").read_bytes()}
 
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from paimon_ops.format.names import is_plain_name
 from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, UnsupportedError
 from paimon_ops.format.manifest import (
     EMPTY_STATS,
@@ -467,8 +468,11 @@ _int = st.integers(-(2 ** 31), 2 ** 31 - 1)
 _opt = st.none() | _long
 _stats_st = st.builds(SimpleStats, _bytes, _bytes, st.none() | st.tuples(st.none() | _long, st.none() | _long))
 _strs = st.lists(_text, max_size=3).map(tuple)
+# file names read from metadata must be plain names (format/names.py); anything else is refused on read
+_name = st.text(min_size=1, max_size=12).filter(is_plain_name)
+_names = st.lists(_name, max_size=3).map(tuple)
 _file_st = st.builds(
-    DataFileMeta, _text, _long, _long, _bytes, _bytes, _stats_st, _stats_st, _long, _long, _long, _int, _strs,
+    DataFileMeta, _name, _long, _long, _bytes, _bytes, _stats_st, _stats_st, _long, _long, _long, _int, _names,
     st.none() | st.integers(-(10 ** 12), 10 ** 13), _opt, st.none() | _bytes, st.none() | st.integers(0, 1),
     st.none() | _strs, st.none() | _text, _opt, st.none() | _strs, st.none() | st.lists(_long, max_size=3).map(tuple))
 _entry_st = st.builds(ManifestEntry, st.integers(0, 1), _bytes, _int, _int, _file_st)

@@ -118,7 +118,8 @@ def test_unknown_table_tag_snapshot(java_tables, capsys):
     for cmd in ("snapshots", "tags", "files", "options"):
         for extra in ((), ("--json",)):
             rc, out, err = _run(capsys, cmd, wh, f"{DB}.no_such_table", *extra)
-            assert rc == 2 and out == ""
+            # text: nothing on stdout; --json: the error as a JSON object on stdout too (issue 8)
+            assert rc == 2 and (out == "" if not extra else json.loads(out)["error"]["type"] == "TableNotFoundError")
             assert "db.no_such_table" in err and "not found" in err
     rc, _, err = _run(capsys, "files", wh, f"{DB}.pk_dv", "--tag", "nope")
     assert rc == 2 and "'nope'" in err

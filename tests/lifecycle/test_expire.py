@@ -10,9 +10,10 @@ import posixpath
 
 import pytest
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, PaimonOpsError
-from paimon_ops.lifecycle.expire import execute_expire, expire_snapshots, plan_expire_snapshots
-from paimon_ops.lifecycle.reclaim import delete_tags
+from paimon_ops.errors import StalePlanError, CorruptMetadataError, InvalidArgumentError, PaimonOpsError
+from paimon_ops.executor import execute as execute_expire
+from paimon_ops.lifecycle.expire import expire_snapshots, plan_expire_snapshots
+from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.runner import LocalRunner
 from paimon_ops.table.table import Table
 from tests.lifecycle.helpers import (HOUR_MS, MetaSim, Sim, all_files, check_references, create_branch_from_tag,
@@ -93,7 +94,7 @@ def test_consumers_pin_snapshots(wh):
 @pytest.mark.parametrize("kw,msg", [
     (dict(retain_min=0), "retain_min must be at least 1"),
     (dict(retain_min=-3), "retain_min must be at least 1"),
-    (dict(retain_min=5, retain_max=4), "must not be less than retain_min"),
+    (dict(retain_min=5, retain_max=4), "must not be less than the minimum retained"),
     (dict(max_deletes=0), "max_deletes"),
     (dict(older_than=1, time_retained=dt.timedelta(hours=1)), "not both"),
     (dict(time_retained=dt.timedelta(hours=-1)), "must not be negative"),
@@ -148,7 +149,7 @@ def test_dry_run_plan_json_reasons_and_rerun(wh):
     plan = plan_expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
     json.loads(plan.to_json())
     assert "deleted by snapshot" in plan.summary()
-    real = execute_expire(t, plan)
+    real = execute_expire(plan, t)
     assert real.deleted == dry.deleted and real.deleted_bytes == dry.deleted_bytes
     assert real.total_deleted == len(before - rel_files(t.root))
     check_references(t)
@@ -163,8 +164,8 @@ def test_tag_created_after_planning_aborts_execution(wh):
     plan = plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, retain_max=5)
     before = rel_files(t.root)
     tag_snapshot(t, "late", 10)
-    with pytest.raises(PaimonOpsError, match="tags .* changed"):
-        execute_expire(t, plan)
+    with pytest.raises(StalePlanError, match=r"tag\(s\) late created"):
+        execute_expire(plan, t)
     assert rel_files(t.root) - {"tag/tag-late"} == before
 
 
@@ -462,8 +463,8 @@ def test_stale_plan_refused_after_rollback_or_new_consumer(wh):
     assert plan.details["end"] == 18
     write_consumer(t, "late-reader", 10)
     before = rel_files(t.root)
-    with pytest.raises(PaimonOpsError, match="consumer"):
-        execute_expire(t, plan)
+    with pytest.raises(StalePlanError, match="consumer late-reader now reads snapshot 10"):
+        execute_expire(plan, t)
     assert rel_files(t.root) == before
     os.remove(posixpath.join(t.consumers.dir, "consumer-late-reader"))
     rollback(t, snapshot_id=12, confirm=True)
@@ -474,8 +475,8 @@ def test_stale_plan_refused_after_rollback_or_new_consumer(wh):
     sim.write(0)
     sim.write(0)  # a new snapshot 18 with other content
     before = rel_files(t.root)
-    with pytest.raises(PaimonOpsError, match="snapshot 18 .* changed"):
-        execute_expire(t, plan)
+    with pytest.raises(StalePlanError, match="snapshot 18 was replaced"):
+        execute_expire(plan, t)
     assert rel_files(t.root) == before
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.reclaim import delete_tags
+from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.runner import SparkRunner
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, check_references, leaks, new_table
 

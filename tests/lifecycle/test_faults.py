@@ -16,7 +16,7 @@ import pytest
 
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.reclaim import delete_tags
+from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.lifecycle.rollback import rollback
 from paimon_ops.table.fileio import InjectedFault, fault_after
 from paimon_ops.table.table import Table

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.reclaim import delete_tags
+from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.lifecycle.rollback import rollback
 from tests.lifecycle.helpers import (DAY_MS, MetaSim, Sim, check_references, fast_tmpdir, leaks,
                                      new_table, write_consumer)

@@ -9,7 +9,7 @@ import pytest
 
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError
 from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.reclaim import delete_tags, plan_delete_tags
+from paimon_ops.lifecycle.tag_deletion import delete_tags, plan_delete_tags
 from tests.lifecycle.helpers import (HOUR_MS, MetaSim, Sim, all_files, check_references, copy_table, leaks,
                                      new_table, rel_files)
 

@@ -121,10 +121,16 @@ def test_rename_keeps_content_and_is_resumable(table):
     create_tag(table, "other", snapshot_id=1)
     with pytest.raises(InvalidArgumentError, match="already exists"):
         rename_tag(table, "other", "new")
-    # a crash after writing the new name: rerun finishes
+    # a crash after writing the new name: only an explicit resume finishes it (issue 8: never silently delete)
     table.io.write_bytes(table.tags.path("half"), table.io.read_bytes(table.tags.path("other")))
-    assert rename_tag(table, "other", "half").details["resumed"] is True
+    with pytest.raises(InvalidArgumentError, match="resume=True"):
+        rename_tag(table, "other", "half")
+    assert tag_ids(table) == {"new": 2, "half": 1, "other": 1}
+    assert rename_tag(table, "other", "half", resume=True, dry_run=True).files[0].path.endswith("tag-other")
+    assert tag_ids(table) == {"new": 2, "half": 1, "other": 1}
+    assert rename_tag(table, "other", "half", resume=True).details["resumed"] is True
     assert tag_ids(table) == {"new": 2, "half": 1}
+    assert rename_tag(table, "other", "half", resume=True).warnings  # already complete: nothing left to do
 
 
 def test_rename_away_from_a_java_numeric_name(table):

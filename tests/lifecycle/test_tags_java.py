@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from paimon_ops.lifecycle.autotag import CONFLICT, EXISTS, create_auto_tags, expire_tags, plan_auto_tags
+from paimon_ops.lifecycle.autotag import CONFLICT, EXISTS, create_auto_tags, plan_auto_tags
+from paimon_ops.lifecycle.tag_expiry import expire_tags
 from paimon_ops.lifecycle.tags import create_tag, list_tags
 from paimon_ops.table.table import Catalog, Table
 from tests.interop import java_harness as jh

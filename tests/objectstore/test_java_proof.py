@@ -18,8 +18,8 @@ import pytest
 from paimon_ops.compact.api import compact
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.reclaim import delete_tags
 from paimon_ops.lifecycle.rollback import rollback
+from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.lifecycle.tags import create_tag
 from paimon_ops.runner import LocalRunner
 from paimon_ops.table.table import Catalog

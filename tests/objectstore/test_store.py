@@ -50,7 +50,7 @@ def test_race_for_one_key_has_exactly_one_winner(s3_server, bucket):
         wins: list[int] = []
         barrier = threading.Barrier(6)
 
-        def go(i: int) -> None:
+        def go(i: int, p: str = p, barrier: threading.Barrier = barrier, wins: list[int] = wins) -> None:
             barrier.wait()
             if io.write_atomic_if_absent(p, f"writer-{i}".encode()):
                 wins.append(i)
@@ -97,14 +97,14 @@ def test_bulk_delete_uses_delete_objects_with_exact_outcome(s3_server, bucket, s
     assert io.existing([paths[0], paths[-1], missing[0]]) == {paths[0], paths[-1]}
     assert s3_proxy.count("HEAD") == 2 and s3_proxy.count("GET", "list-type=2") == 2
     s3_proxy.requests.clear()
-    out = io.delete_files(paths + missing)
+    out = io.delete_many(paths + missing)
     assert sorted(out.deleted) == sorted(paths) and sorted(out.missing) == sorted(missing) and not out.failed
     assert s3_proxy.count("POST", "?delete") == 3  # 1000 + 1000 + 1 keys
     assert s3_proxy.count("DELETE") == 0  # never one request per file
     assert s3_server.keys(bucket, "wh/p/") == ["wh/p/bucket-0/data-zzz-keep.parquet"]
     # a rerun: everything already missing, nothing sent
     s3_proxy.requests.clear()
-    again = io.delete_files(paths)
+    again = io.delete_many(paths)
     assert not again.deleted and len(again.missing) == len(paths)
     assert s3_proxy.count("POST", "?delete") == 0
 
@@ -126,7 +126,7 @@ def test_bulk_delete_retries_throttling(s3_server, bucket, s3_proxy):
         return None
 
     s3_proxy.inject = inject
-    out = io.delete_files(paths)
+    out = io.delete_many(paths)
     assert throttled["n"] == 2 and len(out.deleted) == 50 and not out.failed
     assert s3_server.keys(bucket, "wh/x/") == []
 
@@ -144,7 +144,6 @@ def test_bulk_delete_partial_failure_is_exact(s3_server, bucket, s3_proxy):
     def inject(method, path, headers, body):
         if method == "POST" and "?delete" in path:
             import re
-            import urllib.request
             keys = re.findall(rb"<Key>([^<]+)</Key>", body)
             ok = [k.decode() for k in keys if k.decode() not in denied]
             # delete the allowed ones for real, answer per-key errors for the denied ones
@@ -159,7 +158,7 @@ def test_bulk_delete_partial_failure_is_exact(s3_server, bucket, s3_proxy):
         return None
 
     s3_proxy.inject = inject
-    out = io.delete_files(paths)
+    out = io.delete_many(paths)
     assert sorted(p for p, _ in out.failed) == sorted(paths[:3])
     assert sorted(out.deleted) == sorted(paths[3:]) and not out.missing
     assert "AccessDenied" in out.failed[0][1] or "Access Denied" in out.failed[0][1]

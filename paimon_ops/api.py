@@ -1,0 +1,229 @@
+"""The public Python API: a catalog, its tables, and per table the maintenance operations — each returns a typed,
+JSON-serialisable plan that `execute()`s exactly what it shows.
+
+    import paimon_ops as po
+    from datetime import datetime, timedelta, timezone
+
+    t = po.Catalog("/data/warehouse").get_table("shop.orders")
+    plan = t.maintenance.expire_snapshots(retain_min=3, min_age=timedelta(hours=6))
+    print(plan)                      # every file it would delete, with its kind and the reason
+    report = plan.execute(runner=po.LocalRunner())
+
+Time has one vocabulary: an *instant* (`older_than=`, `timestamp=`, `now=`) is a timezone-aware datetime or epoch
+milliseconds — naive datetimes are refused; an *age* (`min_age=`, `time_retained=`) is a timedelta. Arguments are
+keyword-only; names are the only positional arguments.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Iterable, Mapping, Sequence
+
+from paimon_ops.errors import InvalidArgumentError, arg
+from paimon_ops.plan import Plan
+from paimon_ops.report import Report
+from paimon_ops.table import table as _tables
+from paimon_ops.timeutil import Age, Instant, age_ms, instant_ms
+
+_ORPHAN_MIN_AGE = _dt.timedelta(days=3)
+
+
+def _instant(value: Instant | None, name: str) -> int | None:
+    return None if value is None else instant_ms(value, name)
+
+
+def _age(value: Age | None, name: str) -> _dt.timedelta | None:
+    if value is None:
+        return None
+    age_ms(value, name)  # validates the type and the sign
+    return value
+
+
+class Catalog:
+    """A Paimon filesystem warehouse (`<warehouse>/<db>.db/<table>`): local path or URI.
+
+    `options`: table options applied on top of every table's own (e.g. `{"snapshot.num-retained.min": "5"}`)."""
+
+    def __init__(self, warehouse: str, *, options: Mapping[str, str] | None = None):
+        from paimon_ops.table.objectstore import is_store_option
+        options = dict(options or {})
+        # object-store settings (s3.endpoint, s3.access-key, ...) configure the warehouse's file system, not tables
+        store = {k: v for k, v in options.items() if is_store_option(k)}
+        self._catalog = _tables.Catalog(warehouse, options=store or None)
+        self.warehouse = warehouse
+        self.options = {k: v for k, v in options.items() if k not in store}
+
+    def tables(self) -> list[str]:
+        """Every table as `db.table`."""
+        return self._catalog.all_tables()
+
+    def get_table(self, identifier: str, /, *, branch: str = "main",
+                  options: Mapping[str, str] | None = None) -> Table:
+        raw = self._catalog.get_table(identifier, options_override={**self.options, **(options or {})})
+        return Table(raw if branch == "main" else raw.for_branch(branch))
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.warehouse!r})"
+
+
+class Table:
+    """One Paimon table (one branch of it): what it is, and its maintenance."""
+
+    def __init__(self, raw: _tables.Table):
+        self.raw = raw  # the engine's table (metadata managers, scan, commit): for advanced use
+        self.maintenance = Maintenance(raw)
+        self.tags = Tags(raw)
+
+    @staticmethod
+    def open(location: str, /, *, options: Mapping[str, str] | None = None) -> Table:
+        """A table by its own location (no catalog)."""
+        return Table(_tables.Table(location, options_override=options))
+
+    @property
+    def identifier(self) -> str:
+        return self.raw.identifier
+
+    @property
+    def location(self) -> str:
+        return self.raw.location
+
+    @property
+    def branch(self) -> str:
+        return self.raw.branch
+
+    @property
+    def schema(self) -> Any:
+        return self.raw.schema
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self.raw.options.raw)
+
+    @property
+    def latest_snapshot_id(self) -> int | None:
+        return self.raw.snapshots.latest_id()
+
+    def __repr__(self) -> str:
+        return f"Table({self.identifier!r} at {self.location!r}, branch={self.branch!r})"
+
+
+class Maintenance:
+    """Plans for one table; nothing changes until `plan.execute()`."""
+
+    def __init__(self, raw: _tables.Table):
+        self._t = raw
+
+    def compact(self, *, mode: str = "full", partitions: Sequence[Mapping[str, Any]] | None = None,
+                where: str | None = None, order_by: Sequence[str] | None = None, strategy: str = "order",
+                threshold: float | None = None, buckets: Sequence[int] | None = None,
+                partition_idle_time: Age | None = None, min_files: int | None = None,
+                memory_budget: int | None = None, force: bool = False, now: Instant | None = None) -> Plan:
+        """Compaction: `mode` full | minor | dv-ratio | small-files | sort (`order_by`, `strategy` order | zorder |
+        hilbert). Restricted to `partitions` (list of {key: value}) and/or `where` (SQL on partition columns)."""
+        from paimon_ops.compact.planner import plan_compaction
+        return plan_compaction(self._t, mode, partitions=partitions, where=where, order_by=order_by,
+                               strategy=strategy, threshold=threshold, buckets=buckets,
+                               partition_idle_time=_age(partition_idle_time, "partition_idle_time"),
+                               min_files=min_files, memory_budget=memory_budget, force=force,
+                               now_millis=_instant(now, "now"))
+
+    def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                         older_than: Instant | None = None, min_age: Age | None = None,
+                         max_deletes: int | None = None, now: Instant | None = None) -> Plan:
+        """Snapshot expiry with file reclamation. Retention defaults to the table's `snapshot.num-retained.*` and
+        `snapshot.time-retained`: a snapshot may expire once its successor was committed before `older_than` (an
+        instant) or more than `min_age` ago (an age); not both."""
+        from paimon_ops.lifecycle.expire import plan_expire_snapshots
+        if older_than is not None and min_age is not None:
+            raise InvalidArgumentError(f"give {arg('older_than')} (an instant) or {arg('min_age')} (an age), not both")
+        return plan_expire_snapshots(self._t, now_millis=_instant(now, "now"), retain_min=retain_min,
+                                     retain_max=retain_max, older_than=_instant(older_than, "older_than"),
+                                     time_retained=_age(min_age, "min_age"), max_deletes=max_deletes)
+
+    def expire_tags(self, *, older_than: Instant | None = None, now: Instant | None = None) -> Plan:
+        """Tag expiry: retention (`tagTimeRetained`), `tag.num-retained-max`, and tags created before `older_than`."""
+        from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
+        return plan_expire_tags(self._t, now_millis=_instant(now, "now"),
+                                older_than=_instant(older_than, "older_than"))
+
+    def delete_tags(self, names: Iterable[str], /, *, missing_ok: bool = False) -> Plan:
+        """Deleting tags, reclaiming the files only they kept alive."""
+        return self._tags().delete(*names, missing_ok=missing_ok)
+
+    def remove_orphans(self, *, older_than: Instant | None = None, min_age: Age | None = None,
+                       allow_short: bool = False, now: Instant | None = None) -> Plan:
+        """Files no snapshot, tag or changelog of any branch references, last modified before `older_than` (an
+        instant) or more than `min_age` ago (an age; default 3 days; under 1 day needs `allow_short`)."""
+        from paimon_ops.lifecycle.orphans import plan_remove_orphans
+        if older_than is not None and min_age is not None:
+            raise InvalidArgumentError(f"give {arg('older_than')} (an instant) or {arg('min_age')} (an age), not both")
+        if older_than is not None:
+            return plan_remove_orphans(self._t, _instant(older_than, "older_than"), now_millis=_instant(now, "now"),
+                                       allow_short=allow_short)
+        return plan_remove_orphans(self._t, None, now_millis=_instant(now, "now"), allow_short=allow_short,
+                                   min_age=_age(min_age, "min_age") or _ORPHAN_MIN_AGE)
+
+    def create_auto_tags(self, *, periods: Iterable[Any] | None = None, now: Instant | None = None) -> Plan:
+        """The automatic tags that are due (`tag.create-time` or Paimon's auto-tag options), or those of `periods`
+        (period names or dates: a backfill)."""
+        from paimon_ops.lifecycle.autotag import plan_auto_tags
+        return plan_auto_tags(self._t, now_millis=_instant(now, "now"),
+                              periods=list(periods) if periods is not None else None)
+
+    def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None,
+                 timestamp: Instant | None = None) -> Plan:
+        """Rolling back to a snapshot, a tag, or the point in time `timestamp` (the latest snapshot at or before it,
+        live or held by a tag). Metadata only; cannot be undone."""
+        from paimon_ops.lifecycle.rollback import plan_rollback
+        return plan_rollback(self._t, snapshot_id, tag, _instant(timestamp, "timestamp"))
+
+    def _tags(self) -> Tags:
+        return Tags(self._t)
+
+
+class Tags:
+    """Manual tags of one table (plans, like everything else)."""
+
+    def __init__(self, raw: _tables.Table):
+        self._t = raw
+
+    def list(self) -> list[Any]:
+        from paimon_ops.lifecycle.tags import list_tags
+        return list_tags(self._t)
+
+    def create(self, name: str, /, *, snapshot_id: int | None = None, timestamp: Instant | None = None,
+               time_retained: Age | None = None, replace: bool = False, now: Instant | None = None) -> Plan:
+        """Tag the latest snapshot, `snapshot_id`, or the snapshot current at `timestamp`; `replace` moves an
+        existing tag of that name instead of refusing."""
+        from paimon_ops.lifecycle.tags import plan_create_tag, plan_replace_tag
+        from paimon_ops.lifecycle.timeline import snapshot_current_at
+        ts = _instant(timestamp, "timestamp")
+        retained = _age(time_retained, "time_retained")
+        now_ms = _instant(now, "now")
+        if replace and self._t.tags.exists(name):
+            if ts is not None:
+                snapshot_id = snapshot_current_at(self._t, ts).id
+            return plan_replace_tag(self._t, name, snapshot_id, retained, now_ms)
+        return plan_create_tag(self._t, name, snapshot_id, ts, retained, now_ms)
+
+    def rename(self, old: str, new: str, /, *, resume: bool = False) -> Plan:
+        from paimon_ops.lifecycle.tags import plan_rename_tag
+        return plan_rename_tag(self._t, old, new, resume)
+
+    def delete(self, *names: str, missing_ok: bool = False) -> Plan:
+        from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
+        from paimon_ops.lifecycle.timeline import check_existing_tag_name
+        for n in names:
+            check_existing_tag_name(n)
+        return plan_delete_tags(self._t, list(names), missing_ok=missing_ok)
+
+
+def load_plan(path_or_text: str, /) -> Plan:
+    """A plan saved with `plan.to_json()` / `--dry-run --json`: a file path or the JSON text."""
+    text = path_or_text
+    if not path_or_text.lstrip().startswith("{"):
+        with open(path_or_text, encoding="utf-8") as f:
+            text = f.read()
+    return Plan.from_json(text, where=path_or_text if text is not path_or_text else "plan")
+
+
+__all__ = ["Catalog", "Table", "Maintenance", "Tags", "Plan", "Report", "load_plan"]

@@ -1,0 +1,211 @@
+"""A table's automatic-tag configuration, resolved and validated once (see autotag.py for the semantics):
+Paimon's own options (``tag.automatic-creation``, ``tag.creation-period``, ``tag.creation-delay``,
+``tag.period-formatter``, ``tag.num-retained-max``, ``tag.default-time-retained``, ``tag.automatic-completion``,
+``sink.process-time-zone``, ``sink.watermark-time-zone``) or ours (``tag.create-time``, ``tag.create-time-zone``,
+``tag.create-interval``, ``tag.create-max-delay``)."""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from paimon_ops.errors import InvalidArgumentError, InvalidOptionError
+from paimon_ops.lifecycle.periods import DAY_MS, FORMATTERS, HOUR_MS, MINUTE_MS, Period, PeriodHandler, pdt
+from paimon_ops.options import Options, format_duration, parse_duration
+from paimon_ops.table.table import Table, validate_tag_name
+from paimon_ops.timeutil import local_to_instant_millis, parse_zone, to_local_millis
+
+
+@dataclass(frozen=True)
+class TagSchedule:
+    """Resolved automatic-tag configuration of one table (see module docstring)."""
+
+    table: str
+    mode: str  # process-time | watermark | batch
+    source: str  # which options asked for it: 'tag.create-time' or 'tag.automatic-creation'
+    handler: PeriodHandler | None  # None in batch mode
+    zone: _dt.tzinfo
+    zone_name: str
+    delay_ms: int
+    max_delay_ms: int
+    completion: bool
+    java_auto: bool  # Java itself auto-tags this table (tag.automatic-creation = process-time | watermark)
+    default_retained: _dt.timedelta | None
+    num_retained_max: int | None
+    batch_name: str | None = None
+
+    def period_starting(self, local_start: int) -> Period:
+        assert self.handler is not None
+        end_local = local_start + self.handler.length_ms
+        try:
+            start = local_to_instant_millis(local_start, self.zone)
+            end = local_to_instant_millis(end_local, self.zone)
+            due = local_to_instant_millis(end_local + self.delay_ms, self.zone)
+            name = self.handler.format(local_start)
+        except (OverflowError, ValueError):
+            raise InvalidArgumentError(f"period starting at local ms {local_start} is out of range") from None
+        return Period(name, pdt(start, self.zone), pdt(end, self.zone), pdt(due, self.zone), local_start)
+
+    def period_containing_local(self, local_ms: int) -> Period:
+        assert self.handler is not None
+        return self.period_starting(self.handler.floor(local_ms))
+
+    def period_containing(self, instant_ms: int) -> Period:
+        return self.period_containing_local(to_local_millis(instant_ms, self.zone))
+
+    def next(self, p: Period) -> Period:
+        return self.period_starting(p.local_start_millis + self.handler.length_ms)  # type: ignore[union-attr]
+
+    def prev(self, p: Period) -> Period:
+        return self.period_starting(p.local_start_millis - self.handler.length_ms)  # type: ignore[union-attr]
+
+    def describe(self) -> dict[str, Any]:
+        return {"mode": self.mode, "configured_by": self.source,
+                "period": self.handler.describe() if self.handler else None, "zone": self.zone_name,
+                "delay": format_duration(_dt.timedelta(milliseconds=self.delay_ms)),
+                "max_delay": format_duration(_dt.timedelta(milliseconds=self.max_delay_ms)),
+                "automatic_completion": self.completion}
+
+
+_HHMM = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+
+
+def _positive(opts: Options, key: str, td: _dt.timedelta | None) -> _dt.timedelta | None:
+    if td is not None and td <= _dt.timedelta(0):
+        raise InvalidOptionError(key, opts.raw.get(key), "a positive duration", opts.where)
+    return td
+
+
+def _zone(opts: Options, mode: str) -> tuple[_dt.tzinfo, str]:
+    sink_key = "sink.watermark-time-zone" if mode == "watermark" else "sink.process-time-zone"
+    own, sink = opts.str("tag.create-time-zone"), opts.str(sink_key)
+    if own is not None and sink is not None and own.strip() != sink.strip():
+        raise InvalidOptionError("tag.create-time-zone", own,
+                                 f"the same zone as {sink_key} ({sink!r}), or unset one of them: both name the "
+                                 "zone tag periods are computed in", opts.where)
+    key = "tag.create-time-zone" if own is not None else sink_key
+    text = own if own is not None else (sink if sink is not None else "UTC")
+    return parse_zone(text, key, opts.where), text.strip()
+
+
+def _handler_from_paimon_options(opts: Options) -> PeriodHandler:
+    formatter = opts.enum("tag.period-formatter", FORMATTERS, "with_dashes")
+    custom = opts.duration("tag.creation-period-duration")
+    if custom is not None:
+        ms = int(custom.total_seconds() * 1000)
+        if ms <= 0 or ms % MINUTE_MS:
+            raise InvalidOptionError("tag.creation-period-duration", opts.raw.get("tag.creation-period-duration"),
+                                     "a positive whole number of minutes (tag names have minute resolution)",
+                                     opts.where)
+        return PeriodHandler("duration", ms, formatter)
+    period = opts.enum("tag.creation-period", ("daily", "hourly", "two-hours"), "daily")
+    length = {"daily": DAY_MS, "hourly": HOUR_MS, "two-hours": 2 * HOUR_MS}[period]
+    return PeriodHandler(period, length, formatter)
+
+
+def tag_schedule(table: Table) -> TagSchedule | None:
+    """The table's automatic-tag configuration, validated; None when automatic tagging is off.
+
+    Raises InvalidOptionError naming the option and the table for any malformed or conflicting option.
+    """
+    opts = table.options
+    where = opts.where
+    auto = opts.enum("tag.automatic-creation", ("none", "process-time", "watermark", "batch"), "none")
+    create_time = opts.str("tag.create-time")
+    interval_text = opts.str("tag.create-interval")
+    if create_time is None and interval_text is not None:
+        raise InvalidOptionError("tag.create-interval", interval_text, "to be used together with tag.create-time "
+                                 "(HH:mm); for Paimon periods use tag.creation-period(-duration)", where)
+    num_max = opts.int("tag.num-retained-max")
+    if num_max is not None and num_max < 1:
+        raise InvalidOptionError("tag.num-retained-max", num_max, "an integer >= 1", where)
+    retained = _positive(opts, "tag.default-time-retained", opts.duration("tag.default-time-retained"))
+    completion = opts.bool("tag.automatic-completion")
+    java_auto = auto in ("process-time", "watermark")
+
+    if create_time is not None:
+        if auto == "batch":
+            raise InvalidOptionError("tag.create-time", create_time, "unset when tag.automatic-creation=batch "
+                                     "(batch tags are made per write, not per period)", where)
+        m = _HHMM.fullmatch(create_time.strip())
+        if not m:
+            raise InvalidOptionError("tag.create-time", create_time, "a 24-hour wall-clock time HH:mm such as '02:30'",
+                                     where)
+        for conflicting in ("tag.creation-delay", "tag.creation-period-duration"):
+            if conflicting in opts.raw:
+                raise InvalidOptionError(conflicting, opts.raw[conflicting], "unset when tag.create-time is set "
+                                         "(tag.create-time is the delay after the period boundary and "
+                                         "tag.create-interval the period; give one of the two ways)", where)
+        if "tag.creation-period" in opts.raw and opts.enum("tag.creation-period", ("daily", "hourly", "two-hours"),
+                                                            "daily") != "daily":
+            raise InvalidOptionError("tag.creation-period", opts.raw["tag.creation-period"], "'daily' (or unset) when "
+                                     "tag.create-time is set; use tag.create-interval for multi-day periods", where)
+        try:
+            interval = parse_duration(interval_text, "tag.create-interval") if interval_text else _dt.timedelta(days=1)
+        except InvalidOptionError:
+            interval = None
+        if interval is None or interval < _dt.timedelta(days=1) or interval % _dt.timedelta(days=1):
+            raise InvalidOptionError("tag.create-interval", interval_text, "a whole number of days such as '1 d' or "
+                                     "'7 d'", where)
+        days = interval // _dt.timedelta(days=1)
+        formatter = opts.enum("tag.period-formatter", FORMATTERS, "with_dashes")
+        # N-day periods are aligned like Java's custom durations (to 1970-01-01 local) but named by their first day
+        # like daily tags: readable, not all digits, and Java's daily parser still recognises them
+        handler = (PeriodHandler("daily", DAY_MS, formatter) if days == 1
+                   else PeriodHandler("days", days * DAY_MS, formatter))
+        delay_ms = int(m.group(1)) * HOUR_MS + int(m.group(2)) * MINUTE_MS
+        mode = auto if java_auto else "process-time"
+        source = "tag.create-time"
+    elif java_auto:
+        handler = _handler_from_paimon_options(opts)
+        delay = opts.duration("tag.creation-delay", _dt.timedelta(0)) or _dt.timedelta(0)
+        delay_ms = int(delay.total_seconds() * 1000)
+        if delay_ms < 0 or delay_ms >= handler.length_ms:
+            raise InvalidOptionError("tag.creation-delay", opts.raw.get("tag.creation-delay"),
+                                     f"a duration >= 0 and shorter than one period ({handler.describe()})", where)
+        mode = auto
+        source = "tag.automatic-creation"
+    elif auto == "batch":
+        zone_text = opts.str("sink.process-time-zone") or "UTC"
+        zone = parse_zone(zone_text, "sink.process-time-zone", where)
+        name = opts.str("tag.batch.customized-name")
+        if name is not None:
+            try:
+                validate_tag_name(name)
+            except InvalidArgumentError as e:
+                raise InvalidOptionError("tag.batch.customized-name", name, f"a valid tag name ({e})", where) from None
+        return TagSchedule(table.identifier, "batch", "tag.automatic-creation", None, zone, zone_text, 0, 0,
+                           completion, False, retained, num_max, name)
+    else:
+        return None
+
+    zone, zone_name = _zone(opts, mode)
+    max_delay = opts.duration("tag.create-max-delay", _dt.timedelta(milliseconds=handler.length_ms))
+    max_delay_ms = int(max_delay.total_seconds() * 1000) if max_delay is not None else handler.length_ms
+    if max_delay_ms < 0:
+        raise InvalidOptionError("tag.create-max-delay", opts.raw.get("tag.create-max-delay"), "a duration >= 0", where)
+    return TagSchedule(table.identifier, mode, source, handler, zone, zone_name, delay_ms, max_delay_ms, completion,
+                       java_auto, retained, num_max)
+
+
+def require_periodic(table: Table) -> TagSchedule:
+    sched = tag_schedule(table)
+    if sched is None:
+        raise InvalidArgumentError(f"{table.identifier} has no automatic tag periods: set tag.create-time='HH:mm' "
+                                   "or tag.automatic-creation=process-time|watermark")
+    if sched.mode == "batch":
+        raise InvalidArgumentError(f"{table.identifier} uses tag.automatic-creation=batch, which has no periods")
+    return sched
+
+
+def auto_tag_matcher(table: Table) -> Callable[[str], bool]:
+    """Predicate 'this tag name is an auto tag' for the table's current period formatter (False if none)."""
+    sched = tag_schedule(table)
+    if sched is None or sched.handler is None:
+        return lambda name: False
+    return sched.handler.is_auto_tag
+
+
+
+__all__ = ["TagSchedule", "tag_schedule", "require_periodic", "auto_tag_matcher"]

@@ -1,0 +1,77 @@
+"""Reports: what an execution did — counts and bytes by kind, the files, where it ran, how long it took. Built in
+one place, by the executor (or from a plan, for a dry run); the CLI prints it, Dagster records it."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from paimon_ops.plan import FileAction, Plan, bytes_by_kind, count_by_kind, encode, human_bytes
+
+
+@dataclass(frozen=True)
+class Report:
+    operation: str
+    table: str
+    dry_run: bool
+    duration_s: float
+    deleted: Mapping[str, int] = field(default_factory=dict)        # kind -> count
+    deleted_bytes: Mapping[str, int] = field(default_factory=dict)  # kind -> bytes
+    written: Mapping[str, int] = field(default_factory=dict)
+    written_bytes: Mapping[str, int] = field(default_factory=dict)
+    snapshot_id: int | None = None  # the snapshot committed, if any
+    details: Mapping[str, Any] = field(default_factory=dict)
+    files: tuple[FileAction, ...] = ()
+    warnings: tuple[str, ...] = ()
+    runner: Mapping[str, Any] | None = None  # where the work ran and why (None: nothing needed a runner)
+
+    @staticmethod
+    def of_plan(plan: Plan, duration_s: float = 0.0) -> Report:
+        """The report of a dry run: what the plan would delete and write, changing nothing."""
+        return Report(plan.operation, plan.table, True, round(duration_s, 3),
+                      deleted=count_by_kind(plan.deletes), deleted_bytes=bytes_by_kind(plan.deletes),
+                      written=count_by_kind(plan.writes), written_bytes=bytes_by_kind(plan.writes),
+                      details=dict(plan.details), files=plan.files, warnings=plan.warnings)
+
+    @property
+    def total_deleted(self) -> int:
+        return sum(self.deleted.values())
+
+    @property
+    def total_deleted_bytes(self) -> int:
+        return sum(self.deleted_bytes.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        d["total_deleted"] = self.total_deleted
+        d["total_deleted_bytes"] = self.total_deleted_bytes
+        return d
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
+    def summary(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        lines = [f"{self.operation} on {self.table}: {self.duration_s:.2f}s"
+                 + (f", committed snapshot {self.snapshot_id}" if self.snapshot_id else "")
+                 + (f", ran {self.runner['where']} ({self.runner['why']})" if self.runner else "")]
+        for k, v in self.details.items():
+            if isinstance(v, (list, dict)) and len(str(v)) > 160:
+                v = f"{type(v).__name__} of {len(v)}"
+            lines.append(f"  {k}: {v}")
+        if self.deleted:
+            lines.append(f"  {verb}: " + ", ".join(
+                f"{n} {k} ({human_bytes(self.deleted_bytes.get(k, 0))})" for k, n in sorted(self.deleted.items())))
+        if self.written:
+            lines.append(f"  {'would write' if self.dry_run else 'wrote'}: " + ", ".join(
+                f"{n} {k} ({human_bytes(self.written_bytes.get(k, 0))})" for k, n in sorted(self.written.items())))
+        if self.dry_run:  # a dry run is for review: every file, with its kind and the reason
+            lines += [f"    {a.kind:<15} {a.path}  ({a.reason})" for a in self.files]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    __str__ = summary
+
+
+__all__ = ["Report"]

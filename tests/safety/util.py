@@ -1,0 +1,61 @@
+"""Tooling of the safety tests: checksums of whole trees (never following symlinks), a partitioned table with
+history, a victim directory outside the warehouse."""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+import pyarrow as pa
+
+from paimon_ops.table.table import Table
+from paimon_ops.table.writer import TableWriter, create_table
+
+DAY_S = 86_400
+
+
+def tree_digest(root: str) -> dict[str, str]:
+    """relative path -> sha256 of every regular file; symlinks as 'link -> target'; never follows a link."""
+    out: dict[str, str] = {}
+    for d, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            rel = os.path.relpath(p, root)
+            if os.path.islink(p):
+                out[rel] = "link -> " + os.readlink(p)
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    out[rel] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def age(root: str, days: float = 10) -> None:
+    """Backdate every file and directory below root (not through links) so orphan removal considers them."""
+    t = time.time() - days * DAY_S
+    for d, dirs, files in os.walk(root, followlinks=False):
+        for name in files + dirs:
+            p = os.path.join(d, name)
+            if not os.path.islink(p):
+                os.utime(p, (t, t))
+
+
+def make_victim(base: str, name: str = "victim") -> str:
+    """A directory outside the warehouse full of files that look like Paimon data files."""
+    v = os.path.join(base, name)
+    os.makedirs(os.path.join(v, "bucket-0"), exist_ok=True)
+    for rel in ("data-precious-1.parquet", "data-precious-2.orc", "manifest-precious", "bucket-0/data-x.parquet"):
+        with open(os.path.join(v, rel), "wb") as f:
+            f.write(b"precious " + rel.encode())
+    age(v)
+    return v
+
+
+def partitioned_table(warehouse: str, name: str = "db.t", commits: int = 3, **options: str) -> Table:
+    t = create_table(warehouse, name, [("dt", "STRING"), ("k", "INT"), ("v", "STRING")], ["dt"], ["dt", "k"],
+                     {"bucket": "2", "file.compression": "none", **options})
+    for i in range(commits):
+        w = TableWriter(t.refresh())
+        w.write(pa.table({"dt": ["2024-01-01", "2024-01-02"] * 5, "k": list(range(10)),
+                          "v": [f"v{i}-{k}" for k in range(10)]}))
+        w.commit()
+    return t.refresh()
