@@ -1,10 +1,13 @@
 """The main job end to end on the embedded default (`./dev.sh demo`):
 
 1. build a sample warehouse on local disk (a deletion-vector primary-key table, a partial-update table, an
-   aggregation table and a partitioned append table, with a week of churn written by paimon-ops itself);
+   aggregation table and a partitioned append table, with a week of churn written by paimon-ops itself; the
+   deletion-vector table is write-only and paimon-ops is its dedicated compaction job: its daily minor (lookup)
+   compactions mark superseded rows in deletion vectors, so the deleted-row ratio of its older files rises);
 2. run every table's nightly maintenance job (tag the day that ended → expire snapshots → expire tags → remove
    orphans) through Dagster in-process, on a local Spark session;
-3. evaluate the compaction sensors and run the compactions they request;
+3. evaluate the compaction sensors and run the compactions they request (the DV-ratio sensor finds the files the
+   minor compactions filled with deletions and requests a dv-ratio compaction that rewrites them);
 4. print what was done, and re-read every table to show it is intact.
 
 Open the same warehouse in the Dagster UI afterwards:
@@ -76,9 +79,34 @@ def _table_state(warehouse: str) -> list[str]:
             hit = res.dv_of(f)
             rows += read_file(sc, f, sc.deletion_vector(*hit) if hit else None, keep_system_columns=False).num_rows
         levels = sorted({f.level for f in files})
-        lines.append(f"  {ident:<18} snapshots {len(t.snapshots.list_ids()):>3}  tags {len(t.tags.names()):>2}  "
-                     f"files {len(files):>4} (levels {levels})  visible raw rows {rows}")
+        line = (f"  {ident:<18} snapshots {len(t.snapshots.list_ids()):>3}  tags {len(t.tags.names()):>2}  "
+                f"files {len(files):>4} (levels {levels})  visible raw rows {rows}")
+        if t.options.deletion_vectors_enabled:
+            from assets import health
+            h = health.measure_files(t, sc)
+            line += (f"  deleted-row ratio: worst file {h.max_dv_ratio:.1%}, table {h.total_dv_ratio:.1%} "
+                     f"(threshold {h.dv_threshold:.0%})")
+        lines.append(line)
     return lines
+
+
+def _due_partition(warehouse: str, job, partitions: list[str]) -> str | None:
+    """The newest day whose tag is due: between midnight and tag.create-time the last partition is not yet."""
+    from paimon_ops.lifecycle import autotag
+    from paimon_ops.table.table import Catalog
+
+    ident = (job.tags or {}).get("paimon/table")
+    if not partitions or ident is None:
+        return partitions[-1] if partitions else None
+    table = Catalog(warehouse).get_table(ident)
+    now = int(time.time() * 1000)
+    for key in reversed(partitions[-2:]):
+        try:
+            if autotag.period_for_date(table, key).due_millis <= now:
+                return key
+        except Exception:  # noqa: BLE001 - not a periodic tag table: the last day as before
+            return partitions[-1]
+    return partitions[-1]
 
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -117,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         if not job.name.endswith("__nightly_job"):
             continue
         partitions = job.partitions_def.get_partition_keys() if job.partitions_def else []
-        partition = partitions[-1] if partitions else None
+        partition = _due_partition(args.warehouse, job, partitions)
         result = job.execute_in_process(instance=instance, partition_key=partition, run_config=QUIET,
                                          raise_on_error=False)
         _say(f"   {job.name} [{partition}]: {'ok' if result.success else 'FAILED'}")

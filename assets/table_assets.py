@@ -41,7 +41,7 @@ log = logging.getLogger("paimon_ops.dagster")
 
 WAREHOUSE_KEY = "paimon_warehouse"
 SPARK_KEY = "pyspark"
-COMPACTION_MODES = ("auto", "full", "dv-ratio", "sort", "small-files")
+COMPACTION_MODES = ("auto", "minor", "full", "dv-ratio", "sort", "small-files")
 
 
 def now_millis() -> int:
@@ -51,8 +51,9 @@ def now_millis() -> int:
 
 # ---------------------------------------------------------------------------------------------- config
 class CompactionConfig(Config):
-    mode: str = Field("auto", description="full | dv-ratio | sort | small-files | auto (full for primary-key "
-                                          "tables, small-files for append tables)")
+    mode: str = Field("auto", description="minor | full | dv-ratio | sort | small-files | auto (minor for "
+                                          "primary-key tables: what Paimon's own compaction trigger picks, with "
+                                          "lookups, deletion vectors and changelog; small-files for append tables)")
     partitions: list[dict[str, str]] = Field(default_factory=list, description="partition specs to compact, "
                                              "e.g. [{'dt': '2024-01-01'}]; empty: every partition")
     buckets: list[int] = Field(default_factory=list, description="only these buckets (of the chosen "
@@ -137,7 +138,7 @@ def build_table_assets(spec: TableSpec, translator: PaimonTranslator) -> dict[st
         if config.mode not in COMPACTION_MODES:
             raise Failure(description=f"unknown compaction mode {config.mode!r} for {ident}; "
                                       f"use one of {', '.join(COMPACTION_MODES)}", allow_retries=False)
-        mode = config.mode if config.mode != "auto" else ("full" if spec.is_primary_key else "small-files")
+        mode = config.mode if config.mode != "auto" else ("minor" if spec.is_primary_key else "small-files")
         runner = runner_for(context, config.dry_run)
         table = getattr(context.resources, WAREHOUSE_KEY).open_table(ident)
         api = engine("paimon_ops.compact.api")

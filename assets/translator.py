@@ -29,7 +29,7 @@ KINDS = (COMPACTION, TAGS, SNAPSHOT_EXPIRY, TAG_EXPIRY, ORPHAN_CLEANUP)
 
 _DESCRIPTIONS = {
     COMPACTION: "Compaction of {ident}: rewrites level-0 runs, small files and files with many deleted rows "
-                "(config: mode full | dv-ratio | sort | small-files, partitions, dry_run).",
+                "(config: mode minor | full | dv-ratio | sort | small-files, partitions, dry_run).",
     TAGS: "Tags of {ident}: each daily partition is the tag of that day; materialising a partition creates the "
           "tag idempotently, a backfill fills missing tags.",
     SNAPSHOT_EXPIRY: "Snapshot expiry of {ident} by its retention options (snapshot.num-retained.min/max, "

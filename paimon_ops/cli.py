@@ -399,11 +399,13 @@ def build_parser() -> argparse.ArgumentParser:
             execution(sp)
         return sp
 
-    c = maint("compact", cmd_compact, "compact a table (full, dv-ratio, sort, small-files)")
+    c = maint("compact", cmd_compact, "compact a table (full, minor, dv-ratio, sort, small-files)")
     instant = "an instant: ISO 8601 with a zone (2026-11-20T00:00:00Z) or epoch ms"
     c.add_argument("--mode", choices=["full", "minor", "dv-ratio", "sort", "small-files"], default="full",
-                   help="full: everything to the max level; minor: Paimon's universal pick; dv-ratio: files with "
-                        "many deleted rows; sort / small-files: append tables (default full)")
+                   help="full (default, like Paimon's compact procedure): everything to the max level; minor: what "
+                        "Paimon's own compaction trigger picks per bucket (universal / lookup compaction, deletion "
+                        "vectors, changelog) — what a dedicated compaction job runs; dv-ratio: files with many "
+                        "deleted rows; sort / small-files: append tables")
     c.add_argument("--partition", action="append", metavar="K=V[,K2=V2]",
                    help="only this partition; repeat for several")
     c.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
@@ -411,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--strategy", choices=["order", "zorder", "hilbert"], default="order",
                    help="sort mode: how rows are ordered (default order)")
     c.add_argument("--threshold", type=float, help="dv-ratio mode: deleted-row ratio above which a file is rewritten")
-    c.add_argument("--force", action="store_true", help="compact even a write-only table")
+    c.add_argument("--force", action="store_true", help=argparse.SUPPRESS)  # write-only tables need no flag any more
     e = maint("expire-snapshots", cmd_expire_snapshots, "expire snapshots and reclaim their files")
     e.add_argument("--retain-min", type=int, metavar="N", help="always keep this many (snapshot.num-retained.min)")
     e.add_argument("--retain-max", type=int, metavar="N", help="never keep more (snapshot.num-retained.max)")

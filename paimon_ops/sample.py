@@ -1,6 +1,9 @@
 """A sample warehouse with realistic churn, written by our own engine (no JVM, no pypaimon):
 
-* `shop.orders`      primary key, deletion-vector mode, partitioned by day, updates and deletes
+* `shop.orders`      primary key, deletion-vector mode, partitioned by day, updates and deletes; `write-only=true`:
+                     its writers only add level-0 files and paimon-ops is its dedicated compaction job — after each
+                     day's churn a minor (lookup) compaction moves level 0 up and marks the superseded rows of
+                     higher levels in deletion vectors, so the deleted-row ratio of older files rises
 * `shop.customers`   partial-update with a sequence group, several writers filling different columns
 * `shop.daily_sales` aggregation (sum / max / last_non_null_value / listagg)
 * `logs.events`      partitioned append table with many small files
@@ -54,6 +57,15 @@ def _commit(table: Table, clock: _Clock, data: dict, kinds: list[int] | None = N
     return snap.id if snap else 0
 
 
+def _minor_compaction(table: Table, clock: _Clock) -> None:
+    from paimon_ops.compact import compact
+    from paimon_ops.runner import LocalRunner
+
+    report = compact(table.refresh(), mode="minor", runner=LocalRunner(), commit_time_millis=clock.tick())
+    log.info("minor compaction of %s: snapshot %s, %s rows marked deleted", table.identifier, report.snapshot_id,
+             report.details.get("rows_marked_deleted", 0))
+
+
 def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overwrite: bool = True) -> list[str]:
     """Create the sample tables under `warehouse` and write `rounds` commits of churn to each."""
     root = Path(warehouse)
@@ -79,7 +91,8 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
         ("order_id", "BIGINT"), ("dt", "DATE"), ("customer_id", "INT"), ("status", "STRING"),
         ("amount", "DECIMAL(12, 2)"), ("updated_at", "TIMESTAMP(3)"),
     ], partition_keys=["dt"], primary_keys=["order_id", "dt"],
-        options={"bucket": "2", "deletion-vectors.enabled": "true", **TAG_OPTIONS, **RETENTION})
+        options={"bucket": "2", "deletion-vectors.enabled": "true", "write-only": "true", **TAG_OPTIONS,
+                 **RETENTION})
     customers = create_table(str(root), "shop.customers", [
         ("customer_id", "INT"), ("name", "STRING"), ("email", "STRING"), ("profile_ts", "BIGINT"),
         ("points", "INT"), ("tier", "STRING"), ("loyalty_ts", "BIGINT"),
@@ -98,13 +111,19 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
         ("event_time", "TIMESTAMP(6)"), ("dt", "STRING"), ("user_id", "BIGINT"), ("kind", "STRING"), ("payload", "STRING"),
     ], partition_keys=["dt"], options={"bucket": "-1", "target-file-size": "4 mb", **TAG_OPTIONS, **RETENTION})
 
-    order_ids = np.arange(1, 2001)
     clock = _Clock(rounds)
+    next_order = 1
     for r in range(rounds):
         clock.day(r, rounds)
-        # orders: new orders every round, updates of older ones, a few deletes
-        n = 400
-        ids = order_ids[(r * 300) % 1600:(r * 300) % 1600 + n]
+        # orders: a backlog on the first day, then every day new orders, status updates of random older ones
+        # and a few deletes
+        if r == 0:
+            ids = np.arange(1, 3001)
+        else:
+            ids = np.concatenate([rng.choice(np.arange(1, next_order), 200, replace=False),
+                                  np.arange(next_order, next_order + 100)])
+        next_order = max(next_order, int(ids.max()) + 1)
+        n = len(ids)
         days = [today - timedelta(days=int(i % 3)) for i in ids]
         _commit(orders, clock, {
             "order_id": pa.array(ids, pa.int64()), "dt": pa.array(days, pa.date32()),
@@ -115,12 +134,14 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
                                    pa.timestamp("ms")),
         })
         if r > 0:
-            dels = ids[:20]
+            dels = rng.choice(np.arange(1, next_order), 20, replace=False)
             _commit(orders, clock, {
                 "order_id": pa.array(dels, pa.int64()), "dt": pa.array([today - timedelta(days=int(i % 3)) for i in dels], pa.date32()),
                 "customer_id": pa.nulls(len(dels), pa.int32()), "status": pa.nulls(len(dels), pa.string()),
                 "amount": pa.nulls(len(dels), pa.decimal128(12, 2)), "updated_at": pa.nulls(len(dels), pa.timestamp("ms")),
             }, kinds=[3] * len(dels))
+        # the dedicated compaction job of the write-only orders table: Paimon's minor (lookup) compaction
+        _minor_compaction(orders, clock)
         # customers: profile writer and loyalty writer update different column groups
         cids = rng.choice(np.arange(1, 300), 120, replace=False).astype(np.int32)
         _commit(customers, clock, {

@@ -80,7 +80,10 @@ def iso(ms: int | None, zone: _dt.tzinfo | None = None) -> str | None:
     """ISO 8601 with its offset (UTC unless `zone`), as every plan and report writes times."""
     if ms is None:
         return None
-    dt = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+    try:
+        dt = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+    except (OverflowError, ValueError, OSError):  # beyond year 9999 (e.g. "never"): the number itself
+        return str(ms)
     if zone is not None:
         dt = dt.astimezone(zone)
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -2,8 +2,9 @@
 
 * `<prefix>__dv_ratio_sensor` (tables with deletion vectors): requests a `dv-ratio` compaction of exactly the
   partitions holding a file whose deleted-row ratio is above `compaction.dv-ratio-threshold`;
-* `<prefix>__small_files_sensor`: requests a compaction (`full` for primary-key tables, `small-files` for append
-  tables) of exactly the partitions with a bucket at or over `compaction.small-files-threshold`;
+* `<prefix>__small_files_sensor`: requests a compaction (`minor` for primary-key tables — Paimon's own pick per
+  bucket, as a dedicated compaction job runs it; `small-files` for append tables) of exactly the partitions with a
+  bucket at or over `compaction.small-files-threshold`;
 * `<prefix>__snapshot_count_sensor`: requests a snapshot expiry when the table holds more snapshots than its
   retention allows (see `assets.health.Retention.over`).
 
@@ -133,7 +134,7 @@ def build_table_sensors(spec: TableSpec, prefix: str, compaction_job: Unresolved
             return evaluate(context, paimon_warehouse, spec, compaction_job.name, decide_dv)
         out.append(dv_ratio_sensor)
 
-    mode = "full" if spec.is_primary_key else "small-files"
+    mode = "minor" if spec.is_primary_key else "small-files"
 
     def decide_small(table, sid):
         h = health.measure_files(table)

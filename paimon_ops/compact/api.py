@@ -1,8 +1,10 @@
-"""Compaction entry points: plan → execute (tasks on a runner) → commit (one COMPACT snapshot) → report.
+"""Compaction entry points: plan → execute (tasks on a runner) → commit (one COMPACT snapshot) → report, through
+the one executor: a `CompactionPlan` has two steps, the tasks and the commit, and requires its inputs to be still
+live (`InputsLive`).
 
-Failure rules: a failed task, a failed commit or a conflict leaves nothing referenced — every data and index
-file this run wrote is deleted again and no snapshot is created. On a conflict (our input files were compacted
-or deleted, or a bucket's deletion vectors changed since the plan) the run aborts, or re-plans on the new
+Failure rules: a failed task, a failed commit or a conflict leaves nothing referenced — every data, changelog and
+index file this run wrote is deleted again and no snapshot is created. On a conflict (our input files were
+compacted or deleted, or a bucket's deletion vectors changed since the plan) the run aborts, or re-plans on the new
 latest snapshot when `max_replans` allows.
 """
 from __future__ import annotations
@@ -19,6 +21,8 @@ from paimon_ops.compact.model import (
     COMPACTION_COMMIT,
     COMPACTION_TASKS,
     FILE_SOURCE_COMPACT,
+    LSM,
+    METADATA_UPGRADES,
     CompactionPlan,
     index_entry_from_json,
     meta_from_json,
@@ -28,7 +32,7 @@ from paimon_ops.errors import CommitConflictError, CompactionTaskError, PaimonOp
 from paimon_ops.executor import Execution, execute, register_step
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import DATA, INDEX, FileAction, Step
+from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Step
 from paimon_ops.report import Report
 from paimon_ops.runner import LocalRunner, Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
@@ -63,7 +67,7 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     """Run every task; if any fails, delete what the others wrote and raise."""
     table = open_table(table)
     runner = runner or LocalRunner()
-    tasks = [dict(t.to_task(plan.params), task_id=i) for i, t in enumerate(plan.tasks)]
+    tasks = [dict(t.to_task(dict(plan.params)), task_id=i) for i, t in enumerate(plan.tasks)]
     # Executors re-open the table from its location: the overrides the driver planned with travel with the tasks,
     # so the merge engine and writer options are the same on both sides; so do the object-store settings.
     results = runner.run(TASK_FUNCTION, table.location, tasks, progress,
@@ -80,34 +84,62 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
 
 
 def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user: str | None = None,
-                      ) -> tuple[Snapshot | None, DvChanges]:
-    """One COMPACT snapshot: DELETE every input exactly as it was added, ADD every output, replace DV indexes.
-    On any failure every file of this run (data and index) is deleted and the error propagates."""
+                      now_millis: int | None = None) -> tuple[Snapshot | None, DvChanges]:
+    """One COMPACT snapshot: DELETE every input exactly as it was added, ADD every output (upgraded files: the same
+    file at its new level), the changelog files in the changelog manifest list, the new DV index files.
+    On any failure every file of this run (data, changelog and index) is deleted and the error propagates."""
     table = open_table(table)
     plan = executed.plan
     scanner = TableScanner(table)
     deletes: list[ManifestEntry] = []
     adds: list[ManifestEntry] = []
+    changelog: list[ManifestEntry] = []
     removed: set[tuple[bytes, str]] = set()
+    lsm_buckets: set[tuple[bytes, int]] = set()
+    dv = DvChanges()
     for t, r in zip(plan.tasks, executed.results):
         part = bytes.fromhex(t.partition)
-        for f in t.files:
+        gone, upgraded = t.effects()
+        for f in gone + upgraded:
             deletes.append(ManifestEntry(FileKind.DELETE, part, t.bucket, t.total_buckets, meta_from_json(f.meta)))
+        for f in gone:
             removed.add((part, f.name))
+        for f in upgraded:
+            meta = meta_from_json(f.meta)
+            if t.output_level is None or t.output_level <= meta.level:
+                raise PaimonOpsError(f"task for bucket {t.bucket} upgrades {meta.file_name} from level {meta.level} "
+                                     f"to level {t.output_level}")
+            adds.append(ManifestEntry(FileKind.ADD, part, t.bucket, t.total_buckets, meta.with_level(t.output_level)))
         for m in r["files"]:
             meta = meta_from_json(m)
             if meta.file_source != FILE_SOURCE_COMPACT or meta.level < 0:
                 raise PaimonOpsError(f"task for bucket {t.bucket} returned an invalid file {meta.file_name}")
             adds.append(ManifestEntry(FileKind.ADD, part, t.bucket, t.total_buckets, meta))
-    index_entries = [index_entry_from_json(d) for d in plan.index_entries]
-    dv = DvChanges()
+        for m in r.get("changelog") or []:
+            changelog.append(ManifestEntry(FileKind.ADD, part, t.bucket, t.total_buckets, meta_from_json(m)))
+        if t.kind == LSM:
+            lsm_buckets.add((part, t.bucket))
+            d = r.get("dv")
+            if d:
+                dv.deleted += [index_entry_from_json(e) for e in d["deleted"]]
+                if d.get("added"):
+                    dv.added.append(index_entry_from_json(d["added"]))
+                dv.dropped_vectors += int(d.get("dropped_vectors", 0))
+                dv.new_positions += int(d.get("new_positions", 0))
+    index_entries = [index_entry_from_json(dict(d)) for d in plan.index_entries]
+    index_entries = [ie for ie in index_entries if (ie.partition, ie.bucket) not in lsm_buckets]
     try:
-        dv = rewrite_dv_indexes(table, scanner, index_entries, removed)
-        changes = CommitChanges(data=tuple(deletes + adds), index_added=tuple(dv.added), index_deleted=tuple(dv.deleted))
+        more = rewrite_dv_indexes(table, scanner, index_entries, removed)
+        dv.added += more.added
+        dv.deleted += more.deleted
+        dv.written_paths += more.written_paths
+        dv.dropped_vectors += more.dropped_vectors
+        changes = CommitChanges(data=tuple(deletes + adds), index_added=tuple(dv.added),
+                                index_deleted=tuple(dv.deleted), changelog=tuple(changelog))
         if changes.is_empty:
             return None, dv
         committer = FileStoreCommit(table, commit_user=commit_user)
-        snap = committer.commit(changes, "COMPACT", plan.base_snapshot)
+        snap = committer.commit(changes, "COMPACT", plan.base_snapshot, now_millis=now_millis)
         return snap, dv
     except BaseException:
         _delete_paths(table, executed.written_paths + dv.written_paths)
@@ -122,20 +154,33 @@ def _run_tasks(ex: Execution, step: Step) -> None:
     ex.state["compaction"] = execute_plan(ex.table, plan, ex.runner, ex.progress)
 
 
+@register_step(METADATA_UPGRADES)
+def _upgrades(ex: Execution, step: Step) -> None:
+    """Nothing to do here: the commit records each upgrade as DELETE + ADD of the same file at its new level."""
+
+
 @register_step(COMPACTION_COMMIT)
 def _commit(ex: Execution, step: Step) -> None:
     executed: ExecutionResult = ex.state["compaction"]
-    snap, dv = commit_compaction(ex.table, executed, ex.state.get("commit_user"))
+    snap, dv = commit_compaction(ex.table, executed, ex.state.get("commit_user"), ex.state.get("commit_time_millis"))
     ex.snapshot_id = snap.id if snap else None
     plan = executed.plan
-    files_in = [f for t in plan.tasks for f in t.files]
+    files_in = [f for t in plan.tasks for f in t.effects()[0]]
+    upgraded = [f for t in plan.tasks for f in t.effects()[1]]
     ex.done += [FileAction(f.path, DATA, "compacted away", f.file_size) for f in files_in]
+    by_name = {p.rsplit("/", 1)[-1]: p for p in executed.written_paths}
     outs = [m for r in executed.results for m in r["files"]]
-    paths = [p for r in executed.results for p in r.get("paths", [])]
-    ex.written += [FileAction(p, DATA, "written by compaction", m["file_size"]) for p, m in zip(paths, outs)]
-    ex.written += [FileAction(p, INDEX, "deletion vectors of the compacted buckets", ie.file_size)
-                   for p, ie in zip(dv.written_paths, dv.added)]
-    ex.details.update({
+    ex.written += [FileAction(by_name.get(m["file_name"], m["file_name"]), DATA, "written by compaction",
+                              m["file_size"]) for m in outs]
+    cls = [m for r in executed.results for m in r.get("changelog") or []]
+    ex.written += [FileAction(by_name.get(m["file_name"], m["file_name"]), CHANGELOG,
+                              "changelog produced by compaction", m["file_size"]) for m in cls]
+    scanner = TableScanner(ex.table)
+    ex.written += [FileAction(scanner.index_file_path(ie), INDEX, "deletion vectors of the compacted buckets",
+                              ie.file_size) for ie in dv.added]
+    d: dict[str, Any] = {
+        "files_in": len(files_in), "bytes_in": sum(f.file_size for f in files_in),
+        "rows_in": sum(f.row_count for f in files_in),
         "live_rows_in": sum(int(r.get("rows_read", 0)) for r in executed.results),
         "rows_out": sum(m["row_count"] for m in outs), "files_out": len(outs),
         "bytes_out": sum(m["file_size"] for m in outs),
@@ -144,7 +189,18 @@ def _commit(ex: Execution, step: Step) -> None:
         "task_seconds": round(sum(float(r.get("seconds", 0)) for r in executed.results), 3),
         "dv_index_files_replaced": len(dv.deleted), "dv_index_files_written": len(dv.added),
         "deletion_vectors_dropped": dv.dropped_vectors,
-    })
+    }
+    if upgraded:
+        d["files_upgraded"] = len(upgraded)
+    if cls:
+        d["changelog_files"] = len(cls)
+        d["changelog_rows"] = sum(m["row_count"] for m in cls)
+    for k in ("keys_looked_up", "keys_found", "lookup_rows_indexed"):
+        if any(k in r for r in executed.results):
+            d[k] = sum(int(r.get(k, 0)) for r in executed.results)
+    if dv.new_positions:
+        d["rows_marked_deleted"] = dv.new_positions
+    ex.details.update(d)
 
 
 def compact(
@@ -166,9 +222,13 @@ def compact(
     max_replans: int = 0,
     commit_user: str | None = None,
     now_millis: int | None = None,
+    commit_time_millis: int | None = None,
 ) -> Report:
     """Plan, execute and commit a compaction; returns what was done (see `plan_compaction` for the modes). On a
-    conflict the run aborts, or plans again on the new latest snapshot up to `max_replans` times."""
+    conflict the run aborts, or plans again on the new latest snapshot up to `max_replans` times.
+
+    `now_millis` is the planner's clock (local wall time as UTC millis, like _CREATION_TIME); `commit_time_millis`
+    the snapshot's timeMillis (default: now)."""
     table = open_table(table)
     started = time.time()
     replans = 0
@@ -180,7 +240,8 @@ def compact(
             report = plan.dry_run_report(time.time() - started)
             return dataclasses.replace(report, dry_run=dry_run, details={**report.details, "replans": replans})
         try:
-            report = execute(plan, table, runner=runner, progress=progress, state={"commit_user": commit_user})
+            report = execute(plan, table, runner=runner, progress=progress,
+                             state={"commit_user": commit_user, "commit_time_millis": commit_time_millis})
         except (CommitConflictError, StalePlanError) as e:
             if replans >= max_replans:
                 log.warning("compaction of %s aborted: %s", table.identifier, e)

@@ -26,6 +26,7 @@ class DvChanges:
     deleted: list[IndexManifestEntry] = field(default_factory=list)
     written_paths: list[str] = field(default_factory=list)
     dropped_vectors: int = 0
+    new_positions: int = 0
 
 
 def _supports_cardinality(scanner: TableScanner) -> bool:
@@ -35,11 +36,38 @@ def _supports_cardinality(scanner: TableScanner) -> bool:
     return fs.has("_CARDINALITY", "_DELETIONS_VECTORS_RANGES")
 
 
+def supports_cardinality(scanner: TableScanner) -> bool:
+    """Whether the table's index manifests carry _CARDINALITY (1.0+); 0.9 tables keep their 0.9 layout."""
+    return _supports_cardinality(scanner)
+
+
+def dv_index_path(table: Table, scanner: TableScanner, partition: bytes, bucket: int, name: str) -> str:
+    if table.options.index_file_in_data_dir:
+        return posixpath.join(scanner.bucket_dir(partition, bucket), name)
+    return posixpath.join(table.index_dir, name)
+
+
+def write_dv_index(table: Table, scanner: TableScanner, partition: bytes, bucket: int, dvs: dict[str, DeletionVector],
+                   with_cardinality: bool, name: str | None = None) -> tuple[IndexManifestEntry, str]:
+    """Write one DV index file holding `dvs` (data file name -> vector) for a bucket; return its ADD entry and path.
+
+    Java names index files `index-<uuid>-<n>` and keeps them in `index/` (or the bucket directory with
+    index-file-in-data-file-dir)."""
+    data, ranges = write_dv_index_file(dvs, table.options.bitmap64)
+    name = name or f"index-{uuid.uuid4()}-0"
+    path = dv_index_path(table, scanner, partition, bucket, name)
+    table.io.write_bytes(path, data)
+    entry = IndexManifestEntry(
+        FileKind.ADD, partition, bucket, DELETION_VECTORS, name, len(data), len(ranges),
+        tuple(DeletionVectorMeta(r.data_file, r.offset, r.length, r.cardinality if with_cardinality else None)
+              for r in ranges))
+    return entry, path
+
+
 def rewrite_dv_indexes(table: Table, scanner: TableScanner, index_entries: list[IndexManifestEntry],
                        removed: set[tuple[bytes, str]]) -> DvChanges:
     """Replace every DV index file that points at a removed (partition, data file name)."""
     out = DvChanges()
-    bitmap64 = table.options.bitmap64
     with_card = None
     n = 0
     prefix = f"index-{uuid.uuid4()}-"
@@ -55,22 +83,17 @@ def rewrite_dv_indexes(table: Table, scanner: TableScanner, index_entries: list[
         if not keep:
             continue
         dvs: dict[str, DeletionVector] = {r.data_file: scanner.deletion_vector(ie, r) for r in keep}
-        data, ranges = write_dv_index_file(dvs, bitmap64)
         if with_card is None:
             with_card = _supports_cardinality(scanner)
-        name = f"{prefix}{n}"
+        try:
+            entry, path = write_dv_index(table, scanner, ie.partition, ie.bucket, dvs, with_card, f"{prefix}{n}")
+        except BaseException:
+            out.written_paths.append(dv_index_path(table, scanner, ie.partition, ie.bucket, f"{prefix}{n}"))
+            raise
         n += 1
-        if table.options.index_file_in_data_dir:
-            path = posixpath.join(scanner.bucket_dir(ie.partition, ie.bucket), name)
-        else:
-            path = posixpath.join(table.index_dir, name)
-        table.io.write_bytes(path, data)
         out.written_paths.append(path)
-        out.added.append(IndexManifestEntry(
-            FileKind.ADD, ie.partition, ie.bucket, DELETION_VECTORS, name, len(data), len(ranges),
-            tuple(DeletionVectorMeta(r.data_file, r.offset, r.length, r.cardinality if with_card else None)
-                  for r in ranges)))
+        out.added.append(entry)
     return out
 
 
-__all__ = ["DvChanges", "rewrite_dv_indexes"]
+__all__ = ["DvChanges", "rewrite_dv_indexes", "write_dv_index", "dv_index_path", "supports_cardinality"]

@@ -17,6 +17,8 @@ MERGE = "merge"        # PK: k-way merge of all files of a bucket through the me
 REWRITE = "rewrite"    # one file at a time: drop DV-deleted rows, keep level and sequence numbers
 CONCAT = "concat"      # append: concatenate files (DV rows dropped), fresh consecutive sequence numbers
 SORT = "sort"          # append: read files, sort by order / zorder / hilbert key, write
+LSM = "lsm"            # PK: one compaction unit of a bucket's LSM tree (compact.levels): rewrite / upgrade steps,
+#                        lookups above the output level, deletion vectors, changelog
 
 FILE_SOURCE_COMPACT = 1
 
@@ -117,6 +119,14 @@ class CompactionTask:
     lookup_rewrite: bool = False
     order_by: tuple[str, ...] = ()
     strategy: str = "order"
+    # LSM tasks (compact.levels): the unit's steps in key order (Step JSON), the rewriter, the files above the
+    # output level that lookups probe, whether lookups need the old values, and the bucket's DV index entries.
+    steps: tuple[dict, ...] = ()
+    rewriter: str | None = None
+    max_level: int | None = None
+    lookup_files: tuple[InputFile, ...] = ()
+    lookup_values: bool = False
+    dv_index: tuple[dict, ...] = ()
 
     @property
     def rows_in(self) -> int:
@@ -126,11 +136,29 @@ class CompactionTask:
     def bytes_in(self) -> int:
         return sum(f.file_size for f in self.files)
 
+    def effects(self) -> tuple[list[InputFile], list[InputFile]]:
+        """(files compacted away, files only upgraded to the output level). Non-LSM tasks rewrite every file."""
+        if self.kind != LSM:
+            return list(self.files), []
+        by_name = {f.name: f for f in self.files}
+        gone: list[InputFile] = []
+        up: list[InputFile] = []
+        for s in self.steps:
+            names = [by_name[n] for n in s["files"]]
+            if s["op"] == "upgrade" or (s["op"] == "read" and not s["write"]):
+                up += names
+            else:
+                gone += names
+        return gone, up
+
     def to_task(self, params: dict[str, Any]) -> dict[str, Any]:
         """The JSON dict an executor receives (plan-wide parameters merged in)."""
         d = dataclasses.asdict(self)
         d["files"] = [dataclasses.asdict(f) for f in self.files]
+        d["lookup_files"] = [dataclasses.asdict(f) for f in self.lookup_files]
         d["order_by"] = list(self.order_by)
+        d["steps"] = [dict(s) for s in self.steps]
+        d["dv_index"] = [dict(e) for e in self.dv_index]
         d.update(params)
         return d
 
@@ -138,7 +166,9 @@ class CompactionTask:
 # Steps of a compaction plan: the tasks (on the runner), then the one COMPACT commit.
 COMPACTION_TASKS = "compaction-tasks"
 COMPACTION_COMMIT = "compaction-commit"
+METADATA_UPGRADES = "metadata-upgrades"  # listed for review; done by the commit (DELETE + ADD of the same file)
 declare_step_action(COMPACTION_TASKS, deletes=True, verb="would replace")
+declare_step_action(METADATA_UPGRADES, verb="would upgrade")
 
 
 @dataclass(frozen=True)
@@ -166,7 +196,7 @@ class InputsLive(Precondition):
     ones planned with (another job compacted, or deleted rows, meanwhile)."""
 
     kind: ClassVar[str] = "inputs-live"
-    files: tuple[tuple[str, int, str], ...]        # (partition hex, bucket, file name)
+    files: tuple[tuple[str, int, str, int], ...]   # (partition hex, bucket, file name, level)
     dv_index_files: tuple[str, ...] = ()
 
     def check(self, table: Any) -> str | None:
@@ -175,12 +205,14 @@ class InputsLive(Precondition):
         if latest is None:
             return "the table has no snapshot any more"
         scanner = TableScanner(table)
-        live = {(e.partition.hex(), e.bucket, e.file.file_name) for e in scanner.live_entries(latest).values()}
+        live = {(e.partition.hex(), e.bucket, e.file.file_name, e.file.level)
+                for e in scanner.live_entries(latest).values()}
         gone = [f for f in self.files if tuple(f) not in live]
         if gone:
             more = f" and {len(gone) - 1} more" if len(gone) > 1 else ""
-            return f"input {gone[0][2]} (bucket {gone[0][1]}){more} is no longer live: another job compacted it"
-        touched = {(p, b) for p, b, _ in self.files}
+            return (f"input {gone[0][2]} (bucket {gone[0][1]}, level {gone[0][3]}){more} is no longer live there: "
+                    "another job compacted it")
+        touched = {(p, b) for p, b, _, _ in self.files}
         now_dv = sorted(ie.file_name for ie in scanner.index_entries(latest)
                         if ie.index_type == DELETION_VECTORS and (ie.partition.hex(), ie.bucket) in touched)
         if now_dv != sorted(self.dv_index_files):
@@ -191,6 +223,6 @@ class InputsLive(Precondition):
         return f"{len(self.files)} input file(s) still live, deletion vectors unchanged"
 
 
-__all__ = ["MERGE", "REWRITE", "CONCAT", "SORT", "FILE_SOURCE_COMPACT", "InputFile", "CompactionTask",
-           "CompactionPlan", "InputsLive", "COMPACTION_TASKS", "COMPACTION_COMMIT",
+__all__ = ["MERGE", "REWRITE", "CONCAT", "SORT", "LSM", "FILE_SOURCE_COMPACT", "InputFile", "CompactionTask",
+           "CompactionPlan", "InputsLive", "COMPACTION_TASKS", "COMPACTION_COMMIT", "METADATA_UPGRADES",
            "meta_to_json", "meta_from_json", "index_entry_to_json", "index_entry_from_json"]

@@ -2,9 +2,14 @@
 files of which bucket to rewrite, and why (maintenance.md §5.6, §5.10, §7.1, §7.3).
 
 Modes:
-* ``full``        PK: every bucket not already fully compacted -> one merge to the max level (§5.6); a bucket whose
-                  files are all at the max level only rewrites its files that have deletion vectors.
+* ``full``        PK: every bucket not already fully compacted -> everything to the max level (§5.6), as Paimon's
+                  MergeTreeCompactTask does it: overlapping sections and small files are merged, large files alone
+                  in their key range are only upgraded; a bucket whose files are all at the max level only rewrites
+                  its files that have deletion vectors, one by one.
                   Append: every bucket with more than one file (or with DVs) -> one concatenation.
+* ``minor``       PK: per bucket, what Paimon's own compaction trigger would pick (universal compaction, plus
+                  ForceUpLevel0 for lookup tables; §5.3, §5.4): sections, upgrades, rewrites, lookups above the
+                  output level that mark deletion vectors, changelog (see compact.levels / compact.lsm).
 * ``dv-ratio``    files whose deleted-row ratio exceeds the threshold are rewritten without their deleted rows
                   (PK: same level, same sequence numbers; append: concatenated per bucket).
 * ``small-files`` append bin-pack (§7.1).
@@ -14,16 +19,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Mapping, Sequence
 
+from paimon_ops.compact import levels as lv
 from paimon_ops.compact.filters import PartitionPredicate, partition_predicate
 from paimon_ops.compact.model import (
     COMPACTION_COMMIT,
     COMPACTION_TASKS,
     CONCAT,
-    MERGE,
+    LSM,
+    METADATA_UPGRADES,
     REWRITE,
     SORT,
     CompactionPlan,
@@ -35,7 +43,8 @@ from paimon_ops.compact.model import (
 )
 from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
-from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError, UnsupportedError, arg
+from paimon_ops.errors import InvalidArgumentError, UnsupportedError, arg
+from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.options import parse_duration
 from paimon_ops.plan import DATA, FileAction, PlanBuilder
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
@@ -44,7 +53,7 @@ from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis
 
 log = logging.getLogger(__name__)
 
-MODES = ("full", "dv-ratio", "small-files", "sort")
+MODES = ("full", "minor", "dv-ratio", "small-files", "sort")
 DEFAULT_DV_RATIO = 0.2
 LONG_MAX = 9223372036854775807
 DEFAULT_ROW_GROUP_BYTES = 128 << 20
@@ -125,23 +134,18 @@ def plan_compaction(
     if mode not in MODES:
         raise InvalidArgumentError(f"unknown compaction {arg('mode')} {mode!r}; use one of {', '.join(MODES)}")
     opts = table.options
-    if opts.write_only and not force:
-        raise UnsafeOperationError(
-            f"{table.identifier} has write-only=true: its writers never compact, which means a dedicated compaction "
-            f"job is declared for it elsewhere; two compactors on one bucket conflict. Pass {arg('force', True)} to "
-            "compact anyway.")
+    # write-only=true declares that a dedicated compaction job maintains the table: paimon-ops is that job. A second
+    # compactor on the same bucket cannot lose data either: its commit conflicts and is aborted or re-planned.
+    del force
     pk = table.is_primary_key
     schema = table.schema
     warnings: list[str] = []
     if pk:
         from paimon_ops.merge import MergeSpec
         spec = MergeSpec.from_schema(schema, opts, f"table {table.identifier}")  # validates engines / aggregates
-        needs_lookup = spec.needs_lookup
-        if opts.changelog_producer in ("lookup", "full-compaction"):
-            warnings.append(f"changelog-producer={opts.changelog_producer}: this compaction writes no changelog "
-                            "files, so streaming readers of the changelog will not see the changes it folds")
+        _check_supported(table, mode, spec)
     else:
-        needs_lookup = False
+        spec = None
     if mode == "sort":
         if pk or opts.bucket != -1:
             raise UnsupportedError(f"sort compaction is only for unaware-bucket append tables (bucket = -1, no primary "
@@ -162,8 +166,11 @@ def plan_compaction(
         if partition_idle_time is not None:
             raise InvalidArgumentError(f"{arg('partition_idle_time')} cannot be combined with sort compaction (as in Paimon)")
     elif mode == "small-files" and pk:
-        raise UnsupportedError(f"small-files compaction is for append tables; use {arg('mode', 'full')} for primary-key "
-                               "tables")
+        raise UnsupportedError(f"small-files compaction is for append tables; use {arg('mode', 'minor')} or "
+                               f"{arg('mode', 'full')} for primary-key tables")
+    elif mode == "minor" and not pk:
+        raise UnsupportedError(f"minor compaction is Paimon's LSM compaction of primary-key tables; {table.identifier} "
+                               f"is an append table: use {arg('mode', 'small-files')} or {arg('mode', 'full')}")
     order_by = tuple(order_by or ())
 
     if memory_budget is None:  # our option, like Paimon's dotted names; the argument wins
@@ -227,6 +234,9 @@ def plan_compaction(
         tasks.append(CompactionTask(kind, p.hex(), _spec_text(pdicts[p]), b, infos[0].file.total_buckets,
                                     tuple(i.input for i in infos), why, **kw))
 
+    lsm = _LsmPlanner(table, spec, result, scanner, force_all, target, small_ratio, now) \
+        if pk and mode in ("full", "minor") else None
+
     for (p, b), fs in selected.items():
         infos = _file_infos(scanner, result, fs)
         with_dv = [i for i in infos if i.input.has_dv]
@@ -239,18 +249,8 @@ def plan_compaction(
             deleted = sum(i.deleted for i in infos)
             ratios_buckets.append({"partition": _spec_text(pdicts[p]), "bucket": b, "files": len(infos), "rows": rows,
                                    "deleted": deleted, "ratio": round(deleted / rows, 6) if rows else 0.0})
-        if mode == "full" and pk:
-            if all(i.file.level == max_level for i in infos):
-                todo = infos if force_all else with_dv
-                if not todo:
-                    skip("already fully compacted")
-                    continue
-                task(REWRITE, p, b, todo, "max-level files with deletion vectors", output_level=None)
-            else:
-                levels = sorted({i.file.level for i in infos})
-                has_l0 = levels[0] == 0
-                task(MERGE, p, b, infos, f"full compaction of levels {levels} into level {max_level}",
-                     output_level=max_level, drop_delete=True, lookup_rewrite=needs_lookup and has_l0)
+        if lsm is not None:
+            lsm.bucket(p, b, infos, mode, task, skip)
         elif mode == "full":
             if len(infos) < 2 and not with_dv:
                 skip("already fully compacted")
@@ -288,30 +288,175 @@ def plan_compaction(
     params = {"write": WriteParams(wspec.fmt, wspec.dense_stats, wspec.legacy_key_stats, target, target_rows,
                                    row_group).to_json(),
               "memory_budget": memory_budget}
+    if any(t.kind == LSM for t in tasks):
+        from paimon_ops.compact.dv import supports_cardinality
+        params["dv_cardinality"] = supports_cardinality(scanner)
     touched = {(bytes.fromhex(t.partition), t.bucket) for t in tasks}
     index_entries = tuple(index_entry_to_json(ie) for ie in result.index_entries
                           if ie.index_type == DELETION_VECTORS and (ie.partition, ie.bucket) in touched)
     pb = PlanBuilder()
     pb.step(f"rewrite ({len(tasks)} task(s))", COMPACTION_TASKS)
     for t in tasks:
-        pb.add_all(FileAction(f.path, DATA, f"compacted: {t.why}", f.file_size) for f in t.files)
+        gone, upgraded = t.effects()
+        pb.add_all(FileAction(f.path, DATA, f"compacted: {t.why}", f.file_size) for f in gone)
         pb.creates(FileAction(scanner.bucket_dir(bytes.fromhex(t.partition), t.bucket), DATA,
-                             f"new files ({t.kind}, {t.rows_in} rows in"
-                             + (f", level {t.output_level})" if t.output_level is not None else ")")))
+                              f"new files ({t.kind}, {t.rows_in} rows in"
+                              + (f", level {t.output_level})" if t.output_level is not None else ")")))
+    upgrades = [(t, f) for t in tasks for f in t.effects()[1]]
+    pb.step("metadata-only level upgrades", METADATA_UPGRADES)
+    pb.add_all(FileAction(f.path, DATA, f"level {f.level} -> {t.output_level}, same file ({t.why})", f.file_size)
+               for t, f in upgrades)
     pb.step("commit", COMPACTION_COMMIT, keep_empty=bool(tasks))
     if tasks:
-        pb.require(InputsLive(tuple((t.partition, t.bucket, f.name) for t in tasks for f in t.files),
-                             tuple(d["file_name"] for d in index_entries)))
+        pb.require(InputsLive(tuple(sorted({(t.partition, t.bucket, f.name, f.level) for t in tasks
+                                            for f in t.files + t.lookup_files})),
+                              tuple(d["file_name"] for d in index_entries)))
     details: dict[str, Any] = {
         "tasks": len(tasks), "buckets": len(touched), "files_in": sum(len(t.files) for t in tasks),
         "rows_in": sum(t.rows_in for t in tasks), "bytes_in": sum(t.bytes_in for t in tasks),
         "skipped": skipped, "max_level": max_level if pk else None,
     }
+    if lsm is not None:
+        details["files_upgraded"] = sum(len(t.effects()[1]) for t in tasks)
+        details["lookup_files"] = sum(len(t.lookup_files) for t in tasks)
+        if lsm.units:
+            details["units"] = lsm.units
     if mode == "dv-ratio" or ratios_files:
         details["dv_ratio_threshold"] = thr
         details["dv_ratios"] = {"files": ratios_files, "buckets": ratios_buckets}
     return dataclasses.replace(pb.build(CompactionPlan, table, details, base_snapshot=snapshot.id, warnings=warnings),
                                mode=mode, tasks=tuple(tasks), params=params, index_entries=index_entries)
+
+
+def _check_supported(table: Table, mode: str, spec: Any) -> None:
+    """Refuse what this engine cannot do exactly as Java would (never warn and proceed: a missing changelog is data
+    loss for streaming consumers)."""
+    opts = table.options
+    producer = opts.changelog_producer
+    ident = table.identifier
+    if producer == "full-compaction" and opts.deletion_vectors_enabled:
+        raise UnsupportedError(f"{ident}: changelog-producer=full-compaction with deletion-vectors.enabled=true is "
+                               "rejected by Paimon itself (deletion vectors need none, input or lookup)")
+    if producer == "full-compaction" and mode == "minor" and (spec.engine == "first-row" or
+                                                              opts.bool("force-lookup")):
+        raise UnsupportedError(
+            f"{ident}: minor compaction of a changelog-producer=full-compaction table with "
+            f"{'merge-engine=first-row' if spec.engine == 'first-row' else 'force-lookup=true'} is not supported: "
+            "Java compacts such tables below the max level without lookups, which loses first-row's "
+            "de-duplication / lookup merge semantics; use mode='full'")
+
+
+class _LsmPlanner:
+    """Per bucket: Paimon's pick (minor) or full unit, its sections and steps (compact.levels) -> one LSM task."""
+
+    def __init__(self, table: Table, spec: Any, result: ScanResult, scanner: TableScanner, force_all: bool,
+                 target: int, small_ratio: float, now_ms: int):
+        self.table = table
+        self.spec = spec
+        self.result = result
+        self.scanner = scanner
+        opts = table.options
+        self.opts = opts
+        self.key_types = [f.type for f in table.schema.fields_of(table.schema.trimmed_primary_keys)]
+        self.dv = opts.deletion_vectors_enabled
+        producer = opts.changelog_producer
+        if producer == "full-compaction":
+            kind = lv.FULL_CHANGELOG
+        elif spec.needs_lookup:
+            kind = lv.FIRST_ROW if spec.engine == "first-row" else lv.LOOKUP
+        else:
+            kind = lv.PLAIN
+        produce = producer == "full-compaction" or (kind in (lv.LOOKUP, lv.FIRST_ROW) and producer == "lookup")
+        self.rewriter = lv.RewriterSpec(kind, self.dv, produce,
+                                        spec.engine == "deduplicate" and not spec.sequence_fields, force_all)
+        # Lookups are needed for first-row's contains-check, for deletion vectors, and whenever the old record's
+        # value matters (changelog, engines other than deduplicate, sequence fields): LookupLevels' processors.
+        self.lookup_values = kind == lv.LOOKUP and (produce or spec.engine != "deduplicate"
+                                                    or bool(spec.sequence_fields))
+        self.lookups = kind == lv.FIRST_ROW or (kind == lv.LOOKUP and (self.dv or self.lookup_values))
+        self.min_file_size = int(target * small_ratio)
+        trigger = opts.int("num-sorted-run.compaction-trigger", 5) or 5
+        gentle = (opts.str("lookup-compact", "radical") or "radical").strip().lower() == "gentle"
+        interval = None
+        if gentle:
+            iv = opts.int("lookup-compact.max-interval")
+            interval = max(trigger, iv if iv is not None else 2 * trigger)
+        hour = datetime.fromtimestamp(time.time()).hour
+        self.base_cfg = dict(
+            trigger=trigger,
+            max_size_amp=_int(opts, "compaction.max-size-amplification-percent", 200),
+            size_ratio=_int(opts, "compaction.size-ratio", 1),
+            offpeak_ratio=lv.offpeak_ratio(_int(opts, "compaction.offpeak.start.hour", -1),
+                                           _int(opts, "compaction.offpeak.end.hour", -1),
+                                           _int(opts, "compaction.offpeak-ratio", 0), hour),
+            force_up_level0=spec.needs_lookup or opts.bool("compaction.force-up-level-0"),
+            gentle_interval=interval if spec.needs_lookup else None,
+            full_interval_ms=_ms(opts.duration("compaction.optimization-interval")),
+            total_size_threshold=opts.memory("compaction.total-size-threshold"),
+            incremental_size_threshold=opts.memory("compaction.incremental-size-threshold"),
+            now_ms=now_ms,
+        )
+        self.units: list[dict[str, Any]] = []
+        self.index_by_bucket: dict[tuple[bytes, int], list] = {}
+        for ie in result.index_entries:
+            if ie.index_type == DELETION_VECTORS:
+                self.index_by_bucket.setdefault((ie.partition, ie.bucket), []).append(ie)
+
+    def lsm_file(self, i: _FileInfo) -> lv.LsmFile:
+        m = i.file.meta
+        lo = tuple(deserialize_row(m.min_key, self.key_types, m.file_name))
+        hi = tuple(deserialize_row(m.max_key, self.key_types, m.file_name))
+        return lv.LsmFile(m.file_name, m.level, m.file_size, lo, hi, m.min_sequence_number, m.max_sequence_number,
+                          m.creation_time or 0, m.delete_row_count, i.input.has_dv)
+
+    def bucket(self, p: bytes, b: int, infos: list[_FileInfo], mode: str, task: Any, skip: Any) -> None:
+        opts = self.opts
+        files = [self.lsm_file(i) for i in infos]
+        by_name = {i.file.name: i for i in infos}
+        highest = max(f.level for f in files)
+        cfg = lv.PickConfig(num_levels=max(opts.num_levels, highest + 1), **self.base_cfg)
+        max_level = cfg.max_level
+        runs = lv.sorted_runs(files)
+        if mode == "full" and len(runs) == 1 and runs[0].level == max_level:
+            # §5.6 (c): a fully compacted bucket rewrites the files that have deletion vectors, one by one.
+            todo = infos if self.rewriter.force_rewrite_all else [i for i in infos if i.input.has_dv]
+            if not todo:
+                skip("already fully compacted")
+                return
+            task(REWRITE, p, b, todo, "max-level files with deletion vectors", output_level=None)
+            return
+        unit = lv.pick_full(runs, cfg) if mode == "full" else lv.pick_minor(runs, cfg)
+        if unit is None:
+            skip("already fully compacted" if mode == "full" else "nothing picked by Paimon's compaction rules")
+            return
+        dd = lv.drop_delete(unit.output_level, highest, self.dv)
+        steps = lv.plan_steps(unit, max_level, dd, self.min_file_size, self.rewriter)
+        if not steps:
+            skip("nothing to rewrite or upgrade")
+            return
+        in_steps = [n for s in steps for n in s.files]
+        lookup_files: tuple[InputFile, ...] = ()
+        if self.lookups and any(s.merge == lv.LOOKUP_MERGE for s in steps):
+            lookup_files = tuple(i.input for i in infos if i.file.level > unit.output_level)
+        rewritten = sum(1 for s in steps if s.op == lv.REWRITE for _ in s.files)
+        why = (f"{unit.reason}: {len(unit.files)} file(s) of levels {sorted({f.level for f in unit.files})} "
+               f"-> level {unit.output_level}")
+        self.units.append({"partition": _spec_text(_partition_dict(self.scanner, p)), "bucket": b,
+                           "output_level": unit.output_level, "reason": unit.reason, "files": len(unit.files),
+                           "rewritten": rewritten, "drop_delete": dd})
+        task(LSM, p, b, [by_name[n] for n in in_steps], why, output_level=unit.output_level, drop_delete=dd,
+             steps=tuple(s.to_json() for s in steps), rewriter=self.rewriter.kind, max_level=max_level,
+             lookup_files=lookup_files, lookup_values=self.lookup_values,
+             dv_index=tuple(index_entry_to_json(ie) for ie in self.index_by_bucket.get((p, b), [])))
+
+
+def _int(opts: Any, key: str, default: int) -> int:
+    v = opts.int(key, default)
+    return default if v is None else v
+
+
+def _ms(td: timedelta | None) -> int | None:
+    return None if td is None else int(td.total_seconds() * 1000)
 
 
 def _bin_pack(infos: list[_FileInfo], target: int, small_ratio: float, min_files: int, open_cost: int,

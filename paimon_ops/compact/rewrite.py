@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_ops.compact.model import CONCAT, MERGE, REWRITE, SORT, InputFile, meta_from_json, meta_to_json
+from paimon_ops.compact.model import CONCAT, LSM, MERGE, REWRITE, SORT, InputFile, meta_from_json, meta_to_json
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
 from paimon_ops.errors import InvalidArgumentError, MissingFileError
 from paimon_ops.format.binary_row import deserialize_row
@@ -60,7 +60,9 @@ class _Ctx:
         self.params = WriteParams.from_json(task["write"])
         self.memory_budget: int | None = task.get("memory_budget")
         self._index: dict[str, bytes] = {}
-        self.writers: list[RollingWriter] = []
+        self.writers: list[RollingWriter] = []            # data files
+        self.changelog_writers: list[RollingWriter] = []  # changelog files (LSM tasks)
+        self.extra_paths: list[str] = []                  # other files written (a bucket's new DV index)
 
     def live_file(self, f: InputFile) -> LiveFile:
         return LiveFile(self.partition, self.bucket, self.total_buckets, meta_from_json(f.meta), f.path)
@@ -81,6 +83,24 @@ class _Ctx:
         w = RollingWriter(self.table, self.scanner, self.params, self.partition, self.bucket, level)
         self.writers.append(w)
         return w
+
+    def changelog_writer(self, level: int) -> RollingWriter:
+        """Changelog files: `changelog-<uuid>-<n>`, the output level, file source APPEND (KeyValueFileWriterFactory)."""
+        from paimon_ops.table.writer import FileNamer
+        prefix = self.table.options.str("changelog-file.prefix", "changelog-") or "changelog-"
+        w = RollingWriter(self.table, self.scanner, self.params, self.partition, self.bucket, level, file_source=0,
+                          namer=FileNamer(prefix, "." + self.params.fmt))
+        self.changelog_writers.append(w)
+        return w
+
+    def abort(self) -> None:
+        for w in self.writers + self.changelog_writers:
+            w.abort()
+        for p in self.extra_paths:
+            try:
+                self.table.io.delete_file(p)
+            except OSError:
+                log.warning("could not delete %s after a failed compaction", p)
 
     def batch_rows(self, files: list[InputFile], streams: int) -> int:
         if not self.memory_budget:
@@ -140,21 +160,15 @@ def _le_mask(t: pa.Table, keys: list[str], cutoff: pa.Table) -> pa.ChunkedArray:
     return pc.or_(le, prefix_eq)
 
 
-def _merge_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
-    from paimon_ops.merge import MergeSpec, merge_records
+def merge_slices(ctx: _Ctx, files: list[InputFile], keys: list[str], stats: dict[str, int]) -> Iterator[pa.Table]:
+    """All records of `files` (DVs applied) in key-range slices: every record of a key is in the same slice.
 
-    table, task = ctx.table, ctx.task
-    spec = MergeSpec.from_schema(table.schema, table.options, f"table {table.identifier}")
-    keys = list(spec.key_fields)
+    Each sorted run is read in batches; the cutoff is the smallest last key over the runs' current batches, and
+    every buffered record with key <= cutoff forms the next slice."""
     runs = _sorted_runs(ctx, files)
     batch_rows = ctx.batch_rows(files, len(runs))
     iters = [_run_batches(ctx, run, batch_rows) for run in runs]
     buffers: list[pa.Table | None] = [None] * len(iters)
-    writer = ctx.writer(int(task["output_level"]))
-    drop_delete = bool(task["drop_delete"])
-    lookup_rewrite = bool(task.get("lookup_rewrite"))
-    rows_in = 0
-    slices = 0
     active = list(range(len(iters)))
     while True:
         still = []
@@ -162,7 +176,7 @@ def _merge_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
             if buffers[i] is None or buffers[i].num_rows == 0:
                 buffers[i] = next(iters[i], None)
                 if buffers[i] is not None:
-                    rows_in += buffers[i].num_rows
+                    stats["rows_read"] = stats.get("rows_read", 0) + buffers[i].num_rows
             if buffers[i] is not None:
                 still.append(i)
         active = still
@@ -183,14 +197,29 @@ def _merge_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
                 buffers[i] = buf.filter(pc.invert(mask))
             if take.num_rows:
                 parts.append(take)
-        records = pa.concat_tables(parts, promote_options="none") if len(parts) > 1 else parts[0]
+        stats["slices"] = stats.get("slices", 0) + 1
+        yield pa.concat_tables(parts, promote_options="none") if len(parts) > 1 else parts[0]
+
+
+def _merge_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
+    """Legacy MERGE task (plans made before LSM tasks): every file of a bucket merged into one output level."""
+    from paimon_ops.merge import MergeSpec, merge_records
+
+    table, task = ctx.table, ctx.task
+    spec = MergeSpec.from_schema(table.schema, table.options, f"table {table.identifier}")
+    keys = list(spec.key_fields)
+    writer = ctx.writer(int(task["output_level"]))
+    drop_delete = bool(task["drop_delete"])
+    lookup_rewrite = bool(task.get("lookup_rewrite"))
+    stats: dict[str, int] = {"rows_read": 0, "slices": 0}
+    for records in merge_slices(ctx, files, keys, stats):
         merged = merge_records(records, spec, drop_delete, lookup_rewrite=lookup_rewrite)
-        slices += 1
         if merged.num_rows:
             writer.write(merged.select(table.schema.field_names + [SEQUENCE_NUMBER, VALUE_KIND]))
     writer.close()
-    log.info("merged %d runs (%d rows) into %d rows in %d slices", len(runs), rows_in, writer.rows_written, slices)
-    return {"rows_read": rows_in, "slices": slices}
+    log.info("merged %d files (%d rows) into %d rows in %d slices", len(files), stats["rows_read"],
+             writer.rows_written, stats["slices"])
+    return stats
 
 
 # ---------------------------------------------------------------------------------------------- single files
@@ -270,7 +299,12 @@ def _sort_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
     return {"rows_read": sum(p.num_rows for p in parts)}
 
 
-_KINDS = {MERGE: _merge_task, REWRITE: _rewrite_task, CONCAT: _concat_task, SORT: _sort_task}
+def _lsm_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
+    from paimon_ops.compact.lsm import run_lsm
+    return run_lsm(ctx, files)
+
+
+_KINDS = {MERGE: _merge_task, REWRITE: _rewrite_task, CONCAT: _concat_task, SORT: _sort_task, LSM: _lsm_task}
 
 
 def run_compaction_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
@@ -284,14 +318,15 @@ def run_compaction_task(table_location: str, task: dict[str, Any]) -> dict[str, 
     try:
         stats = _KINDS[kind](ctx, files)
     except BaseException:
-        for w in ctx.writers:
-            w.abort()
+        ctx.abort()
         raise
     metas = [m for w in ctx.writers for m in w.files]
+    changelog = [m for w in ctx.changelog_writers for m in w.files]
     return {
         "task": task.get("task_id"),
         "files": [meta_to_json(m) for m in metas],
-        "paths": [p for w in ctx.writers for p in w.paths],
+        "changelog": [meta_to_json(m) for m in changelog],
+        "paths": [p for w in ctx.writers + ctx.changelog_writers for p in w.paths] + list(ctx.extra_paths),
         "rows_out": sum(m.row_count for m in metas),
         "bytes_out": sum(m.file_size for m in metas),
         "seconds": round(time.time() - started, 3),

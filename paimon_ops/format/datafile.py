@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Union
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -889,6 +890,60 @@ def iter_data_file_batches(
         reader.close()
 
 
+def read_data_file_positions(
+    source: Source,
+    fmt: str,
+    file_schema: TableSchema,
+    read_schema: TableSchema,
+    primary_key: bool,
+    path: str,
+    positions: np.ndarray,
+    keep_system_columns: bool = True,
+) -> pa.Table:
+    """The rows at `positions` (sorted, distinct, 0-based physical row ordinals) of a data file, in that order.
+
+    Parquet decodes only the row groups holding a wanted position; ORC and Avro decode the file batch by batch and
+    keep only the wanted rows (their readers expose no row-group index)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    reader, columns, out_schema, physical = _open(
+        source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, None)
+    parts: list[pa.Table] = []
+    try:
+        if reader._pf is not None:
+            md = reader._pf.metadata
+            starts = np.zeros(md.num_row_groups + 1, np.int64)
+            for i in range(md.num_row_groups):
+                starts[i + 1] = starts[i] + md.row_group(i).num_rows
+            groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
+            for g in groups.tolist():
+                lo, hi = int(starts[g]), int(starts[g + 1])
+                sel = positions[(positions >= lo) & (positions < hi)] - lo
+                t = reader._pf.read_row_group(g, columns=physical, use_threads=True)
+                parts.append(t.take(pa.array(sel)))
+        else:
+            offset = 0
+            for batch in reader.batches(physical, DEFAULT_BATCH_SIZE):
+                n = batch.num_rows
+                sel = positions[(positions >= offset) & (positions < offset + n)] - offset
+                if len(sel):
+                    parts.append(pa.Table.from_batches([batch]).take(pa.array(sel)))
+                offset += n
+    except Exception as e:
+        err = _decode_failure(path, e)
+        if err is e:
+            raise
+        raise err from None
+    finally:
+        reader.close()
+    if not parts:
+        return out_schema.empty_table()
+    raw = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    out = _convert(raw, columns, out_schema, path)
+    if out.num_rows != len(positions):
+        raise CorruptMetadataError(path, f"asked for {len(positions)} rows by position, found {out.num_rows}")
+    return out
+
+
 def value_kind_is_retract(kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """Boolean mask of −U/−D rows (the rows counted in `_DELETE_ROW_COUNT`)."""
     return pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
@@ -899,6 +954,6 @@ __all__ = [
     "INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE", "VALUE_KINDS", "FORMATS",
     "key_field_id", "array_element_field_id", "map_key_field_id", "map_value_field_id", "is_system_column",
     "key_fields", "file_fields", "file_arrow_schema", "output_arrow_schema", "format_of",
-    "write_data_file", "read_data_file", "iter_data_file_batches", "value_kind_is_retract",
+    "write_data_file", "read_data_file", "iter_data_file_batches", "read_data_file_positions", "value_kind_is_retract",
 ]
 

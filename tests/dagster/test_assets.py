@@ -76,7 +76,8 @@ def test_dry_run_needs_no_spark_and_changes_nothing(warehouse, instance):
     key = AssetKey(["paimon", "shop", "orders", "compaction"])
     result = materialize([_asset(defs, *key.path)], instance=instance,
                          resources={"paimon_warehouse": PaimonWarehouse(uri=warehouse), "pyspark": unreachable},
-                         run_config={"ops": {"paimon__shop__orders__compaction": {"config": {"dry_run": True}}}})
+                         run_config={"ops": {"paimon__shop__orders__compaction": {"config": {"dry_run": True,
+                                                                                             "mode": "full"}}}})
     assert result.success
     md = _md(result, key)
     assert md["dry_run"] is True and md["files_deleted"] == 4 and "would delete" in md["summary"]

@@ -152,3 +152,31 @@ def test_sensor_ticks_read_metadata_only(warehouse, fresh_instance, monkeypatch)
     dirs = {p.split("/")[-2] for p in opened}
     assert dirs <= {"snapshot", "manifest", "schema", "consumer", "tag"}, dirs
     assert not [p for p in opened if p.endswith((".parquet", ".orc")) or "/index/" in p]
+
+
+def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vectors(warehouse, pyspark, instance):
+    """Primary-key tables get Paimon's minor compaction from the sensor (what a dedicated compaction job runs):
+    level 0 moves up and the rows it supersedes in the (much larger) max level are marked in deletion vectors."""
+    from paimon_ops.compact import compact
+    from paimon_ops.table.writer import create_table
+
+    t = create_table(warehouse, ORDERS, [("id", "INT"), ("name", "STRING"), ("amount", "BIGINT")],
+                     primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                                   "write-only": "true", "compaction.small-files-threshold": "1"})
+    write(t, {"id": list(range(3000)), "name": [f"n{i}" for i in range(3000)], "amount": list(range(3000))},
+          ms(2026, 3, 26, 10))
+    compact(t.refresh(), mode="full")
+    write(t.refresh(), {"id": list(range(20, 30)) + [5000], "name": [f"u{i}" for i in range(11)],
+                        "amount": [7] * 11}, ms(2026, 3, 28, 11))
+    defs = build_paimon_definitions(warehouse, spark=pyspark)
+    out = _tick(defs, "paimon__shop__orders__small_files_sensor", instance)
+    assert len(out.run_requests) == 1
+    req = out.run_requests[0]
+    assert req.run_config["ops"]["paimon__shop__orders__compaction"]["config"]["mode"] == "minor"
+    assert _dvs(warehouse, ORDERS) == {}
+    result = _run(defs, req, instance)
+    assert result.success
+    assert sum(_dvs(warehouse, ORDERS).values()) == 10  # ids 20..29 superseded in the max level
+    rows = {r["id"]: r for r in sorted_rows(read(warehouse, ORDERS), ["id"])}
+    assert all(rows[i]["amount"] == 7 for i in range(20, 30)) and rows[5000]["amount"] == 7
+    assert len(rows) == 3001

@@ -47,7 +47,12 @@ Commands (payload -> result):
 * ``expire_snapshots`` {retain_min?, retain_max?, time_retained_ms?, max_deletes?, now_ms?}
   (defaults: the table's options) -> {expired, earliest_before, earliest, latest}.
 * ``compact`` {full?=true, partitions?: [{col: value}], commit_identifier?} -> {compacted_units,
-  snapshot_ids}.
+  elapsed_ms, snapshot_ids}. Opens the table with ``write-only=false``; per bucket
+  ``write.compact(partition, bucket, full)``, then one commit.
+* ``audit_log`` {start, end?, scan_mode?="changelog"} -> {rows, columns, start, end}: the ``$audit_log``
+  system table read with ``incremental-between=<start>,<end>`` (start exclusive; a negative start counts back
+  from the latest snapshot, end defaults to the latest) and ``incremental-between-scan-mode``; every row starts
+  with its row kind ("+I", "-U", "+U", "-D").
 * ``check_files`` {} -> {missing: [{path, kind, referenced_by}], checked_snapshots_and_tags,
   checked_files}.
 * ``remove_orphans`` {older_than_ms?, dry_run?} -> {deleted: [paths], dry_run}.
@@ -502,6 +507,10 @@ class JavaTable:
 
     def compact(self, full: bool = True, partitions: Sequence[dict] | None = None, **kw: Any) -> dict:
         return self.call("compact", full=full, partitions=list(partitions) if partitions else None, **kw)
+
+    def audit_log(self, start: int, end: int | None = None, scan_mode: str = "changelog") -> list[list]:
+        """Changelog rows (row kind first) between snapshots `start` (exclusive) and `end`."""
+        return self.call("audit_log", start=start, end=end, scan_mode=scan_mode)["rows"]
 
     def check_files(self) -> list[dict]:
         return self.call("check_files")["missing"]

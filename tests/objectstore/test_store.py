@@ -244,3 +244,27 @@ def test_run_task_keeps_store_settings_out_of_the_task_dict():
     assert out["ok"] and out["task"] == {"x": 1, "_options": {"other": "1"}}
     assert out["store_keys"] == ["s3.endpoint", "s3.secret-key"] and SECRET_KEY not in json.dumps(out)
     assert objectstore.current_task_options() is None  # only for the task's duration
+
+
+def test_plans_never_carry_store_secrets(s3_server, bucket, tmp_path):
+    """Store settings given as table overrides stay out of the plan (printed, saved, applied later); executing the
+    plan re-opens the table with the settings this process was given for the bucket."""
+    import json
+
+    from paimon_ops.lifecycle.expire import plan_expire_snapshots
+    from paimon_ops.table.table import Table
+    from paimon_ops.table.writer import write_rows
+    from tests.lifecycle.helpers import new_table
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    t = new_table(str(wh), kind="pk")
+    for i in range(3):
+        write_rows(t, {"pt": ["a"], "k": [i], "v": [f"v{i}"]})
+    s3_server.upload(wh, bucket, "wh")
+    table = Table(f"s3://{bucket}/wh/db.db/t", options_override={**s3_server.options, "snapshot.num-retained.min": "1"})
+    plan = plan_expire_snapshots(table, retain_min=1, retain_max=1)
+    text = plan.to_json()
+    assert SECRET_KEY not in text and ACCESS_KEY not in text
+    assert json.loads(text)["options_override"] == {"snapshot.num-retained.min": "1"}
+    report = plan.execute()
+    assert report.deleted and table.refresh().snapshots.list_ids() == [3]

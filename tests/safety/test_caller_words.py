@@ -36,7 +36,6 @@ CASES = [
     (["rollback", "shop.orders", "--snapshot", "1"], ["--yes", "--dry-run"], ["confirm=True", "dry_run"]),
     (["compact", "shop.orders", "--mode", "small-files", "--local"], ["--mode full"], ["mode='full'"]),
     (["compact", "logs.events", "--mode", "sort", "--local"], ["--order-by"], ["order_by"]),
-    (["compact", "db.wo", "--local"], ["--force"], ["force=True"]),
     (["expire-snapshots", "shop.orders", "--retain-min", "0", "--local"], ["--retain-min"], ["retain_min"]),
     (["create-tag", "shop.orders", "t1"], ["--replace"], ["replace_tag"]),
 ]
@@ -74,8 +73,6 @@ def test_python_errors_name_the_keywords(sample):
         rollback(orders, snapshot_id=1)
     with pytest.raises(UnsupportedError, match=r"mode='full'"):
         compact(orders, mode="small-files")
-    with pytest.raises(UnsafeOperationError, match=r"force=True"):
-        compact(cat.get_table("db.wo"))
     create_tag(orders, "t1", snapshot_id=1)
     with pytest.raises(InvalidArgumentError, match=r"replace_tag\(\)"):
         create_tag(orders, "t1", snapshot_id=2)
