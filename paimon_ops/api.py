@@ -44,9 +44,13 @@ class Catalog:
     `options`: table options applied on top of every table's own (e.g. `{"snapshot.num-retained.min": "5"}`)."""
 
     def __init__(self, warehouse: str, *, options: Mapping[str, str] | None = None):
-        self._catalog = _tables.Catalog(warehouse)
+        from paimon_ops.table.objectstore import is_store_option
+        options = dict(options or {})
+        # object-store settings (s3.endpoint, s3.access-key, ...) configure the warehouse's file system, not tables
+        store = {k: v for k, v in options.items() if is_store_option(k)}
+        self._catalog = _tables.Catalog(warehouse, options=store or None)
         self.warehouse = warehouse
-        self.options = dict(options or {})
+        self.options = {k: v for k, v in options.items() if k not in store}
 
     def tables(self) -> list[str]:
         """Every table as `db.table`."""

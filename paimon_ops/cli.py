@@ -50,13 +50,29 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
+def _warehouse_options(args: argparse.Namespace) -> dict[str, str] | None:
+    """--option KEY=VALUE pairs: warehouse options such as s3.endpoint (secrets are better left to AWS_* variables:
+    a command line is visible to other users of the machine)."""
+    out = {}
+    for text in getattr(args, "option", None) or ():
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise PaimonOpsError(f"--option {text.split('=')[0]!r}…: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out or None
+
+
+def _catalog(args: argparse.Namespace) -> Catalog:
+    return Catalog(args.warehouse, options=_warehouse_options(args))
+
+
 def _table(args: argparse.Namespace) -> Table:
-    return Catalog(args.warehouse).get_table(args.table)
+    return _catalog(args).get_table(args.table)
 
 
 # ---------------------------------------------------------------------- inspection commands
 def cmd_tables(args: argparse.Namespace) -> None:
-    catalog = Catalog(args.warehouse)
+    catalog = _catalog(args)
     rows: list[dict[str, Any]] = []
     for ident in catalog.all_tables():
         try:
@@ -179,7 +195,7 @@ def _now(args: argparse.Namespace) -> int | None:
 
 def _facade(args: argparse.Namespace):
     from paimon_ops.api import Catalog
-    return Catalog(args.warehouse).get_table(args.table)
+    return Catalog(args.warehouse, options=_warehouse_options(args)).get_table(args.table)
 
 
 def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) -> None:
@@ -353,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
         if with_table:
             sp.add_argument("table", help="DATABASE.TABLE")
         sp.add_argument("--json", action="store_true", help="machine-readable output")
+        sp.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
+                        help="warehouse option, e.g. s3.endpoint=http://host:9000 (repeatable)")
         sp.set_defaults(fn=fn)
         return sp
 

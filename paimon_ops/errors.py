@@ -144,3 +144,8 @@ def cli_words(flags: dict[str, str]) -> Iterator[None]:
         yield
     finally:
         _CLI_FLAGS.reset(token)
+
+
+class ObjectStoreError(PaimonOpsError, OSError):
+    """An object store could not be reached or used (endpoint, credentials, bucket); names the location and endpoint,
+    never a secret. Also an OSError, so I/O error handling treats it as one."""

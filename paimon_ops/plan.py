@@ -496,7 +496,7 @@ class PlanBuilder:
         return cls(table=table.identifier, location=table.location, branch=table.branch, base_snapshot=base,
                    planned_at=iso(now_ms()), preconditions=tuple(self.preconditions), steps=tuple(self.steps),
                    details=dict(details), warnings=tuple(self.warnings) + tuple(warnings),
-                   options_override=dict(table.options_override))
+                   options_override=_plan_options(table.options_override))
 
 
 def iter_steps(plan: Plan, action: str) -> Iterator[Step]:
@@ -506,3 +506,10 @@ def iter_steps(plan: Plan, action: str) -> Iterator[Step]:
 __all__ = ["Plan", "Step", "FileAction", "Precondition", "LatestSnapshotIs", "SnapshotIs", "EarliestSnapshotIs",
            "TagsAre", "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
            "declare_step_action", "OPERATION_MODULES", "InvalidArgumentError"]
+
+
+def _plan_options(options: Mapping[str, str]) -> dict[str, str]:
+    """A plan's option overrides, without object-store settings: plans are printed and saved, and secrets must not
+    be (a plan re-opens its table with the store settings its process was given, objectstore.py)."""
+    from paimon_ops.table.objectstore import is_store_option
+    return {k: v for k, v in options.items() if not is_store_option(k)}

@@ -48,9 +48,15 @@ def run_task(dotted: str, table_location: str, task_json: str, options_json: str
         fn = resolve_function(dotted)  # inside the try: an unimportable function is this task's error, not the job's
         task = json.loads(task_json)
         opts = json.loads(options_json)
+        # Object-store settings (endpoint, credentials) configure FileIO.resolve for this task only; they are not
+        # put into the task dict, so no task function can echo them into a result.
+        from paimon_ops.table.objectstore import is_store_option, task_store_options
+        store_opts = {k: v for k, v in opts.items() if is_store_option(k)}
+        opts = {k: v for k, v in opts.items() if k not in store_opts}
         if opts:
             task = {**task, "_options": opts}
-        result = fn(table_location, task)
+        with task_store_options(store_opts):
+            result = fn(table_location, task)
         result = {"ok": True, **result}
     except Exception as e:  # report, the driver decides (fail closed)
         log.exception("task failed")

@@ -69,8 +69,9 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     runner = runner or LocalRunner()
     tasks = [dict(t.to_task(dict(plan.params)), task_id=i) for i, t in enumerate(plan.tasks)]
     # Executors re-open the table from its location: the overrides the driver planned with travel with the tasks,
-    # so the merge engine and writer options are the same on both sides.
-    results = runner.run(TASK_FUNCTION, table.location, tasks, progress, options=table.options_override)
+    # so the merge engine and writer options are the same on both sides; so do the object-store settings.
+    results = runner.run(TASK_FUNCTION, table.location, tasks, progress,
+                         options={**table.io.task_options(), **table.options_override})
     failed = [(plan.tasks[i], r) for i, r in enumerate(results) if not r.get("ok")]
     if failed:
         _delete_paths(table, [p for r in results if r.get("ok") for p in r.get("paths", [])])

@@ -18,7 +18,7 @@ import posixpath
 import stat as _stat
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -44,6 +44,15 @@ class FileStatus:
     is_dir: bool
     is_symlink: bool = False
     link_target: str | None = None  # for symlinks: where the link points (reported, never followed)
+
+
+@dataclass(frozen=True)
+class DeleteOutcome:
+    """Per-file outcome of `FileIO.delete_many`: exact lists of deleted, already missing and failed paths."""
+
+    deleted: tuple[str, ...]
+    missing: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]  # (path, error)
 
 
 class InjectedFault(OSError):
@@ -81,9 +90,11 @@ class FileIO:
 
     # ------------------------------------------------------------------ construction
     @staticmethod
-    def resolve(location: str, fault_hook: FaultHook | None = None) -> tuple[FileIO, str]:
+    def resolve(location: str, fault_hook: FaultHook | None = None,
+                options: Mapping[str, str] | None = None) -> tuple[FileIO, str]:
         """(FileIO, path inside that file system) for a local path or a URI. Local paths are resolved to their real
-        path: that is the root every later mutation is confined to."""
+        path: that is the root every later mutation is confined to. `options`: warehouse/table options that
+        configure an object store (s3.endpoint, s3.access-key, ...; see objectstore.py)."""
         if "://" not in location:
             root = os.path.realpath(os.path.abspath(location)).rstrip("/") or "/"
             return FileIO(pafs.LocalFileSystem(), "", "", fault_hook, (root,)), root
@@ -92,6 +103,15 @@ class FileIO:
         if scheme == "file":
             root = os.path.realpath("/" + rest.lstrip("/")).rstrip("/") or "/"
             return FileIO(pafs.LocalFileSystem(), "", "", fault_hook, (root,)), root
+        # --- object stores (issue 13): conditional-put commits, bulk deletes, paginated listing
+        from paimon_ops.table import objectstore
+        if scheme in objectstore.S3_SCHEMES:
+            # on an executor: the settings shipped with the task, under any explicit options
+            options = {**(objectstore.current_task_options() or {}), **(options or {})}
+            bucket, _, key = rest.partition("/")
+            io = objectstore.ObjectStoreFileIO.open(scheme, bucket, options, fault_hook)
+            return io, f"{bucket}/{key.strip('/')}".rstrip("/")
+        # ---
         if scheme not in SUPPORTED_SCHEMES:
             raise InvalidArgumentError(
                 f"unsupported URI scheme {scheme!r} in {location!r}: use a local path or one of "
@@ -101,7 +121,9 @@ class FileIO:
         except (pa.ArrowException, OSError, ValueError) as e:
             raise InvalidArgumentError(f"cannot open {location!r}: {str(e).splitlines()[0] if str(e) else e}") from None
         authority = rest.split("/", 1)[0]
-        return FileIO(fs, scheme, authority, fault_hook), path.rstrip("/")
+        other = FileIO(fs, scheme, authority, fault_hook)
+        other.unsafe_lock = str((options or {}).get("commit.object-store.unsafe-lock", "")).lower() == "external"
+        return other, path.rstrip("/")
 
     @property
     def is_local(self) -> bool:
@@ -114,12 +136,34 @@ class FileIO:
         return f"{self.scheme}://{path}" if not self.authority or path.startswith(self.authority) else f"{self.scheme}://{self.authority}/{path.lstrip('/')}"
 
     def with_fault_hook(self, hook: FaultHook | None) -> FileIO:
-        return FileIO(self.fs, self.scheme, self.authority, hook, self.roots)
+        io = FileIO(self.fs, self.scheme, self.authority, hook, self.roots)
+        io.unsafe_lock = self.unsafe_lock
+        return io
 
     def with_roots(self, roots: Sequence[str]) -> FileIO:
         """The same file system with more confinement roots (configured external data paths)."""
         extra = [os.path.realpath(r) if self.is_local else r for r in roots]
-        return FileIO(self.fs, self.scheme, self.authority, self.fault_hook, (*self.roots, *extra))
+        io = FileIO(self.fs, self.scheme, self.authority, self.fault_hook, (*self.roots, *extra))
+        io.unsafe_lock = self.unsafe_lock
+        return io
+
+    # Object-store FileIOs (objectstore.ObjectStoreFileIO) delete in bulk, ship their settings with tasks and have no
+    # directories (a prefix exists only while an object is under it).
+    bulk_delete = False
+    has_directories = True
+    # Stores whose rename may overwrite (pyarrow's GCS, Azure, ...) commit only under an external lock the user
+    # vouches for: option commit.object-store.unsafe-lock=external.
+    unsafe_lock = False
+
+    def task_options(self) -> dict[str, str]:
+        """Store settings an executor needs to re-open this file system (none for local and pyarrow URIs)."""
+        return {}
+
+    def delete_many(self, paths: Sequence[str]) -> DeleteOutcome:
+        """`delete_files` with an exact per-file outcome (object stores override this with bulk deletes)."""
+        done = self.delete_files(paths)
+        return DeleteOutcome(tuple(p for p, ok in zip(paths, done) if ok),
+                             tuple(p for p, ok in zip(paths, done) if not ok), ())
 
     def _hook(self, op: str, path: str) -> None:
         if self.fault_hook is not None:
@@ -362,8 +406,8 @@ class FileIO:
 
         Local file systems: write a hidden temp file, then `link` it to the target — link fails with EEXIST when
         the name is taken, which is a true no-overwrite atomic create across processes.
-        Object stores have no such primitive: like Java without a catalog lock, we check-then-move and
-        document that concurrent committers need a lock there.
+        Object stores: S3 goes through objectstore.ObjectStoreFileIO (conditional put). HDFS: check-then-move
+        (its rename never overwrites). Any other store is refused unless the user opts into an external lock.
         """
         directory, name = posixpath.split(path)
         tmp = posixpath.join(directory, f".{name}.{uuid.uuid4()}.tmp")
@@ -399,6 +443,12 @@ class FileIO:
             # partial temp file behind either
             self.write_bytes(tmp, data)
             self._hook("rename", path)
+            if self.scheme not in ("hdfs", "viewfs") and not self.unsafe_lock:
+                # HDFS renames never overwrite; other stores reached through pyarrow may (check-then-move races)
+                raise UnsafeOperationError(
+                    f"refusing to commit {self.uri(path)}: {self.scheme}:// has no atomic create-if-absent here, so "
+                    "two concurrent committers could both win and one commit would be lost. If an external lock "
+                    "guarantees a single committer, set commit.object-store.unsafe-lock=external")
             if self.exists(path):
                 return False
             self.fs.move(tmp, path)

@@ -265,7 +265,7 @@ class Table:
                  options_override: Mapping[str, str] | None = None, fault_hook: FaultHook | None = None,
                  io: FileIO | None = None):
         if io is None:
-            io, root = FileIO.resolve(location, fault_hook)
+            io, root = FileIO.resolve(location, fault_hook, dict(options_override) if options_override else None)
         else:
             root = location
         self.io = io
@@ -354,11 +354,15 @@ class Table:
 class Catalog:
     """Filesystem catalog: `<warehouse>/<db>.db/<table>`."""
 
-    def __init__(self, warehouse: str, fault_hook: FaultHook | None = None):
-        self.io, self.root = FileIO.resolve(warehouse, fault_hook)
+    def __init__(self, warehouse: str, fault_hook: FaultHook | None = None, options: Mapping[str, str] | None = None):
+        """`options`: warehouse options, e.g. the object-store settings s3.endpoint / s3.access-key / ..."""
+        self.io, self.root = FileIO.resolve(warehouse, fault_hook, options)
         self.warehouse = warehouse
-        if not self.io.is_dir(self.root):
+        # (an object-store warehouse without tables is an empty prefix: nothing to check beyond the probe)
+        if self.io.has_directories and not self.io.is_dir(self.root):
             raise TableNotFoundError("*", warehouse, "the warehouse directory does not exist")
+        if not self.io.has_directories:
+            self.io.is_dir(self.root)  # first request: credentials check and connection probe
 
     def databases(self) -> list[str]:
         return sorted(st.name[:-3] for st in self.io.list_status(self.root) if st.is_dir and st.name.endswith(".db"))
