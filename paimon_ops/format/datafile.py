@@ -16,6 +16,7 @@ cannot be decoded raises :class:`CorruptMetadataError` naming its path.
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Union
 
@@ -809,15 +810,22 @@ def _avro_value(v: Any, t: DataType) -> Any:
 
 # ---------------------------------------------------------------- public reading API
 
-def _open(source: Source, fmt: str, file_schema: TableSchema, read_schema: TableSchema, primary_key: bool,
-          path: str, keep_system_columns: bool, projection: Sequence[str] | None):
+@contextlib.contextmanager
+def _decoding(path: str) -> Iterator[None]:
+    """Whatever a decoder raises on bad bytes becomes the one error naming the file (see `_decode_failure`)."""
     try:
-        reader = _FileReader(source, fmt, path, file_fields(file_schema, primary_key))
+        yield
     except Exception as e:
         err = _decode_failure(path, e)
         if err is e:
             raise
         raise err from None
+
+
+def _open(source: Source, fmt: str, file_schema: TableSchema, read_schema: TableSchema, primary_key: bool,
+          path: str, keep_system_columns: bool, projection: Sequence[str] | None):
+    with _decoding(path):
+        reader = _FileReader(source, fmt, path, file_fields(file_schema, primary_key))
     try:
         columns = _plan_columns(reader.names, file_schema, read_schema, primary_key, keep_system_columns, projection,
                                 path)
@@ -847,12 +855,8 @@ def read_data_file(
     reader, columns, out_schema, physical = _open(
         source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, projection)
     try:
-        raw = reader.read_all(physical)
-    except Exception as e:
-        err = _decode_failure(path, e)
-        if err is e:
-            raise
-        raise err from None
+        with _decoding(path):
+            raw = reader.read_all(physical)
     finally:
         reader.close()
     return _convert(raw, columns, out_schema, path)
@@ -878,15 +882,10 @@ def iter_data_file_batches(
     it = reader.batches(physical, batch_size)
     try:
         while True:
-            try:
-                batch = next(it)
-            except StopIteration:
+            with _decoding(path):
+                batch = next(it, None)
+            if batch is None:
                 return
-            except Exception as e:
-                err = _decode_failure(path, e)
-                if err is e:
-                    raise
-                raise err from None
             yield _convert(batch, columns, out_schema, path)
     finally:
         reader.close()
@@ -911,30 +910,26 @@ def read_data_file_positions(
         source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, None)
     parts: list[pa.Table] = []
     try:
-        if reader._pf is not None:
-            md = reader._pf.metadata
-            starts = np.zeros(md.num_row_groups + 1, np.int64)
-            for i in range(md.num_row_groups):
-                starts[i + 1] = starts[i] + md.row_group(i).num_rows
-            groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
-            for g in groups.tolist():
-                lo, hi = int(starts[g]), int(starts[g + 1])
-                sel = positions[(positions >= lo) & (positions < hi)] - lo
-                t = reader._pf.read_row_group(g, columns=physical, use_threads=True)
-                parts.append(t.take(pa.array(sel)))
-        else:
-            offset = 0
-            for batch in reader.batches(physical, DEFAULT_BATCH_SIZE):
-                n = batch.num_rows
-                sel = positions[(positions >= offset) & (positions < offset + n)] - offset
-                if len(sel):
-                    parts.append(pa.Table.from_batches([batch]).take(pa.array(sel)))
-                offset += n
-    except Exception as e:
-        err = _decode_failure(path, e)
-        if err is e:
-            raise
-        raise err from None
+        with _decoding(path):
+            if reader._pf is not None:
+                md = reader._pf.metadata
+                starts = np.zeros(md.num_row_groups + 1, np.int64)
+                for i in range(md.num_row_groups):
+                    starts[i + 1] = starts[i] + md.row_group(i).num_rows
+                groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
+                for g in groups.tolist():
+                    lo, hi = int(starts[g]), int(starts[g + 1])
+                    sel = positions[(positions >= lo) & (positions < hi)] - lo
+                    t = reader._pf.read_row_group(g, columns=physical, use_threads=True)
+                    parts.append(t.take(pa.array(sel)))
+            else:
+                offset = 0
+                for batch in reader.batches(physical, DEFAULT_BATCH_SIZE):
+                    n = batch.num_rows
+                    sel = positions[(positions >= offset) & (positions < offset + n)] - offset
+                    if len(sel):
+                        parts.append(pa.Table.from_batches([batch]).take(pa.array(sel)))
+                    offset += n
     finally:
         reader.close()
     if not parts:
