@@ -233,6 +233,7 @@ OPERATION_MODULES = {
     "remove_orphans": "paimon_ops.lifecycle.orphans",
     "rollback": "paimon_ops.lifecycle.rollback",
     "compact": "paimon_ops.compact.api",
+    "expire_partitions": "paimon_ops.lifecycle.partition_expiry",
 }
 
 
