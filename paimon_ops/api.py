@@ -148,6 +148,12 @@ class Maintenance:
                                       timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern,
                                       max_expires=max_expires)
 
+    def compact_manifests(self) -> Plan:
+        """Merging the latest snapshot's manifests into few (Paimon's compact_manifest), committed as a COMPACT
+        snapshot; data unchanged, old manifests left for older snapshots and tags."""
+        from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
+        return plan_compact_manifests(self._t)
+
     def expire_tags(self, *, older_than: Instant | None = None, now: Instant | None = None) -> Plan:
         """Tag expiry: retention (`tagTimeRetained`), `tag.num-retained-max`, and tags created before `older_than`."""
         from paimon_ops.lifecycle.tag_expiry import plan_expire_tags

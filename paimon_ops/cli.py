@@ -249,6 +249,11 @@ def cmd_expire_partitions(args: argparse.Namespace) -> None:
     _run(args, plan, f"expire partitions {t.identifier}")
 
 
+def cmd_compact_manifests(args: argparse.Namespace) -> None:
+    t = _facade(args)
+    _run(args, t.maintenance.compact_manifests(), f"compact manifests {t.identifier}")
+
+
 def cmd_expire_tags(args: argparse.Namespace) -> None:
     t = _facade(args)
     older = _instant_arg(args, "older_than", "--older-than")
@@ -436,6 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(partition.timestamp-pattern; default: the first partition value)")
     ep.add_argument("--max-expires", type=int, metavar="N",
                     help="drop at most this many partitions per run (partition.expiration-max-num, default 100)")
+    maint("compact-manifests", cmd_compact_manifests,
+          "merge the latest snapshot's manifests into few (a COMPACT snapshot; data unchanged)", spark=False)
     o = maint("remove-orphans", cmd_remove_orphans, "delete files nothing references")
     g = o.add_mutually_exclusive_group()
     g.add_argument("--older-than", metavar="INSTANT", help=f"only files last modified before this ({instant})")
