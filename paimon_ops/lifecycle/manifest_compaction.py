@@ -41,8 +41,7 @@ from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import MANIFEST, MANIFEST_LIST, FileAction, Plan, PlanBuilder, Precondition, Step, \
-    declare_step_action, human_bytes
+from paimon_ops.plan import MANIFEST, MANIFEST_LIST, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, human_bytes
 from paimon_ops.report import Report
 from paimon_ops.table.commit import MANIFEST_ROLL_ENTRIES, FileStoreCommit, _Written
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries

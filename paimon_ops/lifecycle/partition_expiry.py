@@ -48,6 +48,18 @@ no state between processes: the first check is one interval after the writer sta
 
 Refused: unpartitioned tables, postpone-bucket tables (`bucket = -2`, whose `bucket-postpone` files belong to
 Paimon's own job).
+
+Differences from Java 0.9 (proven in tests/lifecycle/test_partition_expiry_java.py and test_partition_time_java.py):
+* DATE partitions expire by their dates (Java: never, #6439); TIME / TIMESTAMP keys are read as ISO times likewise.
+* a null partition value: reported (values-time) or expired like any partition (update-time); Java 0.9 fails the whole
+  run with a NullPointerException and expires nothing.
+* `$dt1` in a pattern with keys `dt, dt1` means dt1 (longest key first, Paimon #9136); 0.9 substitutes `$dt` first.
+* `partition.expiration-max-num` (Paimon 1.0+, default 100) bounds one run; 0.9 drops every expired partition.
+* `partition.expiration-batch-size` is not honoured: one run is one atomic commit.
+* update-time uses the newest creation time of the partition's *live* files; Java 0.9 also counts files whose DELETE
+  entries are still in unmerged manifests (a compacted-away file newer than every live one — rare).
+* formatters with text fields (`MMM`, `EEE`, `a`) are refused (InvalidOptionError) rather than parsed.
+* Java also drops the partitions from a metastore (`metastore.partitioned-table`); we only warn.
 """
 from __future__ import annotations
 
@@ -55,7 +67,7 @@ import datetime as _dt
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping
 
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, UnsupportedError, arg
 from paimon_ops.executor import Execution, register_step, run_plan
@@ -69,7 +81,7 @@ from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
-from paimon_ops.timeutil import iso, now_ms, parse_zone, to_local_millis, zone_name, UTC
+from paimon_ops.timeutil import UTC, iso, now_ms, parse_zone, to_local_millis, zone_name
 
 log = logging.getLogger(__name__)
 

@@ -285,8 +285,8 @@ def test_java_defects_where_we_differ(run):
     for sc, col in (("dates", 0), ("nulls", 0), ("nulls_upd", 0)):
         plan = run["plans"][sc]
         gone = {tuple(p["partition"].values()) for p in plan.details["expired_partitions"]}
-        key = (lambda r: ("__DEFAULT_PARTITION__" if r[col] is None else r[col],)) if sc.startswith("nulls") else \
-            (lambda r: (str((dt.date.fromisoformat(r[col]) - dt.date(1970, 1, 1)).days),))
+        key = (lambda r, c=col: ("__DEFAULT_PARTITION__" if r[c] is None else r[c],)) if sc.startswith("nulls") \
+            else (lambda r, c=col: (str((dt.date.fromisoformat(r[c]) - dt.date(1970, 1, 1)).days),))
         table = SCENARIOS[sc][0]
         expect = [r for r in run["original"][table] if key(r) not in gone]
         a = run["after"][sc]
