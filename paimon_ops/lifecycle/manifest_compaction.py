@@ -270,8 +270,11 @@ def _commit_step(ex: Execution, step: Step) -> None:
         for start in range(0, len(res.entries), per_file):
             out_metas += committer.write_manifests(res.entries[start:start + per_file], latest, written)
         snap = _commit(table, committer, res.kept + out_metas, inputs, written, plan, ex.state.get("commit_time_millis"))
+    except _Ambiguous as e:
+        # The snapshot may exist: its manifests must stay (format.md §3.7); if it does not, they are orphans.
+        raise PaimonOpsError(str(e)) from e.__cause__
     except BaseException:
-        committer._cleanup(written)
+        committer._cleanup(written)  # no snapshot was written: nothing references these files
         raise
     ex.snapshot_id = snap.id
     ex.written += [FileAction(table.manifest_path(m.file_name), MANIFEST, "merged manifest", m.file_size)
@@ -312,14 +315,21 @@ def _commit(table: Table, committer: FileStoreCommit, merged: list[ManifestFileM
             watermark=latest.watermark, statistics=latest.statistics, next_row_id=latest.next_row_id)
         try:
             won = table.snapshots.commit(snap)
-        except OSError as e:
-            stored = table.snapshots.try_snapshot(snap.id)
+        except OSError as e:  # ambiguous: the rename may or may not have happened (format.md §3.7)
+            try:
+                stored = table.snapshots.try_snapshot(snap.id)
+            except Exception:
+                stored = None
             won = stored is not None and stored.commit_user == snap.commit_user and stored.commit_kind == "COMPACT" \
                 and stored.base_manifest_list == snap.base_manifest_list
             if not won:
-                raise PaimonOpsError(f"commit of snapshot {snap.id} on {table.identifier} failed: {e}") from e
+                raise _Ambiguous(f"commit of snapshot {snap.id} on {table.identifier} failed ({e}); if the snapshot "
+                                 "was not written, its new manifests are orphans for remove-orphans") from e
         if won:
-            table.snapshots.write_latest_hint(snap.id)
+            try:
+                table.snapshots.write_latest_hint(snap.id)
+            except Exception as e:  # committed: a hint is advisory, never a reason to undo
+                log.warning("could not write the LATEST hint %s: %s", snap.id, e)
             log.info("committed snapshot %s (COMPACT, %d manifests) on %s", snap.id, len(base), table.identifier)
             return snap
         attempt += 1
@@ -327,6 +337,10 @@ def _commit(table: Table, committer: FileStoreCommit, merged: list[ManifestFileM
             raise CommitConflictError(table.identifier, plan.base_snapshot, latest.id,
                                       f"lost the race for a snapshot id {attempt} times")
         time.sleep(min(0.01 * 2 ** attempt, 2.0))
+
+
+class _Ambiguous(Exception):
+    """The snapshot write failed in a way that leaves open whether it happened."""
 
 
 def _verify(store: ManifestStore, base: list[ManifestFileMeta], scanner: TableScanner, latest: Snapshot) -> None:
