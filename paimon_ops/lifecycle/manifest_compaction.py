@@ -114,13 +114,14 @@ class ManifestHealth:
 
 
 def compaction_trigger(table: Table) -> int:
-    opts = table.options
+    opts = getattr(table, "raw", table).options
     return opts.positive_int("manifest.compaction-trigger",
                              opts.positive_int("manifest.merge-min-count", DEFAULT_MERGE_MIN_COUNT))
 
 
 def manifest_count(table: Table) -> int:
     """Data manifests the latest snapshot reads (base + delta manifest lists); 0 without a snapshot."""
+    table = getattr(table, "raw", table)  # a facade po.Table or the engine's
     latest = table.snapshots.latest()
     return len(data_manifests(ManifestStore(table), latest)) if latest is not None else 0
 
@@ -128,6 +129,7 @@ def manifest_count(table: Table) -> int:
 def manifest_health(table: Table) -> ManifestHealth:
     """What a Dagster sensor or asset check needs: manifests in the latest snapshot against
     `manifest.compaction-trigger`."""
+    table = getattr(table, "raw", table)  # a facade po.Table or the engine's
     latest = table.snapshots.latest()
     target = table.options.memory("manifest.target-file-size", DEFAULT_TARGET)
     metas = data_manifests(ManifestStore(table), latest) if latest is not None else []

@@ -221,8 +221,14 @@ def _duration_ms(value: Any, name: str) -> int:
     return ms
 
 
+def _engine(table: Any) -> Table:
+    """The engine table of a facade `po.Table` (hooks accept either)."""
+    return getattr(table, "raw", table)
+
+
 def check_interval_ms(table: Table) -> int:
     """`partition.expiration-check-interval` in milliseconds (default 1 h)."""
+    table = _engine(table)
     return int(table.options.duration("partition.expiration-check-interval", DEFAULT_CHECK_INTERVAL)
                .total_seconds() * 1000)
 
@@ -231,7 +237,7 @@ def partition_expiry_due(table: Table, last_check_millis: int | None, now_millis
     """Whether a check is due after one at `last_check_millis` (None: never checked): Java checks when the interval
     is 0 or `now` is after `last check + partition.expiration-check-interval`. A scheduler (a Dagster sensor with the
     last check in its cursor) uses this to run expiry no more often than Java's writers would."""
-    interval = check_interval_ms(table)
+    interval = check_interval_ms(_engine(table))
     now = now_ms(now_millis)
     return last_check_millis is None or interval == 0 or now > last_check_millis + interval
 
@@ -410,6 +416,7 @@ def expirable_partitions(table: Table, now_millis: int | None = None, expiration
                          timestamp_pattern: str | None = None, max_expires: int | None = None) -> list[PartitionVerdict]:
     """The partitions a run now would drop (at most `partition.expiration-max-num`, in Paimon's order): what a
     Dagster sensor or asset check asks. Raises like `plan_expire_partitions` on bad options."""
+    table = _engine(table)
     cfg = resolve_partition_settings(table, now_millis, expiration_time, strategy, timestamp_formatter,
                                      timestamp_pattern, max_expires)
     _, verdicts, _ = evaluate_partitions(table, cfg)

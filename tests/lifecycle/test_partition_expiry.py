@@ -194,6 +194,9 @@ def test_max_num_in_paimons_order(warehouse):
                                       max_expires=5).details["expired_partitions"]) == 3
     hooks = expirable_partitions(t.refresh(), now_millis=NOW, expiration_time=DAYS3)
     assert [v.path for v in hooks] == ["dt=2024-01-01/", "dt=2024-01-02/"] and all(v.expired for v in hooks)
+    facade = po.Table.open(t.location)
+    assert [v.path for v in expirable_partitions(facade, now_millis=NOW, expiration_time=DAYS3)] == [v.path for v in hooks]
+    assert partition_expiry_due(facade, None, NOW)
 
 
 def test_refusals_and_bad_options(warehouse):
@@ -254,3 +257,33 @@ def test_convenience_and_dry_run(daily):
     assert r.snapshot_id is None and r.deleted == {} and daily.refresh().snapshots.latest_id() == 6
     assert dataclasses.asdict(expirable_partitions(daily.refresh(), now_millis=NOW + 86_400_000 * 30,
                                                    expiration_time=DAYS3)[0])["expired"]
+
+
+def test_cli_speaks_flags(daily, warehouse):
+    import contextlib
+    import io
+    import json
+
+    from paimon_ops.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(["expire-partitions", warehouse, "db.t", "--now-ms", str(NOW), *argv])
+        return rc, out.getvalue(), err.getvalue()
+
+    for argv, words, python in (
+            ((), "--expiration-time", "expiration_time"),
+            (("--expiration-time", "3 d", "--max-expires", "0"), "--max-expires 0", "max_expires"),
+            (("--expiration-time", "3 d", "--timestamp-formatter", "yyyyMMdd"), "--timestamp-formatter yyyyMMdd",
+             "timestamp_formatter"),
+            (("--expiration-time", "3 d", "--timestamp-pattern", "$day"), "--timestamp-pattern $day",
+             "timestamp_pattern"),
+            (("--expiration-time", "soon",), "--expiration-time", "expiration_time")):
+        rc, out, err = run(*argv)
+        assert rc == 2 and words in err and python not in err and "Traceback" not in err, err
+    rc, out, _ = run("--expiration-time", "3 d", "--dry-run")
+    assert rc == 0 and "expires dt=2024-01-01/" in out and "- data" in out
+    rc, out, _ = run("--expiration-time", "3 d", "--json")
+    report = json.loads(out)
+    assert rc == 0 and report["details"]["partitions_dropped"] == 3 and report["snapshot_id"] == 6
