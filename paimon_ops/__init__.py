@@ -1,5 +1,6 @@
 """paimon-ops: maintenance for Apache Paimon tables — compaction, tags, snapshot/tag expiry with file reclamation,
-orphan removal and rollback — planned, reviewed, then executed (in-process or on Spark).
+orphan removal, rollback, partition expiry and manifest compaction — planned, reviewed, then executed (in-process or
+on Spark).
 
     import paimon_ops as po
     t = po.Catalog("/data/warehouse").get_table("db.t")

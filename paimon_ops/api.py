@@ -139,6 +139,25 @@ class Maintenance:
                                      retain_max=retain_max, older_than=_instant(older_than, "older_than"),
                                      time_retained=_age(min_age, "min_age"), max_deletes=max_deletes)
 
+    def expire_partitions(self, *, expiration_time: Age | None = None, now: Instant | None = None,
+                          strategy: str | None = None, timestamp_formatter: str | None = None,
+                          timestamp_pattern: str | None = None, max_expires: int | None = None) -> Plan:
+        """Dropping partitions older than `expiration_time` (an age; default the table's `partition.expiration-time`)
+        in one OVERWRITE commit, by `strategy` values-time (the time in the partition values, read with
+        `timestamp_pattern` / `timestamp_formatter`) or update-time (the newest file). The plan lists which partitions
+        go and why, and those whose time cannot be read (never expired); snapshot expiry reclaims the files later."""
+        from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
+        return plan_expire_partitions(self._t, now_millis=_instant(now, "now"),
+                                      expiration_time=_age(expiration_time, "expiration_time"), strategy=strategy,
+                                      timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern,
+                                      max_expires=max_expires)
+
+    def compact_manifests(self) -> Plan:
+        """Merging the latest snapshot's manifests into few (Paimon's compact_manifest), committed as a COMPACT
+        snapshot; data unchanged, old manifests left for older snapshots and tags."""
+        from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
+        return plan_compact_manifests(self._t)
+
     def expire_tags(self, *, older_than: Instant | None = None, now: Instant | None = None) -> Plan:
         """Tag expiry: retention (`tagTimeRetained`), `tag.num-retained-max`, and tags created before `older_than`."""
         from paimon_ops.lifecycle.tag_expiry import plan_expire_tags

@@ -259,6 +259,20 @@ def cmd_expire_snapshots(args: argparse.Namespace) -> None:
     _run(args, plan, f"expire {t.identifier}")
 
 
+def cmd_expire_partitions(args: argparse.Namespace) -> None:
+    t = _facade(args)
+    plan = t.maintenance.expire_partitions(
+        expiration_time=_age_arg(args, "expiration_time", "--expiration-time"), now=_now(args),
+        strategy=args.strategy, timestamp_formatter=args.timestamp_formatter,
+        timestamp_pattern=args.timestamp_pattern, max_expires=args.max_expires)
+    _run(args, plan, f"expire partitions {t.identifier}")
+
+
+def cmd_compact_manifests(args: argparse.Namespace) -> None:
+    t = _facade(args)
+    _run(args, t.maintenance.compact_manifests(), f"compact manifests {t.identifier}")
+
+
 def cmd_expire_tags(args: argparse.Namespace) -> None:
     t = _facade(args)
     older = _instant_arg(args, "older_than", "--older-than")
@@ -348,6 +362,9 @@ WORDS: dict[str, dict[str, str]] = {
     "expire-snapshots": {"retain_min": "--retain-min", "retain_max": "--retain-max", "older_than": "--older-than",
                          "time_retained": "--min-age", "min_age": "--min-age", "max_deletes": "--max-deletes"},
     "expire-tags": {"older_than": "--older-than", "min_age": "--min-age"},
+    "expire-partitions": {"expiration_time": "--expiration-time", "strategy": "--strategy",
+                          "timestamp_formatter": "--timestamp-formatter", "timestamp_pattern": "--timestamp-pattern",
+                          "max_expires": "--max-expires"},
     "remove-orphans": {"older_than": "--older-than", "min_age": "--min-age", "allow_short": "--allow-short"},
     "create-tag": {"snapshot_id": "--snapshot", "timestamp_millis": "--timestamp", "timestamp": "--timestamp",
                    "time_retained": "--time-retained", "replace": "--replace"},
@@ -430,6 +447,23 @@ def build_parser() -> argparse.ArgumentParser:
     g = et.add_mutually_exclusive_group()
     g.add_argument("--older-than", metavar="INSTANT", help=f"also delete tags created before this ({instant})")
     g.add_argument("--min-age", metavar="AGE", help="also delete tags created more than this long ago, e.g. '30 d'")
+    ep = maint("expire-partitions", cmd_expire_partitions,
+               "drop expired partitions in one OVERWRITE commit (snapshot expiry reclaims their files)", spark=False)
+    ep.add_argument("--expiration-time", metavar="AGE",
+                    help="partitions older than this expire, e.g. '7 d' (partition.expiration-time)")
+    ep.add_argument("--strategy", choices=["values-time", "update-time"],
+                    help="where a partition's time comes from: its values or its newest file "
+                         "(partition.expiration-strategy, default values-time)")
+    ep.add_argument("--timestamp-formatter", metavar="PATTERN",
+                    help="Java DateTimeFormatter pattern of the partition time, e.g. yyyyMMdd "
+                         "(partition.timestamp-formatter)")
+    ep.add_argument("--timestamp-pattern", metavar="PATTERN",
+                    help="how partition values make the time string, e.g. '$dt $hour:00:00' "
+                         "(partition.timestamp-pattern; default: the first partition value)")
+    ep.add_argument("--max-expires", type=int, metavar="N",
+                    help="drop at most this many partitions per run (partition.expiration-max-num, default 100)")
+    maint("compact-manifests", cmd_compact_manifests,
+          "merge the latest snapshot's manifests into few (a COMPACT snapshot; data unchanged)", spark=False)
     o = maint("remove-orphans", cmd_remove_orphans, "delete files nothing references")
     g = o.add_mutually_exclusive_group()
     g.add_argument("--older-than", metavar="INSTANT", help=f"only files last modified before this ({instant})")

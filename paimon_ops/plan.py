@@ -233,6 +233,8 @@ OPERATION_MODULES = {
     "remove_orphans": "paimon_ops.lifecycle.orphans",
     "rollback": "paimon_ops.lifecycle.rollback",
     "compact": "paimon_ops.compact.api",
+    "expire_partitions": "paimon_ops.lifecycle.partition_expiry",
+    "compact_manifests": "paimon_ops.lifecycle.manifest_compaction",
 }
 
 
@@ -309,7 +311,7 @@ class Plan:
             verb = _VERBS.get(s.action) or ("would delete" if s.deletes else "would write" if s.writes
                                              else "would process")
             lines.append(f"  {s.name}: {verb} {len(s.files)} file(s)")
-            sign = "-" if s.deletes else "+"
+            sign = "-" if s.deletes else "+" if s.writes else "~"  # "~": read or rewritten, left on disk
             lines += [f"    {sign} {a.kind:<15} {a.path}  ({a.reason})" for a in s.files]
             lines += [f"    + {a.kind:<15} {a.path}  ({a.reason})" for a in s.creates]
         if not self.files:

@@ -37,6 +37,9 @@ class CommitChanges:
     index_added: tuple[IndexManifestEntry, ...] = ()
     index_deleted: tuple[IndexManifestEntry, ...] = ()
     changelog: tuple[ManifestEntry, ...] = ()
+    # Partitions (BinaryRow bytes) that must hold no live file after this commit (a partition drop): a file written
+    # into one of them concurrently is a conflict, never silently left behind or silently dropped.
+    emptied_partitions: tuple[bytes, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -138,6 +141,18 @@ class FileStoreCommit:
                 if e.identifier in merged:
                     raise conflict(f"file {e.file.file_name} is already live")
                 merged[e.identifier] = e
+
+        if changes.emptied_partitions:
+            emptied = set(changes.emptied_partitions)
+            left = [e for e in merged.values() if e.partition in emptied]
+            if left:
+                raise conflict(f"file {left[0].file.file_name} (bucket {left[0].bucket}) was written into a partition "
+                               "being dropped, after the drop was planned")
+            left_index = [ie for ie in (self.scanner.index_entries(latest) if latest else [])
+                          if ie.partition in emptied and ie.file_name not in {d.file_name for d in changes.index_deleted}]
+            if left_index:
+                raise conflict(f"index file {left_index[0].file_name} was written into a partition being dropped, "
+                               "after the drop was planned")
 
         if kind != "OVERWRITE":
             existing_buckets: dict[bytes, int] = {}

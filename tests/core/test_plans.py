@@ -49,6 +49,8 @@ OPERATIONS = {
     "replace_tag": lambda t: t.tags.create("t2", snapshot_id=4, replace=True),
     "rename_tag": lambda t: t.tags.rename("t2", "two"),
     "rollback": lambda t: t.maintenance.rollback(tag="t3"),
+    "expire_partitions": lambda t: t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=1), now=LATER),
+    "compact_manifests": lambda t: t.maintenance.compact_manifests(),
 }
 
 
@@ -83,7 +85,8 @@ def test_plan_json_round_trip_executes_like_a_direct_run(source, tmp_path, op):
 
     assert (direct.deleted, direct.written) == (applied.deleted, applied.written)
     da, db = tree_digest(str(tmp_path / "a")), tree_digest(str(tmp_path / "b"))
-    if op == "compact":  # new files get fresh UUID names: compare the shape, and what the table reads
+    if op in ("compact", "expire_partitions", "compact_manifests"):
+        # new files get fresh UUID names: compare the shape, and what the table reads
         assert sorted(v for k, v in da.items() if "data-" not in k and "manifest" not in k and "snapshot-" not in k) \
             == sorted(v for k, v in db.items() if "data-" not in k and "manifest" not in k and "snapshot-" not in k)
         assert _rows(a) == _rows(b)
@@ -101,9 +104,9 @@ def _rows(t: po.Table) -> list:
                   for r in data.select(["dt", "k", "v"]).to_pylist())
 
 
-def _commit(t: po.Table) -> None:
+def _commit(t: po.Table, day: str = "2024-01-09") -> None:
     w = TableWriter(t.raw.refresh())
-    w.write(pa.table({"dt": ["2024-01-09"], "k": [7], "v": ["new"]}))
+    w.write(pa.table({"dt": [day], "k": [7], "v": ["new"]}))
     w.commit()
 
 
@@ -118,6 +121,8 @@ STALE = [
     ("create_tag", lambda t: t.tags.create("v1", snapshot_id=4).execute(), "tag 'v1' was created meanwhile"),
     ("rename_tag", lambda t: t.tags.create("two", snapshot_id=4).execute(), "tag 'two' was created meanwhile"),
     ("rollback", _commit, "the latest snapshot is now 7"),
+    ("expire_partitions", lambda t: _commit(t, "2024-01-02"), "partition dt=2024-01-02 changed since the plan"),
+    ("compact_manifests", lambda t: t.maintenance.compact_manifests().execute(), "merged or replaced since the plan"),
 ]
 
 

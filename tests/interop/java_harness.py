@@ -56,6 +56,13 @@ Commands (payload -> result):
 * ``check_files`` {} -> {missing: [{path, kind, referenced_by}], checked_snapshots_and_tags,
   checked_files}.
 * ``remove_orphans`` {older_than_ms?, dry_run?} -> {deleted: [paths], dry_run}.
+* ``expire_partitions`` {now: local date-time "YYYY-MM-DDTHH:MM[:SS]", expiration_time_ms?, strategy?,
+  timestamp_formatter?, timestamp_pattern?} (unset: the table's options; a JSON null removes the option) ->
+  {expired: [{key: value}], error?, snapshot_id}: 0.9's ``PartitionExpire`` with check interval 0 (what the
+  ``expire_partitions`` procedure builds), its package-private ``expire(now, Long.MAX_VALUE)`` called so that
+  "now" is the test's; a Java exception comes back as ``error`` ("Class: message"), nothing expired.
+* ``partition_times`` {cases: [{keys, values, pattern?, formatter?}]} -> {results: [{time, error}]}: 0.9's
+  ``PartitionTimeExtractor.extract`` per case (``time`` as ``LocalDateTime.toString()``, or the exception).
 * ``ping`` {} -> {ok, paimon_version}.
 
 Values use the same JSON conventions both ways: numbers/bools/strings as JSON, DECIMAL as a plain
@@ -517,6 +524,10 @@ class JavaTable:
 
     def remove_orphans(self, older_than_ms: int, dry_run: bool = False) -> list[str]:
         return self.call("remove_orphans", older_than_ms=older_than_ms, dry_run=dry_run)["deleted"]
+
+    def expire_partitions(self, now: str, **kw: Any) -> dict:
+        """Java's own partition expiry at the local date-time `now` (see the module docstring)."""
+        return self.call("expire_partitions", now=now, **kw)
 
 
 __all__ = [

@@ -52,6 +52,9 @@ import org.apache.paimon.manifest.ManifestList;
 import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
 import org.apache.paimon.operation.FileStoreScan;
 import org.apache.paimon.operation.OrphanFilesClean;
+import org.apache.paimon.operation.PartitionExpire;
+import org.apache.paimon.partition.PartitionExpireStrategy;
+import org.apache.paimon.partition.PartitionTimeExtractor;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
@@ -89,6 +92,8 @@ import org.apache.paimon.utils.Pair;
 import java.io.InputStream;
 import java.io.PrintStream;
 import java.lang.reflect.Field;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -177,6 +182,10 @@ public class PaimonHarness {
                 return checkFiles(p);
             case "remove_orphans":
                 return removeOrphans(p);
+            case "expire_partitions":
+                return expirePartitions(p);
+            case "partition_times":
+                return partitionTimes(p);
             default:
                 throw new IllegalArgumentException("unknown command: " + command);
         }
@@ -1352,5 +1361,100 @@ public class PaimonHarness {
         o.set("deleted", out);
         o.put("dry_run", dryRun);
         return o;
+    }
+
+    // ------------------------------------------------------------------ expire_partitions
+
+    static String describe(Throwable e) {
+        Throwable c = e;
+        while ((c instanceof InvocationTargetException || c instanceof java.util.concurrent.ExecutionException
+                || (c instanceof RuntimeException && c.getClass() == RuntimeException.class))
+                && c.getCause() != null) {
+            c = c.getCause();
+        }
+        return c.getClass().getSimpleName() + ": " + c.getMessage();
+    }
+
+    /**
+     * Java's own partition expiry (PartitionExpire of 0.9, check interval 0 as the expire_partitions procedure
+     * uses), at a given local "now" (its package-private expire(LocalDateTime, long), via reflection).
+     * Payload: {now: "yyyy-MM-ddTHH:mm[:ss]", expiration_time_ms?, strategy?, timestamp_formatter?,
+     * timestamp_pattern?} (unset: the table's options). Result: {expired: [{key: value}], error?, snapshot_id}.
+     */
+    static JsonNode expirePartitions(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        Map<String, String> opts = new HashMap<>(t.options());
+        for (String[] kv : new String[][] {
+                {"strategy", CoreOptions.PARTITION_EXPIRATION_STRATEGY.key()},
+                {"timestamp_formatter", CoreOptions.PARTITION_TIMESTAMP_FORMATTER.key()},
+                {"timestamp_pattern", CoreOptions.PARTITION_TIMESTAMP_PATTERN.key()}}) {
+            if (p.has(kv[0])) {
+                if (p.get(kv[0]).isNull()) {
+                    opts.remove(kv[1]);
+                } else {
+                    opts.put(kv[1], p.get(kv[0]).asText());
+                }
+            }
+        }
+        CoreOptions co = CoreOptions.fromMap(opts);
+        Duration exp = p.hasNonNull("expiration_time_ms")
+                ? Duration.ofMillis(p.get("expiration_time_ms").asLong())
+                : co.partitionExpireTime();
+        FileStore<?> store = t.store();
+        ObjectNode out = NF.objectNode();
+        ArrayNode expired = NF.arrayNode();
+        try {
+            PartitionExpire pe = new PartitionExpire(
+                    exp, Duration.ZERO,
+                    PartitionExpireStrategy.createPartitionExpireStrategy(co, store.partitionType()),
+                    store.newScan(), store.newCommit(UUID.randomUUID().toString()), null);
+            Method m = PartitionExpire.class.getDeclaredMethod("expire", LocalDateTime.class, long.class);
+            m.setAccessible(true);
+            LocalDateTime now = LocalDateTime.parse(p.get("now").asText());
+            @SuppressWarnings("unchecked")
+            List<Map<String, String>> r = (List<Map<String, String>>) m.invoke(pe, now, Long.MAX_VALUE);
+            if (r != null) {
+                for (Map<String, String> part : r) {
+                    ObjectNode o = NF.objectNode();
+                    for (Map.Entry<String, String> e : part.entrySet()) {
+                        o.put(e.getKey(), e.getValue());
+                    }
+                    expired.add(o);
+                }
+            }
+        } catch (Throwable e) {
+            out.put("error", describe(e));
+        }
+        out.set("expired", expired);
+        out.put("snapshot_id", latestId(t));
+        return out;
+    }
+
+    /**
+     * PartitionTimeExtractor of 0.9 on literal cases: {cases: [{keys: [..], values: [..], pattern?, formatter?}]}
+     * -> {results: [{time: LocalDateTime.toString() | null, error: null | "Class: message"}]}.
+     */
+    static JsonNode partitionTimes(JsonNode p) {
+        ArrayNode results = NF.arrayNode();
+        for (JsonNode c : p.get("cases")) {
+            ObjectNode r = NF.objectNode();
+            try {
+                String pattern = c.hasNonNull("pattern") ? c.get("pattern").asText() : null;
+                String formatter = c.hasNonNull("formatter") ? c.get("formatter").asText() : null;
+                List<String> keys = textList(c.get("keys"));
+                List<String> values = new ArrayList<>();
+                for (JsonNode v : c.get("values")) {
+                    values.add(v.isNull() ? null : v.asText());
+                }
+                LocalDateTime ldt = new PartitionTimeExtractor(pattern, formatter).extract(keys, values);
+                r.put("time", ldt.toString());
+                r.putNull("error");
+            } catch (Throwable e) {
+                r.putNull("time");
+                r.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            results.add(r);
+        }
+        return NF.objectNode().set("results", results);
     }
 }
