@@ -376,7 +376,7 @@ def sync_tags(instance: Any, ref: TableRef, table: Any) -> list[AssetMaterializa
             wanted[key] = (name, tag.id)
     if not wanted:
         return []
-    status = instance.get_status_by_partition(ref.tags_key, sorted(wanted), pd)
+    status = instance.get_status_by_partition(ref.tags_key, sorted(wanted), pd) or {}  # None: no events yet
     out = []
     for key, (name, sid) in sorted(wanted.items()):
         if status.get(key) == AssetPartitionStatus.MATERIALIZED:
