@@ -13,13 +13,27 @@
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 from dagster import ComponentLoadContext, Definitions
 from dagster.components import Component, Model, Resolvable
 from pydantic import Field
 
 from paimon_ops.dagster.factory import build_paimon_definitions
+
+
+OptionValue = Union[str, bool, int, float]  # YAML (and the component templating) turn "5" into 5: taken as text
+
+
+def option_text(v: OptionValue) -> str:
+    """Paimon option values are text; YAML booleans become 'true' / 'false' as Paimon writes them."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def options_text(d: dict[str, OptionValue]) -> dict[str, str]:
+    return {k: option_text(v) for k, v in d.items()}
 
 
 class PaimonComponent(Component, Model, Resolvable):
@@ -31,9 +45,9 @@ class PaimonComponent(Component, Model, Resolvable):
     exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to leave alone")
     spark_master: Optional[str] = Field(None, description="Spark master URL (default local[*])")
     spark_remote: Optional[str] = Field(None, description="Spark Connect remote sc://host:port (wins over master)")
-    spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark conf for local sessions")
-    options: dict[str, str] = Field(default_factory=dict, description="table options overriding every table's own")
-    table_options: dict[str, dict[str, str]] = Field(default_factory=dict,
+    spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="extra Spark conf for local sessions")
+    options: dict[str, OptionValue] = Field(default_factory=dict, description="table options overriding every table's own")
+    table_options: dict[str, dict[str, OptionValue]] = Field(default_factory=dict,
                                                      description="per db.table option overrides")
     automation: bool = Field(False, description="start sensors, the nightly schedule and the daily tag "
                                                 "automation by default")
@@ -44,9 +58,10 @@ class PaimonComponent(Component, Model, Resolvable):
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         return build_paimon_definitions(
-            self.warehouse, include=self.include, exclude=self.exclude, options_override=self.options,
-            table_options_override=self.table_options, spark_master=self.spark_master,
-            spark_remote=self.spark_remote, spark_conf=self.spark_conf, automation_running=self.automation,
+            self.warehouse, include=self.include, exclude=self.exclude, options_override=options_text(self.options),
+            table_options_override={t: options_text(o) for t, o in self.table_options.items()},
+            spark_master=self.spark_master, spark_remote=self.spark_remote, spark_conf=options_text(self.spark_conf),
+            automation_running=self.automation,
             nightly_cron=self.nightly_cron, nightly_timezone=self.nightly_timezone,
             sensor_interval_seconds=self.sensor_interval_seconds,
             observation_interval_seconds=self.observation_interval_seconds)
