@@ -4,8 +4,8 @@
 |---|---|---|---|
 | `metadata_readable` | table | ERROR | schema, options, snapshots or tags cannot be read (or the table failed to load) |
 | `referenced_files_present` | table | ERROR | a file the latest snapshot or a tag references is missing |
-| `small_files` | table | WARN | a bucket reaches `compaction.small-files-threshold` level-0 (primary key) / small (append) files: compaction is due |
-| `dv_ratio` | table (deletion vectors) | WARN | a data file's deleted-row ratio passes `compaction.dv-ratio-threshold`: dv-ratio compaction is due |
+| `small_files` | table | WARN | compaction is due: a bucket reaches `compaction.small-files-threshold` level-0 / small files |
+| `dv_ratio` | table (DVs) | WARN | dv-ratio compaction is due: a file's deleted-row ratio passes `compaction.dv-ratio-threshold` |
 | `snapshot_retention` | table | WARN | the table holds more snapshots than its retention allows: expiry is due |
 | `latest_tag_present` | tags | WARN | the tag of the latest period that has ended is missing |
 

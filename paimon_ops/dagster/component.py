@@ -21,7 +21,6 @@ from pydantic import Field
 
 from paimon_ops.dagster.factory import build_paimon_definitions
 
-
 OptionValue = Union[str, bool, int, float]  # YAML (and the component templating) turn "5" into 5: taken as text
 
 

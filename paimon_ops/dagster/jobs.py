@@ -18,8 +18,7 @@ from typing import Any, Sequence
 
 from dagster import AssetKey, AssetSelection, define_asset_job
 
-from paimon_ops.dagster.operations import COMPACT, CREATE_TAGS, EXPIRE_SNAPSHOTS, EXPIRE_TAGS, OPERATIONS_TAG, \
-    REMOVE_ORPHANS
+from paimon_ops.dagster.operations import COMPACT, CREATE_TAGS, EXPIRE_SNAPSHOTS, EXPIRE_TAGS, OPERATIONS_TAG, REMOVE_ORPHANS
 
 COMPACTION_JOB = "paimon_compaction"
 NIGHTLY_JOB = "paimon_nightly"

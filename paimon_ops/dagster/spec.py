@@ -147,7 +147,6 @@ def load_spec(table: Table) -> TableSpec:
     """Read what the factory needs from a table; never raises (errors go into `error`)."""
     ident = table.identifier
     db, _, name = ident.partition(".")
-    base = TableSpec(identifier=ident, database=db, table=name, location=table.location)
     try:
         schema = table.schema
         opts = table.options

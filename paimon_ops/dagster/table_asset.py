@@ -126,7 +126,8 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
             sections.append(plan_markdown(plan))
             continue
         runner = runner_for(plan, spark)
-        report = call_engine(spec, op.title, lambda plan=plan, runner=runner: plan.execute(table=raw, runner=runner))
+        report = call_engine(spec, op.title,
+                             lambda plan=plan, runner=runner, raw=raw: plan.execute(table=raw, runner=runner))
         context.log.info(report.summary())
         run_md.update(report_metadata(report, prefix=f"{name}/"))
         sections.append(report_markdown(report))

@@ -6,7 +6,6 @@ import pytest
 from dagster import instance_for_test
 
 from paimon_ops.dagster import PaimonSpark
-
 from tests.dagster.util import build_warehouse
 
 POOL_LIMIT_1 = {"concurrency": {"pools": {"default_limit": 1}}}

@@ -13,7 +13,6 @@ from dagster import AssetKey, DagsterInvalidConfigError, materialize
 from paimon_ops.dagster import PaimonSpark, PaimonWarehouse, build_paimon_definitions
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
-
 from tests.dagster.util import (
     EVENTS,
     ORDERS,

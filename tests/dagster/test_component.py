@@ -6,7 +6,6 @@ from dagster import AssetKey
 from dagster.components.testing import create_defs_folder_sandbox
 
 from paimon_ops.dagster import PaimonComponent
-
 from tests.dagster.util import build_events, build_orders
 
 

@@ -9,10 +9,8 @@ from pathlib import Path
 
 from dagster import DagsterInstance, instance_for_test, materialize
 
-from paimon_ops.dagster import DAGSTER_YAML, PaimonSpark, PaimonWarehouse, build_paimon_definitions, \
-    write_dagster_home
+from paimon_ops.dagster import DAGSTER_YAML, PaimonSpark, PaimonWarehouse, build_paimon_definitions, write_dagster_home
 from paimon_ops.dagster.instance import unlimited_pools
-
 from tests.dagster.util import build_events, build_orders, op_name, run_job, table_key
 
 HOLD_S = 1.5

@@ -11,7 +11,6 @@ from pathlib import Path
 from dagster import AssetKey, AssetSelection, Definitions, materialize
 
 from paimon_ops.dagster import PaimonSpark, PaimonTranslator, PaimonWarehouse, TableSpec, build_paimon_definitions
-
 from tests.dagster.util import table_key
 
 REPO = Path(__file__).resolve().parents[2]

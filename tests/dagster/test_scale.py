@@ -10,7 +10,6 @@ from dagster import Definitions
 
 from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.table.writer import create_table
-
 from tests.dagster.util import ms, write
 
 N_TABLES = 500

@@ -11,7 +11,6 @@ from dagster import AssetKey, build_schedule_context, evaluate_automation_condit
 from paimon_ops.dagster import PaimonWarehouse, build_paimon_definitions
 from paimon_ops.lifecycle import autotag
 from paimon_ops.table.table import Catalog
-
 from tests.dagster.util import EVENTS, ORDERS, build_events, build_orders, observations, run_job, table_key
 from tests.pypaimon_util import read, sorted_rows
 

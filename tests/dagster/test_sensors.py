@@ -11,15 +11,14 @@ from dagster import AssetKey, AssetPartitionStatus, DagsterRunStatus, SensorResu
 from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
-
 from tests.dagster.util import (
     EVENTS,
     ORDERS,
     build_events,
     build_orders,
     ms,
-    op_name,
     observations,
+    op_name,
     table_key,
     write,
 )
