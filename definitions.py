@@ -7,6 +7,7 @@ Environment:
   PAIMON_OPS_SPARK_REMOTE   Spark Connect remote, e.g. sc://spark-connect:15002 (wins over the master)
   PAIMON_OPS_INCLUDE / PAIMON_OPS_EXCLUDE   comma-separated fnmatch patterns on db.table
   PAIMON_OPS_AUTOMATION     'running' to start sensors, the nightly schedule and the tag automation by default
+  PAIMON_OPS_OBSERVATION_INTERVAL / PAIMON_OPS_SENSOR_INTERVAL   minimum sensor intervals in s (60 / 300)
 
 Concurrency: everything that changes a table runs in the pool `paimon/<db>.<table>`; the repository's dagster.yaml
 gives every pool limit 1 (`dagster dev` reads it from the working directory when DAGSTER_HOME is unset).

@@ -68,3 +68,46 @@ def reclaimed_total(instance: Any, key: AssetKey) -> int:
         if v is not None:
             return int(v.value)
     return 0
+
+
+MAX_WALK_BACK = 100  # snapshots read to find the latest writer commit behind a run of compactions
+
+
+def latest_data_snapshot(table: Table) -> Any:
+    """The latest snapshot a writer committed (not a COMPACT commit: compaction rewrites files, not data), within
+    the last MAX_WALK_BACK snapshots; None if there is none."""
+    latest = table.snapshots.latest()
+    snap, steps = latest, 0
+    while snap is not None and snap.commit_kind == "COMPACT" and steps < MAX_WALK_BACK:
+        snap = table.snapshots.try_snapshot(snap.id - 1)
+        steps += 1
+    return snap if snap is not None and snap.commit_kind != "COMPACT" else None
+
+
+def data_materialization(instance: Any, key: AssetKey, table: Table) -> Any:
+    """A materialisation of the table for its latest writer commit, unless Dagster already has it (idempotent): the
+    table's own history, synced — so assets that read the table see it updated when its data changes."""
+    import datetime as _dt
+
+    from dagster import AssetMaterialization
+
+    snap = latest_data_snapshot(table)
+    if snap is None:
+        return None
+    if instance is not None:
+        try:
+            last = instance.get_latest_materialization_event(key)
+        except Exception:  # noqa: BLE001
+            last = None
+        mat = last.asset_materialization if last is not None else None
+        seen = mat.metadata.get("snapshot_id") if mat is not None else None
+        if seen is not None and int(seen.value) >= snap.id:
+            return None
+    committed = _dt.datetime.fromtimestamp(snap.time_millis / 1000, tz=_dt.timezone.utc).isoformat()
+    md: dict[str, Any] = {"snapshot_id": MetadataValue.int(snap.id), "commit_kind": snap.commit_kind,
+                          "commit_user": snap.commit_user, "committed_at": committed, "synced_from_table": True}
+    if snap.total_record_count is not None:
+        md["total_record_count"] = MetadataValue.int(snap.total_record_count)
+    return AssetMaterialization(asset_key=key, metadata=md,
+                                description=f"{table.identifier} snapshot {snap.id} ({snap.commit_kind}) committed "
+                                            f"by a writer at {committed}")

@@ -3,8 +3,9 @@ metadata (snapshot JSON, manifests, the index manifest, tag names).
 
 * `paimon_observation_sensor`: for every table that changed (new snapshot or tags) records an observation on the
   table asset (rows, bytes, files, level-0 files, snapshots, tags, deleted-row ratio), evaluates the cheap checks,
-  and reports the daily tags that exist in the table but not in Dagster as materialised tags partitions
-  (`synced_from_table: true`, idempotent). No runs.
+  and syncs the table's own history (`synced_from_table: true`, idempotent): a new writer commit (not COMPACT) is a
+  materialisation of the table — so assets reading it see it updated — and daily tags that exist in the table but
+  not in Dagster are materialised tags partitions. No runs.
 * `paimon_dv_ratio_sensor` (tables with deletion vectors): requests a `dv-ratio` compaction of exactly the
   buckets holding a file whose deleted-row ratio passes `compaction.dv-ratio-threshold`;
 * `paimon_small_files_sensor`: requests a compaction (`minor` for primary-key tables, `small-files` for append
@@ -45,7 +46,7 @@ from dagster import (
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster import health
 from paimon_ops.dagster.instance import POOL_WARNING, unlimited_pools
-from paimon_ops.dagster.observe import RECLAIMED_TOTAL, reclaimed_total, state_key, table_state
+from paimon_ops.dagster.observe import RECLAIMED_TOTAL, data_materialization, reclaimed_total, state_key, table_state
 from paimon_ops.dagster.operations import default_compaction_mode, now_millis
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec, partition_key_of
@@ -330,6 +331,13 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
             notes.append(f"{ref.ident} cannot be measured: {e}")
             continue
         md[RECLAIMED_TOTAL] = reclaimed_total(instance, ref.key)
+        try:
+            synced = data_materialization(instance, ref.key, table)
+        except READ_ERRORS as e:
+            synced = None
+            notes.append(f"{ref.ident}: latest writer commit cannot be read: {e}")
+        if synced is not None:
+            events.append(synced)
         events.append(AssetObservation(asset_key=ref.key, metadata=md,
                                        description=f"observed by {OBSERVATION_SENSOR}"))
         names = checks_mod.table_check_names(ref.spec)

@@ -135,7 +135,8 @@ class PaimonTranslator:
             tags=dict(table_spec.tags),
             owners=list(table_spec.owners) or None,
             kinds={"paimon"},
-            deps=[table_spec.key],
+            # no `deps` on the table: the table is never materialised here (it is observed), and Dagster would warn
+            # on every launch that the upstream is missing; the shared dagster/table_name links the two instead
             metadata={"dagster/table_name": table.identifier, "paimon/tag_zone": table.tag_zone,
                       "paimon/tag_period": table.tag_period},
         )

@@ -42,7 +42,7 @@ def test_the_table_is_the_asset(full_warehouse, caplog):
     assert orders.tags["paimon/table"] == "shop.orders" and orders.group_name == "paimon_shop"
     assert orders.pools == {"paimon/shop.orders"}
     tags = repo.asset_graph.get(AssetKey(["paimon", "shop", "orders", "tags"]))
-    assert tags.pools == {"paimon/shop.orders"} and tags.parent_keys == {table_key("shop.orders")}
+    assert tags.pools == {"paimon/shop.orders"} and tags.metadata["dagster/table_name"] == "shop.orders"
     assert tags.partitions_def.timezone == "Europe/Berlin"
     assert tags.partitions_def.get_first_partition_key() == "2026-03-26"
     assert "2026-03-29" in tags.partitions_def.get_partition_keys()

@@ -194,8 +194,10 @@ def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, f
     assert not evals["dv_ratio"].passed and evals["dv_ratio"].severity.value == "WARN"
     assert evals["metadata_readable"].passed
     mats = [e for e in out.asset_events if type(e).__name__ == "AssetMaterialization"]
-    assert [(m.asset_key, m.partition) for m in mats] == [(ORDERS_TAGS, "2026-03-26")]
-    assert mats[0].metadata["synced_from_table"].value is True
+    # the table's own history: its latest writer commit (snapshot 4; 2 and 3 are COMPACT) and the existing tag
+    assert [(m.asset_key, m.partition) for m in mats] == [(table_key(ORDERS), None), (ORDERS_TAGS, "2026-03-26")]
+    assert mats[0].metadata["snapshot_id"].value == 4 and mats[0].metadata["commit_kind"].value == "APPEND"
+    assert all(m.metadata["synced_from_table"].value is True for m in mats)
 
     for e in out.asset_events:  # what the daemon does with them
         fresh_instance.report_runless_asset_event(e)
@@ -208,7 +210,16 @@ def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, f
     autotag.create_tag_for_period(Catalog(warehouse).get_table(ORDERS), "2026-03-27")
     third = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
     mats = [e for e in third.asset_events if type(e).__name__ == "AssetMaterialization"]
-    assert [m.partition for m in mats] == ["2026-03-27"]  # idempotent: 2026-03-26 is already materialised
+    # idempotent: 2026-03-26 and snapshot 4 are already materialised
+    assert [(m.asset_key, m.partition) for m in mats] == [(ORDERS_TAGS, "2026-03-27")]
+    for e in third.asset_events:
+        fresh_instance.report_runless_asset_event(e)
+    # a compaction changes files, not data: observed, not materialised
+    from paimon_ops.compact import compact
+    compact(Catalog(warehouse).get_table(ORDERS), mode="full")
+    fourth = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=third.cursor)
+    kinds = sorted({type(e).__name__ for e in fourth.asset_events})
+    assert kinds == ["AssetCheckEvaluation", "AssetObservation"]
 
 
 def test_observation_sensor_reports_broken_tables_once(full_warehouse, fresh_instance):
