@@ -75,7 +75,7 @@ def build_table_asset(spec: TableSpec, translator: PaimonTranslator, tags_key: A
 
     @multi_asset(specs=[asset_spec], name=translator.get_op_name(spec), pool=pool, can_subset=True,
                  check_specs=checks_mod.check_specs(spec, key, checks_mod.table_check_names(spec)),
-                 description=asset_spec.description)
+                 description=asset_spec.description, op_tags=dict(asset_spec.tags))
     def _table(context: AssetExecutionContext, config: cfg_cls, paimon: PaimonWarehouse,  # type: ignore[valid-type]
                spark: PaimonSpark) -> Iterator[AssetCheckResult]:
         yield from run_table(context, spec, key, tags_key, pool, config, paimon, spark)

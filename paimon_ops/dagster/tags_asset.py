@@ -57,7 +57,8 @@ def build_tags_asset(spec: TableSpec, translator: PaimonTranslator, automation: 
 
     @multi_asset(specs=[tags_spec], name=f"{translator.get_op_name(spec)}__tags", pool=pool, can_subset=True,
                  partitions_def=tags_partitions(spec), description=tags_spec.description,
-                 check_specs=checks_mod.check_specs(spec, key, checks_mod.tags_check_names(spec)))
+                 check_specs=checks_mod.check_specs(spec, key, checks_mod.tags_check_names(spec)),
+                 op_tags=dict(tags_spec.tags))
     def _tags(context: AssetExecutionContext, paimon: PaimonWarehouse):
         if key in context.selected_asset_keys:
             if pool_unlimited(context.instance, pool):
