@@ -4,11 +4,14 @@
    aggregation table and a partitioned append table, with a week of churn written by paimon-ops itself; the
    deletion-vector table is write-only and paimon-ops is its dedicated compaction job: its daily minor (lookup)
    compactions mark superseded rows in deletion vectors, so the deleted-row ratio of its older files rises);
-2. run every table's nightly maintenance job (tag the day that ended → expire snapshots → expire tags → remove
-   orphans) through Dagster in-process, on a local Spark session;
-3. evaluate the compaction sensors and run the compactions they request (the DV-ratio sensor finds the files the
-   minor compactions filled with deletions and requests a dv-ratio compaction that rewrites them);
-4. print what was done, and re-read every table to show it is intact.
+2. run the nightly maintenance job for every table through Dagster in-process, on a local Spark session: the due
+   daily tags (their tags-asset partitions show as materialised) → expire snapshots → expire tags → remove orphans;
+   each run records its report on the table asset as an observation;
+3. evaluate the compaction and expiry sensors (one per kind, across all tables) and run the maintenance they request
+   (the DV-ratio sensor finds the files the minor compactions filled with deletions and requests a dv-ratio
+   compaction that rewrites them);
+4. tick the observation sensor (the tables' figures and checks, recorded without a run), print what was done, and
+   re-read every table to show it is intact.
 
 Open the same warehouse in the Dagster UI afterwards:
     PAIMON_OPS_WAREHOUSE=demo-warehouse .venv/bin/dagster dev -w workspace.yaml
@@ -32,33 +35,58 @@ def _say(msg: str = "") -> None:
     print(msg, flush=True)
 
 
-def _materializations(result) -> list[tuple[str, dict]]:
+def _events(result, kind: str) -> list[tuple[str, dict]]:
+    """(asset key, metadata) of the observations ('ASSET_OBSERVATION') or materialisations of a run."""
     out = []
-    for ev in result.get_asset_materialization_events():
-        mat = ev.event_specific_data.materialization
-        out.append(("/".join(mat.asset_key.path), {k: v.value for k, v in mat.metadata.items()}))
+    for ev in result.all_events:
+        if ev.event_type_value != kind:
+            continue
+        data = ev.event_specific_data
+        event = data.asset_observation if kind == "ASSET_OBSERVATION" else data.materialization
+        out.append(("/".join(event.asset_key.path), {k: v.value for k, v in event.metadata.items()}))
     return out
 
 
-def _summary(meta: dict) -> str:
+def _op_summary(meta: dict, op: str) -> str:
+    """What one operation of a run wrote and deleted, by kind (from the observation the run recorded)."""
     from paimon_ops.plan import human_bytes
 
-    """One line per materialisation: what was written and deleted, by kind."""
     parts = []
-    written = {k.split("/", 1)[1]: v for k, v in meta.items() if k.startswith("written/") and v}
-    deleted = {k.split("/", 1)[1]: v for k, v in meta.items() if k.startswith("deleted/") and v}
+    written = {k.rsplit("/", 1)[1]: v for k, v in meta.items() if k.startswith(f"{op}/written/") and v}
+    deleted = {k.rsplit("/", 1)[1]: v for k, v in meta.items() if k.startswith(f"{op}/deleted/") and v}
     if written:
         parts.append("wrote " + ", ".join(f"{v} {k}" for k, v in sorted(written.items()))
-                     + f" ({human_bytes(meta.get('bytes_written') or 0)})")
+                     + f" ({human_bytes(meta.get(f'{op}/bytes_written') or 0)})")
     if deleted:
-        parts.append("deleted " + ", ".join(f"{v} {k}" for k, v in sorted(deleted.items()))
-                     + f" ({human_bytes(meta.get('bytes_deleted') or 0)})")
-    if meta.get("snapshot_id") is not None:
-        parts.append(f"committed snapshot {meta['snapshot_id']}")
+        parts.append(("replaced " if op == "compact" else "deleted ") + ", ".join(
+            f"{v} {k}" for k, v in sorted(deleted.items())) + f" ({human_bytes(meta.get(f'{op}/bytes_deleted') or 0)})")
+    if meta.get(f"{op}/committed_snapshot") is not None:
+        parts.append(f"committed snapshot {meta[f'{op}/committed_snapshot']}")
     if not parts:
         parts.append("nothing to do")
-    parts.append(f"{float(meta.get('duration_s') or 0):.1f}s")
+    parts.append(f"{float(meta.get(f'{op}/duration_s') or 0):.1f}s")
     return "; ".join(parts)
+
+
+def _say_run(result, indent: str = "     ") -> None:
+    from paimon_ops.plan import human_bytes
+
+    tags: dict[str, list[str]] = {}
+    for key, meta in _events(result, "ASSET_MATERIALIZATION"):
+        tags.setdefault(key, []).append(str(meta.get("tag", "")))
+    for key, names in tags.items():
+        shown = ", ".join(names) if len(names) <= 3 else f"{names[0]} … {names[-1]}"
+        _say(f"{indent}{key}: {len(names)} partition(s) materialised (tags {shown})")
+    for key, meta in _events(result, "ASSET_OBSERVATION"):
+        for op in [o.strip() for o in str(meta.get("operations", "")).split(",") if o.strip() != "observe"]:
+            _say(f"{indent}{key} {op}: {_op_summary(meta, op)}")
+        _say(f"{indent}{key} observed: {meta.get('dagster/row_count')} rows, {meta.get('files')} files "
+             f"({meta.get('level0_files')} level 0), {meta.get('snapshots')} snapshots, {meta.get('tags')} tags; "
+             f"reclaimed {human_bytes(meta.get('bytes_reclaimed') or 0)} "
+             f"(total {human_bytes(meta.get('bytes_reclaimed_total') or 0)})")
+    for ev in result.get_asset_check_evaluations():
+        if not ev.passed:
+            _say(f"{indent}check {ev.check_name} ({ev.severity.value}): {ev.description}")
 
 
 def _table_state(warehouse: str) -> list[str]:
@@ -82,31 +110,12 @@ def _table_state(warehouse: str) -> list[str]:
         line = (f"  {ident:<18} snapshots {len(t.snapshots.list_ids()):>3}  tags {len(t.tags.names()):>2}  "
                 f"files {len(files):>4} (levels {levels})  visible raw rows {rows}")
         if t.options.deletion_vectors_enabled:
-            from assets import health
+            from paimon_ops.dagster import health
             h = health.measure_files(t, sc)
             line += (f"  deleted-row ratio: worst file {h.max_dv_ratio:.1%}, table {h.total_dv_ratio:.1%} "
                      f"(threshold {h.dv_threshold:.0%})")
         lines.append(line)
     return lines
-
-
-def _due_partition(warehouse: str, job, partitions: list[str]) -> str | None:
-    """The newest day whose tag is due: between midnight and tag.create-time the last partition is not yet."""
-    from paimon_ops.lifecycle import autotag
-    from paimon_ops.table.table import Catalog
-
-    ident = (job.tags or {}).get("paimon/table")
-    if not partitions or ident is None:
-        return partitions[-1] if partitions else None
-    table = Catalog(warehouse).get_table(ident)
-    now = int(time.time() * 1000)
-    for key in reversed(partitions[-2:]):
-        try:
-            if autotag.period_for_date(table, key).due_millis <= now:
-                return key
-        except Exception:  # noqa: BLE001 - not a periodic tag table: the last day as before
-            return partitions[-1]
-    return partitions[-1]
 
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -124,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
+    import tempfile
+
     from dagster import DagsterInstance, build_sensor_context
 
-    from assets import build_paimon_definitions
+    from paimon_ops.dagster import build_paimon_parts, write_dagster_home
     from paimon_ops.sample import build_sample_warehouse
 
     started = time.time()
@@ -136,49 +147,58 @@ def main(argv: list[str] | None = None) -> int:
     for line in _table_state(args.warehouse):
         _say(line)
 
-    defs = build_paimon_definitions(args.warehouse, spark_master=args.spark_master)
-    instance = DagsterInstance.ephemeral()
+    parts = build_paimon_parts(args.warehouse, spark_master=args.spark_master)
+    defs = parts.definitions()
     repo = defs.get_repository_def()
+    # an instance whose table pools have limit 1, as the repository's dagster.yaml sets them
+    instance = DagsterInstance.from_config(str(write_dagster_home(tempfile.mkdtemp(prefix="paimon-demo-"))))
 
     _say("\n2. nightly maintenance (Dagster, in-process, Spark " + args.spark_master + ")")
-    for job in sorted(repo.get_all_jobs(), key=lambda j: j.name):
-        if not job.name.endswith("__nightly_job"):
+    nightly = repo.get_job("paimon_nightly")
+    for ref in sorted(parts.refs, key=lambda r: r.ident):
+        if ref.spec.broken:
             continue
-        partitions = job.partitions_def.get_partition_keys() if job.partitions_def else []
-        partition = _due_partition(args.warehouse, job, partitions)
-        result = job.execute_in_process(instance=instance, partition_key=partition, run_config=QUIET,
-                                         raise_on_error=False)
-        _say(f"   {job.name} [{partition}]: {'ok' if result.success else 'FAILED'}")
-        for key, meta in _materializations(result):
-            _say(f"     {key}: {_summary(meta)}")
+        result = nightly.execute_in_process(instance=instance, asset_selection=[ref.key], run_config=QUIET,
+                                            tags={**dict(ref.tags or {}), "paimon/trigger": "demo"},
+                                            raise_on_error=False)
+        _say(f"   paimon_nightly [{ref.ident}]: {'ok' if result.success else 'FAILED'}")
+        _say_run(result)
         if not result.success:
             for ev in result.all_events:
                 if ev.is_failure:
                     _say(f"     error: {ev.message}")
             return 1
 
-    _say("\n3. sensors → compaction")
+    _say("\n3. sensors → maintenance (one sensor per kind, across all tables)")
     launched = 0
-    for sensor_def in sorted(repo.sensor_defs, key=lambda s: s.name):
-        ctx = build_sensor_context(instance=instance, definitions=defs, cursor=None,
-                                   resources={k: v for k, v in (defs.resources or {}).items()})
+    resources = dict(repo.get_top_level_resources())
+    for name in ("paimon_dv_ratio_sensor", "paimon_small_files_sensor", "paimon_snapshot_count_sensor"):
+        sensor_def = repo.get_sensor_def(name)
+        ctx = build_sensor_context(instance=instance, repository_def=repo, sensor_name=name, cursor=None,
+                                   resources=resources)
         data = sensor_def.evaluate_tick(ctx)
         if not data.run_requests:
-            reason = data.skip_message or "nothing to do"
-            _say(f"   {sensor_def.name}: skip ({reason})")
+            _say(f"   {name}: skip ({data.skip_message or 'nothing to do'})")
             continue
         for req in data.run_requests:
             job = repo.get_job(req.job_name or sensor_def.job_name)
             result = job.execute_in_process(instance=instance, run_config=_quiet(req.run_config), tags=req.tags,
                                             asset_selection=req.asset_selection, raise_on_error=False)
             launched += 1
-            _say(f"   {sensor_def.name} → {job.name} (run_key {req.run_key}): {'ok' if result.success else 'FAILED'}")
-            for key, meta in _materializations(result):
-                _say(f"     {key}: {_summary(meta)}")
+            _say(f"   {name} → {job.name} (run_key {req.run_key}): {'ok' if result.success else 'FAILED'}")
+            _say_run(result)
             if not result.success:
                 return 1
 
-    _say("\n4. the warehouse afterwards")
+    _say("\n4. the observation sensor (no runs) and the warehouse afterwards")
+    ctx = build_sensor_context(instance=instance, repository_def=repo, sensor_name="paimon_observation_sensor",
+                               cursor=None, resources=resources)
+    data = repo.get_sensor_def("paimon_observation_sensor").evaluate_tick(ctx)
+    kinds: dict[str, int] = {}
+    for e in data.asset_events:
+        kinds[type(e).__name__] = kinds.get(type(e).__name__, 0) + 1
+        instance.report_runless_asset_event(e)
+    _say("   paimon_observation_sensor: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
     for line in _table_state(args.warehouse):
         _say(line)
     _say(f"\ndone in {time.time() - started:.0f}s ({launched} sensor-requested run(s)).")

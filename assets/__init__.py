@@ -1,11 +1,34 @@
-"""The Dagster face of paimon-ops: per-table maintenance assets, checks, resources and the definitions factory.
+"""This repository's own code location, built from the installable integration `paimon_ops.dagster`.
 
-Thin by design: every op calls one `paimon_ops` operation and turns its Report into metadata.
+The location's settings come from the environment (see definitions.py); `location()` builds its parts once:
+per table, the table asset `paimon/<db>/<table>` (with its checks) and, with automatic tags, its daily tags asset.
 """
-from assets.factory import build_paimon_definitions, load_specs
-from assets.resources import PaimonWarehouse, spark_resource, spark_runner
-from assets.spec import TableSpec
-from assets.translator import PaimonTranslator
+from __future__ import annotations
 
-__all__ = ["build_paimon_definitions", "load_specs", "PaimonWarehouse", "PaimonTranslator", "TableSpec",
-           "spark_resource", "spark_runner"]
+import functools
+import os
+
+from paimon_ops.dagster import PaimonDefinitions, build_paimon_parts
+
+
+def _patterns(name: str) -> list[str]:
+    return [p.strip() for p in os.environ.get(name, "").split(",") if p.strip()]
+
+
+@functools.cache
+def location() -> PaimonDefinitions:
+    return build_paimon_parts(
+        os.environ.get("PAIMON_OPS_WAREHOUSE", "./demo-warehouse"),
+        include=_patterns("PAIMON_OPS_INCLUDE"),
+        exclude=_patterns("PAIMON_OPS_EXCLUDE"),
+        spark_master=os.environ.get("PAIMON_OPS_SPARK_MASTER") or None,
+        spark_remote=os.environ.get("PAIMON_OPS_SPARK_REMOTE") or None,
+        automation_running=os.environ.get("PAIMON_OPS_AUTOMATION", "").strip().lower() == "running",
+        observation_interval_seconds=int(os.environ.get("PAIMON_OPS_OBSERVATION_INTERVAL") or 60),
+        sensor_interval_seconds=int(os.environ.get("PAIMON_OPS_SENSOR_INTERVAL") or 300),
+    )
+
+
+def table_assets() -> list:
+    """The table assets and tags assets of every selected table."""
+    return location().assets

@@ -11,7 +11,6 @@ import pyarrow  # noqa: F401
 import pyarrow.compute  # noqa: F401
 import pyarrow.orc  # noqa: F401
 import pyarrow.parquet  # noqa: F401
-from pyspark.daemon import manager
 
 import paimon_ops.compact.rewrite  # noqa: F401 - the compaction task function and everything it imports
 import paimon_ops.lifecycle.deleter  # noqa: F401 - the delete task function
@@ -22,4 +21,6 @@ import paimon_ops.merge  # noqa: F401
 pyarrow.set_cpu_count(1)
 
 if __name__ == "__main__":
+    from pyspark.daemon import manager  # here, so the engine's modules all import without pyspark installed
+
     manager()

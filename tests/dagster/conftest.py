@@ -1,12 +1,11 @@
-"""Fixtures of the Dagster tests: a real warehouse per test, the session's SparkSession behind dagster-pyspark's
-resource, and a Dagster instance whose pools have limit 1 (as dagster.yaml should set them)."""
+"""Fixtures of the Dagster tests: a real warehouse per test, the session's SparkSession behind the PaimonSpark
+resource, and a Dagster instance whose pools have limit 1 (as the repository's dagster.yaml sets them)."""
 from __future__ import annotations
 
 import pytest
 from dagster import instance_for_test
 
-from assets.resources import spark_resource
-
+from paimon_ops.dagster import PaimonSpark
 from tests.dagster.util import build_warehouse
 
 POOL_LIMIT_1 = {"concurrency": {"pools": {"default_limit": 1}}}
@@ -14,7 +13,7 @@ POOL_LIMIT_1 = {"concurrency": {"pools": {"default_limit": 1}}}
 
 @pytest.fixture(scope="session")
 def instance():
-    """One instance for the session (creating one costs seconds); tests that need an empty run history use
+    """One instance for the session (creating one costs seconds); tests that need an empty history use
     `fresh_instance`."""
     with instance_for_test(overrides=POOL_LIMIT_1) as inst:
         yield inst
@@ -33,7 +32,7 @@ def full_warehouse(warehouse) -> str:
 
 
 @pytest.fixture
-def pyspark(spark):
-    """dagster-pyspark's lazy resource configured with the session's master: getOrCreate returns the session
-    fixture's SparkSession, so no second session is started."""
-    return spark_resource(master=spark.sparkContext.master)
+def spark_res(spark) -> PaimonSpark:
+    """The PaimonSpark resource on the session's master: the session starts with getOrCreate, which returns the
+    session fixture's SparkSession, so no second session is started."""
+    return PaimonSpark(master=spark.sparkContext.master)

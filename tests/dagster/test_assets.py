@@ -1,5 +1,6 @@
-"""Materialising the maintenance assets against real tables; effects checked in the table (our reader) and by
-pypaimon; bad configuration fails the run clearly and deletes nothing."""
+"""The table asset against real tables: maintenance jobs record their reports on the table as observations (never
+materialisations), effects checked in the table (our reader) and by pypaimon; dry runs change nothing and record
+only `would_*` keys; bad configuration fails the run clearly and deletes nothing."""
 from __future__ import annotations
 
 import os
@@ -7,134 +8,163 @@ import shutil
 import time
 
 import pytest
-from dagster import AssetKey, materialize
+from dagster import AssetKey, DagsterInvalidConfigError, materialize
 
-from assets import build_paimon_definitions
-from assets.resources import PaimonWarehouse, spark_resource, spark_runner
+from paimon_ops.dagster import PaimonSpark, PaimonWarehouse, build_paimon_definitions
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
-
-from tests.dagster.util import EVENTS, ORDERS, build_events, build_orders, table_files
+from tests.dagster.util import (
+    EVENTS,
+    ORDERS,
+    build_events,
+    build_orders,
+    materializations,
+    observations,
+    run_job,
+    table_files,
+    table_key,
+)
 from tests.pypaimon_util import read, sorted_rows
 
-
-def _asset(defs, *path):
-    return next(a for a in defs.assets if a.key == AssetKey(list(path)))
-
-
-def _checks(defs, key: AssetKey):
-    return [c for c in defs.asset_checks if key in {k.asset_key for k in c.check_keys}]
+ORDERS_KEY = table_key(ORDERS)
+EVENTS_KEY = table_key(EVENTS)
 
 
-def _md(result, key: AssetKey) -> dict:
-    mats = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()
-            if e.event_specific_data.materialization.asset_key == key]
-    assert len(mats) == 1, mats
-    return {k: v.value for k, v in mats[0].metadata.items()}
-
-
-def test_full_compaction_asset_on_spark(warehouse, spark, pyspark, instance):
-    assert spark_runner(pyspark).spark is spark  # the resource hands the engine the session fixture's SparkSession
+def test_full_compaction_records_its_report_on_the_table(warehouse, spark_res, instance):
     build_orders(warehouse)
     table = Catalog(warehouse).get_table(ORDERS)
     before_latest = table.snapshots.latest_id()
     visible_before = read(warehouse, ORDERS)  # DV mode: level-0 rows (ids 100..109) are not visible yet
     assert visible_before.num_rows == 24
-    defs = build_paimon_definitions(warehouse, spark=pyspark)
-    key = AssetKey(["paimon", "shop", "orders", "compaction"])
-    result = materialize([_asset(defs, *key.path), *_checks(defs, key)], instance=instance,
-                         resources={"paimon_warehouse": PaimonWarehouse(uri=warehouse), "pyspark": pyspark},
-                         run_config={"ops": {"paimon__shop__orders__compaction": {"config": {"mode": "full"}}}})
+    defs = build_paimon_definitions(warehouse, spark=spark_res)
+    result = run_job(defs, "paimon_compaction", ORDERS, instance, {"compact": {"mode": "full"}})
     assert result.success
-    md = _md(result, key)
-    assert md["operation"] == "compact" and md["dry_run"] is False and md["mode"] == "full"
-    assert md["files_deleted"] == 4 and md["files_written"] >= 2  # 2 level-5 + 2 level-0 files merged
-    assert md["snapshot_id"] == before_latest + 1
-    assert "| data |" in md["summary"] and "compact" in md["summary"]
+    assert materializations(result) == []  # maintenance never materialises the table
+    (obs,) = observations(result, ORDERS_KEY)
+    assert obs["operations"] == "compact" and obs["dry_run"] is False
+    assert obs["compact/committed_snapshot"] == before_latest + 1
+    assert obs["compact/files_written"] >= 2 and obs["files_written"] == obs["compact/files_written"]
+    assert obs["compact/files_deleted"] == 4  # 2 level-5 + 2 level-0 files replaced
+    assert obs["bytes_reclaimed"] == 0 and obs["files_deleted"] == 0  # expiry reclaims them later
+    assert obs["files"] == 2 and obs["level0_files"] == 0 and obs["dv_ratio"] == 0.0
+    assert obs["dagster/row_count"] == 34 and obs["snapshot_id"] == before_latest + 1
+    assert "| data |" in obs["report"] and "compact" in obs["report"]
+    assert not [k for k in obs if k.startswith("would_")]
 
-    # in the table: one COMPACT snapshot, every file at the max level, no deletion vectors left
     table = Catalog(warehouse).get_table(ORDERS)
     snap = table.snapshots.latest()
     assert snap.id == before_latest + 1 and snap.commit_kind == "COMPACT"
     scan = TableScanner(table).scan_latest()
     assert {f.level for f in scan.files} == {5} and not [f for f in scan.files if scan.dv_of(f)]
-    # pypaimon: the deleted rows stay deleted, the new keys are now visible
-    after = read(warehouse, ORDERS)
+    after = read(warehouse, ORDERS)  # pypaimon: the deleted rows stay deleted, the new keys are now visible
     assert after.num_rows == 34
     assert sorted_rows(after, ["id"])[:len(sorted_rows(visible_before, ["id"]))] == sorted_rows(visible_before, ["id"])
-    # and the compaction's checks ran against the new state
+    # the table's checks ran after the compaction, against the new state
     evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    assert evals["dv_ratio"].passed and evals["small_files"].passed
+    assert evals["dv_ratio"].passed and evals["small_files"].passed and evals["referenced_files_present"].passed
+    assert evals["metadata_readable"].passed
 
 
-def test_dry_run_needs_no_spark_and_changes_nothing(warehouse, instance):
+def test_dry_run_never_materialises_needs_no_spark_and_changes_nothing(warehouse, fresh_instance):
     build_orders(warehouse)
     table = Catalog(warehouse).get_table(ORDERS)
     files = table_files(table)
-    unreachable = spark_resource(master="spark://127.0.0.1:1")
+    unreachable = PaimonSpark(master="spark://127.0.0.1:1")
     defs = build_paimon_definitions(warehouse, spark=unreachable)
-    key = AssetKey(["paimon", "shop", "orders", "compaction"])
-    result = materialize([_asset(defs, *key.path)], instance=instance,
-                         resources={"paimon_warehouse": PaimonWarehouse(uri=warehouse), "pyspark": unreachable},
-                         run_config={"ops": {"paimon__shop__orders__compaction": {"config": {"dry_run": True,
-                                                                                             "mode": "full"}}}})
+    result = run_job(defs, "paimon_compaction", ORDERS, fresh_instance, {"compact": {"mode": "full"}, "dry_run": True})
     assert result.success
-    md = _md(result, key)
-    assert md["dry_run"] is True and md["files_deleted"] == 4 and "would delete" in md["summary"]
+    assert materializations(result) == []
+    (obs,) = observations(result, ORDERS_KEY)
+    assert obs["dry_run"] is True and obs["compact/would_delete"] == 4 and obs["would_delete"] == 4
+    assert obs["compact/would_run_tasks"] == 2
+    assert not {"bytes_reclaimed", "files_deleted", "files_written", "compact/files_deleted"} & set(obs)
+    assert obs["bytes_reclaimed_total"] == 0
+    assert "dry run" in obs["plan"]
     assert table_files(Catalog(warehouse).get_table(ORDERS)) == files
+    assert fresh_instance.get_latest_materialization_event(ORDERS_KEY) is None
 
 
 def test_tags_partitions_create_tags_idempotently(warehouse, instance):
     build_orders(warehouse)
     defs = build_paimon_definitions(warehouse)
-    tags = _asset(defs, "paimon", "shop", "orders", "tags")
-    res = {"paimon_warehouse": PaimonWarehouse(uri=warehouse)}
+    tags = defs.get_assets_def(AssetKey(["paimon", "shop", "orders", "tags"]))
+    res = {"paimon": PaimonWarehouse(uri=warehouse)}
     for day in ("2026-03-26", "2026-03-27", "2026-03-28"):
-        result = materialize([tags], instance=instance, partition_key=day, resources=res)
-        assert result.success
+        assert materialize([tags], instance=instance, partition_key=day, resources=res).success
     table = Catalog(warehouse).get_table(ORDERS)
     # day D's tag = the latest snapshot committed by D+1 02:30 Europe/Berlin
     assert {n: t.id for n, t in table.tags.tags()} == {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
     for name, sid in (("2026-03-26", 2), ("2026-03-28", 4)):
         assert sorted_rows(read(warehouse, ORDERS, tag=name), ["id"]) == \
             sorted_rows(read(warehouse, ORDERS, snapshot_id=sid), ["id"])
-    # again: nothing new, and the metadata says so
-    result = materialize([tags], instance=instance, partition_key="2026-03-27", resources=res)
-    md = _md(result, AssetKey(["paimon", "shop", "orders", "tags"]))
+    result = materialize([tags], instance=instance, partition_key="2026-03-27", resources=res)  # again: nothing new
+    (mat,) = materializations(result)
+    md = {k: v.value for k, v in mat.metadata.items()}
     assert md["status"] == "exists" and md["files_written"] == 0 and md["tag"] == "2026-03-27"
     assert len(Catalog(warehouse).get_table(ORDERS).tags.names()) == 3
 
 
-def test_expiry_and_orphan_assets(warehouse, pyspark, instance):
+def test_nightly_job_tags_then_expires_and_reclaims(warehouse, spark_res, fresh_instance):
     build_events(warehouse)  # 7 snapshots; retain min 2, time 1 min
     before = sorted_rows(read(warehouse, EVENTS), ["id"])
-    defs = build_paimon_definitions(warehouse, spark=pyspark)
+    defs = build_paimon_definitions(warehouse, spark=spark_res)
     table = Catalog(warehouse).get_table(EVENTS)
     stray = table.path("dt=2026-03-27", "bucket-0", "data-stray.parquet")
     table.io.write_bytes(stray, b"not referenced by anything")
     five_days_ago = time.time() - 5 * 86400
-    os.utime(stray, (five_days_ago, five_days_ago))  # older than the engine's default 3 days; the table's files are not
-    job = defs.resolve_job_def("paimon__shop__events__expiry_job")
-    result = job.execute_in_process(instance=instance)
-    assert result.success
-    se = _md(result, AssetKey(["paimon", "shop", "events", "snapshot_expiry"]))
-    assert se["operation"] == "expire_snapshots" and se["deleted/snapshot"] == 5
+    os.utime(stray, (five_days_ago, five_days_ago))  # older than the engine's default 3 days
+    result = run_job(defs, "paimon_nightly", EVENTS, fresh_instance)
+    assert result.success and materializations(result) == []
+    (obs,) = observations(result, EVENTS_KEY)
+    assert obs["operations"] == "expire_snapshots, expire_tags, remove_orphans"  # no automatic tags on events
+    assert obs["expire_snapshots/deleted/snapshot"] == 5 and obs["remove_orphans/deleted/orphan"] == 1
+    assert obs["bytes_reclaimed"] > 0 and obs["bytes_reclaimed_total"] == obs["bytes_reclaimed"]
+    assert obs["snapshots"] == 2
     table = Catalog(warehouse).get_table(EVENTS)
-    assert table.snapshots.list_ids() == [6, 7]
-    oc = _md(result, AssetKey(["paimon", "shop", "events", "orphan_cleanup"]))
-    assert oc["files_deleted"] == 1 and oc["deleted/orphan"] == 1 and not table.io.exists(stray)
+    assert table.snapshots.list_ids() == [6, 7] and not table.io.exists(stray)
     assert sorted_rows(read(warehouse, EVENTS), ["id"]) == before
     evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert evals["snapshot_retention"].passed and evals["referenced_files_present"].passed
+    # the cumulative figure carries over: a second run reclaims nothing and keeps the total
+    again = run_job(defs, "paimon_nightly", EVENTS, fresh_instance)
+    (obs2,) = observations(again, EVENTS_KEY)
+    assert obs2["bytes_reclaimed"] == 0 and obs2["bytes_reclaimed_total"] == obs["bytes_reclaimed_total"]
+
+
+def test_nightly_creates_due_tags_before_expiring(warehouse, spark_res, fresh_instance):
+    build_orders(warehouse)
+    defs = build_paimon_definitions(warehouse, spark=spark_res)
+    result = run_job(defs, "paimon_nightly", ORDERS, fresh_instance)
+    assert result.success
+    created = sorted(Catalog(warehouse).get_table(ORDERS).tags.names())
+    assert created[:3] == ["2026-03-26", "2026-03-27", "2026-03-28"]
+    # the tags partitions of the tags created show as materialised
+    mats = {m.partition: m for m in materializations(result)}
+    assert set(created) <= set(mats) and all(m.asset_key.path[-1] == "tags" for m in mats.values())
+    (obs,) = observations(result, ORDERS_KEY)
+    assert obs["operations"].startswith("create_tags, expire_snapshots")
+
+
+def test_executing_the_table_asset_observes_it(warehouse, fresh_instance):
+    """From the asset page (the implicit job, no paimon/operations tag): an observation and the checks, nothing
+    else — no materialisation, no change."""
+    build_events(warehouse)
+    files = table_files(Catalog(warehouse).get_table(EVENTS))
+    defs = build_paimon_definitions(warehouse)
+    result = materialize([defs.get_assets_def(EVENTS_KEY)], instance=fresh_instance,
+                         resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
+    assert result.success and materializations(result) == []
+    (obs,) = observations(result, EVENTS_KEY)
+    assert obs["operations"] == "observe" and obs["snapshots"] == 7 and obs["files"] == 7
+    assert obs["dagster/row_count"] == 19 and obs["small_files"] == 7 and obs["tags"] == 0
+    evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not evals["small_files"].passed and evals["small_files"].severity.value == "WARN"
+    assert not evals["snapshot_retention"].passed and evals["snapshot_retention"].severity.value == "WARN"
+    assert "compaction is due" in evals["small_files"].description
+    assert table_files(Catalog(warehouse).get_table(EVENTS)) == files
 
 
 # ---------------------------------------------------------------------------------------------- bad configuration
-def _run_expiry(defs, warehouse_res, spark_res, instance):
-    se = _asset(defs, "paimon", "shop", "events", "snapshot_expiry")
-    return materialize([se], instance=instance, raise_on_error=False,
-                       resources={"paimon_warehouse": warehouse_res, "pyspark": spark_res})
-
-
 def _failure_message(result) -> str:
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     return failure.step_failure_data.error.message
@@ -143,50 +173,88 @@ def _failure_message(result) -> str:
 @pytest.mark.parametrize("spark_cfg", [{"master": "spark://127.0.0.1:1"}, {"remote": "sc://127.0.0.1:1"}])
 def test_unreachable_spark_fails_before_anything_is_deleted(warehouse, instance, spark_cfg):
     build_events(warehouse)
-    table = Catalog(warehouse).get_table(EVENTS)
-    files = table_files(table)
-    defs = build_paimon_definitions(warehouse)
-    result = _run_expiry(defs, PaimonWarehouse(uri=warehouse), spark_resource(**spark_cfg), instance)
+    files = table_files(Catalog(warehouse).get_table(EVENTS))
+    defs = build_paimon_definitions(warehouse, spark=PaimonSpark(**spark_cfg, connect_timeout_s=2, placement="spark"))
+    result = run_job(defs, "paimon_expire_snapshots", EVENTS, instance, raise_on_error=False)
     assert not result.success
     msg = _failure_message(result)
     assert "127.0.0.1:1 is unreachable" in msg and "Nothing was changed" in msg
-    assert table_files(Catalog(warehouse).get_table(EVENTS)) == files  # nothing deleted
+    assert table_files(Catalog(warehouse).get_table(EVENTS)) == files
 
 
-def test_unknown_table_and_bad_uri_fail_clearly(warehouse, tmp_path, pyspark, instance):
+def test_auto_placement_runs_small_plans_in_process_and_large_ones_on_spark(warehouse, tmp_path, fresh_instance):
+    """placement auto (the default): a compaction within execution.local.max-input-size runs in the run worker even
+    when the configured master is unreachable — Spark is never asked; the same plan over the threshold goes to that
+    master, which is probed first, so the run fails before anything is written."""
+    build_orders(warehouse)
+    unreachable = PaimonSpark(master="spark://127.0.0.1:1", connect_timeout_s=2)
+    defs = build_paimon_definitions(warehouse, spark=unreachable)
+    result = run_job(defs, "paimon_compaction", ORDERS, fresh_instance, {"compact": {"mode": "full"}})
+    assert result.success
+    (obs,) = observations(result, ORDERS_KEY)
+    assert obs["compact/ran_on"].startswith("in-process") and "within execution.local.max-input-size" \
+        in obs["compact/ran_on_why"]
+
+    warehouse = str(tmp_path / "over-threshold")
+    build_orders(warehouse)
+    files = table_files(Catalog(warehouse).get_table(ORDERS))
+    defs = build_paimon_definitions(warehouse, spark=unreachable,
+                                    options_override={"execution.local.max-input-size": "1 b"})
+    result = run_job(defs, "paimon_compaction", ORDERS, fresh_instance, {"compact": {"mode": "full"}},
+                     raise_on_error=False)
+    assert not result.success
+    assert "127.0.0.1:1 is unreachable" in _failure_message(result)
+    assert table_files(Catalog(warehouse).get_table(ORDERS)) == files
+
+
+def test_empty_plan_never_touches_spark(warehouse, instance):
+    build_events(warehouse)
+    defs = build_paimon_definitions(warehouse, spark=PaimonSpark(master="spark://127.0.0.1:1"))
+    result = run_job(defs, "paimon_expire_tags", EVENTS, instance)  # no tags: nothing to do, Spark never asked
+    assert result.success
+
+
+def test_unknown_table_and_bad_uri_fail_clearly(warehouse, tmp_path, spark_res, instance):
     build_events(warehouse)
     defs = build_paimon_definitions(warehouse)
-    # bad URI
-    result = _run_expiry(defs, PaimonWarehouse(uri=str(tmp_path / "no-such-warehouse")), pyspark, instance)
+    asset = defs.get_assets_def(EVENTS_KEY)
+
+    def run(uri):
+        return materialize([asset], instance=instance, raise_on_error=False,
+                           resources={"paimon": PaimonWarehouse(uri=uri), "spark": spark_res})
+
+    result = run(str(tmp_path / "no-such-warehouse"))
     assert not result.success
     msg = _failure_message(result)
     assert "cannot open Paimon table shop.events" in msg and "warehouse directory does not exist" in msg
-    result = _run_expiry(defs, PaimonWarehouse(uri="nosuchscheme://bucket/wh"), pyspark, instance)
+    result = run("nosuchscheme://bucket/wh")
     assert not result.success and "shop.events" in _failure_message(result)
-    # the table disappeared after the code location was loaded
     moved = tmp_path / "moved"
-    shutil.move(Catalog(warehouse).table_path(EVENTS), moved)
-    result = _run_expiry(defs, PaimonWarehouse(uri=warehouse), pyspark, instance)
+    shutil.move(Catalog(warehouse).table_path(EVENTS), moved)  # the table disappeared after the location loaded
+    result = run(warehouse)
     assert not result.success
     msg = _failure_message(result)
     assert "table 'shop.events' not found" in msg and "tables in this warehouse" in msg
     assert len(list((moved / "snapshot").glob("snapshot-*"))) == 7  # nothing deleted
 
 
-def test_bad_op_config_fails_clearly_and_deletes_nothing(warehouse, pyspark, instance):
+def test_config_is_typed_per_kind_of_table(warehouse, spark_res, instance):
+    build_orders(warehouse)
     build_events(warehouse)
-    table = Catalog(warehouse).get_table(EVENTS)
-    files = table_files(table)
-    defs = build_paimon_definitions(warehouse, spark=pyspark)
-    res = {"paimon_warehouse": PaimonWarehouse(uri=warehouse), "pyspark": pyspark}
-    orphans = _asset(defs, "paimon", "shop", "events", "orphan_cleanup")
-    result = materialize([orphans], instance=instance, resources=res, raise_on_error=False, run_config={"ops": {
-        "paimon__shop__events__orphan_cleanup": {"config": {"older_than": "1 h"}}}})
+    files = {t: table_files(Catalog(warehouse).get_table(t)) for t in (ORDERS, EVENTS)}
+    defs = build_paimon_definitions(warehouse, spark=spark_res)
+    # the launchpad offers only the modes of the table's kind: sort is not one of a primary-key table's
+    with pytest.raises(DagsterInvalidConfigError, match="sort"):
+        run_job(defs, "paimon_compaction", ORDERS, instance, {"compact": {"mode": "sort"}})
+    with pytest.raises(DagsterInvalidConfigError, match="minor"):
+        run_job(defs, "paimon_compaction", EVENTS, instance, {"compact": {"mode": "minor"}})
+    with pytest.raises(DagsterInvalidConfigError, match="zorder-everything"):
+        run_job(defs, "paimon_compaction", EVENTS, instance, {"compact": {"mode": "sort", "strategy":
+                                                                          "zorder-everything"}})
+    result = run_job(defs, "paimon_remove_orphans", EVENTS, instance, {"remove_orphans": {"older_than": "1 h"}},
+                     raise_on_error=False)
     assert not result.success
     msg = _failure_message(result)
-    assert "orphan cleanup of shop.events failed" in msg and "at least 1 day" in msg
-    compaction = _asset(defs, "paimon", "shop", "events", "compaction")
-    result = materialize([compaction], instance=instance, resources=res, raise_on_error=False, run_config={"ops": {
-        "paimon__shop__events__compaction": {"config": {"mode": "zorder-everything"}}}})
-    assert not result.success and "unknown compaction mode 'zorder-everything'" in _failure_message(result)
-    assert table_files(Catalog(warehouse).get_table(EVENTS)) == files
+    assert "orphan removal of shop.events failed" in msg and "at least 1 day" in msg
+    for t in (ORDERS, EVENTS):
+        assert table_files(Catalog(warehouse).get_table(t)) == files[t]

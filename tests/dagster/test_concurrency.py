@@ -1,27 +1,41 @@
-"""One pool per table with limit 1: while another run holds a table's slot, our op on that table waits; ops on
-other tables do not."""
+"""One pool per table with limit 1: while another run holds a table's slot, our op on that table waits; ops on other
+tables do not. Without a limit on the instance, every run says so loudly."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from pathlib import Path
 
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import DagsterInstance, instance_for_test, materialize
 
-from assets import build_paimon_definitions
-from assets.instance import write_dagster_home
-from assets.resources import PaimonWarehouse
-from paimon_ops.report import Report
-
-from tests.dagster.util import build_events, build_orders
+from paimon_ops.dagster import DAGSTER_YAML, PaimonSpark, PaimonWarehouse, build_paimon_definitions, write_dagster_home
+from paimon_ops.dagster.instance import unlimited_pools
+from tests.dagster.util import build_events, build_orders, op_name, run_job, table_key
 
 HOLD_S = 1.5
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_dagster_yaml_gives_every_pool_limit_1(tmp_path):
+    assert (REPO / "dagster.yaml").read_text() == DAGSTER_YAML  # what `dagster dev` reads from the repository root
     home = write_dagster_home(tmp_path / ".dagster_home")
     with DagsterInstance.from_config(str(home)) as inst:
         info = inst.event_log_storage.get_concurrency_info("paimon/shop.orders")
         assert info.limit == 1 and info.using_default_limit
+        assert unlimited_pools(inst, ["paimon/shop.orders"]) == []
+
+
+def test_runs_warn_loudly_without_a_pool_limit(warehouse):
+    build_events(warehouse)
+    defs = build_paimon_definitions(warehouse)
+    with instance_for_test() as inst:  # no concurrency settings: pools unlimited
+        assert unlimited_pools(inst, ["paimon/shop.events"]) == ["paimon/shop.events"]
+        result = materialize([defs.get_assets_def(table_key("shop.events"))], instance=inst,
+                             resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
+        warnings = [e.user_message for e in inst.all_logs(result.run_id)
+                    if e.level == logging.WARNING and "has no limit" in e.user_message]
+        assert warnings and "paimon/shop.events" in warnings[0] and "default_limit: 1" in warnings[0]
 
 
 def test_op_waits_for_its_tables_pool(warehouse, fresh_instance, monkeypatch):
@@ -29,20 +43,19 @@ def test_op_waits_for_its_tables_pool(warehouse, fresh_instance, monkeypatch):
     build_events(warehouse)
     started: dict[str, float] = {}
 
-    def fake_expire(table, **kw):  # the engine is not the point here: record when the op got to run
+    import paimon_ops.dagster.table_asset as table_asset
+
+    real_state = table_asset.table_state
+
+    def recording_state(table):  # the engine is not the point here: record when the op got to run
         started[table.identifier] = time.monotonic()
-        return Report("expire_snapshots", table.identifier, kw.get("dry_run", False), 0.0)
+        return real_state(table)
 
-    import paimon_ops.lifecycle.expire as expire
-    monkeypatch.setattr(expire, "expire_snapshots", fake_expire)
+    monkeypatch.setattr(table_asset, "table_state", recording_state)
     defs = build_paimon_definitions(warehouse)
-    resources = {"paimon_warehouse": PaimonWarehouse(uri=warehouse), "pyspark": object()}
 
-    def run(table: str):
-        asset = next(a for a in defs.assets if a.key == AssetKey(["paimon", "shop", table, "snapshot_expiry"]))
-        assert materialize([asset], instance=fresh_instance, resources=resources,
-                           run_config={"ops": {f"paimon__shop__{table}__snapshot_expiry": {
-                               "config": {"dry_run": True}}}}).success
+    def run(ident: str):
+        assert run_job(defs, "paimon_observe", ident, fresh_instance).success
 
     storage = fresh_instance.event_log_storage
     storage.initialize_concurrency_limit_to_default("paimon/shop.orders")  # as the run queue does on first use
@@ -55,13 +68,14 @@ def test_op_waits_for_its_tables_pool(warehouse, fresh_instance, monkeypatch):
         released.append(time.monotonic())
         storage.free_concurrency_slots_for_run("another-run")
 
-    run("events")  # another table's pool: not blocked while shop.orders' slot is held
+    run("shop.events")  # another table's pool: not blocked while shop.orders' slot is held
     assert "shop.events" in started
     timer = threading.Timer(HOLD_S, release)
     timer.start()
     try:
-        run("orders")  # waits until the other run frees the table's slot
+        run("shop.orders")  # waits until the other run frees the table's slot
     finally:
         timer.cancel()
     assert released and started["shop.orders"] >= released[0]
     assert fresh_instance.event_log_storage.get_concurrency_info("paimon/shop.orders").claimed_slots == []
+    assert op_name("shop.orders") == defs.get_assets_def(table_key("shop.orders")).node_def.name

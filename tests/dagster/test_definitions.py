@@ -1,4 +1,5 @@
-"""The code location loads for a warehouse of several tables; broken tables are reported, not fatal."""
+"""The code location loads for a warehouse of several tables: the table is the asset (standard table metadata,
+kinds, checks on it), jobs / sensors / schedules are constant in number, broken tables are reported, not fatal."""
 from __future__ import annotations
 
 import logging
@@ -9,12 +10,14 @@ from pathlib import Path
 
 from dagster import AssetKey, AssetSelection, Definitions, materialize
 
-from assets import PaimonTranslator, build_paimon_definitions
-from assets.resources import PaimonWarehouse
-from assets.spec import TableSpec
+from paimon_ops.dagster import PaimonSpark, PaimonTranslator, PaimonWarehouse, TableSpec, build_paimon_definitions
+from tests.dagster.util import table_key
 
 REPO = Path(__file__).resolve().parents[2]
-ORDERS_KINDS = {"compaction", "tags", "snapshot_expiry", "tag_expiry", "orphan_cleanup"}
+JOBS = {"__ASSET_JOB", "paimon_compaction", "paimon_expire_snapshots", "paimon_expire_tags", "paimon_remove_orphans",
+        "paimon_nightly", "paimon_observe"}
+SENSORS = {"paimon_observation_sensor", "paimon_dv_ratio_sensor", "paimon_small_files_sensor",
+           "paimon_snapshot_count_sensor", "paimon_tag_automation"}
 
 
 def _repo(defs: Definitions):
@@ -22,115 +25,116 @@ def _repo(defs: Definitions):
     return defs.get_repository_def()
 
 
-def test_definitions_load_and_broken_tables_are_reported(full_warehouse, caplog):
+def test_the_table_is_the_asset(full_warehouse, caplog):
     with caplog.at_level(logging.WARNING, logger="paimon_ops.dagster"):
-        defs = build_paimon_definitions(full_warehouse)
-        repo = _repo(defs)
+        repo = _repo(build_paimon_definitions(full_warehouse))
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
-    for table in ("orders", "events"):
-        assert {f"paimon/shop/{table}/{k}" for k in ORDERS_KINDS} <= keys
-    # the broken tables get a clearly named placeholder each, nothing else
-    assert "paimon/shop/broken/unavailable" in keys and "paimon/shop/badtime/unavailable" in keys
-    assert not any(k.startswith(("paimon/shop/broken/", "paimon/shop/badtime/")) and not k.endswith("unavailable")
-                   for k in keys)
-    broken_md = repo.asset_graph.get(AssetKey(["paimon", "shop", "broken", "unavailable"])).metadata
-    assert "snapshot-2" in broken_md["paimon/error"] and "not valid JSON" in broken_md["paimon/error"]
-    badtime_md = repo.asset_graph.get(AssetKey(["paimon", "shop", "badtime", "unavailable"])).metadata
-    assert "tag.create-time" in badtime_md["paimon/error"] and "25:99" in badtime_md["paimon/error"]
-    # and a logged warning for each
+    assert keys == {"paimon/shop/orders", "paimon/shop/orders/tags", "paimon/shop/events", "paimon/shop/broken",
+                    "paimon/shop/badtime"}
+    orders = repo.asset_graph.get(table_key("shop.orders"))
+    assert orders.kinds == {"paimon", "spark"}
+    md = orders.metadata
+    assert md["dagster/table_name"] == "shop.orders" and md["dagster/uri"].endswith("/shop.db/orders")
+    cols = md["dagster/column_schema"].columns
+    assert [(c.name, c.type) for c in cols] == [("id", "INT"), ("name", "STRING"), ("amount", "BIGINT")]
+    assert cols[0].constraints.nullable is False  # the primary key
+    assert md["paimon/kind"] == "primary-key" and md["paimon/tag_create_time"] == "02:30 Europe/Berlin"
+    assert orders.tags["paimon/table"] == "shop.orders" and orders.group_name == "paimon_shop"
+    assert orders.pools == {"paimon/shop.orders"}
+    tags = repo.asset_graph.get(AssetKey(["paimon", "shop", "orders", "tags"]))
+    assert tags.pools == {"paimon/shop.orders"} and tags.metadata["dagster/table_name"] == "shop.orders"
+    assert tags.partitions_def.timezone == "Europe/Berlin"
+    assert tags.partitions_def.get_first_partition_key() == "2026-03-26"
+    assert "2026-03-29" in tags.partitions_def.get_partition_keys()
+    assert tags.automation_condition is not None
+    events = repo.asset_graph.get(table_key("shop.events"))
+    assert events.metadata["paimon/kind"] == "append" and events.metadata["paimon/partition_keys"] == "dt"
+
+    checks = {(c.asset_key.to_user_string(), c.name) for c in repo.asset_graph.asset_check_keys}
+    assert checks == {
+        ("paimon/shop/orders", "metadata_readable"), ("paimon/shop/orders", "referenced_files_present"),
+        ("paimon/shop/orders", "small_files"), ("paimon/shop/orders", "dv_ratio"),
+        ("paimon/shop/orders", "snapshot_retention"), ("paimon/shop/orders/tags", "latest_tag_present"),
+        ("paimon/shop/events", "metadata_readable"), ("paimon/shop/events", "referenced_files_present"),
+        ("paimon/shop/events", "small_files"), ("paimon/shop/events", "snapshot_retention"),
+        ("paimon/shop/broken", "metadata_readable"), ("paimon/shop/badtime", "metadata_readable")}
+
+    # constant automation: jobs, sensors, one schedule
+    assert {j.name for j in repo.get_all_jobs()} == JOBS
+    assert {s.name for s in repo.sensor_defs} == SENSORS
+    assert [s.name for s in repo.schedule_defs] == ["paimon_nightly_schedule"]
+    compaction = repo.get_job("paimon_compaction")
+    assert compaction.tags["paimon/operations"] == "compact"
+    assert {k.to_user_string() for k in compaction.asset_layer.executable_asset_keys} == {
+        "paimon/shop/orders", "paimon/shop/events"}  # broken tables are in no job
+
+    # broken tables: the same key (lineage holds), the error in its metadata and description, a warning logged
+    broken = repo.asset_graph.get(table_key("shop.broken"))
+    assert "snapshot-2" in broken.metadata["paimon/error"] and "not valid JSON" in broken.metadata["paimon/error"]
+    badtime = repo.asset_graph.get(table_key("shop.badtime"))
+    assert "tag.create-time" in badtime.metadata["paimon/error"] and "25:99" in badtime.metadata["paimon/error"]
     logged = " ".join(r.getMessage() for r in caplog.records)
     assert "shop.broken" in logged and "shop.badtime" in logged and "25:99" in logged
 
-    checks = {(c.asset_key.to_user_string(), c.name) for c in repo.asset_graph.asset_check_keys}
-    assert ("paimon/shop/orders/compaction", "dv_ratio") in checks  # DV table only
-    assert ("paimon/shop/events/compaction", "dv_ratio") not in checks
-    assert ("paimon/shop/orders/tags", "latest_tag_present") in checks  # tag.create-time table only
-    assert ("paimon/shop/events/tags", "latest_tag_present") not in checks
-    for t in ("orders", "events"):
-        assert {(f"paimon/shop/{t}/compaction", "small_files"),
-                (f"paimon/shop/{t}/snapshot_expiry", "snapshot_retention"),
-                (f"paimon/shop/{t}/orphan_cleanup", "referenced_files_present")} <= checks
-    assert ("paimon/shop/broken/unavailable", "loadable") in checks
 
-    # automation from the tables' own options
-    assert {s.name for s in repo.schedule_defs} == {"paimon__shop__orders__tag_schedule",
-                                                   "paimon_nightly_expiry_schedule"}
-    orders_schedule = repo.get_schedule_def("paimon__shop__orders__tag_schedule")
-    assert orders_schedule.cron_schedule == "30 2 * * *"
-    assert orders_schedule.execution_timezone == "Europe/Berlin"
-    assert {s.name for s in repo.sensor_defs} == {
-        "paimon__shop__orders__dv_ratio_sensor", "paimon__shop__orders__small_files_sensor",
-        "paimon__shop__orders__snapshot_count_sensor", "paimon__shop__events__small_files_sensor",
-        "paimon__shop__events__snapshot_count_sensor"}
-    # the nightly expiry job covers the table without a tag schedule only (orders expires in its nightly job)
-    nightly = repo.get_job("paimon_nightly_expiry")
-    assert {k.to_user_string() for k in nightly.asset_layer.executable_asset_keys} == {
-        "paimon/shop/events/snapshot_expiry", "paimon/shop/events/tag_expiry", "paimon/shop/events/orphan_cleanup"}
-
-    # tags: daily partitions in the table's tag zone, starting at the table's first day
-    tags_def = repo.asset_graph.get(AssetKey(["paimon", "shop", "orders", "tags"])).partitions_def
-    assert tags_def.timezone == "Europe/Berlin"
-    assert tags_def.get_first_partition_key() == "2026-03-26"
-    assert "2026-03-29" in tags_def.get_partition_keys()
-
-    # one pool per table on every maintenance asset
-    for t in ("orders", "events"):
-        for kind in ORDERS_KINDS:
-            node = repo.asset_graph.get(AssetKey(["paimon", "shop", t, kind]))
-            assert node.pools == {f"paimon/shop.{t}"}, (t, kind, node.pools)
-
-
-def test_placeholder_check_fails_with_the_error(full_warehouse, instance):
+def test_broken_table_fails_with_the_error_and_its_check_fails(full_warehouse, instance):
     defs = build_paimon_definitions(full_warehouse)
-    placeholder = next(a for a in defs.assets if a.key == AssetKey(["paimon", "shop", "broken", "unavailable"]))
-    check = next(c for c in defs.asset_checks
-                 if AssetKey(["paimon", "shop", "broken", "unavailable"]) in {k.asset_key for k in c.check_keys})
-    result = materialize([placeholder, check], instance=instance, raise_on_error=False,
-                         resources={"paimon_warehouse": PaimonWarehouse(uri=full_warehouse)})
-    assert not result.success  # the placeholder itself refuses to materialise
+    broken = defs.get_assets_def(table_key("shop.broken"))
+    res = {"paimon": PaimonWarehouse(uri=full_warehouse), "spark": PaimonSpark()}
+    result = materialize([broken], instance=instance, raise_on_error=False, resources=res)
+    assert not result.success  # running it refuses, with the error
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "shop.broken could not be loaded" in failure.step_failure_data.error.message
-    result = materialize([placeholder, check], instance=instance, selection=AssetSelection.all_asset_checks(),
-                         resources={"paimon_warehouse": PaimonWarehouse(uri=full_warehouse)})
-    evals = result.get_asset_check_evaluations()
-    assert len(evals) == 1 and not evals[0].passed
-    assert "not valid JSON" in evals[0].description
+    result = materialize([broken], instance=instance, selection=AssetSelection.all_asset_checks(), resources=res)
+    (ev,) = result.get_asset_check_evaluations()
+    assert ev.check_name == "metadata_readable" and not ev.passed and ev.severity.value == "ERROR"
+    assert "not valid JSON" in ev.description
+
+
+def test_checks_alone_do_not_touch_the_table(full_warehouse, instance):
+    defs = build_paimon_definitions(full_warehouse)
+    result = materialize([defs.get_assets_def(table_key("shop.orders"))], instance=instance,
+                         selection=AssetSelection.checks_for_assets(table_key("shop.orders")),
+                         resources={"paimon": PaimonWarehouse(uri=full_warehouse), "spark": PaimonSpark()})
+    assert result.success
+    evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert set(evals) == {"metadata_readable", "referenced_files_present", "small_files", "dv_ratio",
+                          "snapshot_retention"}
+    assert not evals["dv_ratio"].passed and evals["dv_ratio"].severity.value == "WARN"  # routine: compaction due
+    assert evals["referenced_files_present"].passed
+    assert not [e for e in result.all_events if e.event_type_value == "ASSET_OBSERVATION"]
 
 
 def test_warehouse_that_cannot_be_listed_still_loads(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="paimon_ops.dagster"):
         repo = _repo(build_paimon_definitions(str(tmp_path / "nope")))
-    keys = [k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()]
-    assert keys == ["paimon/_warehouse/_catalog/unavailable"]
+    assert [k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()] == ["paimon/_warehouse/_catalog"]
     assert "warehouse directory does not exist" in caplog.text
+    assert not repo.sensor_defs and not repo.schedule_defs
 
 
 def test_include_exclude_and_translator(full_warehouse):
     class Custom(PaimonTranslator):
-        def get_asset_key(self, spec: TableSpec, kind: str) -> AssetKey:
-            return AssetKey(["lake", spec.table, kind])
+        def get_asset_spec(self, table: TableSpec):
+            spec = super().get_asset_spec(table)
+            return spec.replace_attributes(key=AssetKey(["lake", table.table]), group_name="lake",
+                                           deps=[AssetKey(["flink", "ingest", table.table])])
 
-        def get_group_name(self, spec: TableSpec) -> str:
-            return "lake_maintenance"
-
-        def get_tags(self, spec: TableSpec, kind: str):
-            return {"team": "data-platform"}
-
-        def get_description(self, spec: TableSpec, kind: str) -> str:
-            return f"custom {kind} of {spec.identifier}"
+        def get_tags(self, table: TableSpec):
+            return {**super().get_tags(table), "team": "data-platform"}
 
     repo = _repo(build_paimon_definitions(full_warehouse, Custom(), include=["shop.*"], exclude=["shop.b*"]))
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
-    assert keys == {f"lake/{t}/{k}" for t in ("orders", "events") for k in ORDERS_KINDS}
-    node = repo.asset_graph.get(AssetKey(["lake", "orders", "tags"]))
-    assert node.group_name == "lake_maintenance" and node.tags["team"] == "data-platform"
-    assert node.description == "custom tags of shop.orders"
-    assert {(c.asset_key.to_user_string(), c.name) for c in repo.asset_graph.asset_check_keys} >= {
-        ("lake/orders/compaction", "dv_ratio")}
+    assert keys == {"lake/orders", "lake/orders/tags", "lake/events", "flink/ingest/orders", "flink/ingest/events"}
+    node = repo.asset_graph.get(AssetKey(["lake", "orders"]))
+    assert node.group_name == "lake" and node.tags["team"] == "data-platform"
+    assert node.parent_keys == {AssetKey(["flink", "ingest", "orders"])}  # the writer links to the table
+    assert ("lake/orders", "dv_ratio") in {(c.asset_key.to_user_string(), c.name)
+                                          for c in repo.asset_graph.asset_check_keys}
 
 
 def test_workspace_yaml_loads_with_dagster_cli(full_warehouse, tmp_path):
-    """The hook for the webserver test: `dagster definitions validate -w workspace.yaml` from the repo root."""
+    """The repository's own code location (assets/, jobs/, schedules/, definitions.py, workspace.yaml)."""
     env = {**os.environ, "PAIMON_OPS_WAREHOUSE": full_warehouse, "DAGSTER_HOME": str(tmp_path)}
     dagster = Path(sys.executable).parent / "dagster"
     proc = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO, env=env,

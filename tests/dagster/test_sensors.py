@@ -1,17 +1,30 @@
-"""Sensor ticks with cursors against real tables: they request compaction / expiry of exactly what is over the
-threshold, never twice for one snapshot, and say what they measured when they skip. The requested runs are
-executed and their effect checked in the table and by pypaimon."""
+"""Sensor ticks with per-table cursors against real tables: one sensor per kind for every table; they request
+compaction / expiry of exactly what is over the threshold, never twice for one snapshot, wait while any run
+changes the table (also one launched from an asset page), and say what they measured when they skip. The
+observation sensor records observations, check evaluations and existing tags without launching runs."""
 from __future__ import annotations
 
-from dagster import DagsterRunStatus, SensorResult, build_sensor_context
-from dagster._core.test_utils import create_run_for_test
+import json
 
-from assets import build_paimon_definitions
+from dagster import AssetKey, AssetPartitionStatus, DagsterRunStatus, SensorResult, build_sensor_context
+
+from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
-
-from tests.dagster.util import EVENTS, ORDERS, build_events, build_orders, write, ms
+from tests.dagster.util import (
+    EVENTS,
+    ORDERS,
+    build_events,
+    build_orders,
+    ms,
+    observations,
+    op_name,
+    table_key,
+    write,
+)
 from tests.pypaimon_util import read, sorted_rows
+
+ORDERS_TAGS = AssetKey(["paimon", "shop", "orders", "tags"])
 
 
 def _tick(defs, name, instance, cursor=None) -> SensorResult:
@@ -37,96 +50,105 @@ def _dvs(warehouse, identifier):
     return {f.bucket: scan.dv_of(f)[1].cardinality for f in scan.files if scan.dv_of(f)}
 
 
-def test_dv_ratio_sensor_requests_exactly_the_bucket_over_threshold(warehouse, pyspark, instance):
+def _seen(cursor: str) -> dict:
+    return json.loads(cursor)["tables"]
+
+
+def test_dv_ratio_sensor_requests_exactly_the_bucket_over_threshold(warehouse, spark_res, instance):
     build_orders(warehouse)
-    defs = build_paimon_definitions(warehouse, spark=pyspark)
-    name = "paimon__shop__orders__dv_ratio_sensor"
+    defs = build_paimon_definitions(warehouse, spark=spark_res)
+    name = "paimon_dv_ratio_sensor"
     visible = sorted_rows(read(warehouse, ORDERS), ["id"])
 
     out = _tick(defs, name, instance)
-    assert out.cursor == "4" and len(out.run_requests) == 1
+    assert _seen(out.cursor) == {ORDERS: "4"} and len(out.run_requests) == 1
     req = out.run_requests[0]
-    assert req.run_key == "dv_ratio:shop.orders:4"
-    assert req.job_name == "paimon__shop__orders__compaction_job"
+    assert req.run_key == "dv_ratio:shop.orders:4" and req.job_name == "paimon_compaction"
+    assert req.asset_selection == [table_key(ORDERS)]
     # bucket 0 has 15 of 23 rows deleted (65 %), bucket 1 1 of 17 (6 %): only bucket 0
-    assert req.run_config == {"ops": {"paimon__shop__orders__compaction": {"config": {
-        "mode": "dv-ratio", "partitions": [], "buckets": [0]}}}}
-    assert req.tags["paimon/buckets"] == "(unpartitioned) bucket-0"
+    assert req.run_config == {"ops": {op_name(ORDERS): {"config": {"compact": {
+        "mode": "dv-ratio", "partitions": [], "buckets": [0]}}}}}
+    assert req.tags["paimon/buckets"] == "(unpartitioned) bucket-0" and req.tags["paimon/table"] == ORDERS
+    assert req.tags["paimon/database"] == "shop"
 
-    # the same snapshot again: nothing new, no second request
-    again = _tick(defs, name, instance, cursor=out.cursor)
+    again = _tick(defs, name, instance, cursor=out.cursor)  # the same snapshot: nothing new, no second request
     assert not again.run_requests and "no new snapshot since 4" in again.skip_reason.skip_message
 
     result = _run(defs, req, instance)
     assert result.success
     assert _dvs(warehouse, ORDERS) == {1: 1}  # bucket 0 rewritten without its deleted rows; bucket 1 untouched
     assert sorted_rows(read(warehouse, ORDERS), ["id"]) == visible
+    (obs,) = observations(result, table_key(ORDERS))
+    assert obs["operations"] == "compact" and obs["max_file_dv_ratio"] < 0.2
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {"dv_ratio": True, "small_files": True}
+    assert checks["dv_ratio"] and checks["small_files"]
 
     after = _tick(defs, name, instance, cursor=out.cursor)  # snapshot 5 is new: measured, under threshold
-    assert not after.run_requests and after.cursor == "5"
+    assert not after.run_requests and _seen(after.cursor) == {ORDERS: "5"}
     assert "worst file deleted-row ratio 5.9%" in after.skip_reason.skip_message
     assert "threshold 20.0%" in after.skip_reason.skip_message
 
 
-def test_sensor_waits_while_a_run_for_the_table_is_in_progress(warehouse, fresh_instance):
+def test_sensors_wait_while_a_run_changes_the_table(warehouse, fresh_instance):
+    """Also a run launched from the asset page (no paimon/table run tag: recognised by its asset selection)."""
+    from dagster._core.test_utils import create_run_for_test
+
     build_orders(warehouse)
     defs = build_paimon_definitions(warehouse)
-    create_run_for_test(fresh_instance, job_name="paimon__shop__orders__compaction_job",
-                        status=DagsterRunStatus.STARTED, tags={"paimon/table": "shop.orders"})
-    out = _tick(defs, "paimon__shop__orders__dv_ratio_sensor", fresh_instance, cursor="3")
-    assert not out.run_requests and out.cursor is None  # cursor not advanced: re-evaluated after the run
+    create_run_for_test(fresh_instance, job_name="__ASSET_JOB", status=DagsterRunStatus.STARTED,
+                        asset_selection=frozenset({ORDERS_TAGS}))
+    out = _tick(defs, "paimon_dv_ratio_sensor", fresh_instance, cursor=json.dumps({"tables": {ORDERS: "3"}}))
+    assert not out.run_requests and _seen(out.cursor) == {ORDERS: "3"}  # not advanced: re-evaluated after the run
     assert "still queued or running" in out.skip_reason.skip_message
 
 
-def test_small_files_sensor_compacts_only_the_partition_over_threshold(warehouse, pyspark, instance):
+def test_one_sensor_covers_every_table(warehouse, spark_res, instance):
+    build_orders(warehouse)
     build_events(warehouse)
-    defs = build_paimon_definitions(warehouse, spark=pyspark)
-    before = sorted_rows(read(warehouse, EVENTS), ["id"])
+    defs = build_paimon_definitions(warehouse, spark=spark_res)
+    out = _tick(defs, "paimon_small_files_sensor", instance)
+    # events: six small files in dt=2026-03-27 (threshold 5); orders: one level-0 file per bucket (under 5)
+    assert _seen(out.cursor) == {ORDERS: "4", EVENTS: "7"} and len(out.run_requests) == 1
+    req = out.run_requests[0]
+    assert req.run_key == "small_files:shop.events:7" and req.asset_selection == [table_key(EVENTS)]
+    assert req.run_config["ops"][op_name(EVENTS)]["config"]["compact"] == {
+        "mode": "small-files", "partitions": [{"dt": "2026-03-27"}], "buckets": [0]}
     table = Catalog(warehouse).get_table(EVENTS)
     untouched = {f.path for f in TableScanner(table).scan_latest().files if "dt=2026-03-28" in f.path}
-
-    out = _tick(defs, "paimon__shop__events__small_files_sensor", instance)
-    assert out.cursor == "7" and len(out.run_requests) == 1
-    req = out.run_requests[0]
-    assert req.run_config["ops"]["paimon__shop__events__compaction"]["config"] == {
-        "mode": "small-files", "partitions": [{"dt": "2026-03-27"}], "buckets": [0]}
-    result = _run(defs, req, instance)
-    assert result.success
+    before = sorted_rows(read(warehouse, EVENTS), ["id"])
+    assert _run(defs, req, instance).success
     scan = TableScanner(Catalog(warehouse).get_table(EVENTS)).scan_latest()
-    by_dir = {}
+    by_dir: dict = {}
     for f in scan.files:
         by_dir.setdefault(f.path.split("/")[-3], []).append(f.path)
-    assert len(by_dir["dt=2026-03-27"]) == 1  # six small files -> one
-    assert set(by_dir["dt=2026-03-28"]) == untouched
+    assert len(by_dir["dt=2026-03-27"]) == 1 and set(by_dir["dt=2026-03-28"]) == untouched
     assert sorted_rows(read(warehouse, EVENTS), ["id"]) == before
 
-    out = _tick(defs, "paimon__shop__events__small_files_sensor", instance, cursor=out.cursor)
+    out = _tick(defs, "paimon_small_files_sensor", instance, cursor=out.cursor)
     assert not out.run_requests
-    assert "at most 1 small files per bucket vs threshold 5" in out.skip_reason.skip_message
+    msg = out.skip_reason.skip_message
+    assert "1 of 2 tables without a new snapshot" in msg and "at most 1 small files per bucket vs threshold 5" in msg
 
 
-def test_snapshot_count_sensor_requests_expiry(warehouse, pyspark, instance):
+def test_snapshot_count_sensor_requests_expiry(warehouse, spark_res, instance):
     build_events(warehouse)  # 7 snapshots, retain min 2 / 1 min, expiry due at 3 expirable
-    defs = build_paimon_definitions(warehouse, spark=pyspark)
-    name = "paimon__shop__events__snapshot_count_sensor"
+    defs = build_paimon_definitions(warehouse, spark=spark_res)
+    name = "paimon_snapshot_count_sensor"
     out = _tick(defs, name, instance)
-    assert len(out.run_requests) == 1
-    req = out.run_requests[0]
-    assert req.run_key == "snapshot_count:shop.events:7" and req.job_name == "paimon__shop__events__expiry_job"
-    assert [k.to_user_string() for k in req.asset_selection] == ["paimon/shop/events/snapshot_expiry"]
+    (req,) = out.run_requests
+    assert req.run_key == "snapshot_count:shop.events:7" and req.job_name == "paimon_expire_snapshots"
+    assert req.asset_selection == [table_key(EVENTS)]
     assert "7 snapshots, 5 expirable now (expiry due at 3)" in req.tags["paimon/reason"]
     result = _run(defs, req, instance)
     assert result.success
-    assert {e.asset_key.path[-1] for e in result.get_asset_materialization_events()} == {"snapshot_expiry"}
+    (obs,) = observations(result, table_key(EVENTS))
+    assert obs["operations"] == "expire_snapshots" and obs["expire_snapshots/deleted/snapshot"] == 5
     assert Catalog(warehouse).get_table(EVENTS).snapshots.list_ids() == [6, 7]
 
-    # a new commit: measured again, under the threshold now
     write(Catalog(warehouse).get_table(EVENTS), {"dt": ["2026-03-29"], "id": [7], "payload": ["z"]},
           ms(2026, 3, 29, 8))
     out = _tick(defs, name, instance, cursor=out.cursor)
-    assert not out.run_requests and out.cursor == "8"
+    assert not out.run_requests and _seen(out.cursor) == {EVENTS: "8"}
     assert "3 snapshots, 1 expirable now (expiry due at 3)" in out.skip_reason.skip_message
 
 
@@ -145,8 +167,8 @@ def test_sensor_ticks_read_metadata_only(warehouse, fresh_instance, monkeypatch)
             opened.append(path)
             return _original(self, path)
         monkeypatch.setattr(FileIO, name, spy)
-    for sensor in ("paimon__shop__orders__dv_ratio_sensor", "paimon__shop__orders__small_files_sensor",
-                   "paimon__shop__orders__snapshot_count_sensor", "paimon__shop__events__small_files_sensor"):
+    for sensor in ("paimon_dv_ratio_sensor", "paimon_small_files_sensor", "paimon_snapshot_count_sensor",
+                   "paimon_observation_sensor"):
         _tick(defs, sensor, fresh_instance)
     assert opened
     dirs = {p.split("/")[-2] for p in opened}
@@ -154,7 +176,64 @@ def test_sensor_ticks_read_metadata_only(warehouse, fresh_instance, monkeypatch)
     assert not [p for p in opened if p.endswith((".parquet", ".orc")) or "/index/" in p]
 
 
-def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vectors(warehouse, pyspark, instance):
+def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, fresh_instance):
+    t = build_orders(warehouse)
+    from paimon_ops.lifecycle import autotag
+    autotag.create_tag_for_period(t, "2026-03-26")  # a tag made outside Dagster (Java / Flink, the CLI …)
+    defs = build_paimon_definitions(warehouse)
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance)
+    assert not out.run_requests
+    obs = [e for e in out.asset_events if type(e).__name__ == "AssetObservation"]
+    (o,) = obs
+    md = {k: v.value for k, v in o.metadata.items()}
+    assert o.asset_key == table_key(ORDERS)
+    assert md["snapshots"] == 4 and md["tags"] == 1 and md["files"] == 4 and md["level0_files"] == 2
+    assert md["dagster/row_count"] == 50 - 16 and md["deleted_rows"] == 16 and md["dv_ratio"] == 16 / 50
+    evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
+    assert set(evals) == {"metadata_readable", "small_files", "dv_ratio", "snapshot_retention", "latest_tag_present"}
+    assert not evals["dv_ratio"].passed and evals["dv_ratio"].severity.value == "WARN"
+    assert evals["metadata_readable"].passed
+    mats = [e for e in out.asset_events if type(e).__name__ == "AssetMaterialization"]
+    # the table's own history: its latest writer commit (snapshot 4; 2 and 3 are COMPACT) and the existing tag
+    assert [(m.asset_key, m.partition) for m in mats] == [(table_key(ORDERS), None), (ORDERS_TAGS, "2026-03-26")]
+    assert mats[0].metadata["snapshot_id"].value == 4 and mats[0].metadata["commit_kind"].value == "APPEND"
+    assert all(m.metadata["synced_from_table"].value is True for m in mats)
+
+    for e in out.asset_events:  # what the daemon does with them
+        fresh_instance.report_runless_asset_event(e)
+    pd = defs.get_repository_def().asset_graph.get(ORDERS_TAGS).partitions_def
+    status = fresh_instance.get_status_by_partition(ORDERS_TAGS, ["2026-03-26", "2026-03-27"], pd)
+    assert status["2026-03-26"] == AssetPartitionStatus.MATERIALIZED and status["2026-03-27"] is None
+
+    again = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    assert not again.asset_events and "no table changed" in again.skip_reason.skip_message
+    autotag.create_tag_for_period(Catalog(warehouse).get_table(ORDERS), "2026-03-27")
+    third = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    mats = [e for e in third.asset_events if type(e).__name__ == "AssetMaterialization"]
+    # idempotent: 2026-03-26 and snapshot 4 are already materialised
+    assert [(m.asset_key, m.partition) for m in mats] == [(ORDERS_TAGS, "2026-03-27")]
+    for e in third.asset_events:
+        fresh_instance.report_runless_asset_event(e)
+    # a compaction changes files, not data: observed, not materialised
+    from paimon_ops.compact import compact
+    compact(Catalog(warehouse).get_table(ORDERS), mode="full")
+    fourth = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=third.cursor)
+    kinds = sorted({type(e).__name__ for e in fourth.asset_events})
+    assert kinds == ["AssetCheckEvaluation", "AssetObservation"]
+
+
+def test_observation_sensor_reports_broken_tables_once(full_warehouse, fresh_instance):
+    defs = build_paimon_definitions(full_warehouse)
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance)
+    failed = {e.asset_key.path[-1]: e for e in out.asset_events
+              if type(e).__name__ == "AssetCheckEvaluation" and not e.passed and e.check_name == "metadata_readable"}
+    assert set(failed) == {"broken", "badtime"}
+    assert failed["broken"].severity.value == "ERROR" and "not valid JSON" in failed["broken"].description
+    again = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    assert not [e for e in again.asset_events or [] if type(e).__name__ == "AssetCheckEvaluation"]
+
+
+def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vectors(warehouse, spark_res, instance):
     """Primary-key tables get Paimon's minor compaction from the sensor (what a dedicated compaction job runs):
     level 0 moves up and the rows it supersedes in the (much larger) max level are marked in deletion vectors."""
     from paimon_ops.compact import compact
@@ -168,14 +247,12 @@ def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vect
     compact(t.refresh(), mode="full")
     write(t.refresh(), {"id": list(range(20, 30)) + [5000], "name": [f"u{i}" for i in range(11)],
                         "amount": [7] * 11}, ms(2026, 3, 28, 11))
-    defs = build_paimon_definitions(warehouse, spark=pyspark)
-    out = _tick(defs, "paimon__shop__orders__small_files_sensor", instance)
-    assert len(out.run_requests) == 1
-    req = out.run_requests[0]
-    assert req.run_config["ops"]["paimon__shop__orders__compaction"]["config"]["mode"] == "minor"
+    defs = build_paimon_definitions(warehouse, spark=spark_res)
+    out = _tick(defs, "paimon_small_files_sensor", instance)
+    (req,) = out.run_requests
+    assert req.run_config["ops"][op_name(ORDERS)]["config"]["compact"]["mode"] == "minor"
     assert _dvs(warehouse, ORDERS) == {}
-    result = _run(defs, req, instance)
-    assert result.success
+    assert _run(defs, req, instance).success
     assert sum(_dvs(warehouse, ORDERS).values()) == 10  # ids 20..29 superseded in the max level
     rows = {r["id"]: r for r in sorted_rows(read(warehouse, ORDERS), ["id"])}
     assert all(rows[i]["amount"] == 7 for i in range(20, 30)) and rows[5000]["amount"] == 7

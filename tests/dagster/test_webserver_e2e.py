@@ -1,7 +1,11 @@
 """End to end through a real Dagster webserver: `dagster-webserver -w workspace.yaml` and `dagster-daemon run` on
-127.0.0.1 against a warehouse whose `shop.orders` has snapshots on each of the last five days; headless Chromium
-opens the tags asset, launches a backfill of three of its daily partitions from the partition dialog, the daemon
-runs it, and the tags must then exist in the table, each on the snapshot of its day.
+127.0.0.1 against a warehouse whose `shop.orders` has snapshots on each of the last five days and already holds the
+tag of the first (made outside Dagster). With the observation sensor running and a dry-run compaction launched as
+the launchpad would, headless Chromium checks the table asset page — schema, row count, never materialised, the
+observation plots, the checks on the table — then opens the tags asset, where the existing tag shows as
+materialised, launches a backfill of three more days from the partition dialog, the daemon runs it, and the tags
+must then exist in the table, each on the snapshot of its day, and show as materialised; the last day stays missing.
+Every screenshot is taken once the elements it is about are on the page, and checked.
 
 Screenshots of every step and the webserver / daemon logs go to tests/artifacts/webserver_e2e/ (gitignored), the
 screenshots also to the test's tmp dir; the last one (the backfill's runs, all succeeded) is also kept as
@@ -27,6 +31,7 @@ from tests.dagster import ui_util as ui
 pytestmark = pytest.mark.webserver
 
 ASSET_PATH = ["paimon", "shop", "orders", "tags"]
+TABLE_PATH = ["paimon", "shop", "orders"]
 LOCATION = "paimon_ops"  # workspace.yaml's location_name
 DIALOG = "//div[@role='dialog']"
 RUNS_TIMEOUT_S = 240  # from launch until every run of the backfill succeeded
@@ -62,11 +67,15 @@ def stack(tmp_path, artifacts):
     steps = Steps()
     today = dt.datetime.now(ui.TAG_ZONE).date()
     warehouse = ui.build_past_days_warehouse(str(tmp_path / "warehouse"), today, n_days=5)
+    from paimon_ops.lifecycle import autotag
+    from paimon_ops.table.table import Catalog
+    autotag.create_tag_for_period(Catalog(warehouse.path).get_table(ui.ORDERS), warehouse.days[0])  # outside Dagster
     home = tmp_path / "dagster_home"
     ui.init_dagster_home(home)
     steps.mark("warehouse and DAGSTER_HOME ready")
 
     env = ui.dagster_env(home, warehouse.path)
+    env["PAIMON_OPS_OBSERVATION_INTERVAL"] = "5"
     port = ui.free_port()
     procs: list[ui.ManagedProcess] = []
     browser = None
@@ -95,13 +104,13 @@ def stack(tmp_path, artifacts):
         (artifacts / "steps.json").write_text(json.dumps(steps.marks, indent=1))
 
 
-def test_backfill_of_daily_tags_launched_from_the_ui(stack):
+def test_table_asset_dry_run_and_tags_backfill_in_the_ui(stack):
     port, procs, steps = stack["port"], stack["procs"], stack["steps"]
     driver = stack["browser"].driver
     wh: ui.PastDaysWarehouse = stack["warehouse"]
     shots = ui.Shots(driver, stack["artifacts"], copy_to=stack["tmp_path"] / "screenshots")
     all_days = [d.isoformat() for d in wh.days]
-    picked = wh.days[1:4]  # three of the five partitions; the first and the last stay untagged
+    picked = wh.days[1:4]  # three of the five partitions; the first is tagged already, the last stays untagged
 
     try:
         _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, picked)
@@ -129,6 +138,8 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
     assert node["partitionKeys"][:len(all_days)] == all_days, (  # (a new day may begin while the test runs)
         f"expected one partition per day from the first snapshot's day, up to yesterday: {node['partitionKeys']}")
     ui.set_nux_seen(port)
+
+    _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days)
 
     # -- the asset page, without a first-visit dialog in the way
     driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(ASSET_PATH)}")
@@ -175,7 +186,7 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
 
     table = Catalog(wh.path).get_table(ui.ORDERS)
     names = table.tags.names()
-    assert names == want, f"tags after the backfill (the first and the last day were not selected): {names}"
+    assert names == [all_days[0], *want], f"tags after the backfill (the first existed, the last was not selected): {names}"
     for day in picked:
         assert table.tags.tag(day.isoformat()).id == wh.snapshot_for_day(day), (
             f"tag {day} is on snapshot {table.tags.tag(day.isoformat()).id}, expected the day's last snapshot "
@@ -192,6 +203,86 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
     ui.wait_for(driver, "the backfill shown as Succeeded",
                 lambda: ui.visible(driver, "//*[normalize-space(text())='Succeeded' or @data-tooltip='Succeeded']"),
                 timeout=30)
-    final = shots.take("backfill-runs")
+    shots.take_checked("backfill-runs", {"the backfill's runs": "//*[normalize-space(text())='Success']"})
+
+    # -- the tags asset: the existing tag and the backfilled days materialised, the last day missing
+    stats = ui.graphql(port, ui.ASSET_QUERY, {"path": ASSET_PATH})["assetNodeOrError"]["partitionStats"]
+    assert stats["numMaterialized"] == 1 + len(want) and stats["numFailed"] == 0, stats
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(ASSET_PATH)}?view=partitions")
+    final = shots.take_checked("tags-partitions", {
+        f"'Materialized ({1 + len(want)})'": f"//*[normalize-space(text())='Materialized ({1 + len(want)})']",
+        "'Missing (1)'": "//*[normalize-space(text())='Missing (1)']",
+        "the first (existing) day": f"//*[normalize-space(text())='{all_days[0]}']",
+        "the last (missing) day": f"//*[normalize-space(text())='{all_days[-1]}']"})
     shutil.copy(final, ui.ARTIFACTS / "webserver_e2e.png")  # the artefact to keep, under a stable name
     steps.mark(f"backfill {bf['status']}; artefact {final}")
+
+
+def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
+    """The table asset: a dry-run compaction launched as the launchpad would records an observation and no
+    materialisation; then the observation sensor observes the table and syncs its history (its latest writer
+    commit, the tag made outside Dagster); the page shows schema, row count, plots and checks."""
+    node = ui.graphql(port, ui.ASSET_QUERY, {"path": TABLE_PATH})["assetNodeOrError"]
+    assert node["__typename"] == "AssetNode" and not node["isPartitioned"], node
+    run_id = ui.launch_run(port, LOCATION, "paimon_compaction", TABLE_PATH,
+                           {"ops": {"paimon__shop__orders": {"config": {"dry_run": True, "compact": {"mode": "full"}}}}})
+    run = ui.wait_for_run(port, run_id, procs, timeout=120)
+    assert {"key": "paimon/operations", "value": "compact"} in run["tags"], run["tags"]  # the job's tag
+    steps.mark("dry-run compaction succeeded")
+
+    def table_events():
+        return ui.graphql(port, ui.ASSET_EVENTS_QUERY, {"path": TABLE_PATH})["assetOrError"]
+
+    events = table_events()
+    assert events["assetMaterializations"] == [], "a dry run must not materialise the table"
+    (dry,) = events["assetObservations"]
+    assert dry["runId"] == run_id and "dry run of compact" in dry["description"], dry
+    labels = {m["label"] for m in dry["metadataEntries"]}
+    assert {"would_delete", "compact/would_delete", "dagster/row_count"} <= labels and "files_deleted" not in labels
+
+    def text(t: str) -> str:
+        return f"//*[normalize-space(text())='{t}']"
+
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(TABLE_PATH)}")
+    shots.take_checked("table-after-dry-run", {
+        "'Never materialized'": text("Never materialized"), "'Row count'": text("Row count"),
+        "'Columns'": text("Columns"), "column id": text("id"), "column amount": text("amount"),
+        "type BIGINT": text("BIGINT"), "'Latest check results'": text("Latest check results"),
+        "kind paimon": text("paimon")})
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(TABLE_PATH)}?view=events")
+    shots.take_checked("table-events-dry-run", {"the dry run's observation": text("Observed"),
+                                                "its description": text(f"dry run of compact of {ui.ORDERS}")})
+
+    # the observation sensor: the table observed without a run, its history synced
+    ui.start_sensor(port, LOCATION, "paimon_observation_sensor")
+    ui.wait_until("a runless observation of the table", lambda: [
+        o for o in table_events()["assetObservations"] if not o["runId"]], procs, timeout=90)
+    ui.wait_until("the existing tag's partition materialised", lambda: (ui.graphql(
+        port, ui.ASSET_QUERY, {"path": ASSET_PATH})["assetNodeOrError"]["partitionStats"]["numMaterialized"] == 1),
+        procs, timeout=90)
+    synced = ui.graphql(port, ui.ASSET_EVENTS_QUERY, {"path": ASSET_PATH})["assetOrError"]["assetMaterializations"]
+    assert [m["partition"] for m in synced] == [all_days[0]] and not synced[0]["runId"], synced
+    table_mats = table_events()["assetMaterializations"]
+    assert len(table_mats) == 1 and not table_mats[0]["runId"], table_mats  # the latest writer commit, synced
+    steps.mark("observation sensor observed the table and synced its history")
+
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(TABLE_PATH)}")
+    ui.wait_for(driver, "the synced materialisation", lambda: not ui.visible(driver, text("Never materialized")))
+    ui.click(driver, "//button[normalize-space(.)='Plots']", "the metadata Plots toggle")
+    plots = {k: text(k) for k in ("bytes", "files", "level0_files", "snapshots", "tags", "dv_ratio",
+                                  "bytes_reclaimed_total", "compact/would_delete")}
+    ui.wait_for(driver, "the plots", lambda: visible_or_scrolled(driver, plots["bytes"]))
+    shots.take_checked("table-plots", plots)
+    assert len(driver.find_elements("xpath", "//canvas")) >= len(plots), "one chart per plotted key"
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(TABLE_PATH)}?view=checks")
+    shots.take_checked("table-checks", {n: text(n) for n in (
+        "metadata_readable", "small_files", "snapshot_retention", "referenced_files_present")})
+    steps.mark("table asset page: schema, row count, plots, checks, events")
+
+
+def visible_or_scrolled(driver, xpath: str):
+    """The element, scrolled into view (the plots sit below the fold)."""
+    els = driver.find_elements("xpath", xpath)
+    if els:
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", els[0])
+    return ui.visible(driver, xpath)

@@ -285,10 +285,89 @@ ASSET_QUERY = """
 query($path: [String!]!) {
   assetNodeOrError(assetKey: {path: $path}) {
     __typename
-    ... on AssetNode { id isPartitioned partitionKeys }
+    ... on AssetNode { id isPartitioned partitionKeys partitionStats { numMaterialized numPartitions numFailed } }
   }
 }
 """
+
+ASSET_EVENTS_QUERY = """
+query($path: [String!]!) {
+  assetOrError(assetKey: {path: $path}) {
+    __typename
+    ... on Asset {
+      assetMaterializations(limit: 100) { runId partition }
+      assetObservations(limit: 100) { runId description metadataEntries { label } }
+    }
+  }
+}
+"""
+
+START_SENSOR = """
+mutation($s: SensorSelector!) {
+  startSensor(sensorSelector: $s) { __typename ... on Sensor { sensorState { status } } ... on PythonError { message } }
+}
+"""
+
+LAUNCH_RUN = """
+mutation($p: ExecutionParams!) {
+  launchRun(executionParams: $p) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+    ... on InvalidSubsetError { message }
+  }
+}
+"""
+
+RUN_QUERY = """
+query($runId: ID!) {
+  runOrError(runId: $runId) { __typename ... on Run { status tags { key value } } }
+}
+"""
+
+
+def start_sensor(port: int, location: str, name: str) -> None:
+    out = graphql(port, START_SENSOR, {"s": {"repositoryLocationName": location, "repositoryName": "__repository__",
+                                             "sensorName": name}})["startSensor"]
+    assert out.get("sensorState", {}).get("status") == "RUNNING", out
+
+
+def launch_run(port: int, location: str, job: str, asset_path: Sequence[str], run_config: Mapping[str, Any]) -> str:
+    """What the launchpad does: a run of `job` for one asset (and its checks) with this config."""
+    params = {"selector": {"repositoryLocationName": location, "repositoryName": "__repository__", "jobName": job,
+                           "assetSelection": [{"path": list(asset_path)}]},
+              "runConfigData": dict(run_config), "mode": "default"}
+    out = graphql(port, LAUNCH_RUN, {"p": params})["launchRun"]
+    assert out["__typename"] == "LaunchRunSuccess", out
+    return out["run"]["runId"]
+
+
+def wait_for_run(port: int, run_id: str, procs: Sequence[ManagedProcess], timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    run: dict = {}
+    while time.monotonic() < deadline:
+        check_procs(procs)
+        run = graphql(port, RUN_QUERY, {"runId": run_id})["runOrError"]
+        if run.get("status") == "SUCCESS":
+            return run
+        if run.get("status") in ("FAILURE", "CANCELED"):
+            raise AssertionError(f"run {run_id} {run['status']}:\n{run_failure_logs(port, run_id)}")
+        time.sleep(1)
+    raise AssertionError(f"run {run_id} did not succeed within {timeout:.0f} s: {run}\n{procs[-1].log_tail()}")
+
+
+def wait_until(what: str, fn: Callable[[], Any], procs: Sequence[ManagedProcess], timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        check_procs(procs)
+        value = fn()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {value})\n"
+                         f"daemon log:\n{procs[-1].log_tail()}")
 
 
 def wait_for_http(port: int, procs: Sequence[ManagedProcess], timeout: float) -> None:
@@ -510,6 +589,20 @@ class Shots:
         self.copy_to = copy_to
         self.n = 0
         directory.mkdir(parents=True, exist_ok=True)
+
+    def take_checked(self, step: str, expect: Mapping[str, str], timeout: float = 45) -> Path:
+        """Wait until every element of `expect` (what -> xpath) is visible, then take the screenshot and check it is a
+        real page image (PNG, full window) — the screenshot shows what the test asserted."""
+        for what, xpath in expect.items():
+            wait_for(self.driver, what, lambda xpath=xpath: visible(self.driver, xpath), timeout)
+        path = self.take(step)
+        data = path.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, f"{path} is not a page screenshot"
+        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+        assert width >= 1200 and height >= 700, (width, height)
+        missing = [what for what, xpath in expect.items() if not visible(self.driver, xpath)]
+        assert not missing, f"gone from the page when the screenshot was taken: {missing}"
+        return path
 
     def take(self, step: str, source: bool = False) -> Path:
         self.n += 1

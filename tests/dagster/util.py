@@ -133,3 +133,38 @@ def build_warehouse(warehouse: str, broken: bool = True) -> str:
 def table_files(table: Table) -> dict[str, int]:
     """Every file under the table root with its size (to prove nothing was deleted or rewritten)."""
     return {st.path: st.size for st in table.io.walk_files(table.root)}
+
+
+# ---------------------------------------------------------------------------------------------- Dagster helpers
+def table_key(identifier: str):
+    from dagster import AssetKey
+    db, _, name = identifier.partition(".")
+    return AssetKey(["paimon", db, name])
+
+
+def op_name(identifier: str) -> str:
+    db, _, name = identifier.partition(".")
+    return f"paimon__{db}__{name}"
+
+
+def run_job(defs, job_name: str, identifier: str, instance, config: dict | None = None, **kw):
+    """Run one paimon_* job for one table, as a sensor or the launchpad would (asset selection = the table)."""
+    job = defs.resolve_job_def(job_name)
+    run_config = {"ops": {op_name(identifier): {"config": config}}} if config else None
+    return job.execute_in_process(instance=instance, asset_selection=[table_key(identifier)],
+                                  run_config=run_config, **kw)
+
+
+def observations(result, key) -> list[dict]:
+    """Metadata (plain values) of the observations a run recorded on `key`."""
+    out = []
+    for e in result.all_events:
+        if e.event_type_value == "ASSET_OBSERVATION":
+            obs = e.event_specific_data.asset_observation
+            if obs.asset_key == key:
+                out.append({k: v.value for k, v in obs.metadata.items()})
+    return out
+
+
+def materializations(result) -> list:
+    return [e.event_specific_data.materialization for e in result.get_asset_materialization_events()]

@@ -14,12 +14,11 @@ import datetime as _dt
 import posixpath
 from dataclasses import dataclass, field
 
+from paimon_ops.dagster.spec import SMALL_FILES_THRESHOLD
 from paimon_ops.errors import MissingFileError
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
-
-from assets.spec import SMALL_FILES_THRESHOLD
 
 EXPIRABLE_THRESHOLD = "snapshot.expirable-threshold"
 INT_MAX = 2147483647

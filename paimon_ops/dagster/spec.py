@@ -1,8 +1,8 @@
-"""What the factory knows about one table at load time: identity, options, and the automation they ask for.
+"""What the factory knows about one table at load time: identity, schema, options, and the automation they ask for.
 
 Loading is cheap and read-only (schema, options, latest snapshot JSON, schema-0 / earliest snapshot times) and
-never raises: a table that cannot be read or whose options are malformed becomes a spec with `error` set, and
-the factory gives it a placeholder asset whose check fails with that error.
+never raises: a table that cannot be read or whose options are malformed becomes a spec with `error` set; its
+table asset then fails to run and its `metadata_readable` check fails with that error.
 """
 from __future__ import annotations
 
@@ -44,6 +44,19 @@ class TagTiming:
         return f"{self.hour:02d}:{self.minute:02d}"
 
 
+PRIMARY_KEY = "primary-key"
+APPEND = "append"
+APPEND_FIXED = "append-fixed-bucket"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    nullable: bool = True
+    description: str | None = None
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """One table as the factory sees it. `error` set means: broken, reported through a placeholder asset."""
@@ -63,11 +76,25 @@ class TableSpec:
     period_formatter: str = "with_dashes"
     partitions_start: str = "2024-01-01"  # first daily partition (yyyy-MM-dd)
     dv_enabled: bool = False
+    bucket: int = -1
+    columns: tuple[Column, ...] = ()
+    comment: str | None = None
     error: str | None = None
 
     @property
     def is_primary_key(self) -> bool:
         return bool(self.primary_keys)
+
+    @property
+    def kind(self) -> str:
+        """`primary-key`, `append` (unaware-bucket: sort compaction possible) or `append-fixed-bucket`."""
+        if self.primary_keys:
+            return PRIMARY_KEY
+        return APPEND if self.bucket == -1 else APPEND_FIXED
+
+    @property
+    def broken(self) -> bool:
+        return self.error is not None
 
     @property
     def has_expected_tags(self) -> bool:
@@ -110,11 +137,16 @@ def _date_in_zone(millis: int, zone: str) -> _dt.date:
     return _dt.datetime.fromtimestamp(millis / 1000, tz=ZoneInfo(zone)).date()
 
 
+def _type_text(t) -> str:
+    """Paimon's SQL type text (`BIGINT`, `DECIMAL(10, 2)`, `ARRAY<STRING>`) without the nullability suffix."""
+    text = str(t)
+    return text[:-len(" NOT NULL")] if text.endswith(" NOT NULL") else text
+
+
 def load_spec(table: Table) -> TableSpec:
     """Read what the factory needs from a table; never raises (errors go into `error`)."""
     ident = table.identifier
     db, _, name = ident.partition(".")
-    base = TableSpec(identifier=ident, database=db, table=name, location=table.location)
     try:
         schema = table.schema
         opts = table.options
@@ -156,9 +188,27 @@ def load_spec(table: Table) -> TableSpec:
             primary_keys=tuple(schema.primary_keys), partition_keys=tuple(schema.partition_keys),
             latest_snapshot=latest.id if latest is not None else None, tag_timing=timing, auto_tag=auto_tag,
             tag_zone=zone, tag_period=period, period_formatter=formatter, partitions_start=start.isoformat(),
-            dv_enabled=opts.deletion_vectors_enabled,
+            dv_enabled=opts.deletion_vectors_enabled, bucket=opts.bucket,
+            columns=tuple(Column(f.name, _type_text(f.type), f.type.nullable, f.description) for f in schema.fields),
+            comment=schema.comment,
         )
     except (PaimonOpsError, OSError, ValueError) as e:
         log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
         return TableSpec(identifier=ident, database=db, table=name, location=table.location,
                          error=f"{type(e).__name__}: {e}")
+
+
+def partition_key_of(spec: TableSpec, tag_name: str) -> str | None:
+    """The daily partition (yyyy-MM-dd) a tag name stands for, or None (not a daily tag of this table)."""
+    import re as _re
+    if not spec.daily_tags:
+        return None
+    m = _re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", tag_name)
+    if not m:
+        return None
+    key = f"{m.group(1)}-{m.group(2)}-{m.group(3)}"
+    try:
+        _dt.date.fromisoformat(key)
+    except ValueError:
+        return None
+    return key if spec.period_name(key) == tag_name else None

@@ -1,0 +1,28 @@
+"""The Dagster integration of paimon-ops (`pip install 'paimon-ops[dagster]'`): the Paimon table is the asset.
+
+    from paimon_ops.dagster import build_paimon_definitions
+    defs = build_paimon_definitions("s3://bucket/warehouse", spark_master="spark://master:7077")
+
+or, in a `dg` project, the `PaimonComponent` (`type: paimon_ops.dagster.PaimonComponent` in a defs.yaml).
+
+Per table: the table asset `paimon/<db>/<table>` (observed; maintenance runs record their reports on it as
+observations; checks hang off it) and, with automatic tags, its daily tags asset. Jobs, schedules and sensors are
+constant in number. The engine (`paimon_ops` outside this package) never imports Dagster.
+"""
+from paimon_ops.dagster.component import PaimonComponent
+from paimon_ops.dagster.factory import PaimonDefinitions, build_paimon_definitions, build_paimon_parts, load_specs
+from paimon_ops.dagster.instance import DAGSTER_YAML, write_dagster_home
+from paimon_ops.dagster.operations import (
+    AppendTableConfig,
+    FixedBucketAppendTableConfig,
+    PrimaryKeyTableConfig,
+    TableConfig,
+)
+from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, runner_for
+from paimon_ops.dagster.spec import TableSpec
+from paimon_ops.dagster.translator import PaimonTranslator
+
+__all__ = ["build_paimon_definitions", "build_paimon_parts", "load_specs", "PaimonDefinitions", "PaimonComponent",
+           "PaimonTranslator", "PaimonWarehouse", "PaimonSpark", "TableSpec", "runner_for", "TableConfig",
+           "PrimaryKeyTableConfig", "AppendTableConfig", "FixedBucketAppendTableConfig", "DAGSTER_YAML",
+           "write_dagster_home"]

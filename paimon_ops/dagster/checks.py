@@ -1,0 +1,229 @@
+"""Asset checks of a table — all on the table asset (and one on its tags asset), read-only, metadata only.
+
+| check | on | severity | fails when |
+|---|---|---|---|
+| `metadata_readable` | table | ERROR | schema, options, snapshots or tags cannot be read (or the table failed to load) |
+| `referenced_files_present` | table | ERROR | a file the latest snapshot or a tag references is missing |
+| `small_files` | table | WARN | compaction is due: a bucket reaches `compaction.small-files-threshold` level-0 / small files |
+| `dv_ratio` | table (DVs) | WARN | dv-ratio compaction is due: a file's deleted-row ratio passes `compaction.dv-ratio-threshold` |
+| `snapshot_retention` | table | WARN | the table holds more snapshots than its retention allows: expiry is due |
+| `latest_tag_present` | tags | WARN | the tag of the latest period that has ended is missing |
+
+Needs-compaction and needs-expiry are routine states, hence WARN; ERROR is for what needs a person. Every check
+turns an unreadable table into an ERROR result, never a crash. Checks run inside the table asset's runs (after
+every maintenance run), and the observation sensor evaluates the cheap ones whenever the table changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from dagster import AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
+
+from paimon_ops.dagster import health
+from paimon_ops.dagster.metadata import md_table
+from paimon_ops.dagster.spec import TableSpec
+from paimon_ops.errors import PaimonOpsError
+from paimon_ops.plan import human_bytes
+from paimon_ops.table.table import Table
+
+METADATA_READABLE = "metadata_readable"
+REFERENCED_FILES = "referenced_files_present"
+SMALL_FILES = "small_files"
+DV_RATIO = "dv_ratio"
+SNAPSHOT_RETENTION = "snapshot_retention"
+LATEST_TAG = "latest_tag_present"
+CHEAP = (METADATA_READABLE, SMALL_FILES, DV_RATIO, SNAPSHOT_RETENTION, LATEST_TAG)  # what the sensor evaluates
+
+READ_ERRORS = (PaimonOpsError, OSError, ValueError)
+MAX_ROWS = 15
+
+_DESCRIPTIONS = {
+    METADATA_READABLE: "Schema, options, snapshots and tags of {ident} can be read (ERROR otherwise).",
+    REFERENCED_FILES: "Every file referenced by the latest snapshot and the tags of {ident} exists: manifest lists, "
+                      "manifests, data, index and statistics files (ERROR otherwise).",
+    SMALL_FILES: "Compaction is not due: every bucket of {ident} holds fewer level-0 files (primary-key tables) or "
+                 "small files (append tables) than compaction.small-files-threshold (WARN otherwise).",
+    DV_RATIO: "Dv-ratio compaction is not due: no data file of {ident} has a deleted-row ratio above "
+              "compaction.dv-ratio-threshold (default 0.2) (WARN otherwise).",
+    SNAPSHOT_RETENTION: "Expiry is not due: {ident} holds no more snapshots than its retention options allow "
+                        "(WARN otherwise).",
+    LATEST_TAG: "The tag of the latest period of {ident} that has ended exists (WARN otherwise: backfill the "
+                "missing day).",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    passed: bool
+    severity: AssetCheckSeverity
+    description: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def result(self, key: AssetKey) -> AssetCheckResult:
+        return AssetCheckResult(asset_key=key, check_name=self.name, passed=self.passed, severity=self.severity,
+                                description=self.description, metadata=dict(self.metadata))
+
+    def evaluation(self, key: AssetKey) -> AssetCheckEvaluation:
+        return AssetCheckEvaluation(asset_key=key, check_name=self.name, passed=self.passed, severity=self.severity,
+                                    description=self.description, metadata=dict(self.metadata))
+
+
+def table_check_names(spec: TableSpec) -> list[str]:
+    if spec.broken:
+        return [METADATA_READABLE]
+    names = [METADATA_READABLE, REFERENCED_FILES, SMALL_FILES]
+    if spec.dv_enabled:
+        names.append(DV_RATIO)
+    names.append(SNAPSHOT_RETENTION)
+    return names
+
+
+def tags_check_names(spec: TableSpec) -> list[str]:
+    return [LATEST_TAG] if spec.has_expected_tags and not spec.broken else []
+
+
+def check_specs(spec: TableSpec, key: AssetKey, names: list[str]) -> list[AssetCheckSpec]:
+    return [AssetCheckSpec(n, asset=key, description=_DESCRIPTIONS[n].format(ident=spec.identifier)) for n in names]
+
+
+# ---------------------------------------------------------------------------------------------- evaluation
+class _Measure:
+    """Measurements shared by the checks of one evaluation (manifests are read once)."""
+
+    def __init__(self, table: Table, now_millis: int):
+        self.table = table
+        self.now_millis = now_millis
+        self._files: health.FileHealth | None = None
+
+    @property
+    def files(self) -> health.FileHealth:
+        if self._files is None:
+            self._files = health.measure_files(self.table)
+        return self._files
+
+
+def _unreadable(name: str, spec: TableSpec, e: BaseException | str) -> Outcome:
+    text = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
+    return Outcome(name, False, AssetCheckSeverity.ERROR, f"cannot read {spec.identifier}: {text}", {"error": text})
+
+
+def evaluate(spec: TableSpec, open_table: Callable[[], Table], names: list[str], now_millis: int) -> list[Outcome]:
+    """Evaluate `names` for one table; unreadable metadata is an ERROR outcome of every check asked for."""
+    if spec.broken:
+        return [_unreadable(n, spec, f"the table failed to load: {spec.error}") for n in names]
+    try:
+        table = open_table()
+        table.schema  # noqa: B018 - read now
+        table.options  # noqa: B018
+    except READ_ERRORS as e:
+        return [_unreadable(n, spec, e) for n in names]
+    m = _Measure(table, now_millis)
+    out = []
+    for n in names:
+        try:
+            out.append(_CHECKS[n](spec, m))
+        except READ_ERRORS as e:
+            out.append(_unreadable(n, spec, e))
+    return out
+
+
+def _metadata_readable(spec: TableSpec, m: _Measure) -> Outcome:
+    t = m.table
+    latest = t.snapshots.latest()
+    tags = t.tags.names()
+    ids = t.snapshots.list_ids()
+    return Outcome(METADATA_READABLE, True, AssetCheckSeverity.ERROR,
+                   f"schema {t.schema.id}, {len(ids)} snapshots (latest {latest.id if latest else 'none'}), "
+                   f"{len(tags)} tags readable",
+                   {"schema_id": MetadataValue.int(t.schema.id), "snapshots": MetadataValue.int(len(ids)),
+                    "tags": MetadataValue.int(len(tags))})
+
+
+def _bucket_table(h: health.FileHealth, buckets: list[health.BucketStat]) -> str:
+    rows = [(b.label, b.files, h.small_count(b), b.rows, b.deleted_rows, f"{b.max_file_dv_ratio:.1%}",
+             human_bytes(b.bytes)) for b in buckets[:MAX_ROWS]]
+    text = md_table(["bucket", "files", h.small_files_label, "rows", "deleted rows", "worst DV ratio", "size"], rows)
+    if len(buckets) > MAX_ROWS:
+        text += f"\n\n… and {len(buckets) - MAX_ROWS} more buckets"
+    return text
+
+
+def _small_files(spec: TableSpec, m: _Measure) -> Outcome:
+    h = m.files
+    over = h.small_over
+    worst = sorted(h.buckets, key=lambda b: -h.small_count(b))
+    return Outcome(
+        SMALL_FILES, not over, AssetCheckSeverity.WARN,
+        (f"at most {h.max_small_count} {h.small_files_label} per bucket vs threshold {h.small_files_threshold}; "
+         f"{len(over)} bucket(s) at or over" + ("; compaction is due" if over else "")),
+        {"max_per_bucket": MetadataValue.int(h.max_small_count),
+         "threshold": MetadataValue.int(h.small_files_threshold),
+         "buckets_over": MetadataValue.int(len(over)), "files": MetadataValue.int(h.total_files),
+         "buckets": MetadataValue.md(_bucket_table(h, worst))})
+
+
+def _dv_ratio(spec: TableSpec, m: _Measure) -> Outcome:
+    h = m.files
+    over = h.dv_over
+    worst = sorted(h.buckets, key=lambda b: -b.max_file_dv_ratio)
+    return Outcome(
+        DV_RATIO, not over, AssetCheckSeverity.WARN,
+        (f"worst file DV ratio {h.max_dv_ratio:.1%} vs threshold {h.dv_threshold:.1%}; {len(over)} bucket(s) over"
+         + ("; dv-ratio compaction is due" if over else "")),
+        {"max_file_dv_ratio": MetadataValue.float(h.max_dv_ratio),
+         "table_dv_ratio": MetadataValue.float(h.total_dv_ratio), "threshold": MetadataValue.float(h.dv_threshold),
+         "buckets_over": MetadataValue.int(len(over)),
+         "snapshot_id": h.snapshot_id if h.snapshot_id is not None else "none",
+         "buckets": MetadataValue.md(_bucket_table(h, worst))})
+
+
+def _snapshot_retention(spec: TableSpec, m: _Measure) -> Outcome:
+    r = health.measure_retention(m.table, m.now_millis)
+    retain_max = "unlimited" if r.retain_max is None else r.retain_max
+    return Outcome(
+        SNAPSHOT_RETENTION, not r.over, AssetCheckSeverity.WARN,
+        (f"{r.count} snapshots (min {r.retain_min}, max {retain_max}, time {r.time_retained}); {r.expirable} "
+         f"expirable now, expiry due at {r.threshold}" + ("; expiry is due" if r.over else "")),
+        {"snapshots": MetadataValue.int(r.count), "expirable": MetadataValue.int(r.expirable),
+         "earliest": r.earliest if r.earliest is not None else "none",
+         "latest": r.latest if r.latest is not None else "none",
+         "retained": MetadataValue.md(md_table(
+             ["option", "value"],
+             [("snapshot.num-retained.min", r.retain_min), ("snapshot.num-retained.max", retain_max),
+              ("snapshot.time-retained", str(r.time_retained)), ("snapshot.expire.limit", r.expire_limit),
+              (health.EXPIRABLE_THRESHOLD, r.threshold)], "ll"))})
+
+
+def _referenced_files(spec: TableSpec, m: _Measure) -> Outcome:
+    p = health.missing_files(m.table)
+    md: dict[str, Any] = {"referenced": MetadataValue.int(p.checked), "missing": MetadataValue.int(len(p.missing)),
+                          "sources": ", ".join(p.sources[:20]) or "none", "by_kind": MetadataValue.json(p.by_kind)}
+    if p.missing:
+        md["missing_files"] = MetadataValue.md(md_table(["file", "referenced by"], p.missing[:50], "ll"))
+    return Outcome(
+        REFERENCED_FILES, not p.missing, AssetCheckSeverity.ERROR,
+        (f"all {p.checked} referenced files exist" if not p.missing else
+         f"{len(p.missing)} of {p.checked} referenced files are missing, e.g. {p.missing[0][0]} ({p.missing[0][1]})"),
+        md)
+
+
+def _latest_tag(spec: TableSpec, m: _Measure) -> Outcome:
+    from paimon_ops.lifecycle.autotag import latest_expected_tag
+    name = latest_expected_tag(m.table, m.now_millis)
+    names = m.table.tags.names()
+    if name is None:
+        return Outcome(LATEST_TAG, True, AssetCheckSeverity.WARN, "no tag is expected yet",
+                       {"tags": MetadataValue.int(len(names))})
+    present = name in names
+    return Outcome(LATEST_TAG, present, AssetCheckSeverity.WARN,
+                   f"tag {name} " + ("exists" if present else "is missing: materialise (or backfill) the tags asset"),
+                   {"expected_tag": name, "tags": MetadataValue.int(len(names)),
+                    "latest_tags": ", ".join(names[-5:]) or "none"})
+
+
+_CHECKS: dict[str, Callable[[TableSpec, _Measure], Outcome]] = {
+    METADATA_READABLE: _metadata_readable, REFERENCED_FILES: _referenced_files, SMALL_FILES: _small_files,
+    DV_RATIO: _dv_ratio, SNAPSHOT_RETENTION: _snapshot_retention, LATEST_TAG: _latest_tag,
+}

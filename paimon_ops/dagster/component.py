@@ -1,0 +1,66 @@
+"""`PaimonComponent`: the integration as a Dagster component, so a `dg` project adds a warehouse without Python:
+
+    # defs/paimon/defs.yaml
+    type: paimon_ops.dagster.PaimonComponent
+    attributes:
+      warehouse: s3://bucket/warehouse
+      include: ["sales.*"]
+      exclude: ["*.tmp_*"]
+      spark_master: spark://spark-master:7077     # or spark_remote: sc://spark-connect:15002
+      options:                                     # table options applied on top of every table's own
+        snapshot.num-retained.min: "5"
+      automation: true                             # start sensors, the nightly schedule and the tag automation
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from dagster import ComponentLoadContext, Definitions
+from dagster.components import Component, Model, Resolvable
+from pydantic import Field
+
+from paimon_ops.dagster.factory import build_paimon_definitions
+
+OptionValue = Union[str, bool, int, float]  # YAML (and the component templating) turn "5" into 5: taken as text
+
+
+def option_text(v: OptionValue) -> str:
+    """Paimon option values are text; YAML booleans become 'true' / 'false' as Paimon writes them."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def options_text(d: dict[str, OptionValue]) -> dict[str, str]:
+    return {k: option_text(v) for k, v in d.items()}
+
+
+class PaimonComponent(Component, Model, Resolvable):
+    """Maintenance of every table of a Paimon warehouse: one asset per table (observed, with checks), daily tags
+    assets, maintenance jobs, sensors and the nightly schedule."""
+
+    warehouse: str = Field(description="Warehouse location: a local path, file://, s3://, gs://, hdfs://")
+    include: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to maintain")
+    exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to leave alone")
+    spark_master: Optional[str] = Field(default=None, description="Spark master URL (default local[*])")
+    spark_remote: Optional[str] = Field(default=None, description="Spark Connect remote sc://host:port (wins over master)")
+    spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="extra Spark conf for local sessions")
+    options: dict[str, OptionValue] = Field(default_factory=dict, description="table options overriding every table's own")
+    table_options: dict[str, dict[str, OptionValue]] = Field(default_factory=dict,
+                                                     description="per db.table option overrides")
+    automation: bool = Field(default=False, description="start sensors, the nightly schedule and the daily tag "
+                                                "automation by default")
+    nightly_cron: str = Field(default="0 3 * * *", description="cron of the nightly maintenance schedule")
+    nightly_timezone: str = Field(default="UTC", description="time zone of nightly_cron")
+    sensor_interval_seconds: int = Field(default=300, description="minimum interval of the compaction / expiry sensors")
+    observation_interval_seconds: int = Field(default=60, description="minimum interval of the observation sensor")
+
+    def build_defs(self, context: ComponentLoadContext) -> Definitions:
+        return build_paimon_definitions(
+            self.warehouse, include=self.include, exclude=self.exclude, options_override=options_text(self.options),
+            table_options_override={t: options_text(o) for t, o in self.table_options.items()},
+            spark_master=self.spark_master, spark_remote=self.spark_remote, spark_conf=options_text(self.spark_conf),
+            automation_running=self.automation,
+            nightly_cron=self.nightly_cron, nightly_timezone=self.nightly_timezone,
+            sensor_interval_seconds=self.sensor_interval_seconds,
+            observation_interval_seconds=self.observation_interval_seconds)

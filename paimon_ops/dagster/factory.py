@@ -1,0 +1,174 @@
+"""`build_paimon_definitions`: the Dagster definitions of a Paimon warehouse, derived from each table's own
+metadata and options (the model: dagster-dbt's definitions built from a dbt manifest, with a translator users
+subclass).
+
+Per table (the only per-table definitions): the table asset `paimon/<db>/<table>` with its checks, and — for tables
+with automatic tags — its daily tags asset `paimon/<db>/<table>/tags`. Everything else is constant in number:
+the paimon_* jobs (one per maintenance kind, selecting tables per run), the nightly schedule, the observation /
+dv-ratio / small-files / snapshot-count sensors, and one automation sensor for the daily tags.
+
+A table that cannot be read, or whose options are malformed, does not break the code location: its asset is still
+defined (same key, so lineage holds), running it fails with the error, and its `metadata_readable` check fails
+with it; a warning is logged. A warehouse that cannot be listed gets one such asset, `paimon/_warehouse/_catalog`.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from dagster import (
+    AssetSelection,
+    AutomationConditionSensorDefinition,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    Definitions,
+    in_process_executor,
+)
+
+from paimon_ops.dagster.jobs import JOBS, build_jobs, job_for
+from paimon_ops.dagster.operations import COMPACT, EXPIRE_SNAPSHOTS
+from paimon_ops.dagster.resources import SPARK_KEY, WAREHOUSE_KEY, PaimonSpark, PaimonWarehouse
+from paimon_ops.dagster.schedules import build_nightly_schedule
+from paimon_ops.dagster.sensors import TableRef, build_sensors
+from paimon_ops.dagster.spec import WAREHOUSE_PLACEHOLDER, TableSpec, load_spec
+from paimon_ops.dagster.table_asset import build_table_asset
+from paimon_ops.dagster.tags_asset import build_tags_asset
+from paimon_ops.dagster.translator import PaimonTranslator
+from paimon_ops.errors import PaimonOpsError
+
+log = logging.getLogger("paimon_ops.dagster")
+
+TAG_AUTOMATION_SENSOR = "paimon_tag_automation"
+
+
+def load_specs(warehouse: PaimonWarehouse) -> list[TableSpec]:
+    """A spec per selected table; broken tables (and an unlistable warehouse) come back with `error` set."""
+    try:
+        catalog = warehouse.catalog()
+        identifiers = warehouse.table_identifiers(catalog)
+    except (PaimonOpsError, OSError, ValueError) as e:
+        log.warning("paimon: warehouse %s cannot be listed: %s", warehouse.uri, e)
+        db, _, name = WAREHOUSE_PLACEHOLDER.partition(".")
+        return [TableSpec(identifier=WAREHOUSE_PLACEHOLDER, database=db, table=name, location=warehouse.uri,
+                          error=f"warehouse {warehouse.uri} cannot be listed: {type(e).__name__}: {e}")]
+    specs = []
+    for ident in identifiers:
+        try:
+            specs.append(load_spec(warehouse.get_table(ident, catalog)))
+        except (PaimonOpsError, OSError, ValueError) as e:
+            log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
+            db, _, name = ident.partition(".")
+            specs.append(TableSpec(identifier=ident, database=db, table=name, error=f"{type(e).__name__}: {e}"))
+    return specs
+
+
+@dataclass
+class PaimonDefinitions:
+    """The parts `build_paimon_definitions` assembles (the repository's code location imports them by kind)."""
+
+    specs: list[TableSpec]
+    refs: list[TableRef]
+    assets: list[Any] = field(default_factory=list)
+    jobs: list[Any] = field(default_factory=list)
+    schedules: list[Any] = field(default_factory=list)
+    sensors: list[Any] = field(default_factory=list)
+    resources: dict[str, Any] = field(default_factory=dict)
+
+    def definitions(self) -> Definitions:
+        # In-process: one Spark session per run instead of one per step, and runs of one table are serialised by
+        # its pool anyway.
+        return Definitions(assets=self.assets, jobs=self.jobs, schedules=self.schedules, sensors=self.sensors,
+                           resources=self.resources, executor=in_process_executor)
+
+
+def build_paimon_parts(
+    warehouse: str | PaimonWarehouse,
+    translator: PaimonTranslator | None = None,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    options_override: Mapping[str, str] | None = None,
+    table_options_override: Mapping[str, Mapping[str, str]] | None = None,
+    spark: PaimonSpark | None = None,
+    spark_master: str | None = None,
+    spark_remote: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    nightly_cron: str = "0 3 * * *",
+    nightly_timezone: str = "UTC",
+    sensor_interval_seconds: int = 300,
+    observation_interval_seconds: int = 60,
+    automation_running: bool = False,
+) -> PaimonDefinitions:
+    translator = translator or PaimonTranslator()
+    if not isinstance(warehouse, PaimonWarehouse):
+        warehouse = PaimonWarehouse(uri=str(warehouse), include=list(include), exclude=list(exclude),
+                                    options_override=dict(options_override or {}),
+                                    table_options_override={k: dict(v) for k, v in
+                                                            (table_options_override or {}).items()})
+    if spark is None:
+        spark = PaimonSpark(master=spark_master, remote=spark_remote, conf=dict(spark_conf or {}))
+    parts = PaimonDefinitions(specs=load_specs(warehouse), refs=[],
+                              resources={WAREHOUSE_KEY: warehouse, SPARK_KEY: spark})
+    tags_assets = []
+    for spec in parts.specs:
+        try:
+            tags = build_tags_asset(spec, translator) if spec.has_expected_tags \
+                and not spec.broken else None
+            tags_key = tags.key if tags is not None else None
+            table = build_table_asset(spec, translator, tags_key)
+        except Exception as e:  # noqa: BLE001 - e.g. a user translator failing on one table
+            log.warning("paimon: building definitions for %s failed: %s", spec.identifier, e)
+            spec = TableSpec(identifier=spec.identifier, database=spec.database, table=spec.table,
+                             location=spec.location, error=f"building definitions failed: {type(e).__name__}: {e}")
+            tags, tags_key = None, None
+            table = build_table_asset(spec, PaimonTranslator() if _broken_translator(translator, spec) else
+                                      translator, None)
+        parts.assets.append(table)
+        if tags is not None:
+            parts.assets.append(tags)
+            tags_assets.append(tags)
+        parts.refs.append(TableRef(spec=spec, key=table.key, op_name=table.node_def.name, tags_key=tags_key,
+                                   tags=dict(translator.get_tags(spec)) if not _broken_translator(translator, spec)
+                                   else {}, pool=translator.get_pool(spec)))
+    healthy = [r for r in parts.refs if not r.spec.broken]
+    parts.jobs = build_jobs([r.key for r in healthy])
+    if healthy:
+        sensor_status = DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED
+        schedule_status = DefaultScheduleStatus.RUNNING if automation_running else DefaultScheduleStatus.STOPPED
+        jobs = {op: job_for(op) for op in (COMPACT, EXPIRE_SNAPSHOTS)}
+        parts.sensors = build_sensors(parts.refs, jobs, sensor_interval_seconds, observation_interval_seconds,
+                                      sensor_status)
+        nightly = build_nightly_schedule(parts.refs, nightly_cron, nightly_timezone, schedule_status)
+        if nightly is not None:
+            parts.schedules.append(nightly)
+    if tags_assets:
+        parts.sensors.append(AutomationConditionSensorDefinition(
+            TAG_AUTOMATION_SENSOR, target=AssetSelection.assets(*tags_assets),
+            default_status=DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED,
+            run_tags={"paimon/trigger": TAG_AUTOMATION_SENSOR},
+            description="Creates each table's daily tag at its tag.create-time (in its tag zone)."))
+    return parts
+
+
+def _broken_translator(translator: PaimonTranslator, spec: TableSpec) -> bool:
+    try:
+        translator.get_asset_spec(spec)
+        translator.get_tags(spec)
+        return False
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def build_paimon_definitions(warehouse: str | PaimonWarehouse, translator: PaimonTranslator | None = None,
+                             **kwargs: Any) -> Definitions:
+    """Definitions for every selected table of `warehouse` (a URI, or a configured `PaimonWarehouse`).
+
+    Keyword arguments: `include` / `exclude` (fnmatch on db.table), `options_override`, `table_options_override`,
+    `spark` (a `PaimonSpark`) or `spark_master` / `spark_remote` / `spark_conf`, `nightly_cron` /
+    `nightly_timezone`, `sensor_interval_seconds`, `observation_interval_seconds`, `automation_running` (start
+    sensors, the nightly schedule and the daily tag automation; default stopped)."""
+    return build_paimon_parts(warehouse, translator, **kwargs).definitions()
+
+
+__all__ = ["build_paimon_definitions", "build_paimon_parts", "load_specs", "PaimonDefinitions", "JOBS"]

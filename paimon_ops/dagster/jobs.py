@@ -1,0 +1,52 @@
+"""Jobs — a constant number, whatever the number of tables: one asset job per maintenance kind over every table
+asset. A run selects the tables it maintains (sensors and schedules select one table per run); the job's run tag
+`paimon/operations` tells the table asset's op what to do, and each table's config (typed by its kind) sits under
+its op in the launchpad.
+
+| job | operations (in order) |
+|---|---|
+| `paimon_compaction` | compact |
+| `paimon_expire_snapshots` | expire_snapshots |
+| `paimon_expire_tags` | expire_tags |
+| `paimon_remove_orphans` | remove_orphans |
+| `paimon_nightly` | create_tags (the due automatic tags, before anything expires), expire_snapshots, expire_tags, remove_orphans |
+| `paimon_observe` | — (observe the tables and run their checks) |
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from dagster import AssetKey, AssetSelection, define_asset_job
+
+from paimon_ops.dagster.operations import COMPACT, CREATE_TAGS, EXPIRE_SNAPSHOTS, EXPIRE_TAGS, OPERATIONS_TAG, REMOVE_ORPHANS
+
+COMPACTION_JOB = "paimon_compaction"
+NIGHTLY_JOB = "paimon_nightly"
+OBSERVE_JOB = "paimon_observe"
+
+JOBS: dict[str, tuple[tuple[str, ...], str]] = {
+    COMPACTION_JOB: ((COMPACT,), "Compaction (mode, partitions and buckets in each table's config)."),
+    "paimon_expire_snapshots": ((EXPIRE_SNAPSHOTS,), "Snapshot expiry by each table's retention options, reclaiming "
+                                                     "the files nothing retained references."),
+    "paimon_expire_tags": ((EXPIRE_TAGS,), "Tag expiry (tag.num-retained-max, tag retention), with reclamation."),
+    "paimon_remove_orphans": ((REMOVE_ORPHANS,), "Removal of files no snapshot, tag, branch or changelog references."),
+    NIGHTLY_JOB: ((CREATE_TAGS, EXPIRE_SNAPSHOTS, EXPIRE_TAGS, REMOVE_ORPHANS),
+                  "Nightly maintenance: create the due automatic tags, expire snapshots, expire tags, remove "
+                  "orphan files."),
+    OBSERVE_JOB: ((), "Observe the tables and run their checks (changes nothing)."),
+}
+
+
+def job_for(operation: str) -> str:
+    """The job that runs exactly `operation`."""
+    return next(name for name, (ops, _) in JOBS.items() if ops == (operation,))
+
+
+def build_jobs(table_keys: Sequence[AssetKey]) -> list[Any]:
+    """The asset jobs (`define_asset_job`), one per entry of JOBS."""
+    if not table_keys:
+        return []
+    selection = AssetSelection.assets(*table_keys)
+    return [define_asset_job(name, selection=selection, description=description,
+                             tags={OPERATIONS_TAG: ",".join(ops)} if ops else None)
+            for name, (ops, description) in JOBS.items()]

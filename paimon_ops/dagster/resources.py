@@ -1,0 +1,169 @@
+"""Resources: the warehouse and Spark (both typed `ConfigurableResource`s).
+
+* `PaimonWarehouse` — where the tables are (`uri`), which of them this code location maintains (`include` /
+  `exclude`, fnmatch patterns on `db.table`) and option overrides applied on top of every table's own options
+  (`options_override`) or of one table's (`table_options_override`).
+* `PaimonSpark` — where heavy work runs: the embedded `local[*]` default, any master URL, or a Spark Connect
+  remote (`sc://host:port`). With `placement: auto` (the default) a plan small enough for the run worker runs
+  in-process and only larger ones go to Spark, as on the command line; `spark` / `local` force one side. Nothing
+  starts until a plan has work: `runner_for(plan, spark, options)` is the one place that decides whether (and
+  which) runner a plan gets.
+"""
+from __future__ import annotations
+
+import fnmatch
+import logging
+from typing import Any, Literal, Optional, Sequence
+
+from dagster import ConfigurableResource, Failure
+from pydantic import Field
+
+from paimon_ops.errors import PaimonOpsError, UnreachableError
+from paimon_ops.runner import AutoRunner, LazySparkRunner, LocalRunner, local_spark
+from paimon_ops.table.table import Catalog, Table
+
+log = logging.getLogger("paimon_ops.dagster")
+
+WAREHOUSE_KEY = "paimon"
+SPARK_KEY = "spark"
+
+
+def matches(identifier: str, include: Sequence[str] | None, exclude: Sequence[str] | None) -> bool:
+    """fnmatch on `db.table`: included (no include list means all) and not excluded."""
+    if include and not any(fnmatch.fnmatchcase(identifier, p) for p in include):
+        return False
+    return not (exclude and any(fnmatch.fnmatchcase(identifier, p) for p in exclude))
+
+
+class PaimonWarehouse(ConfigurableResource):
+    """A Paimon filesystem warehouse (`<uri>/<db>.db/<table>`): local path, `file://`, `s3://`, `gs://`, `hdfs://`."""
+
+    uri: str = Field(description="Warehouse location, e.g. ./demo-warehouse or s3://bucket/warehouse")
+    include: list[str] = Field(default_factory=list,
+                               description="fnmatch patterns on 'db.table' to maintain (empty: every table)")
+    exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on 'db.table' to leave alone")
+    options_override: dict[str, str] = Field(
+        default_factory=dict, description="Table options applied on top of every table's own options")
+    table_options_override: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="Per table ('db.table') options applied on top of options_override")
+
+    # ------------------------------------------------------------------ engine access (raise PaimonOpsError)
+    def catalog(self) -> Catalog:
+        return Catalog(self.uri)
+
+    def selected(self, identifier: str) -> bool:
+        return matches(identifier, self.include, self.exclude)
+
+    def table_identifiers(self, catalog: Catalog | None = None) -> list[str]:
+        return [t for t in (catalog or self.catalog()).all_tables() if self.selected(t)]
+
+    def overrides_for(self, identifier: str) -> dict[str, str]:
+        return {**self.options_override, **self.table_options_override.get(identifier, {})}
+
+    def get_table(self, identifier: str, catalog: Catalog | None = None) -> Table:
+        """The table with this code location's option overrides (TableNotFoundError names the known tables)."""
+        return (catalog or self.catalog()).get_table(identifier, options_override=self.overrides_for(identifier))
+
+    # ------------------------------------------------------------------ for ops: errors become clear failures
+    def open_table(self, identifier: str) -> Table:
+        try:
+            table = self.get_table(identifier)
+            table.schema  # noqa: B018 - read it now so a broken schema fails here, not mid-operation
+            return table
+        except PaimonOpsError as e:
+            raise Failure(
+                description=f"cannot open Paimon table {identifier} in warehouse {self.uri}: {e}",
+                metadata={"table": identifier, "warehouse": self.uri, "error": str(e)},
+                allow_retries=False,
+            ) from e
+        except (OSError, ValueError) as e:  # file system / credentials / unknown scheme (pyarrow: ArrowInvalid)
+            raise Failure(
+                description=f"cannot reach warehouse {self.uri} for table {identifier}: {type(e).__name__}: {e}",
+                metadata={"table": identifier, "warehouse": self.uri, "error": str(e)},
+                allow_retries=False,
+            ) from e
+
+
+class PaimonSpark(ConfigurableResource):
+    """Where plans with work run: in-process when small enough, else Spark — `local[*]` by default, a master URL, or
+    a Spark Connect remote.
+
+    A remote master / Connect server is probed before anything changes, and only when a plan is placed on it; the
+    session starts only when a plan's tasks need executors (and never for an empty plan or a dry run)."""
+
+    master: Optional[str] = Field(default=None, description="Spark master URL: local[*] (default), spark://…, yarn, k8s://…")
+    remote: Optional[str] = Field(default=None, description="Spark Connect remote, e.g. sc://spark-connect:15002 "
+                                                    "(wins over master)")
+    conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark conf for sessions paimon-ops starts")
+    connect_timeout_s: float = Field(default=10.0,
+                                     description="How long a master / Connect server may take to answer")
+    placement: Literal["auto", "spark", "local"] = Field(
+        default="auto",
+        description="auto: in-process within the table's execution.local.max-input-size / execution.local.max-tasks, "
+                    "Spark beyond; spark: always Spark; local: always in-process")
+
+    @property
+    def url(self) -> str:
+        return self.remote or self.master or "local[*]"
+
+    def spark_runner(self) -> LazySparkRunner:
+        """A runner that probes the endpoint first and starts (or joins) a session only when tasks run."""
+        if self.conf and not self.remote:
+            return _ConfiguredSparkRunner(self.master, dict(self.conf), self.connect_timeout_s)
+        return LazySparkRunner(master=self.master, remote=self.remote, connect_timeout_s=self.connect_timeout_s,
+                               what="PaimonSpark resource")
+
+    def runner(self) -> Any:
+        """The runner `placement` asks for."""
+        if self.placement == "local":
+            return LocalRunner()
+        if self.placement == "spark":
+            return self.spark_runner()
+        auto = AutoRunner()
+        auto.spark = self.spark_runner()
+        return auto
+
+
+class _ConfiguredSparkRunner(LazySparkRunner):
+    """LazySparkRunner whose session gets extra conf (the engine's runner takes a master only)."""
+
+    def __init__(self, master: str | None, conf: dict[str, str], connect_timeout_s: float):
+        super().__init__(master=master, connect_timeout_s=connect_timeout_s, what="PaimonSpark resource")
+        self.conf = conf
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            self.probe()
+            self._spark = local_spark(self.master, conf=self.conf)
+        return self._spark
+
+
+def plan_has_work(plan: Any) -> bool:
+    """Whether executing `plan` touches files (compaction tasks, deletes, writes)."""
+    return bool(getattr(plan, "tasks", ()) or plan.files)
+
+
+def runner_for(plan: Any, spark: PaimonSpark | None, options: Any = None) -> Any:
+    """The runner a plan executes on — the one place to change when the default runner changes: none for a plan
+    with nothing to do (Spark is not started), else the Spark resource's. When that places the plan on Spark
+    (`options`: the table's, for the auto thresholds), the endpoint is probed first so an unreachable master fails
+    the run before anything is deleted or written."""
+    if spark is None or not plan_has_work(plan):
+        return None
+    runner = spark.runner()
+    chosen = runner.place(plan.workload(), options)[0] if isinstance(runner, AutoRunner) else runner
+    if not isinstance(chosen, LazySparkRunner):
+        return runner
+    try:
+        chosen.probe()
+    except UnreachableError as e:
+        raise Failure(
+            description=f"{e} Check the Spark resource (PAIMON_OPS_SPARK_MASTER / PAIMON_OPS_SPARK_REMOTE).",
+            metadata={"spark_url": spark.url, "error": e.detail},
+            allow_retries=False,
+        ) from None
+    except PaimonOpsError as e:  # e.g. a malformed master URL
+        raise Failure(description=f"Spark resource: {e}", metadata={"spark_url": spark.url},
+                      allow_retries=False) from None
+    return runner

@@ -1,0 +1,409 @@
+"""Sensors — one per kind across all tables, each with per-table cursors and run keys. Cheap: they read only
+metadata (snapshot JSON, manifests, the index manifest, tag names).
+
+* `paimon_observation_sensor`: for every table that changed (new snapshot or tags) records an observation on the
+  table asset (rows, bytes, files, level-0 files, snapshots, tags, deleted-row ratio), evaluates the cheap checks,
+  and syncs the table's own history (`synced_from_table: true`, idempotent): a new writer commit (not COMPACT) is a
+  materialisation of the table — so assets reading it see it updated — and daily tags that exist in the table but
+  not in Dagster are materialised tags partitions. No runs.
+* `paimon_dv_ratio_sensor` (tables with deletion vectors): requests a `dv-ratio` compaction of exactly the
+  buckets holding a file whose deleted-row ratio passes `compaction.dv-ratio-threshold`;
+* `paimon_small_files_sensor`: requests a compaction (`minor` for primary-key tables, `small-files` for append
+  tables) of exactly the buckets at or over `compaction.small-files-threshold`;
+* `paimon_snapshot_count_sensor`: requests a snapshot expiry when a table holds more snapshots than its retention
+  allows.
+
+Cursor: JSON `{"tables": {db.table: last evaluated state}, "next": i}` — a table whose latest snapshot did not
+change is skipped without reading manifests, and each tick works through the tables round-robin within a time
+budget, so 500 tables cost one snapshot-hint read each per tick. Run keys: kind, table, snapshot. While any run
+that changes a table is queued or in progress — a sensor's, a schedule's, or one launched from an asset page or a
+backfill (recognised by its asset selection) — the sensors wait for it (the table's cursor is not advanced).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Optional, Sequence
+
+from dagster import (
+    AssetCheckEvaluation,
+    AssetKey,
+    AssetMaterialization,
+    AssetObservation,
+    AssetPartitionStatus,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from paimon_ops.dagster import checks as checks_mod
+from paimon_ops.dagster import health
+from paimon_ops.dagster.instance import POOL_WARNING, unlimited_pools
+from paimon_ops.dagster.observe import RECLAIMED_TOTAL, data_materialization, reclaimed_total, state_key, table_state
+from paimon_ops.dagster.operations import default_compaction_mode, now_millis
+from paimon_ops.dagster.resources import PaimonWarehouse
+from paimon_ops.dagster.spec import TableSpec, partition_key_of
+from paimon_ops.errors import PaimonOpsError
+from paimon_ops.table.table import Table
+
+ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
+          DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+MAX_TAG_LEN = 200
+MAX_SKIP_LEN = 1500
+READ_ERRORS = (PaimonOpsError, OSError, ValueError)
+DEFAULT_BUDGET_S = 40.0  # per tick; Dagster gives a sensor evaluation 60 s
+
+OBSERVATION_SENSOR = "paimon_observation_sensor"
+DV_RATIO_SENSOR = "paimon_dv_ratio_sensor"
+SMALL_FILES_SENSOR = "paimon_small_files_sensor"
+SNAPSHOT_COUNT_SENSOR = "paimon_snapshot_count_sensor"
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """What the sensors need to know about one table's definitions."""
+
+    spec: TableSpec
+    key: AssetKey            # the table asset
+    op_name: str             # its op (run config goes under ops: {op_name: …})
+    tags_key: Optional[AssetKey] = None
+    tags: Any = None         # the translator's tags (run tags of every run launched for the table)
+    pool: str = ""
+
+    @property
+    def ident(self) -> str:
+        return self.spec.identifier
+
+
+# ---------------------------------------------------------------------------------------------- shared skeleton
+def busy_tables(context: SensorEvaluationContext, refs: Sequence[TableRef]) -> dict[str, str]:
+    """db.table -> id of a queued / running run that changes it (one query per tick)."""
+    try:
+        instance = context.instance
+    except Exception:  # noqa: BLE001 - contexts built without an instance
+        return {}
+    by_key = {}
+    for r in refs:
+        by_key[r.key] = r.ident
+        if r.tags_key is not None:
+            by_key[r.tags_key] = r.ident
+    out: dict[str, str] = {}
+    for rec in instance.get_run_records(filters=RunsFilter(statuses=ACTIVE), limit=5000):
+        run = rec.dagster_run
+        ident = (run.tags or {}).get("paimon/table")
+        if ident:
+            out.setdefault(ident, run.run_id)
+        for k in run.asset_selection or ():
+            if k in by_key:
+                out.setdefault(by_key[k], run.run_id)
+    return out
+
+
+def _load_cursor(text: Optional[str]) -> dict[str, Any]:
+    try:
+        c = json.loads(text) if text else {}
+    except ValueError:
+        c = {}
+    if not isinstance(c, dict):
+        c = {}
+    c.setdefault("tables", {})
+    c.setdefault("next", 0)
+    return c
+
+
+def _truncate(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+Decide = Callable[[TableRef, Any, int], "tuple[list[RunRequest], str]"]  # (ref, table, snapshot) -> (requests, figure)
+
+
+def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs: Sequence[TableRef],
+             decide: Decide, budget_s: float = DEFAULT_BUDGET_S) -> SensorResult:
+    """Per table: skip unless a new snapshot, wait while a run changes it, else measure (via `decide`)."""
+    cursor = _load_cursor(context.cursor)
+    seen: dict[str, str] = cursor["tables"]
+    refs = [r for r in refs if not r.spec.broken]
+    if not refs:
+        return SensorResult(skip_reason=SkipReason("no tables to evaluate"))
+    busy = busy_tables(context, refs)
+    started = time.monotonic()
+    requests: list[RunRequest] = []
+    notes: list[str] = []
+    unchanged = 0
+    start = int(cursor["next"]) % len(refs)
+    order = refs[start:] + refs[:start]
+    done = 0
+    catalog = None
+    for ref in order:
+        if time.monotonic() - started > budget_s:
+            notes.append(f"time budget of {budget_s:g} s used; {len(order) - done} table(s) next tick")
+            break
+        done += 1
+        try:
+            catalog = catalog or warehouse.catalog()
+            table = warehouse.get_table(ref.ident, catalog)
+            latest = table.snapshots.latest_id()
+        except READ_ERRORS as e:
+            notes.append(f"{ref.ident} cannot be read: {e}")
+            continue
+        if latest is None:
+            notes.append(f"{ref.ident} has no snapshot yet")
+            continue
+        if seen.get(ref.ident) == str(latest):
+            unchanged += 1
+            if len(refs) == 1:
+                notes.append(f"{ref.ident}: no new snapshot since {latest} (already evaluated)")
+            continue
+        if ref.ident in busy:
+            notes.append(f"{ref.ident}: run {busy[ref.ident]} changing it is still queued or running; "
+                         "re-evaluating after it")
+            continue
+        try:
+            reqs, figure = decide(ref, table, latest)
+        except READ_ERRORS as e:
+            notes.append(f"{ref.ident} cannot be measured: {e}")
+            continue
+        seen[ref.ident] = str(latest)
+        if reqs:
+            requests += reqs
+            context.log.info(figure)
+        else:
+            notes.append(figure)
+    cursor["next"] = (start + done) % len(refs)
+    new_cursor = json.dumps(cursor, sort_keys=True)
+    if requests:
+        return SensorResult(run_requests=requests, cursor=new_cursor)
+    if unchanged and len(refs) > 1:
+        notes.insert(0, f"{unchanged} of {len(refs)} tables without a new snapshot")
+    return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes) or "nothing to do", MAX_SKIP_LEN)),
+                        cursor=new_cursor)
+
+
+def _labels(buckets: list[health.BucketStat]) -> str:
+    return _truncate(", ".join(b.label for b in buckets), MAX_TAG_LEN)
+
+
+def run_tags(ref: TableRef, trigger: str, snapshot_id: int, reason: str) -> dict[str, str]:
+    return {**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": trigger,
+            "paimon/snapshot": str(snapshot_id), "paimon/reason": _truncate(reason, MAX_TAG_LEN)}
+
+
+def compaction_requests(ref: TableRef, kind: str, snapshot_id: int, job_name: str, mode: str,
+                        over: list[health.BucketStat], figure: str) -> list[RunRequest]:
+    """One run per group of partitions sharing the same over-threshold buckets: exactly those buckets."""
+    out = []
+    groups = health.bucket_groups(over)
+    for i, (partitions, buckets) in enumerate(groups):
+        chosen = [b for b in over if b.partition in partitions and b.bucket in buckets]
+        suffix = f":{i + 1}/{len(groups)}" if len(groups) > 1 else ""
+        out.append(RunRequest(
+            run_key=f"{kind}:{ref.ident}:{snapshot_id}{suffix}",
+            job_name=job_name,
+            asset_selection=[ref.key],
+            run_config={"ops": {ref.op_name: {"config": {"compact": {
+                "mode": mode, "partitions": partitions if ref.spec.partition_keys else [], "buckets": buckets}}}}},
+            tags={**run_tags(ref, f"{kind}_sensor", snapshot_id, figure), "paimon/buckets": _labels(chosen)},
+        ))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the sensors
+def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: int = 300,
+                  observation_interval_s: int = 60, status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+                  budget_s: float = DEFAULT_BUDGET_S) -> list[SensorDefinition]:
+    """`jobs`: operation -> job name (compact, expire_snapshots)."""
+    compaction_job, expiry_job = jobs["compact"], jobs["expire_snapshots"]
+    dv_refs = [r for r in refs if r.spec.dv_enabled]
+
+    def decide_dv(ref: TableRef, table: Any, sid: int):
+        h = health.measure_files(table)
+        over = h.dv_over
+        figure = (f"{ref.ident} snapshot {sid}: worst file deleted-row ratio {h.max_dv_ratio:.1%} "
+                  f"(table {h.total_dv_ratio:.1%}) vs threshold {h.dv_threshold:.1%}; "
+                  f"{len(over)} of {len(h.buckets)} buckets over")
+        if not over:
+            return [], figure
+        return compaction_requests(ref, "dv_ratio", sid, compaction_job, "dv-ratio", over, figure), figure
+
+    def decide_small(ref: TableRef, table: Any, sid: int):
+        h = health.measure_files(table)
+        over = h.small_over
+        figure = (f"{ref.ident} snapshot {sid}: at most {h.max_small_count} {h.small_files_label} per bucket vs "
+                  f"threshold {h.small_files_threshold}; {len(over)} of {len(h.buckets)} buckets at or over")
+        if not over:
+            return [], figure
+        return compaction_requests(ref, "small_files", sid, compaction_job, default_compaction_mode(ref.spec), over,
+                                   figure), figure
+
+    def decide_snapshots(ref: TableRef, table: Any, sid: int):
+        r = health.measure_retention(table, now_millis())
+        limit = "" if r.retain_max is None else f", max {r.retain_max}"
+        figure = (f"{ref.ident} snapshot {sid}: {r.count} snapshots{limit}, {r.expirable} expirable now "
+                  f"(expiry due at {r.threshold})")
+        if not r.over:
+            return [], figure
+        return [RunRequest(run_key=f"snapshot_count:{ref.ident}:{sid}", job_name=expiry_job,
+                           asset_selection=[ref.key],
+                           tags=run_tags(ref, "snapshot_count_sensor", sid, figure))], figure
+
+    common: dict[str, Any] = dict(minimum_interval_seconds=interval_s, default_status=status)
+
+    @sensor(name=DV_RATIO_SENSOR, job_name=compaction_job, **common,
+            description="Requests a dv-ratio compaction of the buckets of every table with deletion vectors "
+                        "holding files whose deleted-row ratio passes compaction.dv-ratio-threshold.")
+    def dv_ratio_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+        return evaluate(context, paimon, dv_refs, decide_dv, budget_s)
+
+    @sensor(name=SMALL_FILES_SENSOR, job_name=compaction_job, **common,
+            description="Requests a compaction (minor for primary-key tables, small-files for append tables) of the "
+                        "buckets that reach compaction.small-files-threshold level-0 / small files.")
+    def small_files_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+        return evaluate(context, paimon, refs, decide_small, budget_s)
+
+    @sensor(name=SNAPSHOT_COUNT_SENSOR, job_name=expiry_job, **common,
+            description="Requests a snapshot expiry of every table holding more snapshots than its retention "
+                        "options allow.")
+    def snapshot_count_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+        return evaluate(context, paimon, refs, decide_snapshots, budget_s)
+
+    @sensor(name=OBSERVATION_SENSOR, minimum_interval_seconds=observation_interval_s, default_status=status,
+            description="Observes every table that changed (rows, bytes, files, level-0 files, snapshots, tags, "
+                        "deleted-row ratio), evaluates its cheap checks and reports the tags that exist in the "
+                        "table as materialised tags partitions. Launches no runs.")
+    def observation_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+        return observe_tables(context, paimon, refs, budget_s)
+
+    return [observation_sensor, dv_ratio_sensor, small_files_sensor, snapshot_count_sensor]
+
+
+def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs: Sequence[TableRef],
+                   budget_s: float = DEFAULT_BUDGET_S) -> SensorResult:
+    cursor = _load_cursor(context.cursor)
+    seen: dict[str, str] = cursor["tables"]
+    instance = _instance(context)
+    events: list[Any] = []
+    notes: list[str] = []
+    if instance is not None and refs:
+        missing = unlimited_pools(instance, [r.pool for r in refs[:1] if r.pool])
+        if missing:
+            context.log.warning(POOL_WARNING.format(pool=missing[0], table=refs[0].ident) + " (every table pool)")
+            notes.append("WARNING: table pools have no limit on this instance (see the sensor log)")
+    started = time.monotonic()
+    start = int(cursor["next"]) % max(len(refs), 1)
+    order = list(refs[start:]) + list(refs[:start])
+    done = observed = 0
+    catalog = None
+    for ref in order:
+        if time.monotonic() - started > budget_s:
+            notes.append(f"time budget of {budget_s:g} s used; {len(order) - done} table(s) next tick")
+            break
+        done += 1
+        if ref.spec.broken:
+            if seen.get(ref.ident) != "broken":
+                events += [o.evaluation(ref.key) for o in checks_mod.evaluate(
+                    ref.spec, _never_opened, [checks_mod.METADATA_READABLE], now_millis())]
+                seen[ref.ident] = "broken"
+            continue
+        try:
+            catalog = catalog or warehouse.catalog()
+            table = warehouse.get_table(ref.ident, catalog)
+            state = state_key(table)
+        except READ_ERRORS as e:
+            state = f"error:{type(e).__name__}: {e}"
+            if seen.get(ref.ident) != state:
+                events += [o.evaluation(ref.key) for o in checks_mod.evaluate(
+                    ref.spec, partial(_raise, e), [checks_mod.METADATA_READABLE], now_millis())]
+                seen[ref.ident] = state
+            notes.append(f"{ref.ident} cannot be read: {e}")
+            continue
+        if seen.get(ref.ident) == state:
+            continue
+        try:
+            md = table_state(table)
+        except READ_ERRORS as e:
+            notes.append(f"{ref.ident} cannot be measured: {e}")
+            continue
+        md[RECLAIMED_TOTAL] = reclaimed_total(instance, ref.key)
+        try:
+            synced = data_materialization(instance, ref.key, table)
+        except READ_ERRORS as e:
+            synced = None
+            notes.append(f"{ref.ident}: latest writer commit cannot be read: {e}")
+        if synced is not None:
+            events.append(synced)
+        events.append(AssetObservation(asset_key=ref.key, metadata=md,
+                                       description=f"observed by {OBSERVATION_SENSOR}"))
+        names = checks_mod.table_check_names(ref.spec)
+        cheap = [n for n in names if n in checks_mod.CHEAP]
+        events += [o.evaluation(ref.key) for o in checks_mod.evaluate(ref.spec, partial(_same, table), cheap, now_millis())]
+        if ref.tags_key is not None:
+            events += [o.evaluation(ref.tags_key) for o in checks_mod.evaluate(
+                ref.spec, partial(_same, table), checks_mod.tags_check_names(ref.spec), now_millis())]
+            events += sync_tags(instance, ref, table)
+        seen[ref.ident] = state
+        observed += 1
+    cursor["next"] = (start + done) % max(len(refs), 1)
+    new_cursor = json.dumps(cursor, sort_keys=True)
+    if not events:
+        notes.insert(0, f"no table changed since the last observation ({len(refs)} tables)")
+        return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes), MAX_SKIP_LEN)), cursor=new_cursor)
+    context.log.info(f"observed {observed} table(s); {len(events)} event(s)")
+    return SensorResult(asset_events=events, cursor=new_cursor)
+
+
+def _raise(e: BaseException) -> Any:
+    raise e
+
+
+def _same(table: Table) -> Table:
+    return table
+
+
+def _never_opened() -> Table:
+    raise AssertionError("a table that failed to load is never opened")  # evaluate() reports it without opening
+
+
+def _instance(context: SensorEvaluationContext) -> Any:
+    try:
+        return context.instance
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def sync_tags(instance: Any, ref: TableRef, table: Any) -> list[AssetMaterialization]:
+    """Materialisations for the daily tags the table holds that Dagster does not know as materialised."""
+    from paimon_ops.dagster.tags_asset import tags_partitions
+
+    pd = tags_partitions(ref.spec)
+    if pd is None or ref.tags_key is None or instance is None:
+        return []
+    last = pd.get_last_partition_key()
+    wanted: dict[str, tuple[str, int]] = {}
+    for name, tag in table.tags.tags():
+        key = partition_key_of(ref.spec, name)
+        if key is not None and ref.spec.partitions_start <= key and (last is None or key <= last):
+            wanted[key] = (name, tag.id)
+    if not wanted:
+        return []
+    status = instance.get_status_by_partition(ref.tags_key, sorted(wanted), pd) or {}  # None: no events yet
+    out = []
+    for key, (name, sid) in sorted(wanted.items()):
+        if status.get(key) == AssetPartitionStatus.MATERIALIZED:
+            continue
+        out.append(AssetMaterialization(
+            asset_key=ref.tags_key, partition=key, description=f"tag {name} exists in {ref.ident}",
+            metadata={"tag": name, "tagged_snapshot": str(sid), "synced_from_table": True}))
+    return out
+
+
+__all__ = ["build_sensors", "TableRef", "evaluate", "observe_tables", "sync_tags", "busy_tables",
+           "AssetCheckEvaluation"]

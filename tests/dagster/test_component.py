@@ -1,0 +1,41 @@
+"""The integration as a Dagster component: a `dg` project adds a warehouse with a defs.yaml and no Python."""
+from __future__ import annotations
+
+import yaml
+from dagster import AssetKey
+from dagster.components.testing import create_defs_folder_sandbox
+
+from paimon_ops.dagster import PaimonComponent
+from tests.dagster.util import build_events, build_orders
+
+
+def test_component_loads_from_yaml(warehouse):
+    build_orders(warehouse)
+    build_events(warehouse)
+    body = yaml.safe_load(f"""
+        type: paimon_ops.dagster.PaimonComponent
+        attributes:
+          warehouse: {warehouse}
+          include: ["shop.*"]
+          exclude: ["shop.events"]
+          spark_master: local[1]
+          options:
+            snapshot.num-retained.min: "3"
+          automation: true
+    """)
+    with create_defs_folder_sandbox() as sandbox:
+        path = sandbox.scaffold_component(component_cls=PaimonComponent, defs_path="paimon",
+                                          defs_yaml_contents=body)
+        with sandbox.load_component_and_build_defs(defs_path=path) as (component, defs):
+            assert isinstance(component, PaimonComponent)
+            assert component.automation
+            repo = defs.get_repository_def()
+            keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
+            assert keys == {"paimon/shop/orders", "paimon/shop/orders/tags"}
+            assert repo.asset_graph.get(AssetKey(["paimon", "shop", "orders"])).kinds == {"paimon", "spark"}
+            resources = defs.resources
+            assert resources["spark"].master == "local[1]"
+            assert resources["paimon"].options_override == {"snapshot.num-retained.min": "3"}
+            sensors = {s.name: s for s in repo.sensor_defs}
+            assert sensors["paimon_small_files_sensor"].default_status.value == "RUNNING"
+            assert "paimon_compaction" in {j.name for j in repo.get_all_jobs()}
