@@ -5,6 +5,7 @@ Environment:
   PAIMON_OPS_WAREHOUSE      warehouse URI or path (default ./demo-warehouse)
   PAIMON_OPS_SPARK_MASTER   Spark master URL (default local[*])
   PAIMON_OPS_SPARK_REMOTE   Spark Connect remote, e.g. sc://spark-connect:15002 (wins over the master)
+  PAIMON_OPS_PLACEMENT      auto (default: in-process within execution.local.*, Spark beyond) | spark | local
   PAIMON_OPS_INCLUDE / PAIMON_OPS_EXCLUDE   comma-separated fnmatch patterns on db.table
   PAIMON_OPS_AUTOMATION     'running' to start sensors, the nightly schedule and the tag automation by default
   PAIMON_OPS_OBSERVATION_INTERVAL / PAIMON_OPS_SENSOR_INTERVAL   minimum sensor intervals in s (60 / 300)

@@ -4,12 +4,14 @@
    aggregation table and a partitioned append table, with a week of churn written by paimon-ops itself; the
    deletion-vector table is write-only and paimon-ops is its dedicated compaction job: its daily minor (lookup)
    compactions mark superseded rows in deletion vectors, so the deleted-row ratio of its older files rises);
-2. run the nightly maintenance job for every table through Dagster in-process, on a local Spark session: the due
-   daily tags (their tags-asset partitions show as materialised) → expire snapshots → expire tags → remove orphans;
-   each run records its report on the table asset as an observation;
-3. evaluate the compaction and expiry sensors (one per kind, across all tables) and run the maintenance they request
-   (the DV-ratio sensor finds the files the minor compactions filled with deletions and requests a dv-ratio
-   compaction that rewrites them);
+2. run the nightly maintenance job for every table through Dagster in-process: the due daily tags (their
+   tags-asset partitions show as materialised) → expire partitions (logs.events keeps two days) → expire snapshots
+   → expire tags → remove orphans; each run records its report on the table asset as an observation. Plans this
+   small run in the run's own process (the PaimonSpark resource's default placement); Spark local[*] would be
+   started only for a plan beyond execution.local.max-input-size;
+3. evaluate the compaction, expiry and manifest sensors (one per kind, across all tables) and run the maintenance
+   they request (the DV-ratio sensor finds the files the minor compactions filled with deletions and requests a
+   dv-ratio compaction that rewrites them);
 4. tick the observation sensor (the tables' figures and checks, recorded without a run), print what was done, and
    re-read every table to show it is intact.
 
@@ -58,13 +60,16 @@ def _op_summary(meta: dict, op: str) -> str:
         parts.append("wrote " + ", ".join(f"{v} {k}" for k, v in sorted(written.items()))
                      + f" ({human_bytes(meta.get(f'{op}/bytes_written') or 0)})")
     if deleted:
-        parts.append(("replaced " if op == "compact" else "deleted ") + ", ".join(
-            f"{v} {k}" for k, v in sorted(deleted.items())) + f" ({human_bytes(meta.get(f'{op}/bytes_deleted') or 0)})")
+        verb = {"compact": "replaced ", "expire_partitions": "dropped from the table (reclaimed by snapshot expiry) ",
+                "compact_manifests": "merged "}.get(op, "deleted ")
+        parts.append(verb + ", ".join(f"{v} {k}" for k, v in sorted(deleted.items()))
+                     + f" ({human_bytes(meta.get(f'{op}/bytes_deleted') or 0)})")
     if meta.get(f"{op}/committed_snapshot") is not None:
         parts.append(f"committed snapshot {meta[f'{op}/committed_snapshot']}")
     if not parts:
         parts.append("nothing to do")
-    parts.append(f"{float(meta.get(f'{op}/duration_s') or 0):.1f}s")
+    where = f" {meta[f'{op}/ran_on']}" if meta.get(f"{op}/ran_on") else ""
+    parts.append(f"{float(meta.get(f'{op}/duration_s') or 0):.2f}s{where}")
     return "; ".join(parts)
 
 
@@ -129,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--warehouse", default=str(ROOT / "demo-warehouse"))
     p.add_argument("--rounds", type=int, default=6, help="days of churn in the sample warehouse")
-    p.add_argument("--spark-master", default=os.environ.get("PAIMON_OPS_SPARK_MASTER", "local[*]"))
+    p.add_argument("--spark-master", default=os.environ.get("PAIMON_OPS_SPARK_MASTER"),
+                   help="Spark for plans beyond execution.local.max-input-size (default: the embedded local[*])")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
@@ -153,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     # an instance whose table pools have limit 1, as the repository's dagster.yaml sets them
     instance = DagsterInstance.from_config(str(write_dagster_home(tempfile.mkdtemp(prefix="paimon-demo-"))))
 
-    _say("\n2. nightly maintenance (Dagster, in-process, Spark " + args.spark_master + ")")
+    _say("\n2. nightly maintenance (Dagster, in-process; large plans would go to Spark "
+         + (args.spark_master or "local[*]") + ")")
     nightly = repo.get_job("paimon_nightly")
     for ref in sorted(parts.refs, key=lambda r: r.ident):
         if ref.spec.broken:
@@ -172,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     _say("\n3. sensors → maintenance (one sensor per kind, across all tables)")
     launched = 0
     resources = dict(repo.get_top_level_resources())
-    for name in ("paimon_dv_ratio_sensor", "paimon_small_files_sensor", "paimon_snapshot_count_sensor"):
+    for name in ("paimon_dv_ratio_sensor", "paimon_small_files_sensor", "paimon_snapshot_count_sensor",
+                 "paimon_manifest_sensor", "paimon_partition_expiry_sensor"):
         sensor_def = repo.get_sensor_def(name)
         ctx = build_sensor_context(instance=instance, repository_def=repo, sensor_name=name, cursor=None,
                                    resources=resources)

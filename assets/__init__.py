@@ -23,6 +23,7 @@ def location() -> PaimonDefinitions:
         exclude=_patterns("PAIMON_OPS_EXCLUDE"),
         spark_master=os.environ.get("PAIMON_OPS_SPARK_MASTER") or None,
         spark_remote=os.environ.get("PAIMON_OPS_SPARK_REMOTE") or None,
+        spark_placement=os.environ.get("PAIMON_OPS_PLACEMENT") or "auto",
         automation_running=os.environ.get("PAIMON_OPS_AUTOMATION", "").strip().lower() == "running",
         observation_interval_seconds=int(os.environ.get("PAIMON_OPS_OBSERVATION_INTERVAL") or 60),
         sensor_interval_seconds=int(os.environ.get("PAIMON_OPS_SENSOR_INTERVAL") or 300),

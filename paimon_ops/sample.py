@@ -6,7 +6,8 @@
                      higher levels in deletion vectors, so the deleted-row ratio of older files rises
 * `shop.customers`   partial-update with a sequence group, several writers filling different columns
 * `shop.daily_sales` aggregation (sum / max / last_non_null_value / listagg)
-* `logs.events`      partitioned append table with many small files
+* `logs.events`      partitioned append table with many small files; `partition.expiration-time` 2 d: the day
+                     partition of two days ago is due to expire
 
 Every table carries `tag.create-time` so the Dagster code location schedules nightly tags for it.
 """
@@ -109,7 +110,8 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
         "fields.skus.aggregate-function": "listagg", **TAG_OPTIONS, **RETENTION})
     events = create_table(str(root), "logs.events", [
         ("event_time", "TIMESTAMP(6)"), ("dt", "STRING"), ("user_id", "BIGINT"), ("kind", "STRING"), ("payload", "STRING"),
-    ], partition_keys=["dt"], options={"bucket": "-1", "target-file-size": "4 mb", **TAG_OPTIONS, **RETENTION})
+    ], partition_keys=["dt"], options={"bucket": "-1", "target-file-size": "4 mb", "partition.expiration-time": "2 d",
+                                       "partition.expiration-check-interval": "1 h", **TAG_OPTIONS, **RETENTION})
 
     clock = _Clock(rounds)
     next_order = 1

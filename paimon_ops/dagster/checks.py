@@ -7,6 +7,8 @@
 | `small_files` | table | WARN | compaction is due: a bucket reaches `compaction.small-files-threshold` level-0 / small files |
 | `dv_ratio` | table (DVs) | WARN | dv-ratio compaction is due: a file's deleted-row ratio passes `compaction.dv-ratio-threshold` |
 | `snapshot_retention` | table | WARN | the table holds more snapshots than its retention allows: expiry is due |
+| `manifest_count` | table | WARN | manifest compaction is due: the latest snapshot reads `manifest.compaction-trigger` manifests |
+| `partition_expiry` | table (expiring) | WARN / ERROR | WARN: partitions are due to expire; ERROR: a partition time is unreadable |
 | `latest_tag_present` | tags | WARN | the tag of the latest period that has ended is missing |
 
 Needs-compaction and needs-expiry are routine states, hence WARN; ERROR is for what needs a person. Every check
@@ -24,6 +26,7 @@ from paimon_ops.dagster import health
 from paimon_ops.dagster.metadata import md_table
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.lifecycle.manifest_compaction import manifest_health
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.table import Table
 
@@ -33,7 +36,10 @@ SMALL_FILES = "small_files"
 DV_RATIO = "dv_ratio"
 SNAPSHOT_RETENTION = "snapshot_retention"
 LATEST_TAG = "latest_tag_present"
-CHEAP = (METADATA_READABLE, SMALL_FILES, DV_RATIO, SNAPSHOT_RETENTION, LATEST_TAG)  # what the sensor evaluates
+MANIFESTS = "manifest_count"
+PARTITION_EXPIRY = "partition_expiry"
+# what the observation sensor evaluates on every change
+CHEAP = (METADATA_READABLE, SMALL_FILES, DV_RATIO, SNAPSHOT_RETENTION, MANIFESTS, PARTITION_EXPIRY, LATEST_TAG)
 
 READ_ERRORS = (PaimonOpsError, OSError, ValueError)
 MAX_ROWS = 15
@@ -48,6 +54,10 @@ _DESCRIPTIONS = {
               "compaction.dv-ratio-threshold (default 0.2) (WARN otherwise).",
     SNAPSHOT_RETENTION: "Expiry is not due: {ident} holds no more snapshots than its retention options allow "
                         "(WARN otherwise).",
+    MANIFESTS: "Manifest compaction is not due: the latest snapshot of {ident} reads fewer manifests than "
+               "manifest.compaction-trigger (default manifest.merge-min-count, 30) (WARN otherwise).",
+    PARTITION_EXPIRY: "No partition of {ident} is older than partition.expiration-time (WARN otherwise: expiry is "
+                      "due), and the time of every partition can be read (ERROR otherwise: it never expires).",
     LATEST_TAG: "The tag of the latest period of {ident} that has ended exists (WARN otherwise: backfill the "
                 "missing day).",
 }
@@ -76,7 +86,9 @@ def table_check_names(spec: TableSpec) -> list[str]:
     names = [METADATA_READABLE, REFERENCED_FILES, SMALL_FILES]
     if spec.dv_enabled:
         names.append(DV_RATIO)
-    names.append(SNAPSHOT_RETENTION)
+    names += [SNAPSHOT_RETENTION, MANIFESTS]
+    if spec.expires_partitions:
+        names.append(PARTITION_EXPIRY)
     return names
 
 
@@ -196,6 +208,43 @@ def _snapshot_retention(spec: TableSpec, m: _Measure) -> Outcome:
               (health.EXPIRABLE_THRESHOLD, r.threshold)], "ll"))})
 
 
+def _manifests(spec: TableSpec, m: _Measure) -> Outcome:
+    h = manifest_health(m.table)
+    return Outcome(
+        MANIFESTS, not h.due, AssetCheckSeverity.WARN,
+        (f"{h.manifests} manifests ({h.small_manifests} small, {human_bytes(h.total_bytes)}) vs "
+         f"manifest.compaction-trigger {h.trigger}" + ("; manifest compaction is due" if h.due else "")),
+        {"manifests": MetadataValue.int(h.manifests), "small_manifests": MetadataValue.int(h.small_manifests),
+         "manifest_bytes": MetadataValue.int(h.total_bytes), "trigger": MetadataValue.int(h.trigger),
+         "snapshot_id": h.snapshot_id if h.snapshot_id is not None else "none"})
+
+
+def _partition_expiry(spec: TableSpec, m: _Measure) -> Outcome:
+    from paimon_ops.lifecycle.partition_expiry import evaluate_partitions, resolve_partition_settings
+    cfg = resolve_partition_settings(m.table, m.now_millis)
+    _, verdicts, _ = evaluate_partitions(m.table, cfg)
+    due = [v for v in verdicts if v.expired]
+    unreadable = [v for v in verdicts if v.unparseable]
+    parts = []
+    if due:
+        parts.append(f"{len(due)} of {len(verdicts)} partitions are older than partition.expiration-time "
+                     f"({cfg.strategy}, before {cfg.expire_before}); partition expiry is due")
+    else:
+        parts.append(f"none of {len(verdicts)} partitions is before {cfg.expire_before} ({cfg.strategy})")
+    if unreadable:
+        parts.append(f"{len(unreadable)} partition value(s) cannot be read as a time and never expire, e.g. "
+                     f"{unreadable[0].path.rstrip('/')}: {unreadable[0].reason}")
+    shown = (unreadable + due)[:MAX_ROWS]
+    md: dict[str, Any] = {"partitions": MetadataValue.int(len(verdicts)), "due": MetadataValue.int(len(due)),
+                          "unreadable": MetadataValue.int(len(unreadable)), "expire_before": str(cfg.expire_before)}
+    if shown:
+        md["partitions_table"] = MetadataValue.md(md_table(
+            ["partition", "files", "size", "reason"],
+            [(v.path.rstrip("/"), v.files, human_bytes(v.size), v.reason) for v in shown], "lrrl"))
+    return Outcome(PARTITION_EXPIRY, not due and not unreadable,
+                   AssetCheckSeverity.ERROR if unreadable else AssetCheckSeverity.WARN, "; ".join(parts), md)
+
+
 def _referenced_files(spec: TableSpec, m: _Measure) -> Outcome:
     p = health.missing_files(m.table)
     md: dict[str, Any] = {"referenced": MetadataValue.int(p.checked), "missing": MetadataValue.int(len(p.missing)),
@@ -225,5 +274,6 @@ def _latest_tag(spec: TableSpec, m: _Measure) -> Outcome:
 
 _CHECKS: dict[str, Callable[[TableSpec, _Measure], Outcome]] = {
     METADATA_READABLE: _metadata_readable, REFERENCED_FILES: _referenced_files, SMALL_FILES: _small_files,
-    DV_RATIO: _dv_ratio, SNAPSHOT_RETENTION: _snapshot_retention, LATEST_TAG: _latest_tag,
+    DV_RATIO: _dv_ratio, SNAPSHOT_RETENTION: _snapshot_retention, LATEST_TAG: _latest_tag, MANIFESTS: _manifests,
+    PARTITION_EXPIRY: _partition_expiry,
 }

@@ -13,7 +13,7 @@
 """
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Literal, Optional, Union
 
 from dagster import ComponentLoadContext, Definitions
 from dagster.components import Component, Model, Resolvable
@@ -44,6 +44,9 @@ class PaimonComponent(Component, Model, Resolvable):
     exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to leave alone")
     spark_master: Optional[str] = Field(default=None, description="Spark master URL (default local[*])")
     spark_remote: Optional[str] = Field(default=None, description="Spark Connect remote sc://host:port (wins over master)")
+    spark_placement: Literal["auto", "spark", "local"] = Field(
+        default="auto", description="auto: plans within execution.local.max-input-size run in-process, larger ones "
+                                    "on Spark; spark: always Spark; local: always in-process")
     spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="extra Spark conf for local sessions")
     options: dict[str, OptionValue] = Field(default_factory=dict, description="table options overriding every table's own")
     table_options: dict[str, dict[str, OptionValue]] = Field(default_factory=dict,
@@ -60,7 +63,7 @@ class PaimonComponent(Component, Model, Resolvable):
             self.warehouse, include=self.include, exclude=self.exclude, options_override=options_text(self.options),
             table_options_override={t: options_text(o) for t, o in self.table_options.items()},
             spark_master=self.spark_master, spark_remote=self.spark_remote, spark_conf=options_text(self.spark_conf),
-            automation_running=self.automation,
+            spark_placement=self.spark_placement, automation_running=self.automation,
             nightly_cron=self.nightly_cron, nightly_timezone=self.nightly_timezone,
             sensor_interval_seconds=self.sensor_interval_seconds,
             observation_interval_seconds=self.observation_interval_seconds)

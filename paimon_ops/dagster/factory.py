@@ -27,7 +27,7 @@ from dagster import (
 )
 
 from paimon_ops.dagster.jobs import JOBS, build_jobs, job_for
-from paimon_ops.dagster.operations import COMPACT, EXPIRE_SNAPSHOTS
+from paimon_ops.dagster.operations import COMPACT, COMPACT_MANIFESTS, EXPIRE_PARTITIONS, EXPIRE_SNAPSHOTS
 from paimon_ops.dagster.resources import SPARK_KEY, WAREHOUSE_KEY, PaimonSpark, PaimonWarehouse
 from paimon_ops.dagster.schedules import build_nightly_schedule
 from paimon_ops.dagster.sensors import TableRef, build_sensors
@@ -35,7 +35,7 @@ from paimon_ops.dagster.spec import WAREHOUSE_PLACEHOLDER, TableSpec, load_spec
 from paimon_ops.dagster.table_asset import build_table_asset
 from paimon_ops.dagster.tags_asset import build_tags_asset
 from paimon_ops.dagster.translator import PaimonTranslator
-from paimon_ops.errors import PaimonOpsError
+from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
 
 log = logging.getLogger("paimon_ops.dagster")
 
@@ -94,6 +94,7 @@ def build_paimon_parts(
     spark_master: str | None = None,
     spark_remote: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
+    spark_placement: str = "auto",
     nightly_cron: str = "0 3 * * *",
     nightly_timezone: str = "UTC",
     sensor_interval_seconds: int = 300,
@@ -107,7 +108,10 @@ def build_paimon_parts(
                                     table_options_override={k: dict(v) for k, v in
                                                             (table_options_override or {}).items()})
     if spark is None:
-        spark = PaimonSpark(master=spark_master, remote=spark_remote, conf=dict(spark_conf or {}))
+        if spark_placement not in ("auto", "spark", "local"):
+            raise InvalidArgumentError(f"spark_placement must be auto, spark or local, got {spark_placement!r}")
+        spark = PaimonSpark(master=spark_master, remote=spark_remote, conf=dict(spark_conf or {}),
+                            placement=spark_placement)  # type: ignore[arg-type]  # checked above
     parts = PaimonDefinitions(specs=load_specs(warehouse), refs=[],
                               resources={WAREHOUSE_KEY: warehouse, SPARK_KEY: spark})
     tags_assets = []
@@ -136,7 +140,7 @@ def build_paimon_parts(
     if healthy:
         sensor_status = DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED
         schedule_status = DefaultScheduleStatus.RUNNING if automation_running else DefaultScheduleStatus.STOPPED
-        jobs = {op: job_for(op) for op in (COMPACT, EXPIRE_SNAPSHOTS)}
+        jobs = {op: job_for(op) for op in (COMPACT, EXPIRE_SNAPSHOTS, COMPACT_MANIFESTS, EXPIRE_PARTITIONS)}
         parts.sensors = build_sensors(parts.refs, jobs, sensor_interval_seconds, observation_interval_seconds,
                                       sensor_status)
         nightly = build_nightly_schedule(parts.refs, nightly_cron, nightly_timezone, schedule_status)
@@ -165,7 +169,8 @@ def build_paimon_definitions(warehouse: str | PaimonWarehouse, translator: Paimo
     """Definitions for every selected table of `warehouse` (a URI, or a configured `PaimonWarehouse`).
 
     Keyword arguments: `include` / `exclude` (fnmatch on db.table), `options_override`, `table_options_override`,
-    `spark` (a `PaimonSpark`) or `spark_master` / `spark_remote` / `spark_conf`, `nightly_cron` /
+    `spark` (a `PaimonSpark`) or `spark_master` / `spark_remote` / `spark_conf` / `spark_placement` (auto: in-process
+    within the tables' execution.local.* thresholds, Spark beyond; spark; local), `nightly_cron` /
     `nightly_timezone`, `sensor_interval_seconds`, `observation_interval_seconds`, `automation_running` (start
     sensors, the nightly schedule and the daily tag automation; default stopped)."""
     return build_paimon_parts(warehouse, translator, **kwargs).definitions()

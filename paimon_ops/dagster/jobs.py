@@ -9,7 +9,9 @@ its op in the launchpad.
 | `paimon_expire_snapshots` | expire_snapshots |
 | `paimon_expire_tags` | expire_tags |
 | `paimon_remove_orphans` | remove_orphans |
-| `paimon_nightly` | create_tags (the due automatic tags, before anything expires), expire_snapshots, expire_tags, remove_orphans |
+| `paimon_expire_partitions` | expire_partitions (partitioned tables with `partition.expiration-time`, or the run's config) |
+| `paimon_compact_manifests` | compact_manifests |
+| `paimon_nightly` | create_tags (the due tags, before anything expires), expire_partitions, expire_snapshots, expire_tags, remove_orphans |
 | `paimon_observe` | — (observe the tables and run their checks) |
 """
 from __future__ import annotations
@@ -18,7 +20,16 @@ from typing import Any, Sequence
 
 from dagster import AssetKey, AssetSelection, define_asset_job
 
-from paimon_ops.dagster.operations import COMPACT, CREATE_TAGS, EXPIRE_SNAPSHOTS, EXPIRE_TAGS, OPERATIONS_TAG, REMOVE_ORPHANS
+from paimon_ops.dagster.operations import (
+    COMPACT,
+    COMPACT_MANIFESTS,
+    CREATE_TAGS,
+    EXPIRE_PARTITIONS,
+    EXPIRE_SNAPSHOTS,
+    EXPIRE_TAGS,
+    OPERATIONS_TAG,
+    REMOVE_ORPHANS,
+)
 
 COMPACTION_JOB = "paimon_compaction"
 NIGHTLY_JOB = "paimon_nightly"
@@ -30,9 +41,14 @@ JOBS: dict[str, tuple[tuple[str, ...], str]] = {
                                                      "the files nothing retained references."),
     "paimon_expire_tags": ((EXPIRE_TAGS,), "Tag expiry (tag.num-retained-max, tag retention), with reclamation."),
     "paimon_remove_orphans": ((REMOVE_ORPHANS,), "Removal of files no snapshot, tag, branch or changelog references."),
-    NIGHTLY_JOB: ((CREATE_TAGS, EXPIRE_SNAPSHOTS, EXPIRE_TAGS, REMOVE_ORPHANS),
-                  "Nightly maintenance: create the due automatic tags, expire snapshots, expire tags, remove "
-                  "orphan files."),
+    "paimon_expire_partitions": ((EXPIRE_PARTITIONS,), "Partition expiry (partition.expiration-time and the other "
+                                                       "partition.expiration-* options): one OVERWRITE commit "
+                                                       "dropping the expired partitions."),
+    "paimon_compact_manifests": ((COMPACT_MANIFESTS,), "Manifest compaction: merge the latest snapshot's manifests "
+                                                       "into few, as a COMPACT snapshot."),
+    NIGHTLY_JOB: ((CREATE_TAGS, EXPIRE_PARTITIONS, EXPIRE_SNAPSHOTS, EXPIRE_TAGS, REMOVE_ORPHANS),
+                  "Nightly maintenance: create the due automatic tags, expire partitions (tables with "
+                  "partition.expiration-time), expire snapshots, expire tags, remove orphan files."),
     OBSERVE_JOB: ((), "Observe the tables and run their checks (changes nothing)."),
 }
 

@@ -9,6 +9,7 @@ from dagster import AssetKey, MetadataValue
 
 from paimon_ops.dagster import health
 from paimon_ops.dagster.metadata import md_table
+from paimon_ops.lifecycle.manifest_compaction import manifest_count
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.table import Table
 
@@ -31,6 +32,7 @@ def table_state(table: Table) -> dict[str, Any]:
         "small_files": MetadataValue.int(sum(b.small_files for b in h.buckets)),
         "buckets": MetadataValue.int(len(h.buckets)),
         "snapshots": MetadataValue.int(len(snapshots)),
+        "manifests": MetadataValue.int(manifest_count(table)),
         "tags": MetadataValue.int(len(tags)),
         "deleted_rows": MetadataValue.int(deleted),
         "dv_ratio": MetadataValue.float(round(h.total_dv_ratio, 6)),

@@ -27,6 +27,8 @@ COMPACT = "compact"
 EXPIRE_SNAPSHOTS = "expire_snapshots"
 EXPIRE_TAGS = "expire_tags"
 REMOVE_ORPHANS = "remove_orphans"
+EXPIRE_PARTITIONS = "expire_partitions"
+COMPACT_MANIFESTS = "compact_manifests"
 
 
 def now_millis() -> int:
@@ -70,6 +72,13 @@ class RemoveOrphans(Config):
     allow_short: bool = Field(default=False, description="allow older_than under 1 day (only when no writer can be active)")
 
 
+class ExpirePartitions(Config):
+    expiration_time: Optional[str] = Field(default=None, description="drop partitions older than this age ('30 d'); "
+                                                                     "default the table's partition.expiration-time")
+    max_expires: Optional[int] = Field(default=None, description="at most this many partitions per run; default "
+                                                                 "partition.expiration-max-num (100)")
+
+
 class TableConfig(Config):
     """Config of a table asset run. Which operations run is the run's `paimon/operations` tag (the paimon_* jobs
     set it); without it the run observes the table and evaluates its checks."""
@@ -77,6 +86,7 @@ class TableConfig(Config):
     dry_run: bool = Field(default=False, description="plan only: record what would be written and deleted (would_* keys) "
                                              "as an observation; change nothing, never start Spark")
     remove_orphans: RemoveOrphans = Field(default_factory=lambda: RemoveOrphans())
+    expire_partitions: ExpirePartitions = Field(default_factory=lambda: ExpirePartitions())
 
 
 class PrimaryKeyTableConfig(TableConfig):
@@ -112,7 +122,7 @@ class Operation:
     name: str
     title: str
     plan: Callable[[Any, Any, int], Any]  # (po.Table, run config, now millis) -> Plan
-    applies: Callable[[TableSpec], bool] = lambda spec: True
+    applies: Callable[[TableSpec, Any], bool] = lambda spec, cfg: True  # (spec, run config)
     reclaims: bool = True  # its deletes free storage (compaction's inputs leave the table; expiry reclaims them)
 
 
@@ -131,13 +141,27 @@ def _remove_orphans(t: Any, cfg: Any, now: int) -> Any:
     return t.maintenance.remove_orphans(min_age=age, allow_short=o.allow_short, now=now)
 
 
+def _expire_partitions(t: Any, cfg: Any, now: int) -> Any:
+    e = cfg.expire_partitions
+    age = parse_duration(e.expiration_time, "expire_partitions.expiration_time") if e.expiration_time else None
+    if e.max_expires is not None and e.max_expires < 1:
+        raise InvalidArgumentError(f"expire_partitions.max_expires must be at least 1, got {e.max_expires}")
+    return t.maintenance.expire_partitions(expiration_time=age, max_expires=e.max_expires, now=now)
+
+
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation(CREATE_TAGS, "automatic tags that are due", lambda t, cfg, now: t.maintenance.create_auto_tags(now=now),
-              applies=lambda spec: spec.has_expected_tags),
+              applies=lambda spec, cfg: spec.has_expected_tags),
     Operation(COMPACT, "compaction", _compact, reclaims=False),
     Operation(EXPIRE_SNAPSHOTS, "snapshot expiry", lambda t, cfg, now: t.maintenance.expire_snapshots(now=now)),
     Operation(EXPIRE_TAGS, "tag expiry", lambda t, cfg, now: t.maintenance.expire_tags(now=now)),
     Operation(REMOVE_ORPHANS, "orphan removal", _remove_orphans),
+    # the dropped partitions' files stay until the snapshots that still read them expire: nothing is reclaimed now
+    Operation(EXPIRE_PARTITIONS, "partition expiry", _expire_partitions, reclaims=False,
+              applies=lambda spec, cfg: bool(spec.partition_keys) and (spec.expires_partitions
+                                                                       or bool(cfg.expire_partitions.expiration_time))),
+    Operation(COMPACT_MANIFESTS, "manifest compaction", lambda t, cfg, now: t.maintenance.compact_manifests(),
+              reclaims=False),
 )}
 
 

@@ -11,19 +11,26 @@ metadata (snapshot JSON, manifests, the index manifest, tag names).
 * `paimon_small_files_sensor`: requests a compaction (`minor` for primary-key tables, `small-files` for append
   tables) of exactly the buckets at or over `compaction.small-files-threshold`;
 * `paimon_snapshot_count_sensor`: requests a snapshot expiry when a table holds more snapshots than its retention
-  allows.
+  allows;
+* `paimon_manifest_sensor`: requests a manifest compaction when the latest snapshot reads at least
+  `manifest.compaction-trigger` manifests (default `manifest.merge-min-count`, 30);
+* `paimon_partition_expiry_sensor` (partitioned tables with `partition.expiration-time`): every
+  `partition.expiration-check-interval` (as Java's writers check; the last check is in the cursor) — partitions
+  expire as time passes, not only on a new snapshot — requests a partition expiry when a partition is due.
 
 Cursor: JSON `{"tables": {db.table: last evaluated state}, "next": i}` — a table whose latest snapshot did not
-change is skipped without reading manifests, and each tick works through the tables round-robin within a time
-budget, so 500 tables cost one snapshot-hint read each per tick. Run keys: kind, table, snapshot. While any run
-that changes a table is queued or in progress — a sensor's, a schedule's, or one launched from an asset page or a
-backfill (recognised by its asset selection) — the sensors wait for it (the table's cursor is not advanced).
+change (partition expiry: whose check interval has not passed) is skipped without reading manifests, and each tick
+works through the tables round-robin within a time budget, so 500 tables cost one snapshot-hint read each per tick.
+Run keys: kind, table, snapshot (partition expiry: and the check time). While any run that changes a table is queued
+or in progress — a sensor's, a schedule's, or one launched from an asset page or a backfill (recognised by its asset
+selection) — the sensors wait for it (the table's cursor is not advanced).
 """
 from __future__ import annotations
 
 import json
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from functools import partial
 from typing import Any, Callable, Optional, Sequence
 
@@ -52,6 +59,9 @@ from paimon_ops.dagster.operations import default_compaction_mode, now_millis
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec, partition_key_of
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.lifecycle.manifest_compaction import manifest_health
+from paimon_ops.lifecycle.partition_expiry import expirable_partitions, partition_expiry_due
+from paimon_ops.plan import human_bytes
 from paimon_ops.table.table import Table
 
 ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
@@ -65,6 +75,8 @@ OBSERVATION_SENSOR = "paimon_observation_sensor"
 DV_RATIO_SENSOR = "paimon_dv_ratio_sensor"
 SMALL_FILES_SENSOR = "paimon_small_files_sensor"
 SNAPSHOT_COUNT_SENSOR = "paimon_snapshot_count_sensor"
+MANIFEST_SENSOR = "paimon_manifest_sensor"
+PARTITION_EXPIRY_SENSOR = "paimon_partition_expiry_sensor"
 
 
 @dataclass(frozen=True)
@@ -124,11 +136,23 @@ def _truncate(text: str, n: int) -> str:
 
 
 Decide = Callable[[TableRef, Any, int], "tuple[list[RunRequest], str]"]  # (ref, table, snapshot) -> (requests, figure)
+# (ref, table, latest snapshot, the table's cursor state) -> (the state to record when evaluating now, else None;
+# why not)
+Due = Callable[[TableRef, Any, int, Optional[str]], "tuple[Optional[str], str]"]
+
+
+def new_snapshot(ref: TableRef, table: Any, latest: int, seen: Optional[str]) -> tuple[Optional[str], str]:
+    """The default gate: evaluate a table again once it has a new snapshot."""
+    if seen == str(latest):
+        return None, f"no new snapshot since {latest} (already evaluated)"
+    return str(latest), ""
 
 
 def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs: Sequence[TableRef],
-             decide: Decide, budget_s: float = DEFAULT_BUDGET_S) -> SensorResult:
-    """Per table: skip unless a new snapshot, wait while a run changes it, else measure (via `decide`)."""
+             decide: Decide, budget_s: float = DEFAULT_BUDGET_S, due: Due = new_snapshot,
+             not_due: str = "without a new snapshot") -> SensorResult:
+    """Per table: skip unless due (by default: a new snapshot), wait while a run changes it, else measure (via
+    `decide`)."""
     cursor = _load_cursor(context.cursor)
     seen: dict[str, str] = cursor["tables"]
     refs = [r for r in refs if not r.spec.broken]
@@ -158,10 +182,11 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
         if latest is None:
             notes.append(f"{ref.ident} has no snapshot yet")
             continue
-        if seen.get(ref.ident) == str(latest):
+        state, why_not = due(ref, table, latest, seen.get(ref.ident))
+        if state is None:
             unchanged += 1
             if len(refs) == 1:
-                notes.append(f"{ref.ident}: no new snapshot since {latest} (already evaluated)")
+                notes.append(f"{ref.ident}: {why_not}")
             continue
         if ref.ident in busy:
             notes.append(f"{ref.ident}: run {busy[ref.ident]} changing it is still queued or running; "
@@ -172,7 +197,7 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
         except READ_ERRORS as e:
             notes.append(f"{ref.ident} cannot be measured: {e}")
             continue
-        seen[ref.ident] = str(latest)
+        seen[ref.ident] = state
         if reqs:
             requests += reqs
             context.log.info(figure)
@@ -183,7 +208,7 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
     if requests:
         return SensorResult(run_requests=requests, cursor=new_cursor)
     if unchanged and len(refs) > 1:
-        notes.insert(0, f"{unchanged} of {len(refs)} tables without a new snapshot")
+        notes.insert(0, f"{unchanged} of {len(refs)} tables {not_due}")
     return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes) or "nothing to do", MAX_SKIP_LEN)),
                         cursor=new_cursor)
 
@@ -220,9 +245,11 @@ def compaction_requests(ref: TableRef, kind: str, snapshot_id: int, job_name: st
 def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: int = 300,
                   observation_interval_s: int = 60, status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
                   budget_s: float = DEFAULT_BUDGET_S) -> list[SensorDefinition]:
-    """`jobs`: operation -> job name (compact, expire_snapshots)."""
+    """`jobs`: operation -> job name (compact, expire_snapshots, compact_manifests, expire_partitions)."""
     compaction_job, expiry_job = jobs["compact"], jobs["expire_snapshots"]
+    manifest_job, partition_job = jobs["compact_manifests"], jobs["expire_partitions"]
     dv_refs = [r for r in refs if r.spec.dv_enabled]
+    partition_refs = [r for r in refs if r.spec.expires_partitions]
 
     def decide_dv(ref: TableRef, table: Any, sid: int):
         h = health.measure_files(table)
@@ -255,6 +282,35 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
                            asset_selection=[ref.key],
                            tags=run_tags(ref, "snapshot_count_sensor", sid, figure))], figure
 
+    def decide_manifests(ref: TableRef, table: Any, sid: int):
+        h = manifest_health(table)
+        figure = (f"{ref.ident} snapshot {sid}: {h.manifests} manifests ({h.small_manifests} small, "
+                  f"{human_bytes(h.total_bytes)}) vs manifest.compaction-trigger {h.trigger}")
+        if not h.due:
+            return [], figure
+        return [RunRequest(run_key=f"manifests:{ref.ident}:{sid}", job_name=manifest_job, asset_selection=[ref.key],
+                           tags=run_tags(ref, "manifest_sensor", sid, figure))], figure
+
+    def partition_check_due(ref: TableRef, table: Any, latest: int, seen: Optional[str]):
+        now = now_millis()
+        last = int(seen) if seen and seen.isdigit() else None
+        if partition_expiry_due(table, last, now):
+            return str(now), ""
+        return None, f"checked at {_iso(last)}; next check after partition.expiration-check-interval"
+
+    def decide_partitions(ref: TableRef, table: Any, sid: int):
+        now = now_millis()
+        expired = expirable_partitions(table, now)
+        figure = (f"{ref.ident} snapshot {sid}: {len(expired)} partition(s) older than partition.expiration-time "
+                  f"{table.options.get('partition.expiration-time')}"
+                  + (": " + ", ".join(v.path.rstrip("/") for v in expired[:5]) + (" …" if len(expired) > 5 else "")
+                     if expired else ""))
+        if not expired:
+            return [], figure
+        return [RunRequest(run_key=f"partition_expiry:{ref.ident}:{sid}:{now}", job_name=partition_job,
+                           asset_selection=[ref.key],
+                           tags=run_tags(ref, "partition_expiry_sensor", sid, figure))], figure
+
     common: dict[str, Any] = dict(minimum_interval_seconds=interval_s, default_status=status)
 
     @sensor(name=DV_RATIO_SENSOR, job_name=compaction_job, **common,
@@ -275,6 +331,21 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
     def snapshot_count_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
         return evaluate(context, paimon, refs, decide_snapshots, budget_s)
 
+    @sensor(name=MANIFEST_SENSOR, job_name=manifest_job, **common,
+            description="Requests a manifest compaction of every table whose latest snapshot reads at least "
+                        "manifest.compaction-trigger manifests (default manifest.merge-min-count, 30).")
+    def manifest_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+        return evaluate(context, paimon, refs, decide_manifests, budget_s)
+
+    @sensor(name=PARTITION_EXPIRY_SENSOR, job_name=partition_job, **common,
+            description="Every partition.expiration-check-interval, requests a partition expiry of every "
+                        "partitioned table with partition.expiration-time that has a partition due.")
+    def partition_expiry_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+        if not partition_refs:
+            return SensorResult(skip_reason=SkipReason("no partitioned table sets partition.expiration-time"))
+        return evaluate(context, paimon, partition_refs, decide_partitions, budget_s, due=partition_check_due,
+                        not_due="not due for a partition expiry check")
+
     @sensor(name=OBSERVATION_SENSOR, minimum_interval_seconds=observation_interval_s, default_status=status,
             description="Observes every table that changed (rows, bytes, files, level-0 files, snapshots, tags, "
                         "deleted-row ratio), evaluates its cheap checks and reports the tags that exist in the "
@@ -282,7 +353,8 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
     def observation_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
         return observe_tables(context, paimon, refs, budget_s)
 
-    return [observation_sensor, dv_ratio_sensor, small_files_sensor, snapshot_count_sensor]
+    return [observation_sensor, dv_ratio_sensor, small_files_sensor, snapshot_count_sensor, manifest_sensor,
+            partition_expiry_sensor]
 
 
 def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs: Sequence[TableRef],
@@ -358,6 +430,12 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
         return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes), MAX_SKIP_LEN)), cursor=new_cursor)
     context.log.info(f"observed {observed} table(s); {len(events)} event(s)")
     return SensorResult(asset_events=events, cursor=new_cursor)
+
+
+def _iso(millis: Optional[int]) -> str:
+    if millis is None:
+        return "never"
+    return datetime.fromtimestamp(millis / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _raise(e: BaseException) -> Any:

@@ -102,6 +102,11 @@ class TableSpec:
         return self.tag_timing is not None or self.auto_tag in ("process-time", "watermark")
 
     @property
+    def expires_partitions(self) -> bool:
+        """Partitioned with `partition.expiration-time` set: Paimon's writers would expire its partitions."""
+        return bool(self.partition_keys) and bool(self.options.get("partition.expiration-time"))
+
+    @property
     def daily_tags(self) -> bool:
         """Daily tag periods (or no automatic tags: manual daily tags): the tags asset is partitioned by day."""
         return self.tag_period == "daily"

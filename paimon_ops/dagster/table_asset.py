@@ -115,7 +115,7 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
     reclaimed = deleted = written = written_bytes = 0
     for name in names:
         op = OPERATIONS[name]
-        if not op.applies(spec):
+        if not op.applies(spec, config):
             context.log.info(f"{spec.identifier}: {op.title} does not apply to this table; skipped")
             continue
         table = po.Table(raw)

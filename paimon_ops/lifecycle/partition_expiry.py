@@ -325,6 +325,7 @@ class PartitionVerdict:
     expired: bool
     reason: str
     timestamp: str | None = None  # values-time: the string handed to the formatter
+    unparseable: bool = False     # values-time: the formatter cannot read it (reported, never guessed or expired)
 
     def to_dict(self) -> dict[str, Any]:
         return {"partition": dict(self.spec), "path": self.path, "time": self.time, "files": self.files,
@@ -394,7 +395,7 @@ def evaluate_partitions(table: Table, cfg: PartitionExpirySettings,
             pt = cfg.extractor.parse(text)
         except PartitionTimeError as e:
             verdicts.append(PartitionVerdict(
-                **common, time=None, expired=False, timestamp=text,
+                **common, time=None, expired=False, timestamp=text, unparseable=True,
                 reason=f"{text!r} does not parse with formatter "
                        f"{cfg.timestamp_formatter or '(default yyyy-MM-dd[ HH:mm:ss])'}: {e}" if text is not None
                 else str(e)))

@@ -19,6 +19,7 @@ def test_component_loads_from_yaml(warehouse):
           include: ["shop.*"]
           exclude: ["shop.events"]
           spark_master: local[1]
+          spark_placement: spark
           options:
             snapshot.num-retained.min: "3"
           automation: true
@@ -34,7 +35,7 @@ def test_component_loads_from_yaml(warehouse):
             assert keys == {"paimon/shop/orders", "paimon/shop/orders/tags"}
             assert repo.asset_graph.get(AssetKey(["paimon", "shop", "orders"])).kinds == {"paimon", "spark"}
             resources = defs.resources
-            assert resources["spark"].master == "local[1]"
+            assert resources["spark"].master == "local[1]" and resources["spark"].placement == "spark"
             assert resources["paimon"].options_override == {"snapshot.num-retained.min": "3"}
             sensors = {s.name: s for s in repo.sensor_defs}
             assert sensors["paimon_small_files_sensor"].default_status.value == "RUNNING"

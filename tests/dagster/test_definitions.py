@@ -15,9 +15,10 @@ from tests.dagster.util import table_key
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = {"__ASSET_JOB", "paimon_compaction", "paimon_expire_snapshots", "paimon_expire_tags", "paimon_remove_orphans",
-        "paimon_nightly", "paimon_observe"}
+        "paimon_expire_partitions", "paimon_compact_manifests", "paimon_nightly", "paimon_observe"}
 SENSORS = {"paimon_observation_sensor", "paimon_dv_ratio_sensor", "paimon_small_files_sensor",
-           "paimon_snapshot_count_sensor", "paimon_tag_automation"}
+           "paimon_snapshot_count_sensor", "paimon_manifest_sensor", "paimon_partition_expiry_sensor",
+           "paimon_tag_automation"}
 
 
 def _repo(defs: Definitions):
@@ -54,7 +55,8 @@ def test_the_table_is_the_asset(full_warehouse, caplog):
     assert checks == {
         ("paimon/shop/orders", "metadata_readable"), ("paimon/shop/orders", "referenced_files_present"),
         ("paimon/shop/orders", "small_files"), ("paimon/shop/orders", "dv_ratio"),
-        ("paimon/shop/orders", "snapshot_retention"), ("paimon/shop/orders/tags", "latest_tag_present"),
+        ("paimon/shop/orders", "snapshot_retention"), ("paimon/shop/orders", "manifest_count"),
+        ("paimon/shop/orders/tags", "latest_tag_present"), ("paimon/shop/events", "manifest_count"),
         ("paimon/shop/events", "metadata_readable"), ("paimon/shop/events", "referenced_files_present"),
         ("paimon/shop/events", "small_files"), ("paimon/shop/events", "snapshot_retention"),
         ("paimon/shop/broken", "metadata_readable"), ("paimon/shop/badtime", "metadata_readable")}
@@ -99,7 +101,7 @@ def test_checks_alone_do_not_touch_the_table(full_warehouse, instance):
     assert result.success
     evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert set(evals) == {"metadata_readable", "referenced_files_present", "small_files", "dv_ratio",
-                          "snapshot_retention"}
+                          "snapshot_retention", "manifest_count"}
     assert not evals["dv_ratio"].passed and evals["dv_ratio"].severity.value == "WARN"  # routine: compaction due
     assert evals["referenced_files_present"].passed
     assert not [e for e in result.all_events if e.event_type_value == "ASSET_OBSERVATION"]

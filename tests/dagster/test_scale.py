@@ -50,11 +50,11 @@ def test_500_tables_load_fast_with_constant_automation(tmp_path):
     print(f"\n500 tables: definitions built and every job resolved in {elapsed:.2f} s")
     keys = repo.asset_graph.get_all_asset_keys()
     assert len(keys) == N_TABLES + N_TABLES // 2  # a table asset each, a tags asset per table with daily tags
-    assert len(repo.asset_graph.asset_check_keys) == N_TABLES // 2 * 6 + N_TABLES // 2 * 4
+    assert len(repo.asset_graph.asset_check_keys) == N_TABLES // 2 * 7 + N_TABLES // 2 * 5
     assert elapsed < LOAD_BOUND_S, f"loading 500 tables took {elapsed:.1f} s"
     # O(1): the same jobs, sensors and schedules as a warehouse of two tables
     small = tmp_path / "small"
     for name in ("db0.db/pk_000", "db1.db/ap_001"):
         shutil.copytree(Path(warehouse) / name, small / name)
-    assert _counts(defs) == _counts(build_paimon_definitions(str(small))) == (len(jobs), 5, 1)
-    assert len(jobs) == 7
+    assert _counts(defs) == _counts(build_paimon_definitions(str(small))) == (len(jobs), 7, 1)
+    assert len(jobs) == 9

@@ -168,7 +168,7 @@ def test_sensor_ticks_read_metadata_only(warehouse, fresh_instance, monkeypatch)
             return _original(self, path)
         monkeypatch.setattr(FileIO, name, spy)
     for sensor in ("paimon_dv_ratio_sensor", "paimon_small_files_sensor", "paimon_snapshot_count_sensor",
-                   "paimon_observation_sensor"):
+                   "paimon_manifest_sensor", "paimon_observation_sensor"):
         _tick(defs, sensor, fresh_instance)
     assert opened
     dirs = {p.split("/")[-2] for p in opened}
@@ -190,7 +190,8 @@ def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, f
     assert md["snapshots"] == 4 and md["tags"] == 1 and md["files"] == 4 and md["level0_files"] == 2
     assert md["dagster/row_count"] == 50 - 16 and md["deleted_rows"] == 16 and md["dv_ratio"] == 16 / 50
     evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
-    assert set(evals) == {"metadata_readable", "small_files", "dv_ratio", "snapshot_retention", "latest_tag_present"}
+    assert set(evals) == {"metadata_readable", "small_files", "dv_ratio", "snapshot_retention", "manifest_count",
+                          "latest_tag_present"}
     assert not evals["dv_ratio"].passed and evals["dv_ratio"].severity.value == "WARN"
     assert evals["metadata_readable"].passed
     mats = [e for e in out.asset_events if type(e).__name__ == "AssetMaterialization"]
