@@ -1,12 +1,16 @@
-"""Spark scaling: the same full compaction (several buckets, one task each) on local[1] vs local[2].
+"""Full compaction on a real Spark standalone cluster (Master + Workers on 127.0.0.1, each its own JVM) with one, then
+two single-core workers: does the Spark path scale (issue 10: near-linear from 1 to 2 workers)?
 
-Each run gets a fresh copy of the table and a fresh SparkSession; the session start-up is excluded, the first
-Spark job's warm-up is not (it is part of what a maintenance run pays).
+The same generated table as bench_compaction.py (primary key, --buckets buckets, --runs overlapping level-0 runs).
+Per cluster size, one session (spark.executor.cores 1, spark.cores.max = workers): a first compaction on one copy
+(executors start, Python workers import), then the measured one on a fresh copy. Printed: seconds, rows/s and the
+speed-up. On a machine with N cores, more than N single-core workers cannot scale: the benchmark uses two.
 
-Run: .venv/bin/python benchmarks/bench_spark_scaling.py [rows_per_bucket_file] [buckets] [files]
+Run: .venv/bin/python benchmarks/bench_spark_scaling.py [--rows 5000000] [--buckets 4] [--runs 10]
 """
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -14,54 +18,58 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from paimon_ops.compact import compact  # noqa: E402
+from bench_compaction import build, copy  # noqa: E402
+
+from paimon_ops.compact import plan_compaction  # noqa: E402
+from paimon_ops.executor import execute  # noqa: E402
 from paimon_ops.runner import SparkRunner, local_spark  # noqa: E402
-from paimon_ops.table.table import Table  # noqa: E402
-from paimon_ops.table.writer import create_table, write_rows  # noqa: E402
+from tests.spark_cluster import StandaloneCluster  # noqa: E402
 
 
-def build(warehouse: str, rows: int, buckets: int, files: int) -> str:
-    t = create_table(warehouse, "db.scale", [("k", "BIGINT"), ("s", "STRING"), ("v", "DOUBLE")],
-                     primary_keys=["k"], options={"bucket": str(buckets)})
-    rng = np.random.default_rng(3)
-    for _ in range(files):
-        ks = rng.integers(0, rows * buckets * 2, rows * buckets)
-        write_rows(t.refresh(), {"k": ks, "s": np.char.add("v-", (ks % 997).astype(str)).tolist(),
-                                 "v": rng.random(len(ks))})
-    return t.root
-
-
-def run(master: str, source: str, scratch: str) -> float:
-    target = os.path.join(scratch, master.replace("[", "_").replace("]", ""))
-    shutil.copytree(source, target)
-    spark = local_spark(master, f"bench-{master}")
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--buckets", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-scaling-"))
     try:
-        t0 = time.perf_counter()
-        report = compact(Table(target), mode="full", runner=SparkRunner(spark))
-        elapsed = time.perf_counter() - t0
-        print(f"{master:>9}: {elapsed:6.2f} s  ({report.details['rows_in']:,} rows in, "
-              f"{report.details['rows_in'] / elapsed:,.0f} rows/s, {report.details.get('buckets', '?')} buckets)")
-        return elapsed
+        print(f"building {args.rows:,} rows, {args.buckets} buckets, {args.runs} overlapping runs ...")
+        build(str(work / "src"), args.rows, args.buckets, args.runs)
+        times: dict[int, float] = {}
+        with StandaloneCluster(work / "cluster") as cluster:
+            for n in range(1, args.workers + 1):
+                cluster.add_worker(cores=1, memory="3g")
+                spark = local_spark(cluster.url, f"bench-scaling-{n}", {
+                    "spark.executor.cores": "1", "spark.executor.memory": "2g", "spark.cores.max": str(n)})
+                runner = SparkRunner(spark)
+                first = copy(work / "src", work / f"first-{n}")
+                t0 = time.perf_counter()
+                execute(plan_compaction(first), first, runner=runner)
+                warmup = time.perf_counter() - t0
+                table = copy(work / "src", work / f"measured-{n}")
+                t0 = time.perf_counter()
+                report = execute(plan_compaction(table), table, runner=runner)
+                times[n] = time.perf_counter() - t0
+                spark.stop()
+                print(f"{n} worker(s) x 1 core: {times[n]:6.2f}s  ({args.rows / times[n] / 1e6:.2f} M rows/s; "
+                      f"first run with executor start {warmup:.2f}s; {report.details.get('tasks')} tasks, "
+                      f"{report.details.get('task_seconds')}s summed)")
+        base = times[1]
+        for n, t in times.items():
+            if n > 1:
+                print(f"speed-up 1 -> {n} workers: {base / t:.2f}x (linear: {n}x)")
     finally:
-        spark.stop()
-
-
-def main() -> None:
-    rows = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
-    buckets = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-    files = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    with tempfile.TemporaryDirectory() as d:
-        source = build(os.path.join(d, "wh"), rows, buckets, files)
-        one = run("local[1]", source, d)
-        two = run("local[2]", source, d)
-        print(f"speed-up 2 cores vs 1: {one / two:.2f}x (machine has {os.cpu_count()} cores)")
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from paimon_ops.runner import SparkRunner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
 from tests.compact.test_pypaimon import SCHEMA, _rows, _write_history
+from tests.spark_cluster import StandaloneCluster
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,61 +43,13 @@ def test_compaction_on_local_spark(spark, warehouse):
     assert len(rows) == len(before) + 1
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _spark_class() -> str:
-    import pyspark
-    return str(Path(pyspark.__file__).parent / "bin" / "spark-class")
-
-
 @pytest.fixture
 def standalone_cluster(tmp_path):
     """A Spark master and one worker on 127.0.0.1, each its own process; stopped by pid."""
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=str(tmp_path / "logs"), SPARK_WORKER_DIR=str(tmp_path / "work"))
-    port, ui, wui = _free_port(), _free_port(), _free_port()
-    logs = [open(tmp_path / n, "w") for n in ("master.log", "worker.log")]
-    master = subprocess.Popen([_spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(ui)], env=env, stdout=logs[0],
-                              stderr=subprocess.STDOUT)
-    worker = None
-    try:
-        url = f"spark://127.0.0.1:{port}"
-        deadline = time.time() + 90
-        while True:  # master up
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline or master.poll() is not None:
-                    raise RuntimeError("Spark master did not start: " + (tmp_path / "master.log").read_text()[-2000:])
-                time.sleep(0.5)
-        worker = subprocess.Popen([_spark_class(), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                                   "--cores", "2", "--memory", "2g", "--webui-port", str(wui)], env=env,
-                                  stdout=logs[1], stderr=subprocess.STDOUT)
-        while True:  # worker registered
-            state = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2).read())
-            if state.get("aliveworkers", 0) >= 1:
-                break
-            if time.time() > deadline or worker.poll() is not None:
-                raise RuntimeError("Spark worker did not register: " + (tmp_path / "worker.log").read_text()[-2000:])
-            time.sleep(0.5)
-        yield {"url": url, "ui": ui, "master_pid": master.pid, "worker_pid": worker.pid}
-    finally:
-        for p in (worker, master):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        for f in logs:
-            f.close()
+    with StandaloneCluster(tmp_path / "cluster") as cluster:
+        worker_pid = cluster.add_worker(cores=2)
+        assert cluster.master is not None
+        yield {"url": cluster.url, "ui": cluster.ui, "master_pid": cluster.master.pid, "worker_pid": worker_pid}
 
 
 DRIVER = r"""

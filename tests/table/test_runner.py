@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from paimon_ops.runner import LocalRunner, SparkRunner
+from paimon_ops.runner import LocalRunner, SparkRunner, spark_partitions
 
 
 def echo_task(table_location: str, task: dict) -> dict:
@@ -48,14 +48,26 @@ def test_local_runner_runs_tasks_concurrently_largest_first():
     assert len({r["thread"] for r in results}) > 1  # ran on several threads
 
 
-def test_spark_runner_gives_each_task_its_own_partition(spark):
-    """spark.range(n, numPartitions=n): no two tasks share a partition (a hash repartition did, serialising them)."""
+def test_spark_partitions_pack_short_tasks_per_slot_and_spread_long_ones():
+    """Short work: one partition per slot, balanced largest-first (each PySpark task costs ~45 ms of worker
+    overhead); long work, or unknown slots: one partition per task, largest first, balanced by Spark itself."""
+    mb, gb = 1 << 20, 1 << 30
+    assert spark_partitions([10 * mb, 9 * mb, 8 * mb, 1 * mb], slots=2) == [[0, 3], [1, 2]]
+    assert spark_partitions([1 * mb] * 5, slots=8) == [[0], [1], [2], [3], [4]]
+    assert spark_partitions([gb, 2 * gb, gb, gb], slots=2) == [[1], [0], [2], [3]]
+    assert spark_partitions([3, 1, 2], slots=None) == [[0], [2], [1]]
+    many = spark_partitions([mb] * 100, slots=4)
+    assert len(many) == 4 and sorted(i for g in many for i in g) == list(range(100))
+    assert {len(g) for g in many} == {25}
+
+
+def test_spark_runner_runs_packed_partitions_in_parallel(spark):
     import time
     t0 = time.time()
     results = SparkRunner(spark).run("tests.table.test_runner.slow_task", "/x",
-                                     [{"files": [{"file_size": i}]} for i in range(2)])
-    assert all(r["ok"] for r in results) and [r["partition"] for r in results] == [0, 1]
-    assert time.time() - t0 < 0.2 * 2 + 5  # not a proof of parallelism, only that nothing hung
+                                     [{"files": [{"file_size": i}]} for i in range(4)])
+    assert all(r["ok"] for r in results) and [r["partition"] for r in results] == [0, 1, 2, 3]
+    assert time.time() - t0 < 0.2 * 4 + 5  # not a proof of parallelism, only that nothing hung
 
 
 def test_auto_runner_places_small_plans_in_process_and_says_why():
