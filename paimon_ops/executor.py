@@ -29,6 +29,7 @@ from paimon_ops.plan import (
     Step,
     bytes_by_kind,
     count_by_kind,
+    removal_words,
 )
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner, place
@@ -131,7 +132,8 @@ class Execution:
                       deleted=count_by_kind(self.done), deleted_bytes=bytes_by_kind(self.done),
                       written=count_by_kind(self.written), written_bytes=bytes_by_kind(self.written),
                       snapshot_id=self.snapshot_id, details=details, files=files,
-                      warnings=tuple(plan.warnings) + tuple(self.warnings), runner=self.runner_info)
+                      warnings=tuple(plan.warnings) + tuple(self.warnings), runner=self.runner_info,
+                      deleted_as=removal_words(plan, dry_run=False))
 
 
 def open_plan_table(plan: Plan) -> Table:

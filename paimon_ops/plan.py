@@ -86,15 +86,28 @@ class Step:
 _DELETE_ACTIONS: set[str] = set()
 _WRITE_ACTIONS: set[str] = set()
 _VERBS: dict[str, str] = {}
+_DONE_VERBS: dict[str, str] = {}
 
 
-def declare_step_action(action: str, *, deletes: bool = False, writes: bool = False, verb: str | None = None) -> None:
+def declare_step_action(action: str, *, deletes: bool = False, writes: bool = False, verb: str | None = None,
+                        done: str | None = None) -> None:
+    """`verb` words the step in a plan ("would replace"), `done` its files in a report ("replaced") — for steps whose
+    "deleted" files leave the table but stay on disk."""
     if deletes:
         _DELETE_ACTIONS.add(action)
     if writes:
         _WRITE_ACTIONS.add(action)
     if verb:
         _VERBS[action] = verb
+    if done:
+        _DONE_VERBS[action] = done
+
+
+def removal_words(plan: Plan, dry_run: bool) -> str | None:
+    """How a report words the plan's deleted files when its delete steps only take them out of the table (one wording
+    for all of them), else None ("deleted")."""
+    words = {(_VERBS if dry_run else _DONE_VERBS).get(s.action) for s in plan.steps if s.deletes and s.files}
+    return words.pop() if len(words) == 1 and None not in words else None
 
 
 # ---------------------------------------------------------------------------------------------- preconditions

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from paimon_ops.plan import FileAction, Plan, bytes_by_kind, count_by_kind, encode, human_bytes
+from paimon_ops.plan import FileAction, Plan, bytes_by_kind, count_by_kind, encode, human_bytes, removal_words
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class Report:
     files: tuple[FileAction, ...] = ()
     warnings: tuple[str, ...] = ()
     runner: Mapping[str, Any] | None = None  # where the work ran and why (None: nothing needed a runner)
+    deleted_as: str | None = None  # the text's word for `deleted` files that only left the table ("replaced")
 
     @staticmethod
     def of_plan(plan: Plan, duration_s: float = 0.0) -> Report:
@@ -32,7 +33,8 @@ class Report:
         return Report(plan.operation, plan.table, True, round(duration_s, 3),
                       deleted=count_by_kind(plan.deletes), deleted_bytes=bytes_by_kind(plan.deletes),
                       written=count_by_kind(plan.writes), written_bytes=bytes_by_kind(plan.writes),
-                      details=dict(plan.details), files=plan.files, warnings=plan.warnings)
+                      details=dict(plan.details), files=plan.files, warnings=plan.warnings,
+                      deleted_as=removal_words(plan, dry_run=True))
 
     @property
     def total_deleted(self) -> int:
@@ -52,7 +54,7 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent, default=str)
 
     def summary(self) -> str:
-        verb = "would delete" if self.dry_run else "deleted"
+        verb = self.deleted_as or ("would delete" if self.dry_run else "deleted")
         lines = [f"{self.operation} on {self.table}: {self.duration_s:.2f}s"
                  + (f", committed snapshot {self.snapshot_id}" if self.snapshot_id else "")
                  + (f", ran {self.runner['where']} ({self.runner['why']})" if self.runner else "")]

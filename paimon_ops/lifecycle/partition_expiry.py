@@ -93,7 +93,8 @@ DEFAULT_CHECK_INTERVAL = _dt.timedelta(hours=1)
 
 # The one step: an OVERWRITE commit dropping the expired partitions' files from the table.
 PARTITION_DROP = "partition-drop-commit"
-declare_step_action(PARTITION_DROP, deletes=True, verb="would drop from the table")
+declare_step_action(PARTITION_DROP, deletes=True, verb="would drop from the table",
+                    done="dropped from the table (the files stay on disk until snapshot expiry)")
 
 _TIME_TYPES = ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ")
 

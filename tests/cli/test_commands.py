@@ -53,6 +53,8 @@ def test_compact(sample):
     assert plan["details"]["files_in"] > 0
     r = cli("compact", sample, "shop.orders", "--local")
     assert r.code == 0 and "committed snapshot" in r.out
+    # compaction takes files out of the table, it does not delete them: the text says so, JSON keeps the counts
+    assert "replaced (the old files stay on disk until snapshot expiry): " in r.out and "deleted:" not in r.out
     j = cli("compact", sample, "shop.orders", "--local", "--json")
     assert j.code == 0 and j.json["snapshot_id"] is None  # nothing left to do
     assert cli("compact", sample, "shop.orders", "--mode", "nope").code == 2  # argparse: exit 2, usage

@@ -253,6 +253,7 @@ def test_convenience_and_dry_run(daily):
     assert r.dry_run and r.deleted == {"data": 6} and daily.refresh().snapshots.latest_id() == 5
     r = expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3)
     assert not r.dry_run and r.snapshot_id == 6
+    assert r.deleted_as.startswith("dropped from the table") and "dropped from the table" in r.summary()
     r = expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3)  # nothing left to do: no commit
     assert r.snapshot_id is None and r.deleted == {} and daily.refresh().snapshots.latest_id() == 6
     assert dataclasses.asdict(expirable_partitions(daily.refresh(), now_millis=NOW + 86_400_000 * 30,
