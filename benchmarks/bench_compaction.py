@@ -10,9 +10,12 @@ Contenders, each on its own copy of the same table:
 * `paimon-ops compact WH db.t` — the **default CLI path** (placement decides; the report says where and why),
   wall time of the whole process;
 * `paimon-ops compact … --local` (in-process) and `… --spark-master local[*]` (Spark start-up included), wall;
-* in one warm process: the same plan executed in-process (LocalRunner, one task per core) and on a warm Spark
-  `local[2]` session (SparkRunner) — the Spark path itself, start-up excluded — each twice on fresh copies: the
-  first execution (Spark's Python workers and the in-process allocator still cold) and the steady state;
+* the same plan executed in-process (LocalRunner, one task per core) and on a `local[2]` session whose Python
+  workers have started (SparkRunner) — the Spark path itself, start-up excluded — each in its own fresh child
+  process (as a user's process would be), twice on fresh copies: the first execution (Spark's Python workers and
+  the allocator still cold) and the steady state. Why separate processes: on this machine (a VM) memory freed by
+  one contender costs the next one's page faults dearly — Spark's first job after an in-process compaction in the
+  same process took 1.6–2.6 s instead of 1.2–1.4 s.
 * the raw pyarrow rewrite: read every input file of each bucket and write it back as one zstd Parquet file — the
   practical limit of "read + write the bytes" on this machine.
 
@@ -103,6 +106,27 @@ def raw_rewrite(table: Table, out: Path) -> float:
     return time.perf_counter() - t0
 
 
+def runner_child(kind: str, work: Path) -> dict[str, float]:
+    """In-process (`local`) or a local[2] session (`spark`), first and steady, on the copies prepared in `work`."""
+    results: dict[str, float] = {}
+    spark = None
+    if kind == "spark":
+        spark = local_spark("local[2]", "bench-compaction")
+        spark.range(4, numPartitions=2).mapInArrow(lambda it: it, "id long").collect()  # start the Python workers
+    runner = SparkRunner(spark) if spark is not None else LocalRunner(workers=2)
+    for phase in ("warm", "steady"):
+        name = f"{phase}_{kind}"
+        table = Table(str(work / name / "db.db" / "t"))
+        plan = plan_compaction(table)
+        settle()
+        t0 = time.perf_counter()
+        execute(plan, table, runner=runner)
+        results[name] = time.perf_counter() - t0
+    if spark is not None:
+        spark.stop()
+    return results
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=5_000_000)
@@ -110,7 +134,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--no-java", action="store_true")
+    ap.add_argument("--runner-child", nargs=2, default=None, help=argparse.SUPPRESS)  # internal: KIND WORK_DIR
     args = ap.parse_args()
+    if args.runner_child:
+        print(json.dumps(runner_child(args.runner_child[0], Path(args.runner_child[1]))))
+        return 0
     work = Path(args.dir or tempfile.mkdtemp(prefix="bench-compaction-"))
     try:
         print(f"building {args.rows:,} rows, {args.buckets} buckets, {args.runs} overlapping runs in {work} ...")
@@ -119,7 +147,8 @@ def main() -> int:
         in_bytes = sum(f.meta.file_size for f in res.files)
         print(f"  {len(res.files)} files, {human_bytes(in_bytes)}")
         names = ["java", "default", "local", "spark_cli", "warm_local", "warm_spark", "steady_local", "steady_spark"]
-        tables = {n: copy(work / "src", work / n) for n in names}
+        for n in names:
+            copy(work / "src", work / n)
         results: dict[str, float] = {}
 
         results["raw"] = raw_rewrite(src, work / "raw")
@@ -146,18 +175,15 @@ def main() -> int:
         print(f"paimon-ops compact local[*]:    {results['spark_cli']:6.2f}s wall (Spark start-up included; "
               f"tasks {rep['details'].get('task_seconds')}s summed)")
 
-        # the Spark path itself: the same plan on a warm local[2] session vs in-process, in one process
-        spark = local_spark("local[2]", "bench-compaction")
-        spark.range(4, numPartitions=2).mapInArrow(lambda it: it, "id long").collect()  # warm the Python workers
-        for phase in ("warm", "steady"):
-            for kind, runner in (("local", LocalRunner(workers=2)), ("spark", SparkRunner(spark))):
-                name = f"{phase}_{kind}"
-                plan = plan_compaction(tables[name])
-                settle()
-                t0 = time.perf_counter()
-                execute(plan, tables[name], runner=runner)
-                results[name] = time.perf_counter() - t0
-        spark.stop()
+        # the Spark path itself: the same plan on a local[2] session vs in-process, each in a fresh process
+        for kind in ("local", "spark"):
+            settle()
+            p = subprocess.run([sys.executable, __file__, "--runner-child", kind, str(work)], capture_output=True,
+                               text=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1",
+                                               "PYSPARK_PYTHON": sys.executable})
+            if p.returncode != 0:
+                raise SystemExit(f"the {kind} runner contender failed: {p.stderr[-2000:]}")
+            results.update(json.loads(p.stdout.strip().splitlines()[-1]))
         print(f"in-process, 2 workers (first):  {results['warm_local']:6.2f}s   steady: {results['steady_local']:.2f}s")
         print(f"Spark local[2] (first job):     {results['warm_spark']:6.2f}s   steady: {results['steady_spark']:.2f}s")
 
