@@ -44,6 +44,11 @@ class Report:
     def total_deleted_bytes(self) -> int:
         return sum(self.deleted_bytes.values())
 
+    @property
+    def deleted_words(self) -> str:
+        """How the text names the `deleted` files: the operation's own words when they only left the table."""
+        return self.deleted_as or ("would delete" if self.dry_run else "deleted")
+
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
         d["total_deleted"] = self.total_deleted
@@ -54,7 +59,6 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent, default=str)
 
     def summary(self) -> str:
-        verb = self.deleted_as or ("would delete" if self.dry_run else "deleted")
         lines = [f"{self.operation} on {self.table}: {self.duration_s:.2f}s"
                  + (f", committed snapshot {self.snapshot_id}" if self.snapshot_id else "")
                  + (f", ran {self.runner['where']} ({self.runner['why']})" if self.runner else "")]
@@ -63,7 +67,7 @@ class Report:
                 v = f"{type(v).__name__} of {len(v)}"
             lines.append(f"  {k}: {v}")
         if self.deleted:
-            lines.append(f"  {verb}: " + ", ".join(
+            lines.append(f"  {self.deleted_words}: " + ", ".join(
                 f"{n} {k} ({human_bytes(self.deleted_bytes.get(k, 0))})" for k, n in sorted(self.deleted.items())))
         if self.written:
             lines.append(f"  {'would write' if self.dry_run else 'wrote'}: " + ", ".join(

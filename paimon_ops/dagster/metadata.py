@@ -28,7 +28,6 @@ def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | 
 
 
 def report_markdown(report: Report) -> str:
-    verb = "Would delete" if report.dry_run else "Deleted"
     title = f"**{report.operation}** on `{report.table}`" + (" (dry run)" if report.dry_run else "") + \
         f" — {report.duration_s:.2f} s" + (f", committed snapshot {report.snapshot_id}" if report.snapshot_id else "")
     kinds = sorted(set(report.deleted) | set(report.written))
@@ -38,7 +37,9 @@ def report_markdown(report: Report) -> str:
                  report.deleted.get(k, 0), human_bytes(report.deleted_bytes.get(k, 0))) for k in kinds]
         rows.append(("**total**", sum(report.written.values()), human_bytes(sum(report.written_bytes.values())),
                      report.total_deleted, human_bytes(report.total_deleted_bytes)))
-        parts.append(md_table(["kind", "written", "written bytes", verb.lower(), f"{verb.lower()} bytes"], rows))
+        words = report.deleted_words  # the same words as the CLI's report ("replaced …" for compaction)
+        parts.append(md_table(["kind", "written", "written bytes", words,
+                               "bytes" if report.deleted_as else f"{words} bytes"], rows))
     else:
         parts.append("Nothing written or deleted.")
     if report.details:

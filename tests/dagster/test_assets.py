@@ -49,6 +49,7 @@ def test_full_compaction_records_its_report_on_the_table(warehouse, spark_res, i
     assert obs["files"] == 2 and obs["level0_files"] == 0 and obs["dv_ratio"] == 0.0
     assert obs["dagster/row_count"] == 34 and obs["snapshot_id"] == before_latest + 1
     assert "| data |" in obs["report"] and "compact" in obs["report"]
+    assert "| replaced (the old files stay on disk until snapshot expiry) |" in obs["report"]  # the CLI's words
     assert not [k for k in obs if k.startswith("would_")]
 
     table = Catalog(warehouse).get_table(ORDERS)
