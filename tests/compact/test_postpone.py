@@ -295,3 +295,27 @@ def test_on_spark(warehouse, spark):
     assert report.snapshot_id and report.details["buckets_compacted"] >= 1
     assert py_rows(warehouse, "db.spark") == rust_rows(warehouse, "db.spark")
     assert len(py_rows(warehouse, "db.spark")) == 61  # no rowkind.field here: the "-D" row is an insert
+
+
+def test_partition_expiry_of_a_postpone_table(warehouse):
+    """An expired partition loses its real buckets and its waiting postpone rows (Java's dropPartitions); the other
+    partitions keep theirs, and their postpone rows still move afterwards."""
+    from datetime import datetime, timezone
+
+    from paimon_ops.lifecycle.partition_expiry import expire_partitions
+
+    s = pa.schema([("dt", pa.string()), ("id", pa.int32()), ("v", pa.string())])
+    t = pu.create_table(warehouse, "db.exp", s, ["dt"], ["dt", "id"], {"bucket": "-2"})
+    pu.write(t, {"dt": ["2024-01-01", "2024-01-09"], "id": [1, 1], "v": ["old", "new"]})
+    table = Catalog(warehouse).get_table("db.exp")
+    compact_postpone(table, runner=LocalRunner())
+    pu.write(t, {"dt": ["2024-01-01", "2024-01-09"], "id": [2, 2], "v": ["old-pending", "new-pending"]})
+    now = int(datetime(2024, 1, 10, tzinfo=timezone.utc).timestamp() * 1000)
+    report = expire_partitions(table.refresh(), now_millis=now, expiration_time="3 d")
+    assert [p["partition"] for p in report.details["expired_partitions"]] == [{"dt": "2024-01-01"}]
+    left = TableScanner(table.refresh()).scan_latest().files
+    assert {(f.bucket, TableScanner(table).partition_dir(f.partition)) for f in left} == \
+        {(0, "dt=2024-01-09/"), (-2, "dt=2024-01-09/")}
+    compact_postpone(table.refresh(), runner=LocalRunner())
+    expected = [{"dt": "2024-01-09", "id": 1, "v": "new"}, {"dt": "2024-01-09", "id": 2, "v": "new-pending"}]
+    assert pu.sorted_rows(pu.read(warehouse, "db.exp"), ["dt", "id"]) == expected

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pytest
 
 from paimon_ops.cli import main
 from paimon_ops.compact import compact
 from paimon_ops.compact.postpone import compact_postpone
 from paimon_ops.compact.rescale import plan_rescale, rescale
-from paimon_ops.errors import InvalidArgumentError, StalePlanError, UnsupportedError
+from paimon_ops.errors import InvalidArgumentError, UnsupportedError
 from paimon_ops.plan import Plan
 from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
