@@ -44,7 +44,7 @@ def rust_rows(warehouse: str, ident: str, snapshot_id: int | None = None) -> lis
 
 
 def _sorted(rows: list[dict]) -> list[dict]:
-    return sorted(({k: r[k] for k in ("pt", "id", "a", "b")} for r in rows), key=lambda r: (r["pt"], r["id"]))
+    return sorted(({k: r[k] for k in ("pt", "id", "a", "b")} for r in rows), key=lambda r: (r["pt"], r["id"], str(r["a"]), str(r["b"])))
 
 
 def py_rows(warehouse: str, ident: str) -> list[dict]:

@@ -181,3 +181,18 @@ def test_rescale_on_spark(warehouse, spark):
     report = rescale(Catalog(warehouse).get_table("db.sp"), 3, runner=SparkRunner(spark))
     assert report.snapshot_id and json.loads(json.dumps(report.to_dict()))["details"]["files_out"] >= 3
     assert py_rows(warehouse, "db.sp") == before == rust_rows(warehouse, "db.sp")
+
+
+def test_rescale_fixed_bucket_append_table(warehouse):
+    import pyarrow as pa
+    s = pa.schema([("pt", pa.string()), ("id", pa.int32()), ("a", pa.int64()), ("b", pa.string())])
+    t = pu.create_table(warehouse, "db.app", s, ["pt"], options={"bucket": "2", "bucket-key": "id"})
+    for w in ("w1", "w2"):  # the same ids twice: an append table keeps both rows
+        pu.write(t, {"pt": ["x"] * 30, "id": list(range(30)), "a": list(range(30)), "b": [w] * 30})
+    before = py_rows(warehouse, "db.app")
+    rescale(Catalog(warehouse).get_table("db.app"), 3, runner=LocalRunner())
+    assert py_rows(warehouse, "db.app") == before == rust_rows(warehouse, "db.app") and len(before) == 60
+    files = TableScanner(Catalog(warehouse).get_table("db.app")).scan_latest().files
+    assert {(f.bucket, f.total_buckets, f.level) for f in files} == {(0, 3, 0), (1, 3, 0), (2, 3, 0)}
+    pu.write(pu.get_table(warehouse, "db.app"), {"pt": ["x"], "id": [1], "a": [5], "b": ["after"]})
+    assert len(py_rows(warehouse, "db.app")) == 61
