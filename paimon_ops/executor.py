@@ -157,6 +157,10 @@ def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = N
         raise PaimonOpsError(f"plan for {plan.table} ({plan.location}) cannot be executed on {table.identifier} "
                              f"({table.location})")
     check_preconditions(plan, table)
+    from paimon_ops import features  # a plan reviewed earlier (or made by another version) is gated again
+    op = features.operation_name(plan.operation, getattr(plan, "mode", None))
+    if op in features.ALL_OPS:
+        features.require(table, op)
     runner, placement = place(runner, plan.workload(), table.options)
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
     ex.runner_info = placement
