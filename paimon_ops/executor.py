@@ -197,12 +197,13 @@ def _delete_ordered(ex: Execution, step: Step) -> None:
 
 @register_step(DELETE_DIRS)
 def _delete_dirs(ex: Execution, step: Step) -> None:
-    root = posixpath.normpath(ex.table.root)
+    from paimon_ops.lifecycle.deleter import check_paths
+    roots = {posixpath.normpath(r) for r in ex.roots}
     for a in step.files:
-        ensure_within(ex.table.root, a.path)
-        if posixpath.normpath(a.path) == root:
-            continue  # never the table root
-        if ex.table.io.delete_dir_if_empty(a.path):
+        check_paths(ex.roots, [a.path])  # the table root or a configured external path
+        if posixpath.normpath(a.path) in roots:
+            continue  # never a root itself
+        if ex.deleter.io.delete_dir_if_empty(a.path):
             ex.done.append(a)
 
 

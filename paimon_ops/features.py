@@ -86,6 +86,10 @@ FUTURE_SNAPSHOT = Feature("future-snapshot", "a newer snapshot format",
 FUTURE_SCHEMA = Feature("future-schema", "a newer schema format", "schema files of an unknown version")
 FUTURE_MANIFEST = Feature("future-manifest", "newer manifest fields",
                           "fields we do not know would be lost when manifests are rewritten")
+EXTERNAL_ELSEWHERE = Feature("external-elsewhere", "external data paths on another file system",
+                             "files there can be neither read nor reclaimed through the table's file system")
+EXTERNAL_STRATEGY = Feature("external-strategy", "an external-path strategy paimon-ops does not write with",
+                            "new files must be placed as the strategy decides")
 ROW_SIDECAR = Feature("row-sidecar", "data-evolution row sidecar files", "row sidecar files carry row ids")
 
 # feature -> operations that handle it. An operation missing here refuses tables that use the feature.
@@ -115,6 +119,9 @@ HANDLED_BY: dict[str, frozenset[str]] = {
     FUTURE_SCHEMA.key: frozenset(),
     FUTURE_MANIFEST.key: frozenset(TAG_OPS) | {"expire_snapshots", "expire_tags", "delete_tags", "rollback"},
     ROW_SIDECAR.key: _NO_COMPACTION,
+    # files there can be read by neither compaction nor expiry/orphan removal: only metadata-only operations
+    EXTERNAL_ELSEWHERE.key: frozenset(TAG_OPS) | {"compact_manifests", "expire_partitions"},
+    EXTERNAL_STRATEGY.key: _NO_COMPACTION,
 }
 
 
@@ -155,7 +162,16 @@ def _types(t) -> Iterable[str]:
 
 def option_uses(table: Table) -> list[Use]:
     """Features the schema (options, column types) declares. Reads nothing but the schema."""
-    return uses_of_schema(dict(table.options.raw), table.schema)
+    from paimon_ops.table import external
+    out = uses_of_schema(dict(table.options.raw), table.schema)
+    if table.external_paths:
+        for root in external.elsewhere(table):
+            out.append(Use(EXTERNAL_ELSEWHERE, f"data-file.external-paths entry {root.location} (the table is on "
+                                               f"{table.location})"))
+        s = external.strategy(table)
+        if s not in external.WRITABLE:
+            out.append(Use(EXTERNAL_STRATEGY, f"{external.STRATEGY}={s}"))
+    return out
 
 
 def uses_of_schema(opts: Mapping[str, str], schema: TableSchema | None = None) -> list[Use]:
