@@ -328,7 +328,7 @@ def _external_data_roots(table: Table) -> list[str]:
                 if not st.is_dir or st.path == table.root:
                     continue
                 try:
-                    other = Table(st.path, io=table.io)
+                    other = Table(st.path, identifier=f"{db.name[:-3]}.{st.name}", io=table.io)
                     shared = mine & set(external.allowed_roots(other))
                 except (TableNotFoundError, CorruptMetadataError):
                     continue
