@@ -25,7 +25,7 @@ from paimon_ops.table.writer import FileNamer, local_now_as_utc_millis
 
 log = logging.getLogger(__name__)
 
-_EXT = {"parquet": ".parquet", "orc": ".orc"}
+_EXT = {"parquet": ".parquet", "orc": ".orc", "avro": ".avro"}
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ tag as before, and pypaimon writes on."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
