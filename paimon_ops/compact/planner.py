@@ -132,6 +132,9 @@ def plan_compaction(
     table = open_table(table)
     if mode not in MODES:
         raise InvalidArgumentError(f"unknown compaction {arg('mode')} {mode!r}; use one of {', '.join(MODES)}")
+    from paimon_ops import features
+    op = features.operation_name("compact", mode)
+    features.require(table, op)  # options + the latest snapshot's metadata, before anything is scanned
     opts = table.options
     # write-only=true declares that a dedicated compaction job maintains the table: paimon-ops is that job. A second
     # compactor on the same bucket cannot lose data either: its commit conflicts and is aborted or re-planned.
@@ -182,6 +185,7 @@ def plan_compaction(
                                                        base_snapshot=None, warnings=warnings), mode=mode)
     scanner = TableScanner(table)
     result = scanner.scan(snapshot)
+    features.require(table, op, features.file_uses(result))  # what the files say, whatever the options claim
 
     ptypes = [f.type for f in schema.fields_of(schema.partition_keys)]
     pred = partition_predicate(list(schema.partition_keys), ptypes, opts.partition_default_name, partitions, where)
@@ -206,8 +210,12 @@ def plan_compaction(
         if pred is not None and not pred(pdicts[p]):
             skip("partition filtered out")
             continue
-        if b == -2:  # postpone-bucket files are not yet assigned to buckets nor sorted: Paimon's own job owns them
+        if b == -2:  # not yet assigned to buckets nor sorted: only a postpone compaction may move them
             skip("postpone bucket (bucket = -2)")
+            rows = sum(f.meta.row_count for f in fs)
+            warnings.append(f"{scanner.partition_dir(p) or '(unpartitioned) '}bucket-postpone skipped with due work: "
+                            f"{len(fs)} file(s), {rows} row(s) readers do not see until a postpone compaction "
+                            "assigns them to buckets")
             continue
         if buckets is not None and b not in buckets:
             skip("bucket filtered out")
