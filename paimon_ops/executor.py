@@ -157,6 +157,10 @@ def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = N
         raise PaimonOpsError(f"plan for {plan.table} ({plan.location}) cannot be executed on {table.identifier} "
                              f"({table.location})")
     check_preconditions(plan, table)
+    from paimon_ops import features  # a plan reviewed earlier (or made by another version) is gated again
+    op = features.operation_name(plan.operation, getattr(plan, "mode", None))
+    if op in features.ALL_OPS:
+        features.require(table, op)
     runner, placement = place(runner, plan.workload(), table.options)
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
     ex.runner_info = placement
@@ -193,12 +197,13 @@ def _delete_ordered(ex: Execution, step: Step) -> None:
 
 @register_step(DELETE_DIRS)
 def _delete_dirs(ex: Execution, step: Step) -> None:
-    root = posixpath.normpath(ex.table.root)
+    from paimon_ops.lifecycle.deleter import check_paths
+    roots = {posixpath.normpath(r) for r in ex.roots}
     for a in step.files:
-        ensure_within(ex.table.root, a.path)
-        if posixpath.normpath(a.path) == root:
-            continue  # never the table root
-        if ex.table.io.delete_dir_if_empty(a.path):
+        check_paths(ex.roots, [a.path])  # the table root or a configured external path
+        if posixpath.normpath(a.path) in roots:
+            continue  # never a root itself
+        if ex.deleter.io.delete_dir_if_empty(a.path):
             ex.done.append(a)
 
 

@@ -508,7 +508,10 @@ class PlanBuilder:
     def build(self, cls: type[Plan], table: Any, details: Mapping[str, Any], base_snapshot: Any = "latest",
               warnings: Iterable[str] = ()) -> Any:
         self._close()
+        from paimon_ops import features
         from paimon_ops.timeutil import iso, now_ms
+        if cls.operation in features.ALL_OPS:  # compaction gates itself, per mode, before it scans
+            features.require(table, cls.operation)
         base = table.snapshots.latest_id() if base_snapshot == "latest" else base_snapshot
         return cls(table=table.identifier, location=table.location, branch=table.branch, base_snapshot=base,
                    planned_at=iso(now_ms()), preconditions=tuple(self.preconditions), steps=tuple(self.steps),

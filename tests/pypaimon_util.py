@@ -66,3 +66,38 @@ def sorted_rows(t: pa.Table, by: list[str] | None = None) -> list[dict[str, Any]
     rows = t.to_pylist()
     keys = by or t.column_names
     return sorted(rows, key=lambda r: tuple((r[k] is None, r[k]) for k in keys))
+
+
+def rust_read(warehouse: str, identifier: str, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+    """What pypaimon-rust 0.4.0 (an independent reader, Rust core) returns for the latest snapshot / a snapshot /
+    a tag."""
+    import pypaimon_rust as pr
+    opts: dict[str, str] = {}
+    if snapshot_id is not None:
+        opts["scan.snapshot-id"] = str(snapshot_id)
+    if tag is not None:
+        opts["scan.tag-name"] = tag
+    t = pr.datafusion.PaimonCatalog({"warehouse": str(warehouse)}).get_table(identifier)
+    rb = t.new_read_builder(opts or None)
+    batches = rb.new_read().read(rb.new_scan().plan().splits())
+    if not batches:
+        return pa.table({})
+    return pa.Table.from_batches(batches)
+
+
+def multiset(t: pa.Table, columns: list[str] | None = None) -> list[tuple]:
+    """Rows as a sorted list of tuples (a multiset: duplicates kept), over `columns` (default: all)."""
+    cols = columns or t.column_names
+    if t.num_rows == 0:
+        return []
+    rows = t.select(cols).to_pylist()
+    return sorted((tuple(r[c] for c in cols) for r in rows), key=lambda r: tuple((v is None, repr(v)) for v in r))
+
+
+def both_read(warehouse: str, identifier: str, columns: list[str], snapshot_id: int | None = None,
+              tag: str | None = None) -> list[tuple]:
+    """The rows pypaimon 2.1.0 and pypaimon-rust 0.4.0 read, as a multiset; they must agree."""
+    a = multiset(read(warehouse, identifier, snapshot_id, tag), columns)
+    b = multiset(rust_read(warehouse, identifier, snapshot_id, tag), columns)
+    assert a == b, f"pypaimon and pypaimon-rust disagree on {identifier} (snapshot {snapshot_id}, tag {tag}): {a} != {b}"
+    return a

@@ -55,9 +55,11 @@ class ExecutionResult:
 
 
 def _delete_paths(table: Table, paths: Sequence[str]) -> None:
+    from paimon_ops.table.external import allowed_roots
+    io = table.io.with_roots(allowed_roots(table))  # outputs may be in external paths
     for p in paths:
         try:
-            table.io.delete_file(p)
+            io.delete_file(p)
         except OSError as e:  # an unreferenced leftover is an orphan, never a correctness problem
             log.warning("could not delete %s: %s", p, e)
 

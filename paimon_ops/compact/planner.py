@@ -132,6 +132,9 @@ def plan_compaction(
     table = open_table(table)
     if mode not in MODES:
         raise InvalidArgumentError(f"unknown compaction {arg('mode')} {mode!r}; use one of {', '.join(MODES)}")
+    from paimon_ops import features
+    op = features.operation_name("compact", mode)
+    features.require(table, op)  # options + the latest snapshot's metadata, before anything is scanned
     opts = table.options
     # write-only=true declares that a dedicated compaction job maintains the table: paimon-ops is that job. A second
     # compactor on the same bucket cannot lose data either: its commit conflicts and is aborted or re-planned.
@@ -182,6 +185,7 @@ def plan_compaction(
                                                        base_snapshot=None, warnings=warnings), mode=mode)
     scanner = TableScanner(table)
     result = scanner.scan(snapshot)
+    features.require(table, op, features.file_uses(result))  # what the files say, whatever the options claim
 
     ptypes = [f.type for f in schema.fields_of(schema.partition_keys)]
     pred = partition_predicate(list(schema.partition_keys), ptypes, opts.partition_default_name, partitions, where)

@@ -51,6 +51,9 @@ class _Ctx:
 
     def __init__(self, table_location: str, task: dict[str, Any]):
         self.table = Table(table_location, options_override=task.get("_options"))
+        from paimon_ops.table.external import allowed_roots
+        # new files may go to the configured external paths: writes are confined to the table root and those
+        self.table.io = self.table.io.with_roots(allowed_roots(self.table))
         self.scanner = TableScanner(self.table)
         self.task = task
         self.partition = bytes.fromhex(task["partition"])

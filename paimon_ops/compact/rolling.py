@@ -25,7 +25,7 @@ from paimon_ops.table.writer import FileNamer, local_now_as_utc_millis
 
 log = logging.getLogger(__name__)
 
-_EXT = {"parquet": ".parquet", "orc": ".orc"}
+_EXT = {"parquet": ".parquet", "orc": ".orc", "avro": ".avro"}
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ class RollingWriter:
         self._pending_rows = 0
         self._open = False
         self.rows_written = 0
+        self._external: Any = None  # ExternalPathProvider, made with the first file
+        self._external_path: str | None = None
 
     # ------------------------------------------------------------------ public
     def write(self, chunk: pa.Table) -> None:
@@ -135,7 +137,13 @@ class RollingWriter:
     # ------------------------------------------------------------------ files
     def _start_file(self) -> None:
         name = self.namer.next()
-        path = self.scanner.bucket_dir(self.partition, self.bucket) + "/" + name
+        bucket_dir = self.scanner.bucket_dir(self.partition, self.bucket)
+        if self._external is None:
+            from paimon_ops.table.external import ExternalPathProvider
+            rel = bucket_dir[len(self.table.root):] if bucket_dir.startswith(self.table.root + "/") else bucket_dir
+            self._external = ExternalPathProvider(self.table, rel)
+        where = self._external.next(name)
+        path, self._external_path = (bucket_dir + "/" + name, None) if where is None else where
         self._name, self._path = name, path
         self.paths.append(path)
         self._sink = self.table.io.open_output(path)
@@ -209,7 +217,7 @@ class RollingWriter:
             key_stats=kstats, value_stats=value_stats, min_sequence_number=self._min_seq,
             max_sequence_number=self._max_seq, schema_id=self.schema.id, level=self.level, extra_files=(),
             creation_time=local_now_as_utc_millis(), delete_row_count=self._deletes, embedded_index=None,
-            file_source=self.file_source, value_stats_cols=stats_cols, external_path=None, first_row_id=None,
+            file_source=self.file_source, value_stats_cols=stats_cols, external_path=self._external_path, first_row_id=None,
             write_cols=None, write_cols_sequences=None))
         self._file_rows = 0
 

@@ -38,8 +38,10 @@ SNAPSHOT_RETENTION = "snapshot_retention"
 LATEST_TAG = "latest_tag_present"
 MANIFESTS = "manifest_count"
 PARTITION_EXPIRY = "partition_expiry"
+FEATURES = "features_supported"
 # what the observation sensor evaluates on every change
-CHEAP = (METADATA_READABLE, SMALL_FILES, DV_RATIO, SNAPSHOT_RETENTION, MANIFESTS, PARTITION_EXPIRY, LATEST_TAG)
+CHEAP = (METADATA_READABLE, SMALL_FILES, DV_RATIO, SNAPSHOT_RETENTION, MANIFESTS, PARTITION_EXPIRY, LATEST_TAG,
+         FEATURES)
 
 READ_ERRORS = (PaimonOpsError, OSError, ValueError)
 MAX_ROWS = 15
@@ -58,6 +60,9 @@ _DESCRIPTIONS = {
                "manifest.compaction-trigger (default manifest.merge-min-count, 30) (WARN otherwise).",
     PARTITION_EXPIRY: "No partition of {ident} is older than partition.expiration-time (WARN otherwise: expiry is "
                       "due), and the time of every partition can be read (ERROR otherwise: it never expires).",
+    FEATURES: "Every maintenance operation can run on {ident}: the table uses no feature (row tracking, data "
+              "evolution, BLOB, postpone bucket, ...) that paimon-ops refuses for an operation (WARN otherwise: that "
+              "operation's work is not done).",
     LATEST_TAG: "The tag of the latest period of {ident} that has ended exists (WARN otherwise: backfill the "
                 "missing day).",
 }
@@ -89,6 +94,8 @@ def table_check_names(spec: TableSpec) -> list[str]:
     names += [SNAPSHOT_RETENTION, MANIFESTS]
     if spec.expires_partitions:
         names.append(PARTITION_EXPIRY)
+    if spec.gated:
+        names.append(FEATURES)
     return names
 
 
@@ -277,8 +284,20 @@ def _latest_tag(spec: TableSpec, m: _Measure) -> Outcome:
                     "latest_tags": ", ".join(names[-5:]) or "none"})
 
 
+def _features(spec: TableSpec, m: _Measure) -> Outcome:
+    refused = health.refused_operations(m.table)
+    rows = [(op, msg.split(": ", 1)[-1]) for op, msg in refused.items()]
+    md: dict[str, Any] = {"refused": MetadataValue.int(len(refused))}
+    if rows:
+        md["operations"] = MetadataValue.md(md_table(["operation", "why"], rows[:MAX_ROWS], "ll"))
+    return Outcome(FEATURES, not refused, AssetCheckSeverity.WARN,
+                   "every operation can run" if not refused else
+                   f"{len(refused)} operation(s) refused: {', '.join(refused)}; e.g. {next(iter(refused.values()))}",
+                   md)
+
+
 _CHECKS: dict[str, Callable[[TableSpec, _Measure], Outcome]] = {
     METADATA_READABLE: _metadata_readable, REFERENCED_FILES: _referenced_files, SMALL_FILES: _small_files,
     DV_RATIO: _dv_ratio, SNAPSHOT_RETENTION: _snapshot_retention, LATEST_TAG: _latest_tag, MANIFESTS: _manifests,
-    PARTITION_EXPIRY: _partition_expiry,
+    PARTITION_EXPIRY: _partition_expiry, FEATURES: _features,
 }

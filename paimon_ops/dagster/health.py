@@ -185,6 +185,12 @@ def bucket_groups(buckets: list[BucketStat]) -> list[tuple[list[dict[str, str]],
     return [(parts, list(bs)) for bs, parts in groups.items()]
 
 
+def refused_operations(table: Table) -> dict[str, str]:
+    """Operations the feature gate refuses on this table (operation -> the one-line refusal)."""
+    from paimon_ops.features import refused_operations as refused
+    return refused(table)
+
+
 # ---------------------------------------------------------------------------------------------- snapshots
 @dataclass(frozen=True)
 class Retention:

@@ -107,6 +107,12 @@ class TableSpec:
         return bool(self.partition_keys) and bool(self.options.get("partition.expiration-time"))
 
     @property
+    def gated(self) -> bool:
+        """The options declare a feature the engine's feature gate refuses for some operation."""
+        from paimon_ops.features import uses_of_schema
+        return bool(uses_of_schema(self.options))
+
+    @property
     def daily_tags(self) -> bool:
         """Daily tag periods (or no automatic tags: manual daily tags): the tags asset is partitioned by day."""
         return self.tag_period == "daily"

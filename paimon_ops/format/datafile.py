@@ -307,6 +307,11 @@ class DataFileWriter:
         """Append rows in file order: one row group (Parquet) / stripe input (ORC) per call, or — `whole_file` —
         split into row groups of `parquet.block.size` as Java does for a whole file."""
         data = _prepare_for_write(table, self.schema, self.pk)
+        if self.fmt == "avro":
+            if self._writer is None:
+                self._writer = _AvroDataWriter(self.sink, self.schema, self.pk, self.options)
+            self._writer.write_table(data)
+            return
         if self.fmt == "orc":
             data = orc_compatible(data)
         if self._writer is None:
@@ -323,6 +328,8 @@ class DataFileWriter:
             self._writer.write(data)
 
     def close(self) -> None:
+        if self._writer is None and self.fmt == "avro":  # an empty file still has its header
+            self._writer = _AvroDataWriter(self.sink, self.schema, self.pk, self.options)
         if self._writer is None:  # an empty file still needs its footer
             self._writer = self._open(file_arrow_schema(self.schema, self.pk) if self.fmt == "parquet"
                                       else orc_compatible_schema(file_arrow_schema(self.schema, self.pk)))
@@ -358,12 +365,153 @@ class DataFileWriter:
 def validate_write_options(fmt: str, options: dict[str, str]) -> str:
     """The data file format to write, with its codec options checked (InvalidOptionError names the option)."""
     fmt = str(fmt).lower()
+    if fmt not in ("parquet", "orc", "avro"):
+        raise UnsupportedError(f"data file format {fmt!r} is not supported (parquet, orc, avro)")
     if fmt == "avro":
-        raise UnsupportedError("writing Avro data files is not supported; use parquet or orc")
-    if fmt not in ("parquet", "orc"):
-        raise UnsupportedError(f"data file format {fmt!r} is not supported (parquet, orc)")
-    compression_of(fmt, options)
+        avro_codec(options)
+    else:
+        compression_of(fmt, options)
     return fmt
+
+
+_AVRO_CODECS = {"null": "null", "none": "null", "uncompressed": "null", "deflate": "deflate", "snappy": "snappy",
+                "bzip2": "bzip2", "xz": "xz", "zstandard": "zstandard", "zstd": "zstandard"}
+
+
+def avro_codec(options: dict[str, str]) -> tuple[str, int | None]:
+    """(fastavro codec, level) of Avro data files as Java's AvroFileFormat picks it: `avro.codec` if set, else
+    `file.compression` (zstd at `file.compression.zstd-level`, or an Avro codec name)."""
+    key = "avro.codec" if "avro.codec" in options else "file.compression"
+    name = str(options.get(key, "zstd")).strip().lower()
+    codec = _AVRO_CODECS.get(name)
+    if codec is None:
+        raise InvalidOptionError(key, options.get(key), "one of " + ", ".join(sorted(_AVRO_CODECS)))
+    level = _int_option(options, "file.compression.zstd-level", 1) if key == "file.compression" and \
+        codec == "zstandard" else None
+    return codec, level
+
+
+def _avro_type(t: DataType, record_name: str) -> Any:
+    """Paimon's AvroSchemaConverter mapping (format.md §4.1), nullable as ["null", T]."""
+    r = t.root
+    if r in ("TINYINT", "SMALLINT", "INT"):
+        out: Any = "int"
+    elif r == "BIGINT":
+        out = "long"
+    elif r == "BOOLEAN":
+        out = "boolean"
+    elif r == "FLOAT":
+        out = "float"
+    elif r == "DOUBLE":
+        out = "double"
+    elif r in ("CHAR", "VARCHAR", "STRING"):
+        out = "string"
+    elif r in ("BINARY", "VARBINARY", "BYTES", "BLOB"):
+        out = "bytes"
+    elif r == "DATE":
+        out = {"type": "int", "logicalType": "date"}
+    elif r == "TIME":
+        out = {"type": "int", "logicalType": "time-millis"}
+    elif r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        p = t.precision if t.precision is not None else 6
+        if p > 6:
+            raise UnsupportedError(f"Avro data files cannot hold {t} (precision > 6), as in Paimon")
+        unit = "millis" if p <= 3 else "micros"
+        out = {"type": "long", "logicalType": f"{'local-' if r == 'TIMESTAMP_LTZ' else ''}timestamp-{unit}"}
+    elif r == "DECIMAL":
+        out = {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale or 0}
+    elif r in ("ARRAY", "VECTOR"):
+        assert t.element is not None
+        out = {"type": "array", "items": _avro_type(t.element, record_name)}
+    elif r == "MAP" and t.key is not None and t.key.root in ("CHAR", "VARCHAR", "STRING"):
+        assert t.value is not None
+        out = {"type": "map", "values": _avro_type(t.value, record_name)}
+    elif r in ("MAP", "MULTISET"):
+        kt = t.key if r == "MAP" else t.element
+        vt = t.value if r == "MAP" else DataType("INT", nullable=False)
+        assert kt is not None and vt is not None
+        out = {"type": "array", "logicalType": "map", "items": {
+            "type": "record", "name": record_name, "fields": [
+                {"name": "key", "type": _avro_type(kt, record_name + "_key")},
+                {"name": "value", "type": _avro_type(vt, record_name + "_value")}]}}
+    elif r == "ROW":
+        out = {"type": "record", "name": record_name,
+               "fields": [_avro_field(f.name, f.type, f"{record_name}_{f.name}") for f in t.fields]}
+    else:
+        raise UnsupportedError(f"Avro data files cannot hold {t}")
+    return ["null", out] if t.nullable else out
+
+
+def _avro_field(name: str, t: DataType, record_name: str) -> dict:
+    f: dict[str, Any] = {"name": name, "type": _avro_type(t, record_name)}
+    if t.nullable:
+        f["default"] = None
+    return f
+
+
+def avro_schema(schema: TableSchema, primary_key: bool) -> dict:
+    """The writer schema of an Avro data file (record `org.apache.paimon.avro.generated.record`)."""
+    return {"type": "record", "name": "record", "namespace": "org.apache.paimon.avro.generated",
+            "fields": [_avro_field(f.name, f.type, f"record_{f.name}") for f in file_fields(schema, primary_key)]}
+
+
+def _avro_out(v: Any, t: DataType) -> Any:
+    """An Arrow-to-Python value as fastavro takes it for `t` (maps: dicts or key/value records)."""
+    if v is None:
+        return None
+    r = t.root
+    if r == "MAP" and t.key is not None and t.key.root in ("CHAR", "VARCHAR", "STRING"):
+        assert t.value is not None
+        return {k: _avro_out(x, t.value) for k, x in v}
+    if r in ("MAP", "MULTISET"):
+        kt = t.key if r == "MAP" else t.element
+        vt = t.value if r == "MAP" else DataType("INT")
+        assert kt is not None and vt is not None
+        return [{"key": _avro_out(k, kt), "value": _avro_out(x, vt)} for k, x in v]
+    if r in ("ARRAY", "VECTOR") and t.element is not None:
+        return [_avro_out(x, t.element) for x in v]
+    if r == "ROW":
+        return {f.name: _avro_out(v.get(f.name), f.type) for f in t.fields}
+    return v
+
+
+def _needs_conversion(t: DataType) -> bool:
+    if t.root in ("MAP", "MULTISET", "ROW"):
+        return True
+    return any(_needs_conversion(s) for s in (t.element, t.key, t.value) if s is not None)
+
+
+class _AvroDataWriter:
+    """Avro data files through fastavro's block writer: rows are encoded one by one (Avro is row-oriented, as on
+    the read side), columns turned into Python values with one `to_pylist` each."""
+
+    def __init__(self, sink: Any, schema: TableSchema, primary_key: bool, options: dict[str, str]):
+        import fastavro
+        from fastavro.write import Writer
+
+        self.fields = file_fields(schema, primary_key)
+        codec, level = avro_codec(options)
+        kw: dict[str, Any] = {"compression_level": level} if level is not None else {}
+        self._sink = sink if hasattr(sink, "write") else open(sink, "wb")
+        self._own = self._sink is not sink
+        self._w = Writer(self._sink, fastavro.parse_schema(avro_schema(schema, primary_key)), codec=codec, **kw)
+
+    def write_table(self, data: pa.Table) -> None:
+        names = [f.name for f in self.fields]
+        cols = []
+        for f in self.fields:
+            values = data.column(f.name).to_pylist()
+            if _needs_conversion(f.type):
+                values = [_avro_out(v, f.type) for v in values]
+            cols.append(values)
+        for row in zip(*cols):
+            self._w.write(dict(zip(names, row)))
+        self._w.flush()
+
+    def close(self) -> None:
+        self._w.flush()
+        if self._own:
+            self._sink.close()
 
 
 def compression_of(fmt: str, options: dict[str, str]) -> tuple[str, int | None]:

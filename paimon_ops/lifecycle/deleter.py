@@ -9,13 +9,12 @@ a crash is idempotent.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Sequence
 
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.plan import FileAction
 from paimon_ops.runner import Progress, Runner
-from paimon_ops.table.fileio import FileIO, ensure_within, split_location
+from paimon_ops.table.fileio import FileIO, ensure_within
 from paimon_ops.table.table import Table
 
 log = logging.getLogger(__name__)
@@ -33,13 +32,10 @@ BULK_DRIVER_CHUNK = 100_000
 
 
 def allowed_roots(table: Table) -> list[str]:
-    """The table root plus configured external data paths (data files may legally live there), as real paths."""
-    roots = [table.root]
-    for loc in table.external_paths:
-        scheme, authority, path = split_location(loc)
-        if scheme == table.io.scheme and authority == table.io.authority:
-            roots.append(os.path.realpath(path) if table.io.is_local else path)
-    return roots
+    """The table root plus configured external data paths on its file system (data files may legally live there),
+    as real paths."""
+    from paimon_ops.table.external import allowed_roots as external_roots
+    return [table.root, *external_roots(table)]
 
 
 def check_paths(roots: Sequence[str], paths: Sequence[str]) -> None:

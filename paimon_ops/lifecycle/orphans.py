@@ -16,7 +16,9 @@ any branch (manifest lists, manifests, data files, extra files, index manifests,
 Stricter than Java (which treats a missing manifest as empty, §4.3): the whole run is refused, deleting nothing,
 when any metadata is unreadable, when a manifest/index manifest referenced by a still-existing snapshot or tag is
 missing, or when a branch has no schema. Directories are only removed when a listing shows them empty; nothing
-outside the table root is touched (`data-file.external-paths` are never listed: other tables may share them).
+outside the table root and the configured `data-file.external-paths` is touched. External roots are scanned like
+the table's data directory (`<root>/<partitions>/bucket-*/`), as Java does — which assumes a root belongs to one
+table: a root another table of the same warehouse also names is refused (its files could not be told apart).
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from paimon_ops.errors import (
     arg,
 )
 from paimon_ops.executor import run_plan
+from paimon_ops.features import MANAGED_BLOB_SUFFIXES
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.protection import STORE_CAPACITY
 from paimon_ops.plan import (
@@ -271,10 +274,12 @@ def _list(io: FileIO, path: str, b: PlanBuilder, symlinks: dict[str, str | None]
     return out
 
 
-def _data_dirs(table: Table, b: PlanBuilder, symlinks: dict[str, str | None]) -> tuple[list[str], dict[str, list[str]]]:
-    """(candidate directories whose files are considered, partition directory -> its child directories)."""
+def _data_dirs(table: Table, b: PlanBuilder, symlinks: dict[str, str | None],
+               root: str | None = None) -> tuple[list[str], dict[str, list[str]]]:
+    """(candidate directories whose files are considered, partition directory -> its child directories), below the
+    table's data root or below `root` (an external data path)."""
     io = table.io
-    root = table.data_root
+    root = root or table.data_root
     depth = len(table.schema.partition_keys)
     level = [root]
     children: dict[str, list[str]] = {}
@@ -298,16 +303,6 @@ def _data_dirs(table: Table, b: PlanBuilder, symlinks: dict[str, str | None]) ->
     return dirs, children
 
 
-def _scheme_authority(location: str) -> tuple[str, str]:
-    if "://" not in location:
-        return "", ""
-    scheme, rest = location.split("://", 1)
-    scheme = scheme.lower()
-    if scheme == "file":
-        return "", ""
-    return scheme, rest.split("/", 1)[0]
-
-
 def _mtime(io: FileIO, path: str, default: int) -> int:
     try:
         st = io.fs.get_file_info(path)
@@ -316,22 +311,34 @@ def _mtime(io: FileIO, path: str, default: int) -> int:
     return int(st.mtime.timestamp() * 1000) if st.mtime is not None else default
 
 
-def _check_locations(table: Table) -> list[str]:
-    notes = []
-    ext = table.options.str("data-file.external-paths")
-    if ext:
-        for loc in (x.strip() for x in ext.split(",")):
-            if not loc:
+def _external_data_roots(table: Table) -> list[str]:
+    """The data roots under the configured external paths (`<root>[/data-file.path-directory]`), resolved; refused
+    when another table of the warehouse names the same root (its files would look like orphans of this one)."""
+    from paimon_ops.table import external
+    roots = external.configured_roots(table)
+    if not roots:
+        return []
+    mine = {external.resolved_root(table, r) for r in roots if external.on_table_fs(table, r)}
+    db_dir = posixpath.dirname(table.root)
+    if db_dir.endswith(".db"):
+        for db in table.io.list_status(posixpath.dirname(db_dir)):
+            if not (db.is_dir and db.name.endswith(".db")):
                 continue
-            scheme, authority = _scheme_authority(loc)  # parsed, not opened: no network access to decide
-            if (scheme, authority) != (table.io.scheme, table.io.authority):
-                raise UnsafeOperationError(
-                    f"data-file.external-paths entry {loc!r} is on {scheme or 'local'}://{authority} but the "
-                    f"table is on {table.io.scheme or 'local'}://{table.io.authority}; refusing to remove orphans "
-                    "across file systems")
-        notes.append("data-file.external-paths are not scanned (other tables may share them); files there are "
-                     "never deleted")
-    return notes
+            for st in table.io.list_status(db.path):
+                if not st.is_dir or st.path == table.root:
+                    continue
+                try:
+                    other = Table(st.path, identifier=f"{db.name[:-3]}.{st.name}", io=table.io)
+                    shared = mine & set(external.allowed_roots(other))
+                except (TableNotFoundError, CorruptMetadataError):
+                    continue
+                if shared:
+                    raise UnsafeOperationError(
+                        f"data-file.external-paths root {sorted(shared)[0]} of {table.identifier} is also an external "
+                        f"path of {other.identifier}; refusing to remove orphans there (files of one table would look "
+                        "like orphans of the other)")
+    sub = table.options.data_path_directory
+    return [posixpath.join(r, sub) if sub else r for r in sorted(mine)]
 
 
 def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None,
@@ -341,7 +348,7 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     threshold = resolve_threshold(older_than, now, allow_short, min_age)
     branches = _branch_tables(table)
     main = branches[0]
-    notes = _check_locations(main)
+    notes: list[str] = []
     b = PlanBuilder()
     # Candidates are listed BEFORE the used set is read: a file committed in between is then already referenced.
     # (It is also younger than the threshold; both guards hold.)
@@ -349,12 +356,23 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     cand_dirs = [main.manifest_dir, main.index_dir, main.statistics_dir]
     symlinks: dict[str, str | None] = {}
     data_dirs, partition_children = _data_dirs(main, b, symlinks)
+    ext_roots = _external_data_roots(main)
+    for root in ext_roots:
+        more_dirs, more_children = _data_dirs(main, b, symlinks, root)
+        data_dirs += more_dirs
+        partition_children.update(more_children)
+    if ext_roots:
+        notes.append(f"external data paths scanned: {', '.join(ext_roots)}")
+    from paimon_ops.lifecycle.deleter import allowed_roots, check_paths
+    roots = allowed_roots(main)
     candidates: list[FileStatus] = []
     listing: dict[str, list[FileStatus]] = {}
     for d in cand_dirs + data_dirs:
         entries = _list(io, d, b, symlinks)
         listing[d] = entries
-        candidates += [st for st in entries if not st.is_dir and st.mtime_millis < threshold]
+        # (managed BLOB packs are referenced from data, never from manifests: never candidates, as in Java)
+        candidates += [st for st in entries if not st.is_dir and st.mtime_millis < threshold
+                       and not st.name.endswith(MANAGED_BLOB_SUFFIXES)]
     temps: list[FileStatus] = []
     for bt in branches:
         for mgr_dir, prefix in ((bt.snapshots.dir, SNAPSHOT_PREFIX), (bt.changelogs.dir, CHANGELOG_PREFIX)):
@@ -372,7 +390,7 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     for st in sorted(candidates, key=lambda s: s.path):
         if st.name in used.names:
             continue
-        ensure_within(main.root, st.path)
+        check_paths(roots, [st.path])
         b.add(FileAction(st.path, ORPHAN, f"referenced by no snapshot, tag or changelog of any branch; "
                                           f"older than {age_h:.0f} h", st.size))
     b.step("temporary metadata files", DELETE_FILES)

@@ -260,6 +260,8 @@ class FileStoreCommit:
         schema = self.table.schema
         ptypes = [f.type.with_nullable(True) for f in schema.fields_of(schema.partition_keys)]
         added = sum(1 for e in entries if e.kind == FileKind.ADD)
+        # row-id range (1.4+): only when every entry has a first row id (Java's rule), else unknown
+        with_ids = entries and all(e.file.first_row_id is not None for e in entries)
         return ManifestFileMeta(
             file_name=name, file_size=size, num_added_files=added, num_deleted_files=len(entries) - added,
             partition_stats=self._partition_stats({e.partition for e in entries}, ptypes),
@@ -268,7 +270,9 @@ class FileStoreCommit:
             max_bucket=max((e.bucket for e in entries), default=None),
             min_level=min((e.file.level for e in entries), default=None),
             max_level=max((e.file.level for e in entries), default=None),
-            min_row_id=None, max_row_id=None,
+            min_row_id=min(e.file.first_row_id for e in entries) if with_ids else None,  # type: ignore[type-var]
+            max_row_id=max(e.file.first_row_id + e.file.row_count - 1 for e in entries)  # type: ignore[operator]
+            if with_ids else None,
         )
 
     @staticmethod

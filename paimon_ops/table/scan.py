@@ -21,7 +21,6 @@ from paimon_ops.format.manifest import (
 )
 from paimon_ops.format.partition import partition_path
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.table.fileio import split_location
 from paimon_ops.table.table import Table
 
 log = logging.getLogger(__name__)
@@ -216,17 +215,9 @@ class TableScanner:
 
     def _checked_external(self, external: str, name: str) -> str:
         """An external path from metadata, accepted only inside a configured `data-file.external-paths` entry and
-        only for the file it names."""
-        scheme, authority, path = split_location(external)
-        if posixpath.basename(path) == name:
-            for loc in self.table.external_paths:
-                s, a, root = split_location(loc)
-                if (s, a) == (scheme, authority) and (path + "/").startswith(root.rstrip("/") + "/"):
-                    return external
-        raise CorruptMetadataError(
-            external, f"external path of {name} is not inside a configured data-file.external-paths entry of "
-                      f"{self.table.identifier} ({', '.join(self.table.external_paths) or 'none configured'}); "
-                      "refusing to act on it")
+        only for the file it names; returned as the table's FileIO addresses it (table/external.py)."""
+        from paimon_ops.table import external as ext
+        return ext.resolve(self.table, external, name)
 
     def index_file_path(self, ie: IndexManifestEntry) -> str:
         if ie.external_path:

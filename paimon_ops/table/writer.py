@@ -29,7 +29,7 @@ from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 
-_EXT = {"parquet": ".parquet", "orc": ".orc"}
+_EXT = {"parquet": ".parquet", "orc": ".orc", "avro": ".avro"}
 
 
 def local_now_as_utc_millis() -> int:
@@ -55,7 +55,8 @@ class DataFileWriteSpec:
         has_cols = fs.has("_VALUE_STATS_COLS", "_FILE")
         fmt = table.options.file_format
         if fmt not in _EXT:
-            raise UnsupportedError(f"writing {fmt!r} data files for {table.identifier} is not supported (parquet, orc)")
+            raise UnsupportedError(f"writing {fmt!r} data files for {table.identifier} is not supported (parquet, orc, "
+                                   "avro)")
         try:  # codecs and sizes checked once, here, for the table writer and compaction alike
             validate_write_options(fmt, dict(table.options.raw))
         except InvalidOptionError as e:

@@ -19,7 +19,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedError
+from paimon_ops.errors import InvalidOptionError, CorruptMetadataError, InvalidArgumentError, UnsupportedError
 from paimon_ops.format import datafile as df
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import BIGINT, INT, STRING, DataField, DataType, to_arrow_type
@@ -424,8 +424,12 @@ def test_key_columns_are_derived_and_validated(tmp_path):
         _write(tmp_path, bad, schema, "parquet", name="bad.parquet")
     with pytest.raises(InvalidArgumentError, match="_SEQUENCE_NUMBER"):
         _write(tmp_path, t.drop_columns([SEQ]), schema, "parquet", name="bad2.parquet")
-    with pytest.raises(UnsupportedError):
-        _write(tmp_path, t, schema, "avro", name="x.avro")
+    # Avro data files are written too (issue 19), with the same physical layout, and read back
+    av = _write(tmp_path, t, schema, "avro", name="x.avro")
+    back = df.read_data_file(av, "avro", schema, schema, True, av)
+    assert back.column_names == ["_KEY_k", SEQ, KIND, "k", "v"] and back.column("v").to_pylist() == ["a", None]
+    with pytest.raises(InvalidOptionError):
+        _write(tmp_path, t, schema, "avro", options={"avro.codec": "lzma9"}, name="y.avro")
 
 
 def test_append_layout_has_no_system_columns(tmp_path):

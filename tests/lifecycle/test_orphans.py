@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, UnsafeOperationError
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, UnsafeOperationError, UnsupportedError
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.orphans import plan_remove_orphans, remove_orphans
 from paimon_ops.lifecycle.rollback import rollback
@@ -154,7 +154,7 @@ def _foreign_external_path(t: Table):
     (_break_snapshot, CorruptMetadataError), (_break_manifest, CorruptMetadataError),
     (_lose_manifest, UnsafeOperationError), (_lose_tag_manifest, UnsafeOperationError),
     (_branch_without_schema, UnsafeOperationError), (_empty_branch_schema, UnsafeOperationError),
-    (_foreign_external_path, UnsafeOperationError),
+    (_foreign_external_path, UnsupportedError),  # the feature gate: roots on another file system
 ])
 def test_refuses_on_incomplete_information(wh, breaker, err):
     sim = _table(wh)

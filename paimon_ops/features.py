@@ -1,0 +1,385 @@
+"""The feature gate: which table features each operation handles (design.md §1, issue 19).
+
+Paimon 1.x/2.x added options and metadata fields that change what files *mean*: row ids derived from
+`_FIRST_ROW_ID`, column-update files merged by row id, BLOB payloads in `.blob` files, global and vector indexes,
+shredded variants, clustering, chain tables, postpone buckets, newer snapshot/manifest layouts. An operation that
+rewrites or deletes files without knowing such a feature can damage the table while exiting 0. So every
+operation asks the gate first; a table that uses a feature the operation does not handle is refused in one line
+naming the feature (`UnsupportedError`: exit 2 on the command line), before anything is read in bulk or written.
+
+The table `HANDLED_BY` is the one place that says what is supported: feature -> operations that handle it.
+Operations are the plan names (`compact`, `expire_snapshots`, ...); compaction is gated per mode
+(`compact:full`, `compact:minor`, ...). `compact_postpone` and `rescale` are the hooks for postpone-bucket
+compaction and rescale (the only operations that handle `bucket = -2`).
+
+Detection is in two depths: `option_uses` reads the schema's options and types only (no I/O beyond the schema —
+cheap enough for Dagster definitions and checks); `metadata_uses` adds what the latest snapshot, its manifests'
+field sets and its index manifest say (format versions, unknown fields, global indexes); `file_uses` what the
+data files of a scan say (row ids, column-update files, BLOB files, unknown formats).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+from paimon_ops.errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from paimon_ops.format.schema import TableSchema
+    from paimon_ops.format.snapshot import Snapshot
+    from paimon_ops.table.scan import ScanResult, TableScanner
+    from paimon_ops.table.table import Table
+
+# ---------------------------------------------------------------------------------------------- operations
+COMPACT_MODES = ("full", "minor", "dv-ratio", "small-files", "sort")
+COMPACTIONS = tuple(f"compact:{m}" for m in COMPACT_MODES)
+COMPACT_POSTPONE = "compact_postpone"   # postpone-bucket compaction (compact/postpone.py)
+RESCALE = "rescale"                     # rescale (compact/rescale.py)
+TAG_OPS = ("create_tag", "replace_tag", "rename_tag", "auto_tag")
+# Operations that delete files by reachability: a file goes when no retained snapshot or tag references it.
+RECLAIM_OPS = ("expire_snapshots", "expire_tags", "delete_tags", "rollback", "remove_orphans")
+# Operations that write new manifests from the entries they read (every field must survive the rewrite).
+MANIFEST_OPS = ("compact_manifests", "expire_partitions")
+ALL_OPS = (*COMPACTIONS, COMPACT_POSTPONE, RESCALE, *TAG_OPS, *RECLAIM_OPS, *MANIFEST_OPS)
+
+
+def operation_name(operation: str, mode: str | None = None) -> str:
+    return f"{operation}:{mode}" if operation == "compact" and mode else operation
+
+
+# ---------------------------------------------------------------------------------------------- features
+@dataclass(frozen=True)
+class Feature:
+    key: str
+    title: str          # how a person names it, in every refusal
+    why: str            # what goes wrong if an operation ignores it
+
+
+ROW_TRACKING = Feature("row-tracking", "row tracking",
+                       "row ids come from _FIRST_ROW_ID and the file position; a rewrite must keep every row's id")
+DATA_EVOLUTION = Feature("data-evolution", "data evolution",
+                         "column-update files are merged into their rows by row id; concatenating them adds rows")
+BLOB = Feature("blob", "BLOB columns", "BLOB payloads live in their own .blob files (or managed packs)")
+MANAGED_BLOB = Feature("managed-blob", "managed BLOB packs / descriptors",
+                       "BLOB payload files are referenced from data (descriptors, .blobref), not from manifests")
+VECTOR_STORE = Feature("vector-store", "vector-store files", "VECTOR columns live in their own vector-store files")
+GLOBAL_INDEX = Feature("global-index", "global / vector indexes",
+                       "index files cover row-id ranges of data files; rewriting the files invalidates them")
+PK_INDEX = Feature("pk-index", "primary-key indexes", "pk-*.index.columns keep index files in step with data")
+VARIANT_SHREDDING = Feature("variant-shredding", "variant shredding",
+                            "VARIANT columns are stored shredded by a schema we do not rewrite")
+CLUSTERING = Feature("clustering", "clustering", "files are kept sorted / clustered by clustering.columns")
+CHAIN_TABLE = Feature("chain-table", "chain tables", "snapshots and deltas live on chained branches")
+POSTPONE = Feature("postpone-bucket", "postpone bucket (bucket = -2)",
+                   "new rows wait in bucket-postpone until a postpone compaction assigns them to buckets")
+DV_MODIFIABLE = Feature("dv-modifiable", "deletion-vectors.modifiable",
+                        "deletion vectors are modified in place by writers")
+SNAPSHOT_ORDERING = Feature("snapshot-ordering", "sequence.snapshot-ordering",
+                            "merges order records by commit snapshot, not by sequence number")
+FORMAT_PER_LEVEL = Feature("format-per-level", "file.format.per.level / file.compression.per.level",
+                           "each LSM level has its own file format or codec")
+OTHER_FORMAT = Feature("data-format", "a data file format other than parquet / orc / avro",
+                       "files we cannot decode cannot be rewritten")
+FORMAT_TABLE = Feature("format-table", "a non-Paimon table type", "the table is not managed by Paimon snapshots")
+FUTURE_SNAPSHOT = Feature("future-snapshot", "a newer snapshot format",
+                          "unknown snapshot fields may reference files or change their meaning")
+FUTURE_SCHEMA = Feature("future-schema", "a newer schema format", "schema files of an unknown version")
+FUTURE_MANIFEST = Feature("future-manifest", "newer manifest fields",
+                          "fields we do not know would be lost when manifests are rewritten")
+EXTERNAL_ELSEWHERE = Feature("external-elsewhere", "external data paths on another file system",
+                             "files there can be neither read nor reclaimed through the table's file system")
+EXTERNAL_STRATEGY = Feature("external-strategy", "an external-path strategy paimon-ops does not write with",
+                            "new files must be placed as the strategy decides")
+ROW_SIDECAR = Feature("row-sidecar", "data-evolution row sidecar files", "row sidecar files carry row ids")
+
+# feature -> operations that handle it. An operation missing here refuses tables that use the feature.
+_EVERYTHING = frozenset(ALL_OPS) - {COMPACT_POSTPONE, RESCALE}
+_NO_COMPACTION = _EVERYTHING - set(COMPACTIONS)
+HANDLED_BY: dict[str, frozenset[str]] = {
+    # Reachability-based deletion, tags and manifest rewrites are unaffected by what rows mean: the files are
+    # referenced from manifests like any other; first row ids and write columns are carried by the codecs.
+    ROW_TRACKING.key: _NO_COMPACTION,
+    DATA_EVOLUTION.key: _NO_COMPACTION,
+    BLOB.key: _NO_COMPACTION,
+    MANAGED_BLOB.key: frozenset(TAG_OPS),
+    VECTOR_STORE.key: _NO_COMPACTION,
+    GLOBAL_INDEX.key: _NO_COMPACTION,
+    PK_INDEX.key: _NO_COMPACTION,
+    VARIANT_SHREDDING.key: _NO_COMPACTION,
+    CLUSTERING.key: _NO_COMPACTION,
+    CHAIN_TABLE.key: frozenset(TAG_OPS),
+    # Postpone: the postpone compaction and rescale (compact/postpone.py, compact/rescale.py) move rows into real
+    # buckets (the postpone compaction then compacts those buckets itself); files in bucket-postpone are referenced
+    # from manifests like any other, so reachability-based deletion, tags and manifest rewrites handle them.
+    POSTPONE.key: _NO_COMPACTION | {COMPACT_POSTPONE, RESCALE},
+    DV_MODIFIABLE.key: _NO_COMPACTION,
+    SNAPSHOT_ORDERING.key: _NO_COMPACTION | {"compact:small-files", "compact:sort"},
+    FORMAT_PER_LEVEL.key: _NO_COMPACTION | {"compact:dv-ratio", "compact:small-files", "compact:sort"},
+    OTHER_FORMAT.key: _NO_COMPACTION,
+    FORMAT_TABLE.key: frozenset(),
+    FUTURE_SNAPSHOT.key: frozenset(TAG_OPS),  # a tag is a copy of the snapshot JSON, unknown fields included
+    FUTURE_SCHEMA.key: frozenset(),
+    FUTURE_MANIFEST.key: frozenset(TAG_OPS) | {"expire_snapshots", "expire_tags", "delete_tags", "rollback"},
+    ROW_SIDECAR.key: _NO_COMPACTION,
+    # files there can be read by neither compaction nor expiry/orphan removal: only metadata-only operations
+    EXTERNAL_ELSEWHERE.key: frozenset(TAG_OPS) | {"compact_manifests", "expire_partitions"},
+    EXTERNAL_STRATEGY.key: _NO_COMPACTION,
+}
+
+
+def handles(operation: str, feature: Feature | str) -> bool:
+    key = feature.key if isinstance(feature, Feature) else feature
+    return operation in HANDLED_BY.get(key, frozenset())
+
+
+@dataclass(frozen=True)
+class Use:
+    """A feature a table uses, and the evidence (an option, a field, a file)."""
+
+    feature: Feature
+    evidence: str
+
+
+# ---------------------------------------------------------------------------------------------- detection
+KNOWN_SNAPSHOT_VERSION = 3
+KNOWN_SCHEMA_VERSION = 3
+KNOWN_INDEX_TYPES = ("DELETION_VECTORS", "HASH")
+KNOWN_FORMATS = ("parquet", "orc", "avro")
+BLOB_EXTENSION = ".blob"
+MANAGED_BLOB_SUFFIXES = (".managed.blob", ".blobref")
+
+
+def _true(options: Mapping[str, str], key: str) -> bool:
+    return str(options.get(key, "false")).strip().lower() == "true"
+
+
+def _types(t) -> Iterable[str]:
+    yield t.root
+    for sub in (t.element, t.key, t.value):
+        if sub is not None:
+            yield from _types(sub)
+    for f in t.fields:
+        yield from _types(f.type)
+
+
+def option_uses(table: Table) -> list[Use]:
+    """Features the schema (options, column types) declares. Reads nothing but the schema."""
+    from paimon_ops.table import external
+    out = uses_of_schema(dict(table.options.raw), table.schema)
+    if table.external_paths:
+        for root in external.elsewhere(table):
+            out.append(Use(EXTERNAL_ELSEWHERE, f"data-file.external-paths entry {root.location} (the table is on "
+                                               f"{table.location})"))
+        s = external.strategy(table)
+        if s not in external.WRITABLE:
+            out.append(Use(EXTERNAL_STRATEGY, f"{external.STRATEGY}={s}"))
+    return out
+
+
+def uses_of_schema(opts: Mapping[str, str], schema: TableSchema | None = None) -> list[Use]:
+    """Features options (and, given, a schema's version and column types) declare."""
+    out: list[Use] = []
+
+    def use(f: Feature, evidence: str) -> None:
+        out.append(Use(f, evidence))
+
+    table_type = str(opts.get("type", "table")).strip().lower()
+    if table_type not in ("table", ""):
+        use(FORMAT_TABLE, f"type={table_type}")
+    if schema is not None and schema.version > KNOWN_SCHEMA_VERSION:
+        use(FUTURE_SCHEMA, f"schema {schema.id} has version {schema.version} (paimon-ops knows {KNOWN_SCHEMA_VERSION})")
+    if _true(opts, "row-tracking.enabled"):
+        use(ROW_TRACKING, "row-tracking.enabled=true")
+    if _true(opts, "data-evolution.enabled"):
+        use(DATA_EVOLUTION, "data-evolution.enabled=true")
+    if _true(opts, "data-evolution.row-sidecar.enabled"):
+        use(ROW_SIDECAR, "data-evolution.row-sidecar.enabled=true")
+    fields = schema.fields if schema is not None else ()
+    roots = {r for f in fields for r in _types(f.type)}
+    blob_cols = [f.name for f in fields if "BLOB" in set(_types(f.type))]
+    if blob_cols or opts.get("blob-field"):
+        use(BLOB, f"BLOB column(s) {', '.join(blob_cols)}" if blob_cols else f"blob-field={opts['blob-field']}")
+    for k in ("blob-descriptor-field", "blob-view-field"):
+        if opts.get(k):
+            use(MANAGED_BLOB, f"{k}={opts[k]}")
+    if _true(opts, "blob-as-descriptor"):
+        use(MANAGED_BLOB, "blob-as-descriptor=true")
+    if blob_cols and schema is not None and schema.primary_keys:
+        use(MANAGED_BLOB, "BLOB column on a primary-key table (managed BLOB packs)")
+    if opts.get("vector.file.format") or opts.get("vector-field"):
+        use(VECTOR_STORE, "vector.file.format / vector-field")
+    if opts.get("global-index.external-path"):
+        use(GLOBAL_INDEX, f"global-index.external-path={opts['global-index.external-path']}")
+    for k in sorted(opts):
+        if k.startswith("pk-") and k.endswith(".index.columns") and opts[k].strip():
+            use(PK_INDEX, f"{k}={opts[k]}")
+    if "VARIANT" in roots and (opts.get("variant.shreddingSchema") or opts.get("parquet.variant.shreddingSchema")
+                               or _true(opts, "variant.inferShreddingSchema")):
+        use(VARIANT_SHREDDING, "variant.shreddingSchema / variant.inferShreddingSchema")
+    if opts.get("clustering.columns") or _true(opts, "clustering.incremental") or opts.get("pk-clustering-override"):
+        use(CLUSTERING, "clustering.columns / clustering.incremental")
+    if _true(opts, "chain-table.enabled"):
+        use(CHAIN_TABLE, "chain-table.enabled=true")
+    bucket = str(opts.get("bucket", "")).strip()
+    if bucket == "-2":
+        use(POSTPONE, "bucket=-2")
+    if _true(opts, "deletion-vectors.modifiable"):
+        use(DV_MODIFIABLE, "deletion-vectors.modifiable=true")
+    if _true(opts, "sequence.snapshot-ordering"):
+        use(SNAPSHOT_ORDERING, "sequence.snapshot-ordering=true")
+    for k in ("file.format.per.level", "file.compression.per.level"):
+        if str(opts.get(k, "")).strip():
+            use(FORMAT_PER_LEVEL, f"{k}={opts[k]}")
+    fmt = str(opts.get("file.format", "parquet")).strip().lower()
+    if fmt not in KNOWN_FORMATS:
+        use(OTHER_FORMAT, f"file.format={fmt}")
+    return out
+
+
+def snapshot_uses(snapshot: Snapshot | None, where: str = "") -> list[Use]:
+    """What one snapshot's JSON says: an unknown format version, keys we do not know."""
+    if snapshot is None:
+        return []
+    what = where or f"snapshot {snapshot.id}"
+    out = []
+    if snapshot.version > KNOWN_SNAPSHOT_VERSION:
+        out.append(Use(FUTURE_SNAPSHOT, f"{what} has version {snapshot.version} (paimon-ops knows "
+                                        f"{KNOWN_SNAPSHOT_VERSION})"))
+    if snapshot.extra:
+        out.append(Use(FUTURE_SNAPSHOT, f"{what} has field(s) {', '.join(sorted(snapshot.extra))}"))
+    return out
+
+
+def metadata_uses(table: Table, scanner: TableScanner | None = None, snapshot: Snapshot | None = None) -> list[Use]:
+    """Features the latest snapshot's metadata shows: its JSON, the field sets of its manifest files, its index
+    manifest. Reads the snapshot, one manifest list, one manifest and the index manifest."""
+    from paimon_ops.errors import MissingFileError
+    from paimon_ops.format import manifest as mf
+    from paimon_ops.table.scan import TableScanner
+
+    snap = snapshot if snapshot is not None else table.snapshots.latest()
+    if snap is None:
+        return []
+    scanner = scanner or TableScanner(table)
+    out = snapshot_uses(snap)
+    for kind in (mf.MANIFEST_LIST, mf.MANIFEST, mf.INDEX_MANIFEST):
+        try:
+            fs = scanner.store.field_set(kind, snap)
+        except MissingFileError:
+            continue
+        if isinstance(fs, mf.Layout):
+            continue  # nothing of that kind read: the table has none
+        latest = mf.LATEST.of(kind)
+        for path, names in fs.records:
+            known = latest.names(path) or ()
+            extra = [n for n in names if n not in known and not _tolerated_extra(kind, path, n)]
+            if extra:
+                out.append(Use(FUTURE_MANIFEST, f"{kind.replace('_', ' ')} field(s) "
+                                                f"{', '.join(f'{path}.{n}' if path else n for n in extra)}"))
+    if snap.index_manifest:
+        for ie in scanner.index_entries(snap):
+            if ie.global_index is not None or ie.index_type not in KNOWN_INDEX_TYPES:
+                out.append(Use(GLOBAL_INDEX, f"index file {ie.file_name} of type {ie.index_type}"))
+                break
+    return out
+
+
+# pypaimon 2.1.0 writes nullable _TOTAL_BUCKETS / _EXTRA_FILES into manifest lists; no Java version defines them
+# (format.md §4.3): readers ignore them by name and so may we (we write them as null when rewriting lists).
+_TOLERATED = {("manifest_list", ""): {"_TOTAL_BUCKETS", "_EXTRA_FILES"}}
+
+
+def _tolerated_extra(kind: str, path: str, name: str) -> bool:
+    return name in _TOLERATED.get((kind, path), set())
+
+
+def file_uses(result: ScanResult) -> list[Use]:
+    """What the data files of a scan say, whatever the options claim: row ids, column-update files, BLOB files,
+    formats we cannot decode."""
+    from paimon_ops.format.datafile import FORMATS, format_of
+    out: list[Use] = []
+    seen: set[str] = set()
+
+    def use(f: Feature, evidence: str) -> None:
+        if f.key not in seen:
+            seen.add(f.key)
+            out.append(Use(f, evidence))
+
+    for f in result.files:
+        m = f.meta
+        if m.first_row_id is not None:
+            use(ROW_TRACKING, f"data file {m.file_name} has _FIRST_ROW_ID {m.first_row_id}")
+        if m.write_cols is not None:
+            use(DATA_EVOLUTION, f"data file {m.file_name} holds only columns {list(m.write_cols)}")
+        name = m.file_name.lower()
+        if name.endswith(MANAGED_BLOB_SUFFIXES):
+            use(MANAGED_BLOB, f"file {m.file_name}")
+        elif name.endswith(BLOB_EXTENSION):
+            use(BLOB, f"BLOB file {m.file_name}")
+        else:
+            try:
+                fmt = format_of(m.file_name)
+            except Exception:  # noqa: BLE001 - an unknown extension is exactly what we report
+                fmt = name.rsplit(".", 1)[-1]
+            if fmt not in FORMATS:
+                use(OTHER_FORMAT, f"data file {m.file_name}")
+    return out
+
+
+def table_uses(table: Table, scanner: TableScanner | None = None, snapshot: Snapshot | None = None,
+               result: ScanResult | None = None) -> list[Use]:
+    """Everything the gate knows about the table at the depth given (options; + metadata; + a scan's files)."""
+    uses = option_uses(table) + metadata_uses(table, scanner, snapshot)
+    if result is not None:
+        uses += file_uses(result)
+    return uses
+
+
+# ---------------------------------------------------------------------------------------------- the gate
+def refusal(table: Table, operation: str, uses: Iterable[Use]) -> str | None:
+    """The one-line refusal for `operation` on a table with `uses`, or None if it handles all of them."""
+    for u in uses:
+        if not handles(operation, u.feature):
+            op = operation.replace("compact:", "compaction (").replace("_", " ")
+            op = op + ")" if op.startswith("compaction (") else op
+            hint = ("; run postpone compaction instead (paimon-ops compact-postpone)"
+                    if u.feature is POSTPONE and operation in COMPACTIONS else "")
+            return (f"{table.identifier}: {op} refused: the table uses {u.feature.title} ({u.evidence}), which "
+                    f"paimon-ops does not handle for this operation; nothing was changed{hint}")
+    return None
+
+
+def require(table: Table, operation: str, uses: Iterable[Use] | None = None, *, deep: bool = True,
+            scanner: TableScanner | None = None) -> None:
+    """Refuse `operation` on `table` (UnsupportedError, one line) if it uses a feature the operation does not
+    handle. `uses` defaults to the options, plus (with `deep`) the latest snapshot's metadata."""
+    if operation not in ALL_OPS:
+        raise ValueError(f"unknown operation {operation!r} for the feature gate")
+    if uses is None:
+        uses = option_uses(table)
+        msg = refusal(table, operation, uses)
+        if msg is None and deep:
+            uses = metadata_uses(table, scanner)
+            msg = refusal(table, operation, uses)
+    else:
+        msg = refusal(table, operation, uses)
+    if msg is not None:
+        raise UnsupportedError(msg)
+
+
+def refused_operations(table: Table, deep: bool = True) -> dict[str, str]:
+    """operation -> refusal line, for every operation the gate refuses on this table (Dagster's check)."""
+    uses = option_uses(table) + (metadata_uses(table) if deep else [])
+    out = {}
+    for op in ALL_OPS:
+        if op in (COMPACT_POSTPONE, RESCALE):
+            continue
+        msg = refusal(table, op, uses)
+        if msg is not None:
+            out[op] = msg
+    return out
+
+
+__all__ = ["Feature", "Use", "HANDLED_BY", "ALL_OPS", "COMPACTIONS", "COMPACT_POSTPONE", "RESCALE", "handles",
+           "option_uses", "uses_of_schema", "metadata_uses", "file_uses", "snapshot_uses", "table_uses", "refusal", "require",
+           "refused_operations", "operation_name"]

@@ -1,0 +1,173 @@
+"""External data paths (`data-file.external-paths`, `.strategy`, `.specific-fs`; Paimon 1.1+).
+
+A data (or changelog) file may live outside the table directory: its manifest entry then carries `_EXTERNAL_PATH`,
+the absolute location Java wrote (`file:/x/ext/dt=1/bucket-0/data-….parquet`, `s3://bucket/ext/…`). Java builds it
+as `<external root>/<relative bucket path>/<file name>`, the relative bucket path being the partition path (under
+`data-file.path-directory` if set) and `bucket-<n>` (`FileStorePathFactory.relativeBucketPath`).
+
+Rules here, for reading, writing and deleting alike:
+* an external path from metadata is accepted only inside a configured root, only for the file it names (its last
+  component is the file's plain name) — anything else is corrupt metadata and refused;
+* it is used only when the root is on the table's own file system (same scheme and authority: the local disk, or
+  the same S3 bucket); a root elsewhere is a table feature the gate refuses (`features.EXTERNAL_ELSEWHERE`);
+* local roots are resolved to their real path once, so every later access walks down from there without
+  following a symlink (fileio.py), exactly as inside the table root.
+
+Writing (compaction output) follows Java's `ExternalPathProvider`: strategy `none` (the default) writes into the
+table; `round-robin` rotates over the roots from a random start per bucket writer; `specific-fs` uses the roots
+whose scheme is `.specific-fs`, round robin. Other strategies (`entropy-inject`, `weight-robin`) are refused for
+writes.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, UnsupportedError
+from paimon_ops.table.fileio import split_location
+
+if TYPE_CHECKING:
+    from paimon_ops.table.table import Table
+
+STRATEGY = "data-file.external-paths.strategy"
+SPECIFIC_FS = "data-file.external-paths.specific-fs"
+STRATEGIES = ("none", "round-robin", "specific-fs", "entropy-inject", "weight-robin")
+WRITABLE = ("none", "round-robin", "specific-fs")
+
+
+@dataclass(frozen=True)
+class ExternalRoot:
+    location: str     # as configured (a URI or Hadoop path text)
+    scheme: str       # '' for local
+    authority: str
+    path: str         # path in the FileIO's convention ('/x/ext', 'bucket/ext'); unresolved
+
+    @property
+    def uri_scheme(self) -> str:
+        """The scheme Java compares with `.specific-fs` (local roots are `file`)."""
+        return self.scheme or "file"
+
+    def text(self, rel: str) -> str:
+        """`_EXTERNAL_PATH` of `rel` under this root, as Java's Path.toString() writes it."""
+        rel = rel.strip("/")
+        if not self.scheme:
+            return f"file:{posixpath.join(self.path, rel)}"
+        key = self.path[len(self.authority):].strip("/")
+        return f"{self.scheme}://{self.authority}/{posixpath.join(key, rel) if key else rel}"
+
+
+def configured_roots(table: Table) -> list[ExternalRoot]:
+    """Every `data-file.external-paths` entry, parsed (no I/O)."""
+    out = []
+    for loc in table.external_paths:
+        scheme, authority, path = split_location(loc)
+        if scheme in ("s3a", "s3n"):
+            scheme = "s3"
+        out.append(ExternalRoot(loc, scheme, authority, path.rstrip("/") or "/"))
+    return out
+
+
+def _io_scheme(table: Table) -> tuple[str, str]:
+    scheme = table.io.scheme or ""
+    return ("s3" if scheme in ("s3a", "s3n") else scheme), table.io.authority or ""
+
+
+def on_table_fs(table: Table, root: ExternalRoot) -> bool:
+    return (root.scheme, root.authority) == _io_scheme(table)
+
+
+def elsewhere(table: Table) -> list[ExternalRoot]:
+    """Configured roots on another file system than the table's (another scheme, endpoint or bucket)."""
+    return [r for r in configured_roots(table) if not on_table_fs(table, r)]
+
+
+def resolved_root(table: Table, root: ExternalRoot) -> str:
+    """The root as the table's FileIO addresses it: local roots by their real path."""
+    return os.path.realpath(root.path) if table.io.is_local else root.path
+
+
+def allowed_roots(table: Table) -> list[str]:
+    """Resolved external roots on the table's file system (where files of this table may be read, written and
+    deleted besides the table root)."""
+    return [resolved_root(table, r) for r in configured_roots(table) if on_table_fs(table, r)]
+
+
+def resolve(table: Table, external: str, name: str) -> str:
+    """The FileIO path of a file whose manifest entry says `_EXTERNAL_PATH = external`."""
+    scheme, authority, path = split_location(external)
+    if scheme in ("s3a", "s3n"):
+        scheme = "s3"
+    if posixpath.basename(path) == name and "/" not in name and name not in ("", ".", ".."):
+        for root in configured_roots(table):
+            if (root.scheme, root.authority) != (scheme, authority):
+                continue
+            base = root.path.rstrip("/")
+            if path.startswith(base + "/"):
+                if not on_table_fs(table, root):
+                    raise UnsupportedError(
+                        f"{table.identifier}: {name} lives under external path {root.location}, on another file "
+                        f"system than the table ({table.location}); paimon-ops reaches only the table's own")
+                return posixpath.join(resolved_root(table, root), path[len(base) + 1:])
+    raise CorruptMetadataError(
+        external, f"external path of {name} is not inside a configured data-file.external-paths entry of "
+                  f"{table.identifier} ({', '.join(table.external_paths) or 'none configured'}); refusing to act on it")
+
+
+def strategy(table: Table) -> str:
+    s = (table.options.str(STRATEGY, "none") or "none").strip().lower().replace("_", "-")
+    if s == "weighted":
+        s = "weight-robin"
+    if s not in STRATEGIES:
+        raise InvalidOptionError(STRATEGY, s, "one of " + ", ".join(STRATEGIES), f"table {table.identifier}")
+    return s
+
+
+def write_roots(table: Table) -> list[ExternalRoot]:
+    """The roots new data files go to (Java's AbstractFileStore.createExternalPaths); [] = the table directory."""
+    roots = configured_roots(table)
+    s = strategy(table)
+    if not roots or s == "none":
+        return []
+    if s not in WRITABLE:
+        raise UnsupportedError(f"{table.identifier}: writing with {STRATEGY}={s} is not supported (none, round-robin, "
+                               "specific-fs are)")
+    if s == "specific-fs":
+        fs = (table.options.str(SPECIFIC_FS) or "").strip().lower()
+        if not fs:
+            raise InvalidOptionError(SPECIFIC_FS, None, "a file system scheme when the strategy is specific-fs",
+                                     f"table {table.identifier}")
+        roots = [r for r in roots if r.uri_scheme == fs]
+        if not roots:
+            raise InvalidOptionError(SPECIFIC_FS, fs, "the scheme of one of data-file.external-paths",
+                                     f"table {table.identifier}")
+    far = [r for r in roots if not on_table_fs(table, r)]
+    if far:
+        raise UnsupportedError(f"{table.identifier}: new files would go to external path {far[0].location}, on "
+                               f"another file system than the table ({table.location})")
+    return roots
+
+
+class ExternalPathProvider:
+    """Where the next new file of one (partition, bucket) writer goes (Java's RoundRobinExternalPathProvider)."""
+
+    def __init__(self, table: Table, relative_bucket_path: str, roots: list[ExternalRoot] | None = None):
+        self.table = table
+        self.rel = relative_bucket_path.strip("/")
+        self.roots = write_roots(table) if roots is None else roots
+        self.position = random.randrange(len(self.roots)) if self.roots else 0
+
+    def next(self, name: str) -> tuple[str, str] | None:
+        """(FileIO path, `_EXTERNAL_PATH` text) of the next file, or None: write it into the table."""
+        if not self.roots:
+            return None
+        self.position = (self.position + 1) % len(self.roots)
+        root = self.roots[self.position]
+        rel = posixpath.join(self.rel, name)
+        return posixpath.join(resolved_root(self.table, root), rel), root.text(rel)
+
+
+__all__ = ["ExternalRoot", "configured_roots", "allowed_roots", "resolve", "write_roots", "elsewhere", "strategy",
+           "ExternalPathProvider", "on_table_fs"]

@@ -1,0 +1,180 @@
+"""The feature gate on tables pypaimon 2.1.0 writes (issue 19): an operation on a table using a feature it does not
+handle refuses in one line naming the feature (exit 2 on the command line) and changes nothing; operations that do
+handle it run, and pypaimon 2.1.0 and pypaimon-rust 0.4.0 read the same rows as before."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from paimon_ops import features
+from paimon_ops.compact import compact
+from paimon_ops.errors import UnsupportedError
+from paimon_ops.lifecycle.expire import expire_snapshots
+from paimon_ops.lifecycle.manifest_compaction import compact_manifests
+from paimon_ops.lifecycle.orphans import remove_orphans
+from paimon_ops.lifecycle.rollback import rollback
+from paimon_ops.lifecycle.tags import create_tag, delete_tags
+from paimon_ops.table.table import Catalog
+from tests import pypaimon_util as pu
+
+REPO = Path(__file__).resolve().parents[2]
+S = pa.schema([("id", pa.int32()), ("a", pa.int64()), ("b", pa.string())])
+COLS = ["id", "a", "b"]
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory) -> str:
+    """One warehouse with every gated shape pypaimon 2.1.0 writes."""
+    wh = str(tmp_path_factory.mktemp("gate") / "wh")
+    os.makedirs(wh)
+    rt = pu.create_table(wh, "db.rt", S, options={"row-tracking.enabled": "true"})
+    pu.write(rt, {"id": [1, 2, 3], "a": [1, 2, 3], "b": ["x", "y", "z"]})
+    pu.write(rt, {"id": [4, 5], "a": [4, 5], "b": ["u", "v"]})
+    de = pu.create_table(wh, "db.de", S, options={"row-tracking.enabled": "true", "data-evolution.enabled": "true"})
+    pu.write(de, {"id": [1, 2, 3], "a": [1, 2, 3], "b": ["x", "y", "z"]})
+    pu.write(de, {"id": [4, 5], "a": [4, 5], "b": ["u", "v"]})
+    de = pu.get_table(wh, "db.de")
+    wb = de.new_batch_write_builder()
+    up = wb.new_update().with_update_type(["b"])
+    c = wb.new_commit()
+    c.commit(up.update_by_arrow_with_row_id(pa.table({"_ROW_ID": pa.array([0, 3], pa.int64()), "b": ["X", "U"]})))
+    c.close()
+    blob = pu.create_table(wh, "db.blob", pa.schema([("id", pa.int32()), ("pic", pa.large_binary())]),
+                           options={"row-tracking.enabled": "true", "data-evolution.enabled": "true",
+                                    "blob-field": "pic"})
+    pu.write(blob, {"id": [1, 2], "pic": [b"abc", b"defg"]})
+    pu.write(blob, {"id": [3], "pic": [b"x" * 100]})
+    pp = pu.create_table(wh, "db.pp", pa.schema([("id", pa.int32()), ("a", pa.int64())]), primary_keys=["id"],
+                         options={"bucket": "-2"})
+    pu.write(pp, {"id": [1, 2], "a": [1, 2]})
+    return wh
+
+
+@pytest.mark.parametrize("ident,feature", [("db.rt", "row tracking"), ("db.de", "row tracking"),
+                                           ("db.blob", "row tracking"), ("db.pp", "postpone bucket")])
+def test_compaction_refused_in_one_line_and_nothing_changes(shapes, ident, feature):
+    table_dir = Path(shapes) / "db.db" / ident.split(".")[1]
+    before = _listing(table_dir)
+    table = Catalog(shapes).get_table(ident)
+    for mode in ("full", "minor", "dv-ratio", "small-files") if ident == "db.pp" else ("full", "small-files",
+                                                                                      "dv-ratio"):
+        with pytest.raises(UnsupportedError) as e:
+            compact(table, mode=mode)
+        msg = str(e.value)
+        assert "\n" not in msg and feature in msg and ident in msg and "nothing was changed" in msg
+    assert _listing(table_dir) == before
+
+
+def test_cli_exits_2_naming_the_feature(shapes):
+    table_dir = Path(shapes) / "db.db" / "de"
+    before = _listing(table_dir)
+    for args in (["compact", shapes, "db.de"], ["compact", shapes, "db.de", "--dry-run", "--json"]):
+        p = subprocess.run([sys.executable, "-m", "paimon_ops.cli", *args], capture_output=True, text=True,
+                           cwd=REPO, timeout=120)
+        assert p.returncode == 2, p.stderr
+        assert "row tracking" in p.stderr + p.stdout and "Traceback" not in p.stderr
+        if "--json" in args:
+            err = json.loads(p.stdout)["error"]
+            assert err["type"] == "UnsupportedError" and "row tracking" in err["message"]
+        else:
+            assert len([ln for ln in p.stderr.splitlines() if ln.strip()]) == 1
+    assert _listing(table_dir) == before
+    # postpone tables: plain compaction points at the postpone compaction; expiry handles them (reachability)
+    pp_dir = Path(shapes) / "db.db" / "pp"
+    before = _listing(pp_dir)
+    p = subprocess.run([sys.executable, "-m", "paimon_ops.cli", "compact", shapes, "db.pp", "--mode", "minor"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert p.returncode == 2 and "postpone bucket" in p.stderr and "compact-postpone" in p.stderr
+    assert _listing(pp_dir) == before
+    p = subprocess.run([sys.executable, "-m", "paimon_ops.cli", "expire-snapshots", shapes, "db.pp", "--dry-run"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert p.returncode == 0, p.stderr
+
+
+def test_gate_table_names_every_operation():
+    postpone = set(features.HANDLED_BY[features.POSTPONE.key])
+    assert {features.COMPACT_POSTPONE, features.RESCALE, "expire_snapshots", "remove_orphans"} <= postpone
+    assert not postpone & set(features.COMPACTIONS)
+    for key, ops in features.HANDLED_BY.items():
+        assert set(ops) <= set(features.ALL_OPS), key
+    assert not features.handles("compact:full", features.ROW_TRACKING)
+    assert features.handles("expire_snapshots", features.ROW_TRACKING)
+
+
+def test_handled_operations_run_and_both_readers_agree(shapes, tmp_path):
+    """Row tracking / data evolution / BLOB tables: tags, expiry, manifest compaction, rollback and orphan removal
+    handle them (files are referenced from manifests like any other; first row ids and write columns survive every
+    rewrite); pypaimon and pypaimon-rust read the same rows, and pypaimon writes on."""
+    wh = str(tmp_path / "wh")
+    shutil.copytree(shapes, wh)
+    cases = {"db.rt": COLS, "db.de": COLS, "db.blob": ["id", "pic"]}
+    for ident, cols in cases.items():
+        cat = Catalog(wh)
+        table = cat.get_table(ident)
+        latest = table.snapshots.latest_id()
+        expected = pu.both_read(wh, ident, cols)
+        first = pu.both_read(wh, ident, cols, snapshot_id=1)
+        create_tag(table, "t1", snapshot_id=1)
+        create_tag(table, "t_last", snapshot_id=latest)
+        compact_manifests(table.refresh())
+        assert pu.both_read(wh, ident, cols) == expected
+        r = expire_snapshots(table.refresh(), retain_min=1, retain_max=1, now_millis=2 ** 45)
+        assert r.details["expired_snapshots"], (r.details, r.warnings)
+        assert pu.both_read(wh, ident, cols) == expected
+        assert pu.both_read(wh, ident, cols, tag="t1") == first
+        assert pu.both_read(wh, ident, cols, tag="t_last") == expected
+        # nothing is an orphan: every file is referenced
+        orphans = remove_orphans(table.refresh(), older_than=2 ** 62 // 1_000_000, now_millis=2 ** 62 // 1_000_000,
+                                 allow_short=True, dry_run=True)
+        assert not [f for f in orphans.files if "data-" in f.path], orphans.files
+        delete_tags(table.refresh(), ["t_last"])
+        assert pu.both_read(wh, ident, cols) == expected
+        rollback(table.refresh(), tag="t1", confirm=True)  # (a rollback also drops newer tags, as in Java)
+        assert pu.both_read(wh, ident, cols) == first
+        assert pu.both_read(wh, ident, cols, tag="t1") == first
+        if ident != "db.blob":
+            pu.write(pu.get_table(wh, ident), {"id": [9], "a": [9], "b": ["after"]})
+            assert pu.both_read(wh, ident, cols) == sorted(first + [(9, 9, "after")], key=lambda r: tuple((v is None, repr(v)) for v in r))
+
+
+def test_newer_snapshot_format_refused(shapes, tmp_path):
+    """A snapshot with a field paimon-ops does not know (a newer Paimon) may reference files through it: every
+    deleting operation refuses, tags may still be created."""
+    wh = str(tmp_path / "wh")
+    shutil.copytree(shapes, wh)
+    table = Catalog(wh).get_table("db.rt")
+    path = Path(table.snapshots.path(table.snapshots.latest_id()))
+    obj = json.loads(path.read_text())
+    obj["blobManifestList"] = "manifest-list-future-0"
+    path.write_text(json.dumps(obj))
+    table = table.refresh()
+    for fn in (lambda: expire_snapshots(table, retain_min=1, retain_max=1),
+               lambda: remove_orphans(table, allow_short=True, older_than=0),
+               lambda: compact_manifests(table)):
+        with pytest.raises(UnsupportedError, match="newer snapshot format.*blobManifestList"):
+            fn()
+    create_tag(table, "still-fine")
+
+
+def test_dagster_check_reports_refused_operations(shapes):
+    from paimon_ops.dagster import checks
+    from paimon_ops.dagster.spec import TableSpec
+    table = Catalog(shapes).get_table("db.de")
+    spec = TableSpec("db.de", "db", "de", options=dict(table.options.raw))
+    assert spec.gated and checks.FEATURES in checks.table_check_names(spec)
+    [out] = checks.evaluate(spec, lambda: table, [checks.FEATURES], 0)
+    assert not out.passed and out.severity.value == "WARN" and "compact:full" in out.description
+    assert "row tracking" in out.description
+    plain = TableSpec("db.x", "db", "x", options={"bucket": "2"})
+    assert not plain.gated and checks.FEATURES not in checks.table_check_names(plain)
