@@ -369,7 +369,8 @@ def require(table: Table, operation: str, uses: Iterable[Use] | None = None, *, 
 
 def refused_operations(table: Table, deep: bool = True) -> dict[str, str]:
     """operation -> refusal line, for every operation the gate refuses on this table (Dagster's check)."""
-    uses = option_uses(table) + (metadata_uses(table) if deep else [])
+    # a postpone table is compacted by the postpone compaction, not refused: that is not a gated feature to report
+    uses = [u for u in option_uses(table) + (metadata_uses(table) if deep else []) if u.feature is not POSTPONE]
     out = {}
     for op in ALL_OPS:
         if op in (COMPACT_POSTPONE, RESCALE):
