@@ -109,9 +109,10 @@ HANDLED_BY: dict[str, frozenset[str]] = {
     CLUSTERING.key: _NO_COMPACTION,
     CHAIN_TABLE.key: frozenset(TAG_OPS),
     # Postpone: the postpone compaction and rescale (compact/postpone.py, compact/rescale.py) move rows into real
-    # buckets (the postpone compaction then compacts those buckets itself); files in bucket-postpone are referenced
+    # buckets; the real buckets are ordinary LSM buckets that every compaction handles (the planner refuses while
+    # rows wait in bucket-postpone, pointing at the postpone compaction); files in bucket-postpone are referenced
     # from manifests like any other, so reachability-based deletion, tags and manifest rewrites handle them.
-    POSTPONE.key: _NO_COMPACTION | {COMPACT_POSTPONE, RESCALE},
+    POSTPONE.key: frozenset(ALL_OPS),
     DV_MODIFIABLE.key: _NO_COMPACTION,
     SNAPSHOT_ORDERING.key: _NO_COMPACTION | {"compact:small-files", "compact:sort"},
     FORMAT_PER_LEVEL.key: _NO_COMPACTION | {"compact:dv-ratio", "compact:small-files", "compact:sort"},
@@ -342,10 +343,8 @@ def refusal(table: Table, operation: str, uses: Iterable[Use]) -> str | None:
         if not handles(operation, u.feature):
             op = operation.replace("compact:", "compaction (").replace("_", " ")
             op = op + ")" if op.startswith("compaction (") else op
-            hint = ("; run postpone compaction instead (paimon-ops compact-postpone)"
-                    if u.feature is POSTPONE and operation in COMPACTIONS else "")
             return (f"{table.identifier}: {op} refused: the table uses {u.feature.title} ({u.evidence}), which "
-                    f"paimon-ops does not handle for this operation; nothing was changed{hint}")
+                    f"paimon-ops does not handle for this operation; nothing was changed")
     return None
 
 
@@ -369,8 +368,7 @@ def require(table: Table, operation: str, uses: Iterable[Use] | None = None, *, 
 
 def refused_operations(table: Table, deep: bool = True) -> dict[str, str]:
     """operation -> refusal line, for every operation the gate refuses on this table (Dagster's check)."""
-    # a postpone table is compacted by the postpone compaction, not refused: that is not a gated feature to report
-    uses = [u for u in option_uses(table) + (metadata_uses(table) if deep else []) if u.feature is not POSTPONE]
+    uses = option_uses(table) + (metadata_uses(table) if deep else [])
     out = {}
     for op in ALL_OPS:
         if op in (COMPACT_POSTPONE, RESCALE):

@@ -214,7 +214,7 @@ def plan_compaction(
             raise UnsupportedError(
                 f"{table.identifier} is a postpone-bucket table (bucket = -2) with rows waiting in bucket-postpone "
                 f"(partition {_spec_text(pdicts[p]) or 'of the table'}): compaction cannot make them visible; run "
-                "postpone compaction (`paimon-ops compact-postpone`, maintenance.compact_postpone())")
+                "postpone compaction (`paimon-ops compact-postpone`, maintenance.compact_postpone()); nothing was changed")
         if buckets is not None and b not in buckets:
             skip("bucket filtered out")
             continue
