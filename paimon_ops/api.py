@@ -126,6 +126,22 @@ class Maintenance:
                                min_files=min_files, memory_budget=memory_budget, force=force,
                                now_millis=_instant(now, "now"))
 
+    def compact_postpone(self, *, partitions: Sequence[Mapping[str, Any]] | None = None, where: str | None = None,
+                         memory_budget: int | None = None) -> Plan:
+        """Postpone-bucket compaction (`bucket = -2` tables): the rows waiting in `bucket-postpone` replayed in writer
+        order into real buckets (the partition's bucket count, else `postpone.target-row-num-per-bucket` /
+        `postpone.default-bucket-num`), merged, compacted as Paimon's writer would, in one COMPACT commit."""
+        from paimon_ops.compact.postpone import plan_postpone_compaction
+        return plan_postpone_compaction(self._t, partitions, where, memory_budget)
+
+    def rescale(self, *, bucket_num: int | None = None, partitions: Sequence[Mapping[str, Any]] | None = None,
+                where: str | None = None) -> Plan:
+        """Rescale to `bucket_num` buckets (default: the table's `bucket` option; required for postpone tables) the
+        whole table or the chosen `partitions` / `where`: their rows rewritten into the new buckets in one OVERWRITE
+        commit; fixed-bucket tables get the new `bucket` option by a schema change first."""
+        from paimon_ops.compact.rescale import plan_rescale
+        return plan_rescale(self._t, bucket_num, partitions, where)
+
     def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
                          older_than: Instant | None = None, min_age: Age | None = None,
                          max_deletes: int | None = None, now: Instant | None = None) -> Plan:

@@ -240,6 +240,21 @@ def cmd_compact(args: argparse.Namespace) -> None:
     _run(args, plan, f"compact {t.identifier}")
 
 
+def cmd_compact_postpone(args: argparse.Namespace) -> None:
+    t = _facade(args)
+    plan = t.maintenance.compact_postpone(
+        partitions=[_partition_arg(p) for p in args.partition] if args.partition else None, where=args.where)
+    _run(args, plan, f"compact-postpone {t.identifier}")
+
+
+def cmd_rescale(args: argparse.Namespace) -> None:
+    t = _facade(args)
+    plan = t.maintenance.rescale(
+        bucket_num=args.bucket_num, partitions=[_partition_arg(p) for p in args.partition] if args.partition else None,
+        where=args.where)
+    _run(args, plan, f"rescale {t.identifier}")
+
+
 def _partition_arg(text: str) -> dict[str, str]:
     out = {}
     for part in text.split(","):
@@ -359,6 +374,8 @@ _COMMON_WORDS = {"dry_run": "--dry-run"}
 WORDS: dict[str, dict[str, str]] = {
     "compact": {"mode": "--mode", "partitions": "--partition", "where": "--where", "order_by": "--order-by",
                 "strategy": "--strategy", "threshold": "--threshold", "force": "--force"},
+    "compact-postpone": {"partitions": "--partition", "where": "--where"},
+    "rescale": {"bucket_num": "--bucket-num", "partitions": "--partition", "where": "--where"},
     "expire-snapshots": {"retain_min": "--retain-min", "retain_max": "--retain-max", "older_than": "--older-than",
                          "time_retained": "--min-age", "min_age": "--min-age", "max_deletes": "--max-deletes"},
     "expire-tags": {"older_than": "--older-than", "min_age": "--min-age"},
@@ -434,6 +451,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sort mode: how rows are ordered (default order)")
     c.add_argument("--threshold", type=float, help="dv-ratio mode: deleted-row ratio above which a file is rewritten")
     c.add_argument("--force", action="store_true", help=argparse.SUPPRESS)  # write-only tables need no flag any more
+    cp = maint("compact-postpone", cmd_compact_postpone,
+               "postpone-bucket tables (bucket = -2): move the rows waiting in bucket-postpone into real buckets")
+    cp.add_argument("--partition", action="append", metavar="K=V[,K2=V2]", help="only this partition; repeatable")
+    cp.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
+    rs = maint("rescale", cmd_rescale, "change the bucket count of a table or of chosen partitions (one OVERWRITE)")
+    rs.add_argument("--bucket-num", type=int, metavar="N",
+                    help="the new number of buckets (default: the table's bucket option; required for bucket = -2)")
+    rs.add_argument("--partition", action="append", metavar="K=V[,K2=V2]", help="only this partition; repeatable")
+    rs.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
     e = maint("expire-snapshots", cmd_expire_snapshots, "expire snapshots and reclaim their files")
     e.add_argument("--retain-min", type=int, metavar="N", help="always keep this many (snapshot.num-retained.min)")
     e.add_argument("--retain-max", type=int, metavar="N", help="never keep more (snapshot.num-retained.max)")

@@ -108,8 +108,11 @@ HANDLED_BY: dict[str, frozenset[str]] = {
     VARIANT_SHREDDING.key: _NO_COMPACTION,
     CLUSTERING.key: _NO_COMPACTION,
     CHAIN_TABLE.key: frozenset(TAG_OPS),
-    # Postpone: only the postpone compaction and rescale (compact/postpone.py, compact/rescale.py) handle it.
-    POSTPONE.key: frozenset({COMPACT_POSTPONE, RESCALE}),
+    # Postpone: the postpone compaction and rescale (compact/postpone.py, compact/rescale.py) move rows into real
+    # buckets; the real buckets are ordinary LSM buckets that every compaction handles (the planner refuses while
+    # rows wait in bucket-postpone, pointing at the postpone compaction); files in bucket-postpone are referenced
+    # from manifests like any other, so reachability-based deletion, tags and manifest rewrites handle them.
+    POSTPONE.key: frozenset(ALL_OPS),
     DV_MODIFIABLE.key: _NO_COMPACTION,
     SNAPSHOT_ORDERING.key: _NO_COMPACTION | {"compact:small-files", "compact:sort"},
     FORMAT_PER_LEVEL.key: _NO_COMPACTION | {"compact:dv-ratio", "compact:small-files", "compact:sort"},
@@ -341,7 +344,7 @@ def refusal(table: Table, operation: str, uses: Iterable[Use]) -> str | None:
             op = operation.replace("compact:", "compaction (").replace("_", " ")
             op = op + ")" if op.startswith("compaction (") else op
             return (f"{table.identifier}: {op} refused: the table uses {u.feature.title} ({u.evidence}), which "
-                    "paimon-ops does not handle for this operation; nothing was changed")
+                    f"paimon-ops does not handle for this operation; nothing was changed")
     return None
 
 

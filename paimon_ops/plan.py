@@ -248,6 +248,8 @@ OPERATION_MODULES = {
     "compact": "paimon_ops.compact.api",
     "expire_partitions": "paimon_ops.lifecycle.partition_expiry",
     "compact_manifests": "paimon_ops.lifecycle.manifest_compaction",
+    "compact_postpone": "paimon_ops.compact.postpone",
+    "rescale": "paimon_ops.compact.rescale",
 }
 
 

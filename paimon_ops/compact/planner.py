@@ -210,13 +210,11 @@ def plan_compaction(
         if pred is not None and not pred(pdicts[p]):
             skip("partition filtered out")
             continue
-        if b == -2:  # not yet assigned to buckets nor sorted: only a postpone compaction may move them
-            skip("postpone bucket (bucket = -2)")
-            rows = sum(f.meta.row_count for f in fs)
-            warnings.append(f"{scanner.partition_dir(p) or '(unpartitioned) '}bucket-postpone skipped with due work: "
-                            f"{len(fs)} file(s), {rows} row(s) readers do not see until a postpone compaction "
-                            "assigns them to buckets")
-            continue
+        if b == -2:  # rows not yet assigned to buckets: only postpone compaction moves them (compact/postpone.py)
+            raise UnsupportedError(
+                f"{table.identifier} is a postpone-bucket table (bucket = -2) with rows waiting in bucket-postpone "
+                f"(partition {_spec_text(pdicts[p]) or 'of the table'}): compaction cannot make them visible; run "
+                "postpone compaction (`paimon-ops compact-postpone`, maintenance.compact_postpone()); nothing was changed")
         if buckets is not None and b not in buckets:
             skip("bucket filtered out")
             continue
@@ -285,16 +283,7 @@ def plan_compaction(
     if not tasks:
         skip_total = sum(skipped.values())
         log.info("compaction of %s: nothing to do (%d buckets skipped)", table.identifier, skip_total)
-    wspec = DataFileWriteSpec.of(table, scanner)
-    target_rows = opts.positive_int("target-file-row-num", LONG_MAX)
-    # A file can only roll at a row-group boundary: keep row groups (Arrow bytes, ~2-4x the compressed size)
-    # near the target size, and within a quarter of the memory budget.
-    row_group = min(DEFAULT_ROW_GROUP_BYTES, max(64 << 10, 2 * target))
-    if memory_budget:
-        row_group = max(64 << 10, min(row_group, memory_budget // 4))
-    params = {"write": WriteParams(wspec.fmt, wspec.dense_stats, wspec.legacy_key_stats, target, target_rows,
-                                   row_group).to_json(),
-              "memory_budget": memory_budget}
+    params = task_params(table, scanner, memory_budget)
     if any(t.kind == LSM for t in tasks):
         from paimon_ops.compact.dv import supports_cardinality
         params["dv_cardinality"] = supports_cardinality(scanner)
@@ -333,6 +322,21 @@ def plan_compaction(
         details["dv_ratios"] = {"files": ratios_files, "buckets": ratios_buckets}
     return dataclasses.replace(pb.build(CompactionPlan, table, details, base_snapshot=snapshot.id, warnings=warnings),
                                mode=mode, tasks=tuple(tasks), params=params, index_entries=index_entries)
+
+
+def task_params(table: Table, scanner: TableScanner, memory_budget: int | None) -> dict[str, Any]:
+    """What every rewrite task of a plan is given: how output files are written, the memory budget."""
+    wspec = DataFileWriteSpec.of(table, scanner)
+    target = table.options.target_file_size(table.is_primary_key)
+    target_rows = table.options.positive_int("target-file-row-num", LONG_MAX)
+    # A file can only roll at a row-group boundary: keep row groups (Arrow bytes, ~2-4x the compressed size)
+    # near the target size, and within a quarter of the memory budget.
+    row_group = min(DEFAULT_ROW_GROUP_BYTES, max(64 << 10, 2 * target))
+    if memory_budget:
+        row_group = max(64 << 10, min(row_group, memory_budget // 4))
+    return {"write": WriteParams(wspec.fmt, wspec.dense_stats, wspec.legacy_key_stats, target, target_rows,
+                                 row_group).to_json(),
+            "memory_budget": memory_budget}
 
 
 def _check_supported(table: Table, mode: str, spec: Any) -> None:
@@ -489,4 +493,4 @@ def _bin_pack(infos: list[_FileInfo], target: int, small_ratio: float, min_files
     return out
 
 
-__all__ = ["plan_compaction", "MODES", "dv_ratio_threshold", "open_table"]
+__all__ = ["plan_compaction", "MODES", "dv_ratio_threshold", "open_table", "task_params"]

@@ -172,12 +172,17 @@ def _bucket_table(h: health.FileHealth, buckets: list[health.BucketStat]) -> str
 def _small_files(spec: TableSpec, m: _Measure) -> Outcome:
     h = m.files
     over = h.small_over
+    pending = h.postpone_pending
     worst = sorted(h.buckets, key=lambda b: -h.small_count(b))
     return Outcome(
         SMALL_FILES, not over, AssetCheckSeverity.WARN,
         (f"at most {h.max_small_count} {h.small_files_label} per bucket vs threshold {h.small_files_threshold}; "
-         f"{len(over)} bucket(s) at or over" + ("; compaction is due" if over else "")),
+         f"{len(over)} bucket(s) at or over" + ("; compaction is due" if over else "")
+         + (f"; {len(pending)} bucket-postpone director(ies) with rows waiting for postpone compaction"
+            if pending else "")),
         {"max_per_bucket": MetadataValue.int(h.max_small_count),
+         "postpone_pending_files": MetadataValue.int(sum(b.files for b in pending)),
+         "postpone_pending_rows": MetadataValue.int(sum(b.rows for b in pending)),
          "threshold": MetadataValue.int(h.small_files_threshold),
          "buckets_over": MetadataValue.int(len(over)), "files": MetadataValue.int(h.total_files),
          "buckets": MetadataValue.md(_bucket_table(h, worst))})

@@ -21,6 +21,7 @@ from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 
 EXPIRABLE_THRESHOLD = "snapshot.expirable-threshold"
+POSTPONE_BUCKET = -2
 INT_MAX = 2147483647
 
 
@@ -45,7 +46,8 @@ class BucketStat:
 
     @property
     def label(self) -> str:
-        return f"{self.partition_dir or '(unpartitioned) '}bucket-{self.bucket}"
+        name = "bucket-postpone" if self.bucket == POSTPONE_BUCKET else f"bucket-{self.bucket}"
+        return f"{self.partition_dir or '(unpartitioned) '}{name}"
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,18 @@ class FileHealth:
 
     @property
     def small_over(self) -> list[BucketStat]:
-        return [b for b in self.buckets if self.small_count(b) >= self.small_files_threshold]
+        """Buckets where compaction is due: at or over the threshold, and every bucket-postpone holding files (its
+        rows are invisible until postpone compaction moves them)."""
+        return [b for b in self.buckets if self.small_count(b) >= self.small_files_threshold or self.pending(b)]
+
+    @staticmethod
+    def pending(b: BucketStat) -> bool:
+        return b.bucket == POSTPONE_BUCKET and b.files > 0
+
+    @property
+    def postpone_pending(self) -> list[BucketStat]:
+        """The partitions' bucket-postpone directories with rows waiting (postpone-bucket tables)."""
+        return [b for b in self.buckets if self.pending(b)]
 
     @property
     def max_dv_ratio(self) -> float:

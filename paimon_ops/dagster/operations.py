@@ -128,6 +128,10 @@ class Operation:
 
 def _compact(t: Any, cfg: Any, now: int) -> Any:
     c = cfg.compact
+    if c.mode == "minor" and t.options.get("bucket") == "-2":
+        # Paimon's compaction of a postpone-bucket table: the rows waiting in bucket-postpone move into real buckets
+        # (and real buckets with level-0 files are compacted), what the small-files sensor asks for there
+        return t.maintenance.compact_postpone(partitions=list(c.partitions) or None, where=c.where or None)
     kw: dict[str, Any] = dict(mode=c.mode, partitions=list(c.partitions) or None, where=c.where or None,
                               buckets=list(c.buckets) or None, now=now)
     if c.mode == "sort":

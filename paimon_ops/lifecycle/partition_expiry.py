@@ -46,8 +46,11 @@ commit itself refuses a file written into a dropped partition after the check (C
 no state between processes: the first check is one interval after the writer starts). An explicit run always checks
 (as Java's procedure does); schedulers use `partition_expiry_due(table, last_check, now)` to honour the interval.
 
-Refused: unpartitioned tables, postpone-bucket tables (`bucket = -2`, whose `bucket-postpone` files belong to
-Paimon's own job).
+Refused: unpartitioned tables.
+
+Postpone-bucket tables (`bucket = -2`): an expired partition loses its real buckets *and* the rows still waiting in
+`bucket-postpone`, as Java's dropPartitions does (its overwrite scan filters no bucket when the table's bucket is
+-2); with `update-time` the partition's newest file may be a postpone file, as in Java.
 
 Differences from Java 0.9 (proven in tests/lifecycle/test_partition_expiry_java.py and test_partition_time_java.py):
 * DATE partitions expire by their dates (Java: never, #6439); TIME / TIMESTAMP keys are read as ISO times likewise.
@@ -69,7 +72,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, UnsupportedError, arg
+from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, arg
 from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_path, partition_spec, partition_value_string
@@ -253,9 +256,6 @@ def resolve_partition_settings(table: Table, now_millis: int | None = None, expi
     schema = table.schema
     if not schema.partition_keys:
         raise InvalidArgumentError(f"{table.identifier} is not partitioned: there are no partitions to expire")
-    if opts.bucket == -2:
-        raise UnsupportedError(f"{table.identifier} is a postpone-bucket table (bucket = -2): its bucket-postpone "
-                               "files belong to Paimon's own job; paimon-ops does not expire its partitions")
     if expiration_time is not None:
         exp_ms = _duration_ms(expiration_time, "expiration_time")
     else:
