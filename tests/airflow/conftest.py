@@ -49,6 +49,8 @@ class AirflowHome:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            # SQLite shared by four processes: wait for a lock (30 s) rather than failing at once (default 5 s)
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}?timeout=30",
             "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": self.warehouse,
                                                       "extra": {"placement": "local"}}),
             "PATH": f"{self.bin}:{env.get('PATH', '')}",
@@ -85,6 +87,7 @@ def make_home(airflow_bin: Path, root: Path, warehouse: str, dags: list[Path]) -
         shutil.copy(d, folder / d.name)
     ah = AirflowHome(airflow_bin, home, folder, warehouse)
     ah.run("db", "migrate", timeout=300)
+    ah.sql("pragma journal_mode=wal")  # readers never block the writer (kept in the file)
     return ah
 
 
