@@ -3,6 +3,7 @@
 # installs everything the project needs, then runs what was asked:
 #   ./dev.sh demo   build a sample warehouse and run the nightly maintenance job end to end
 #   ./dev.sh test   run the whole test suite
+#   ./dev.sh airflow-env   create / update .venv-airflow (Airflow 3 + paimon-ops[airflow]; the Airflow tests call it)
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
@@ -33,6 +34,23 @@ ensure_env() {
   export PYSPARK_PYTHON="$ROOT/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$ROOT/.venv/bin/python"
   export SPARK_LOCAL_IP=127.0.0.1
   export PATH="$ROOT/.venv/bin:$PATH"
+}
+
+# Airflow cannot share .venv: apache-airflow-core needs cachetools >= 6, pypaimon 2.1.0 (a test reader) < 6. The
+# Airflow tests drive their own env through subprocesses (airflow db migrate / dags test / scheduler / triggerer);
+# it is created on first need (tests/airflow calls `./dev.sh airflow-env`), re-installed when pyproject.toml changes.
+ensure_airflow_env() {
+  if [ ! -x .venv-airflow/bin/python ]; then
+    "$(pick_python)" -m venv .venv-airflow
+  fi
+  local stamp=.venv-airflow/.paimon-ops-installed want
+  want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "installing .venv-airflow (Airflow 3 + paimon-ops[airflow])" >&2
+    .venv-airflow/bin/python -m pip install -q --upgrade pip
+    .venv-airflow/bin/python -m pip install -q -e ".[airflow]"
+    echo "$want" > "$stamp"
+  fi
 }
 
 is_ci() { case "${CI:-}" in 1|true|TRUE|True|yes) return 0;; *) return 1;; esac; }
@@ -78,7 +96,10 @@ case "$cmd" in
     ensure_test_prerequisites
     exec .venv/bin/python -m pytest "$@"
     ;;
+  airflow-env)
+    ensure_airflow_env
+    ;;
   *)
-    echo "usage: ./dev.sh demo|test [args]" >&2; exit 2
+    echo "usage: ./dev.sh demo|test|airflow-env [args]" >&2; exit 2
     ;;
 esac

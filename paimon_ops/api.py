@@ -241,6 +241,8 @@ class Tags:
         return plan_create_tag(self._t, name, snapshot_id, ts, retained, now_ms)
 
     def rename(self, old: str, new: str, /, *, resume: bool = False) -> Plan:
+        """Renaming tag `old` to `new`; `resume` finishes an interrupted rename (`new` already exists with `old`'s
+        content)."""
         from paimon_ops.lifecycle.tags import plan_rename_tag
         return plan_rename_tag(self._t, old, new, resume)
 

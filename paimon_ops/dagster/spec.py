@@ -14,6 +14,7 @@ from typing import Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.health import SMALL_FILES_THRESHOLD
 from paimon_ops.table.table import Table
 
 log = logging.getLogger("paimon_ops.dagster")
@@ -21,7 +22,6 @@ log = logging.getLogger("paimon_ops.dagster")
 # Our own options (dotted, like Paimon's).
 TAG_CREATE_TIME = "tag.create-time"
 DV_RATIO_THRESHOLD = "compaction.dv-ratio-threshold"
-SMALL_FILES_THRESHOLD = "compaction.small-files-threshold"
 
 WAREHOUSE_PLACEHOLDER = "_warehouse._catalog"  # the spec standing for a warehouse that cannot be listed
 

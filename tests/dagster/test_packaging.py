@@ -43,7 +43,8 @@ def test_wheel_contains_the_integration(tmp_path):
 
 
 def test_the_engine_never_imports_dagster_or_spark():
-    """Every module of paimon_ops outside paimon_ops.dagster imports with dagster and pyspark unimportable."""
+    """Every module of paimon_ops outside the integrations (paimon_ops.dagster, paimon_ops.airflow) imports with
+    dagster and pyspark unimportable."""
     code = textwrap.dedent("""
         import importlib, importlib.abc, pkgutil, sys
 
@@ -56,7 +57,7 @@ def test_the_engine_never_imports_dagster_or_spark():
         sys.meta_path.insert(0, Block())
         import paimon_ops
         mods = [m.name for m in pkgutil.walk_packages(paimon_ops.__path__, "paimon_ops.")
-                if not m.name.startswith("paimon_ops.dagster")]
+                if not m.name.startswith(("paimon_ops.dagster", "paimon_ops.airflow"))]
         for m in mods:
             importlib.import_module(m)
         import paimon_ops.cli

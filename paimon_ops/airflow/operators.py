@@ -1,0 +1,210 @@
+"""Operators: one per maintenance operation, generated from the operation table (`operations.OPERATIONS`, the facade's
+own parameters), and `PaimonApplyPlanOperator`, which executes a reviewed plan.
+
+Every operation operator takes `table` (`db.table`, templated), `conn_id` (a `paimon` connection), `dry_run`, and
+the operation's own keyword arguments exactly as the facade names them (`PaimonExpireSnapshotsOperator(
+retain_min=5, min_age="1 d")`; ages as Paimon durations or timedeltas, instants as ISO 8601 with an offset or epoch
+ms). It plans, pushes the plan to XCom (`key="plan"`, the plan's JSON), and then
+
+* `dry_run=True`: logs the plan — every file with its kind and the reason — and returns the dry-run report; nothing
+  changes, no runner starts;
+* otherwise: executes the plan on the connection's placement (in-process or Spark), logs the report's summary and
+  returns the report as JSON (the CLI's `--json`); when the table changed, each `Asset` outlet gets an event with
+  the report's figures as extra (no change, no event).
+
+Pools: an operator whose table is known when the DAG is parsed runs in the table's pool (`paimon.<db>.<table>`,
+`names.table_pool`) unless given another; with one slot, two DAGs never maintain one table at once. Airflow gives all
+instances of a mapped task the pool of `.partial()`, so mapped operators share the pool given there.
+
+Errors of the engine (bad argument, stale plan, unreachable store) fail the task at once with one line and no retry.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow.sdk import Asset, BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
+from paimon_ops.airflow.names import table_pool
+from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
+from paimon_ops.errors import PaimonOpsError
+
+PLAN_XCOM_KEY = "plan"
+
+
+def one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _is_template(value: Any) -> bool:
+    return not isinstance(value, str) or "{{" in value or "{%" in value
+
+
+def _truthy(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no", "", "none"):
+        return False
+    raise AirflowFailException(f"{name}={value!r}: expected true or false")
+
+
+def changed(report: Any) -> bool:
+    """Whether an execution changed the table (a commit, files deleted or written, tags moved)."""
+    return not report.dry_run and bool(report.snapshot_id is not None or report.total_deleted or report.written)
+
+
+def asset_extra(report: Any) -> dict[str, Any]:
+    """The report's figures for an asset event (without the file list)."""
+    d = report.to_dict()
+    keep = ("operation", "table", "snapshot_id", "duration_s", "deleted", "deleted_bytes", "written", "written_bytes",
+            "total_deleted", "total_deleted_bytes", "runner", "deleted_as")
+    return {k: d[k] for k in keep if d.get(k) is not None}
+
+
+class _PaimonBase(BaseOperator):
+    ui_color = "#e3f1fb"
+
+    def __init__(self, *, table: str, conn_id: str = DEFAULT_CONN_ID, pool: str | None = None, **kwargs: Any) -> None:
+        if pool is None and not _is_template(table):
+            pool = table_pool(table)
+        super().__init__(pool=pool, **kwargs)
+        self.table = table
+        self.conn_id = conn_id
+
+    def _execute(self, hook: PaimonHook, plan: Any, table: Any, context: Any) -> dict[str, Any]:
+        runner = hook.runner_for(plan)
+        report = plan.execute(table=table.raw, runner=runner)
+        self.log.info("%s", report.summary())
+        if changed(report):
+            extra = asset_extra(report)
+            outlets: list[Any] = list(self.outlets)
+            for outlet in outlets:
+                if isinstance(outlet, Asset):
+                    context["outlet_events"][outlet].extra = extra
+        else:
+            self._no_asset_event("nothing changed")
+        return report.to_dict()
+
+    def _no_asset_event(self, why: str) -> None:
+        """Asset outlets of a task that changed nothing get no event (Airflow records one per outlet on success)."""
+        outlets: list[Any] = list(self.outlets)  # type: ignore[has-type]
+        kept = [o for o in outlets if not isinstance(o, Asset)]
+        if len(kept) != len(outlets):
+            self.log.info("%s: no asset event", why)
+            self.outlets = kept  # type: ignore[has-type]  # the runtime copy of the task, as the success message reports it
+
+
+class PaimonOperationOperator(_PaimonBase):
+    """Runs one maintenance operation (`operation`) on one table. See the module docstring."""
+
+    operation: ClassVar[str] = ""
+    template_fields = ("table", "conn_id", "dry_run", "arguments")
+    template_fields_renderers = {"arguments": "json"}
+
+    def __init__(self, *, table: str, conn_id: str = DEFAULT_CONN_ID, dry_run: bool | str = False, **kwargs: Any):
+        op = OPERATIONS[self.operation]
+        names = {p.name for p in op.parameters}
+        self.arguments = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+        missing = [p.name for p in op.parameters if p.required and self.arguments.get(p.name) is None]
+        if missing:
+            raise TypeError(f"{type(self).__name__} needs {', '.join(missing)}")
+        super().__init__(table=table, conn_id=conn_id, **kwargs)
+        self.dry_run = dry_run
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        dry_run = _truthy(self.dry_run, "dry_run")
+        hook = PaimonHook(self.conn_id)
+        try:
+            table = hook.get_table(self.table)
+            plan = OPERATIONS[self.operation].plan(table, self.arguments)
+        except PaimonOpsError as e:
+            raise AirflowFailException(one_line(e)) from None
+        context["ti"].xcom_push(key=PLAN_XCOM_KEY, value=plan.to_json())
+        if dry_run:
+            self.log.info("dry run, nothing changed; apply the plan (XCom %r) with PaimonApplyPlanOperator:\n%s",
+                          PLAN_XCOM_KEY, plan.summary())
+            self._no_asset_event("dry run")
+            return plan.dry_run_report().to_dict()
+        try:
+            return self._execute(hook, plan, table, context)
+        except PaimonOpsError as e:
+            raise AirflowFailException(one_line(e)) from None
+
+
+class PaimonApplyPlanOperator(_PaimonBase):
+    """Executes a plan made earlier (by an operator's dry run, `paimon-ops … --dry-run --json` or
+    `plan.to_json()`): `plan` is its JSON text or a file path, typically
+    `"{{ ti.xcom_pull(task_ids='review', key='plan') }}"` or `review.output["plan"]`. The plan is checked against the
+    table first: if anything changed since it was made (a commit, a tag, a rollback) it is refused (StalePlanError)
+    and nothing changes. `table` must be the plan's table (it also names the pool)."""
+
+    template_fields = ("plan", "table", "conn_id")
+    ui_color = "#fbe9e3"
+
+    def __init__(self, *, plan: Any, table: str, conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
+        super().__init__(table=table, conn_id=conn_id, **kwargs)
+        self.plan = plan
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from paimon_ops.api import load_plan
+        text = self.plan
+        if not isinstance(text, str) or not text.strip() or text.strip() == "None":
+            raise AirflowFailException(f"no plan to apply (plan={str(text)[:80]!r}): did the reviewed task push one?")
+        hook = PaimonHook(self.conn_id)
+        try:
+            plan = load_plan(text)
+            if plan.table != self.table:
+                raise AirflowFailException(f"the plan is for {plan.table}, this task applies plans to {self.table}")
+            self.log.info("applying the reviewed plan:\n%s", plan.summary())
+            table = hook.get_table(plan.table, branch=plan.branch)
+            return self._execute(hook, plan, table, context)
+        except PaimonOpsError as e:
+            raise AirflowFailException(one_line(e)) from None
+
+
+def operator_class_name(operation: str) -> str:
+    return "Paimon" + "".join(w.capitalize() for w in operation.split("_")) + "Operator"
+
+
+def _operator_doc(op: Operation) -> str:
+    lines = [op.doc or op.name, "", f"Facade: `paimon_ops.api.Table.{op.facade}`. Common parameters: `table`, "
+             "`conn_id`, `dry_run` (see paimon_ops.airflow.operators).", "", "Parameters:"]
+    for p in op.parameters:
+        default = "required" if p.required else f"default {jsonable(p.default)!r}"
+        lines.append(f"* `{p.name}` ({p.annotation}, {default})" + (f": {p.doc}" if p.doc else ""))
+    return "\n".join(lines)
+
+
+def _generate() -> dict[str, type[PaimonOperationOperator]]:
+    out: dict[str, type[PaimonOperationOperator]] = {}
+    meta: Any = type(PaimonOperationOperator)  # Airflow's operator metaclass
+    for op in OPERATIONS.values():
+        name = operator_class_name(op.name)
+        cls = meta(name, (PaimonOperationOperator,), {
+            "operation": op.name, "__module__": __name__, "__qualname__": name, "__doc__": _operator_doc(op)})
+        out[op.name] = cls
+    return out
+
+
+OPERATORS: dict[str, type[PaimonOperationOperator]] = _generate()
+globals().update({cls.__name__: cls for cls in OPERATORS.values()})
+
+if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/airflow keeps this list complete)
+    PaimonCompactOperator: type[PaimonOperationOperator]
+    PaimonExpireSnapshotsOperator: type[PaimonOperationOperator]
+    PaimonExpireTagsOperator: type[PaimonOperationOperator]
+    PaimonExpirePartitionsOperator: type[PaimonOperationOperator]
+    PaimonRemoveOrphansOperator: type[PaimonOperationOperator]
+    PaimonCompactManifestsOperator: type[PaimonOperationOperator]
+    PaimonCreateTagOperator: type[PaimonOperationOperator]
+    PaimonDeleteTagsOperator: type[PaimonOperationOperator]
+    PaimonRenameTagOperator: type[PaimonOperationOperator]
+    PaimonCreateAutoTagsOperator: type[PaimonOperationOperator]
+    PaimonRollbackOperator: type[PaimonOperationOperator]
+
+__all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
+           "changed", "asset_extra", *(cls.__name__ for cls in OPERATORS.values())]

@@ -1,0 +1,410 @@
+"""Read-only measurements behind the Dagster asset checks and sensors and the Airflow health sensor and triggers.
+Plain Python over the engine's table layer (no orchestrator here); metadata only — manifests, index
+manifests, snapshot and tag JSON — never data files.
+
+* `measure_files`: per (partition, bucket) of the latest snapshot: files, level-0 files, small files, rows,
+  deleted rows (deletion-vector cardinalities from the index manifest) and the worst per-file DV ratio.
+* `measure_retention`: snapshot count and how many snapshots the table's own retention options would expire
+  now (maintenance.md §2.2 window, consumers and `snapshot.expire.limit` included).
+* `missing_files`: every file the latest snapshot and every tag reference (manifest lists, manifests, data and
+  extra files, index manifest, index files, statistics) that does not exist.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import posixpath
+from dataclasses import dataclass, field
+
+from paimon_ops.errors import MissingFileError
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.table.scan import TableScanner
+from paimon_ops.table.table import Table
+
+EXPIRABLE_THRESHOLD = "snapshot.expirable-threshold"
+SMALL_FILES_THRESHOLD = "compaction.small-files-threshold"  # our own option: level-0 / small files per bucket
+POSTPONE_BUCKET = -2
+INT_MAX = 2147483647
+
+
+# ---------------------------------------------------------------------------------------------- files / DVs
+@dataclass(frozen=True)
+class BucketStat:
+    partition: dict[str, str]  # partition column -> value as text (null: the default partition name; {} unpartitioned)
+    partition_dir: str  # e.g. "dt=2024-01-01/" ("" unpartitioned)
+    bucket: int
+    files: int
+    level0_files: int
+    small_files: int
+    rows: int
+    deleted_rows: int
+    bytes: int
+    max_file_dv_ratio: float
+    files_over_dv_threshold: int
+
+    @property
+    def dv_ratio(self) -> float:
+        return self.deleted_rows / self.rows if self.rows else 0.0
+
+    @property
+    def label(self) -> str:
+        name = "bucket-postpone" if self.bucket == POSTPONE_BUCKET else f"bucket-{self.bucket}"
+        return f"{self.partition_dir or '(unpartitioned) '}{name}"
+
+
+@dataclass(frozen=True)
+class FileHealth:
+    table: str
+    snapshot_id: int | None
+    primary_key: bool
+    dv_threshold: float
+    small_files_threshold: int
+    buckets: tuple[BucketStat, ...] = ()
+
+    def small_count(self, b: BucketStat) -> int:
+        """What the small-file check counts: level-0 files (primary-key tables) or small files (append)."""
+        return b.level0_files if self.primary_key else b.small_files
+
+    @property
+    def small_files_label(self) -> str:
+        return "level-0 files" if self.primary_key else "small files"
+
+    @property
+    def dv_over(self) -> list[BucketStat]:
+        return [b for b in self.buckets if b.files_over_dv_threshold]
+
+    @property
+    def small_over(self) -> list[BucketStat]:
+        """Buckets where compaction is due: at or over the threshold, and every bucket-postpone holding files (its
+        rows are invisible until postpone compaction moves them)."""
+        return [b for b in self.buckets if self.small_count(b) >= self.small_files_threshold or self.pending(b)]
+
+    @staticmethod
+    def pending(b: BucketStat) -> bool:
+        return b.bucket == POSTPONE_BUCKET and b.files > 0
+
+    @property
+    def postpone_pending(self) -> list[BucketStat]:
+        """The partitions' bucket-postpone directories with rows waiting (postpone-bucket tables)."""
+        return [b for b in self.buckets if self.pending(b)]
+
+    @property
+    def max_dv_ratio(self) -> float:
+        return max((b.max_file_dv_ratio for b in self.buckets), default=0.0)
+
+    @property
+    def total_dv_ratio(self) -> float:
+        rows = sum(b.rows for b in self.buckets)
+        return sum(b.deleted_rows for b in self.buckets) / rows if rows else 0.0
+
+    @property
+    def max_small_count(self) -> int:
+        return max((self.small_count(b) for b in self.buckets), default=0)
+
+    @property
+    def total_files(self) -> int:
+        return sum(b.files for b in self.buckets)
+
+
+def dv_threshold(table: Table) -> float:
+    """`compaction.dv-ratio-threshold`, else Paimon's `compaction.delete-ratio-threshold`, else 0.2 — read by the
+    compaction planner itself, so the check, the sensor and the dv-ratio compaction agree."""
+    from paimon_ops.compact.planner import dv_ratio_threshold
+    return dv_ratio_threshold(table, None)
+
+
+def small_files_threshold(table: Table) -> int:
+    opts = table.options
+    if table.is_primary_key:
+        default = opts.int("num-sorted-run.compaction-trigger", 5)
+    else:
+        default = opts.int("compaction.min.file-num", 5)
+    return opts.int(SMALL_FILES_THRESHOLD, default)  # type: ignore[return-value]
+
+
+def measure_files(table: Table, scanner: TableScanner | None = None) -> FileHealth:
+    """Per-bucket file statistics of the latest snapshot, from manifests and the index manifest only."""
+    scanner = scanner or TableScanner(table)
+    threshold = dv_threshold(table)
+    small_thr = small_files_threshold(table)
+    pk = table.is_primary_key
+    result = scanner.scan_latest()
+    if result is None:
+        return FileHealth(table.identifier, None, pk, threshold, small_thr)
+    opts = table.options
+    small_size = opts.target_file_size(pk) * opts.float("compaction.small-file-ratio", 0.7)
+    keys = list(table.schema.partition_keys)
+    out = []
+    for (partition, bucket), files in sorted(result.buckets().items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        rows = deleted = level0 = small = nbytes = over = 0
+        worst = 0.0
+        for f in files:
+            rows += f.meta.row_count
+            nbytes += f.meta.file_size
+            level0 += f.level == 0
+            small += f.meta.file_size < small_size
+            hit = result.dv_of(f)
+            if hit is not None:
+                card = hit[1].cardinality
+                if card is None:  # pre-0.9 index manifests: the count lives in the DV itself
+                    card = scanner.deletion_vector(*hit).cardinality
+                deleted += card
+                ratio = card / f.meta.row_count if f.meta.row_count else 0.0
+                worst = max(worst, ratio)
+                over += ratio > threshold or ratio >= 1.0
+        values = scanner.partition_values(partition) if keys else []
+        out.append(BucketStat(
+            partition={k: (opts.partition_default_name if v is None else str(v)) for k, v in zip(keys, values)},
+            partition_dir=scanner.partition_dir(partition), bucket=bucket, files=len(files), level0_files=level0,
+            small_files=small, rows=rows, deleted_rows=deleted, bytes=nbytes, max_file_dv_ratio=worst,
+            files_over_dv_threshold=over))
+    return FileHealth(table.identifier, result.snapshot.id, pk, threshold, small_thr, tuple(out))
+
+
+def partitions_of(buckets: list[BucketStat]) -> list[dict[str, str]]:
+    """Distinct partitions (as column -> value text) of some buckets, in order."""
+    seen, out = set(), []
+    for b in buckets:
+        k = tuple(b.partition.items())
+        if k not in seen:
+            seen.add(k)
+            out.append(dict(b.partition))
+    return out
+
+
+def bucket_groups(buckets: list[BucketStat]) -> list[tuple[list[dict[str, str]], list[int]]]:
+    """Partitions grouped by their exact set of buckets: each (partitions, buckets) pair, as a compaction filter
+    (partitions × buckets), selects exactly the given buckets and nothing else."""
+    by_partition: dict[tuple, list[int]] = {}
+    spec: dict[tuple, dict[str, str]] = {}
+    for b in buckets:
+        k = tuple(b.partition.items())
+        spec[k] = dict(b.partition)
+        by_partition.setdefault(k, []).append(b.bucket)
+    groups: dict[tuple[int, ...], list[dict[str, str]]] = {}
+    for k, bs in by_partition.items():
+        groups.setdefault(tuple(sorted(set(bs))), []).append(spec[k])
+    return [(parts, list(bs)) for bs, parts in groups.items()]
+
+
+def refused_operations(table: Table) -> dict[str, str]:
+    """Operations the feature gate refuses on this table (operation -> the one-line refusal)."""
+    from paimon_ops.features import refused_operations as refused
+    return refused(table)
+
+
+# ---------------------------------------------------------------------------------------------- snapshots
+@dataclass(frozen=True)
+class Retention:
+    table: str
+    count: int
+    earliest: int | None
+    latest: int | None
+    retain_min: int
+    retain_max: int | None  # None: not set (Integer.MAX_VALUE)
+    time_retained: _dt.timedelta
+    expire_limit: int
+    expirable: int  # snapshots an expiry run would remove now (capped by snapshot.expire.limit)
+    threshold: int  # expirable snapshots at which expiry is due
+
+    @property
+    def over_max(self) -> bool:
+        return self.retain_max is not None and self.count > self.retain_max
+
+    @property
+    def over(self) -> bool:
+        return self.expirable > 0 and (self.over_max or self.expirable >= self.threshold)
+
+
+def measure_retention(table: Table, now_millis: int | None = None) -> Retention:
+    """Snapshot count and the §2.2 expiry window by the table's options, as the engine resolves them (reads only
+    snapshot and consumer JSON)."""
+    from paimon_ops.lifecycle.expire import expirable_snapshots, resolve_settings
+    cfg = resolve_settings(table, now_millis)
+    opts = table.options
+    threshold = opts.int(EXPIRABLE_THRESHOLD, cfg.max_deletes)
+    retain_max = cfg.retain_max if cfg.retain_max < INT_MAX else None
+    time_retained = _dt.timedelta(milliseconds=cfg.now_millis - cfg.older_than_millis)
+    latest, earliest = table.snapshots.latest_id(), table.snapshots.earliest_id()
+    if latest is None or earliest is None:
+        return Retention(table.identifier, 0, earliest, latest, cfg.retain_min, retain_max, time_retained,
+                         cfg.max_deletes, 0, threshold)
+    count = len(table.snapshots.list_ids())
+    return Retention(table.identifier, count, earliest, latest, cfg.retain_min, retain_max, time_retained,
+                     cfg.max_deletes, expirable_snapshots(table, cfg), threshold)
+
+
+# ---------------------------------------------------------------------------------------------- referenced files
+@dataclass
+class FilePresence:
+    table: str
+    checked: int = 0
+    sources: list[str] = field(default_factory=list)  # "snapshot 12", "tag 2024-01-01"
+    missing: list[tuple[str, str]] = field(default_factory=list)  # (path, referenced by)
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+
+def _referenced(table: Table, scanner: TableScanner, snap: Snapshot, source: str,
+                refs: dict[str, tuple[str, str]]) -> None:
+    """Collect what `snap` references; an unreadable (missing) metadata file is itself recorded as referenced."""
+    def add(path: str, kind: str) -> None:
+        refs.setdefault(path, (kind, source))
+
+    store = scanner.store
+    for lst in (snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list):
+        if not lst:
+            continue
+        add(table.manifest_path(lst), "manifest-list")
+        try:
+            for meta in store.manifest_list(lst, source):
+                add(table.manifest_path(meta.file_name), "manifest")
+        except MissingFileError:
+            pass  # the list itself is reported missing
+    try:
+        for f in scanner.scan(snap).files:
+            add(f.path, "data")
+            for extra in f.meta.extra_files:
+                add(posixpath.join(posixpath.dirname(f.path), extra), "extra")
+    except MissingFileError as e:
+        add(e.path, "manifest")
+    if snap.index_manifest:
+        add(table.manifest_path(snap.index_manifest), "index-manifest")
+        try:
+            for ie in scanner.index_entries(snap):
+                add(scanner.index_file_path(ie), "index")
+        except MissingFileError:
+            pass
+    if snap.statistics:
+        add(posixpath.join(table.statistics_dir, snap.statistics), "statistics")
+
+
+def missing_files(table: Table) -> FilePresence:
+    """Files referenced by the latest snapshot and every tag that do not exist (one listing of the table)."""
+    scanner = TableScanner(table)
+    out = FilePresence(table.identifier)
+    refs: dict[str, tuple[str, str]] = {}
+    latest = table.snapshots.latest()
+    if latest is not None:
+        out.sources.append(f"snapshot {latest.id}")
+        _referenced(table, scanner, latest, f"snapshot {latest.id}", refs)
+    for name, tag in table.tags.tags():
+        out.sources.append(f"tag {name}")
+        _referenced(table, scanner, tag, f"tag {name}", refs)
+    existing = {st.path for st in table.io.walk_files(table.root)}
+    for path, (kind, source) in refs.items():
+        out.by_kind[kind] = out.by_kind.get(kind, 0) + 1
+        if path in existing:
+            continue
+        if not path.startswith(table.root + "/") and table.io.exists(path):  # external paths
+            continue
+        out.missing.append((path, f"{kind}, {source}"))
+    out.checked = len(refs)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- what is due
+# Health signals a scheduler can wait for, each answered by the measurements above (the same ones the Dagster
+# sensors and checks use) and naming the operation that resolves it.
+SMALL_FILES = "small_files"        # level-0 files (primary key) / small files (append) per bucket
+DV_RATIO = "dv_ratio"              # a file's deleted-row ratio over compaction.dv-ratio-threshold
+SNAPSHOTS = "snapshots"            # more snapshots than the retention options allow
+MANIFESTS = "manifests"            # manifests in the latest snapshot >= manifest.compaction-trigger
+PARTITIONS = "partitions"          # partitions older than partition.expiration-time
+SIGNALS = (SMALL_FILES, DV_RATIO, SNAPSHOTS, MANIFESTS, PARTITIONS)
+# Pending postpone-bucket files (bucket = -2) join here, as one more signal with its measurement below, once postpone
+# compaction exists.
+
+
+@dataclass(frozen=True)
+class Need:
+    """One signal evaluated on one table: whether work is due, the figure behind it, and the operation (with its
+    arguments) that does the work."""
+
+    signal: str
+    due: bool
+    figure: str
+    operation: str | None = None
+    arguments: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"signal": self.signal, "due": self.due, "figure": self.figure, "operation": self.operation,
+                "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Assessment:
+    table: str
+    snapshot_id: int | None
+    needs: tuple[Need, ...]
+
+    @property
+    def due(self) -> list[Need]:
+        return [n for n in self.needs if n.due]
+
+    def summary(self) -> str:
+        head = f"{self.table} snapshot {self.snapshot_id}: " + (
+            "due: " + ", ".join(n.signal for n in self.due) if self.due else "nothing due")
+        return "\n".join([head] + [f"  {'DUE ' if n.due else 'ok  '}{n.signal}: {n.figure}" for n in self.needs])
+
+    def to_dict(self) -> dict:
+        return {"table": self.table, "snapshot_id": self.snapshot_id, "due": [n.signal for n in self.due],
+                "needs": [n.to_dict() for n in self.needs]}
+
+
+def _compaction_arguments(table: Table, mode: str, over: list[BucketStat]) -> dict:
+    """Exactly the buckets over the threshold when they form one partitions × buckets filter, else the partitions."""
+    groups = bucket_groups(over)
+    partitions = [dict(b.partition) for b in over if b.partition]
+    partitions = [dict(p) for p in {tuple(sorted(p.items())): p for p in partitions}.values()]
+    args: dict = {"mode": mode}
+    if table.schema.partition_keys:
+        args["partitions"] = groups[0][0] if len(groups) == 1 else partitions
+    if len(groups) == 1:
+        args["buckets"] = groups[0][1]
+    return args
+
+
+def assess(table: Table, signals: tuple[str, ...] | list[str] = SIGNALS, now_millis: int | None = None) -> Assessment:
+    """Evaluate `signals` on the table's latest snapshot (metadata only). Signals that do not apply to the table
+    (dv_ratio without deletion vectors, partitions without partition.expiration-time) are left out."""
+    unknown = [s for s in signals if s not in SIGNALS]
+    if unknown:
+        from paimon_ops.errors import InvalidArgumentError
+        raise InvalidArgumentError(f"unknown health signal(s) {', '.join(map(repr, unknown))}; known: "
+                                   + ", ".join(SIGNALS))
+    table = getattr(table, "raw", table)  # a facade po.Table or the engine's
+    needs: list[Need] = []
+    files: FileHealth | None = None
+    if SMALL_FILES in signals or DV_RATIO in signals:
+        files = measure_files(table)
+    if files is not None and SMALL_FILES in signals:
+        over = files.small_over
+        mode = "minor" if files.primary_key else "small-files"
+        needs.append(Need(SMALL_FILES, bool(over),
+                          f"at most {files.max_small_count} {files.small_files_label} per bucket vs threshold "
+                          f"{files.small_files_threshold}; {len(over)} of {len(files.buckets)} buckets at or over",
+                          "compact", _compaction_arguments(table, mode, over) if over else {"mode": mode}))
+    if files is not None and DV_RATIO in signals and table.options.deletion_vectors_enabled:
+        over = files.dv_over
+        needs.append(Need(DV_RATIO, bool(over),
+                          f"worst file deleted-row ratio {files.max_dv_ratio:.1%} (table {files.total_dv_ratio:.1%}) "
+                          f"vs threshold {files.dv_threshold:.1%}; {len(over)} of {len(files.buckets)} buckets over",
+                          "compact", _compaction_arguments(table, "dv-ratio", over) if over else {"mode": "dv-ratio"}))
+    if SNAPSHOTS in signals:
+        r = measure_retention(table, now_millis)
+        limit = "" if r.retain_max is None else f", max {r.retain_max}"
+        needs.append(Need(SNAPSHOTS, r.over, f"{r.count} snapshots{limit}, {r.expirable} expirable now (expiry due at "
+                                             f"{r.threshold})", "expire_snapshots"))
+    if MANIFESTS in signals:
+        from paimon_ops.lifecycle.manifest_compaction import manifest_health
+        m = manifest_health(table)
+        needs.append(Need(MANIFESTS, m.due, f"{m.manifests} manifests ({m.small_manifests} small) vs "
+                                            f"manifest.compaction-trigger {m.trigger}", "compact_manifests"))
+    if PARTITIONS in signals and table.schema.partition_keys and table.options.get("partition.expiration-time"):
+        from paimon_ops.lifecycle.partition_expiry import expirable_partitions
+        expired = expirable_partitions(table, now_millis)
+        shown = ", ".join(v.path.rstrip("/") for v in expired[:5]) + (" …" if len(expired) > 5 else "")
+        needs.append(Need(PARTITIONS, bool(expired),
+                          f"{len(expired)} partition(s) older than partition.expiration-time "
+                          f"{table.options.get('partition.expiration-time')}" + (f": {shown}" if expired else ""),
+                          "expire_partitions"))
+    return Assessment(table.identifier, table.snapshots.latest_id(), tuple(needs))

@@ -1,0 +1,60 @@
+"""Run by test_provider.py with the Airflow env's interpreter: validates the provider metadata with Airflow's own
+schemas and providers manager, and reports what the operators accept. Prints one JSON object."""
+from __future__ import annotations
+
+import inspect
+import json
+from importlib import resources
+from importlib.metadata import entry_points
+
+import jsonschema
+from airflow.providers_manager import ProvidersManager
+
+from paimon_ops import api
+from paimon_ops.airflow.get_provider_info import get_provider_info
+
+out: dict = {}
+info = get_provider_info()
+schemas = resources.files("airflow")
+jsonschema.validate(info, json.loads(schemas.joinpath("provider_info.schema.json").read_text()))
+# the stricter provider.yaml schema of a connection type (conn-fields, ui-field-behaviour)
+yaml_schema = json.loads(schemas.joinpath("provider.yaml.schema.json").read_text())
+for ct in info["connection-types"]:
+    jsonschema.validate(ct, yaml_schema["properties"]["connection-types"]["items"])
+out["entry_points"] = [f"{e.name}={e.value}" for e in entry_points(group="apache_airflow_provider")
+                       if e.value.startswith("paimon_ops")]
+
+pm = ProvidersManager()
+out["provider"] = pm.providers["paimon-ops"].data["package-name"] if "paimon-ops" in pm.providers else None
+hook = pm.hooks.get("paimon")
+out["hook"] = f"{hook.hook_class_name} {hook.connection_id_attribute_name} {hook.hook_name}" if hook else None
+out["widgets"] = {k: {"label": w.field["schema"].get("title"), "sensitive": w.is_sensitive}
+                  for k, w in pm.connection_form_widgets.items() if k.startswith("extra__paimon__")}
+out["behaviour"] = pm.field_behaviours.get("paimon")
+
+from paimon_ops.airflow.operations import OPERATIONS  # noqa: E402
+from paimon_ops.airflow.operators import OPERATORS, PaimonOperationOperator  # noqa: E402
+
+ops = {}
+for name, cls in OPERATORS.items():
+    sig = {p.name for p in OPERATIONS[name].parameters}
+    # every facade keyword is accepted and lands in `arguments`; nothing else does
+    kwargs = {p.name: ["x"] if p.annotation.startswith("Iterable") else "x" for p in OPERATIONS[name].parameters}
+    op = cls(task_id=f"t_{name}", table="db.t", **kwargs)
+    try:
+        cls(task_id=f"u_{name}", table="db.t", not_a_parameter=1, **kwargs)
+        rejects_unknown = False
+    except TypeError:
+        rejects_unknown = True
+    ops[name] = {"class": cls.__name__, "module": cls.__module__, "arguments": sorted(op.arguments),
+                 "signature": sorted(sig), "pool": op.pool, "rejects_unknown": rejects_unknown,
+                 "subclass": issubclass(cls, PaimonOperationOperator), "doc": cls.__doc__ or ""}
+out["operators"] = ops
+# the facade itself, read independently of the operation table
+facade = {}
+for name in OPERATIONS:
+    owner, _, method = OPERATIONS[name].facade.partition(".")
+    fn = getattr({"maintenance": api.Maintenance, "tags": api.Tags}[owner], method)
+    facade[name] = sorted(p for p in inspect.signature(fn).parameters if p != "self")
+out["facade"] = facade
+print("PROVIDER_CHECK " + json.dumps(out))
