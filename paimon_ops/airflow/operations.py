@@ -32,8 +32,8 @@ FACADE: dict[str, str] = {
     "rename_tag": "tags.rename",
     "create_auto_tags": "maintenance.create_auto_tags",
     "rollback": "maintenance.rollback",
-    # Postpone-bucket compaction and rescale get one line each here when the facade has them, e.g.
-    # "compact_postpone": "maintenance.compact_postpone", "rescale": "maintenance.rescale".
+    "compact_postpone": "maintenance.compact_postpone",
+    "rescale": "maintenance.rescale",
 }
 
 _OWNERS: dict[str, type] = {"maintenance": api.Maintenance, "tags": api.Tags}

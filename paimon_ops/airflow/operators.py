@@ -205,6 +205,8 @@ if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/ai
     PaimonRenameTagOperator: type[PaimonOperationOperator]
     PaimonCreateAutoTagsOperator: type[PaimonOperationOperator]
     PaimonRollbackOperator: type[PaimonOperationOperator]
+    PaimonCompactPostponeOperator: type[PaimonOperationOperator]
+    PaimonRescaleOperator: type[PaimonOperationOperator]
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
            "changed", "asset_extra", *(cls.__name__ for cls in OPERATORS.values())]
