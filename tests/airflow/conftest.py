@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,7 +51,7 @@ class AirflowHome:
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             # SQLite shared by four processes: wait for a lock (30 s) rather than failing at once (default 5 s)
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}?timeout=30",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}?timeout=120",
             "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": self.warehouse,
                                                       "extra": {"placement": "local"}}),
             "PATH": f"{self.bin}:{env.get('PATH', '')}",
@@ -60,8 +61,14 @@ class AirflowHome:
         return env
 
     def run(self, *args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([str(self.bin / "airflow"), *args], cwd=self.home, env=self.env(), capture_output=True,
-                              text=True, timeout=timeout)
+        for attempt in range(3):
+            proc = subprocess.run([str(self.bin / "airflow"), *args], cwd=self.home, env=self.env(),
+                                  capture_output=True, text=True, timeout=timeout)
+            # SQLite has one writer at a time: with a scheduler, a DAG processor and a triggerer writing on a loaded
+            # 2-core machine, a CLI write can wait past the busy timeout; its transaction was rolled back, so retry
+            if proc.returncode == 0 or "database is locked" not in proc.stdout + proc.stderr:
+                break
+            time.sleep(2 * (attempt + 1))
         if check and proc.returncode != 0:
             raise AssertionError(f"airflow {' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-6000:]}\n"
                                  f"{proc.stderr[-6000:]}")
