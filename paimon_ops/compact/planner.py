@@ -189,7 +189,10 @@ def plan_compaction(
                                                        base_snapshot=None, warnings=warnings), mode=mode)
     scanner = TableScanner(table)
     result = scanner.scan(snapshot)
-    features.require(table, op, features.file_uses(result))  # what the files say, whatever the options claim
+    file_uses = features.file_uses(result)
+    features.require(table, op, file_uses)  # what the files say, whatever the options claim
+    if not row_tracking:
+        rowtrack.check_files_without_option(table, file_uses)
 
     ptypes = [f.type for f in schema.fields_of(schema.partition_keys)]
     pred = partition_predicate(list(schema.partition_keys), ptypes, opts.partition_default_name, partitions, where)

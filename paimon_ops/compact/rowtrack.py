@@ -102,6 +102,14 @@ def check_mode(table: Table, mode: str) -> None:
                                "ids in the files, which pypaimon-rust cannot read); nothing was changed")
 
 
+def check_files_without_option(table: Table, uses: Iterable[Any]) -> None:
+    """Files with row ids, column updates or BLOB files in a table whose options do not enable row tracking: the
+    handled features would otherwise be compacted like plain append files, losing what the files mean."""
+    for u in uses:
+        if u.feature.key in ("row-tracking", "data-evolution", "blob"):
+            raise _refuse(table, f"{u.evidence}, but row-tracking.enabled is not set")
+
+
 def _refuse(table: Table, what: str) -> UnsupportedError:
     return UnsupportedError(f"{table.identifier}: compaction refused: {what}; nothing was changed")
 
@@ -490,5 +498,5 @@ class RowRangeCommit(FileStoreCommit):
                                           "compaction rewrites")
 
 
-__all__ = ["ROWTRACK", "EVOLUTION", "Planner", "check_mode", "enabled", "data_evolution", "is_blob_file",
+__all__ = ["ROWTRACK", "EVOLUTION", "Planner", "check_mode", "check_files_without_option", "enabled", "data_evolution", "is_blob_file",
            "blob_columns", "rowtrack_task", "evolution_task", "moved_deletion_vectors", "RowRangeCommit"]

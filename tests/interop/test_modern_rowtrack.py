@@ -306,3 +306,22 @@ def _lifecycle(wh: str, ident: str, model: Model, tags: dict[str, int]) -> None:
             row["p"] = ["b"]
         _append(wh, ident, row, model)
         _check(wh, ident, model)
+
+
+def test_what_cannot_keep_row_ids_is_refused_in_one_line(tables):
+    """Files with row ids in a table whose options do not enable row tracking, or deletion vectors on a row-tracking
+    table without data evolution: refused, nothing written."""
+    wh, _ = tables
+    root = os.path.join(wh, "db.db")
+    before = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)
+    loc = Catalog(wh).get_table("db.rt").location
+    for override, words in (({"row-tracking.enabled": "false"}, "row-tracking.enabled is not set"),
+                            ({"deletion-vectors.enabled": "true"}, "deletion vectors on a row-tracking table")):
+        with pytest.raises(UnsupportedError, match=words) as e:
+            compact(Table(loc, options_override=override), mode="full")
+        assert "\n" not in str(e.value) and "nothing was changed" in str(e.value)
+    de = Catalog(wh).get_table("db.de").location
+    with pytest.raises(UnsupportedError, match="data.evolution"):
+        compact(Table(de, options_override={"data-evolution.enabled": "false", "deletion-vectors.enabled": "false"}),
+                mode="full")
+    assert sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs) == before
