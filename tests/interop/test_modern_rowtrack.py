@@ -277,6 +277,14 @@ def test_blob_table_compaction_leaves_blob_files_alone(shape):
     _delete(wh, ident, [4], model)
     _append(wh, ident, {"id": [6], "pic": [b"zz"], "n": ["f"]}, model)
     _check(wh, ident, model)
+    # again: our merged file + pypaimon's update file + a new row range with its BLOB file -> one file 0..5
+    r = _compact(wh, ident, model, mode="full")
+    assert r.details["files_in"] == 3 and r.details["files_out"] == 1
+    table, res = _files(wh, ident)
+    [f] = [f for f in res.files if not f.name.endswith(".blob")]
+    assert (f.meta.first_row_id, f.meta.row_count) == (0, 6)
+    assert len([f for f in res.files if f.name.endswith(".blob")]) == 4
+    _check(wh, ident, model)
     _lifecycle(wh, ident, model, {})
 
 
