@@ -333,3 +333,29 @@ def test_what_cannot_keep_row_ids_is_refused_in_one_line(tables):
         compact(Table(de, options_override={"data-evolution.enabled": "false", "deletion-vectors.enabled": "false"}),
                 mode="full")
     assert sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs) == before
+
+
+def test_data_evolution_across_a_schema_change(tmp_path):
+    """A column added after the first files: old files lack it (null), a column update fills it for one row; the
+    merged file reads the same with both readers."""
+    from pypaimon.schema.data_types import AtomicType
+    from pypaimon.schema.schema_change import SchemaChange
+
+    wh = str(tmp_path / "wh")
+    os.makedirs(wh)
+    pu.create_table(wh, "db.evo", S, options={"row-tracking.enabled": "true", "data-evolution.enabled": "true"})
+    m = Model(["id", "a", "b"])
+    _append(wh, "db.evo", {"id": [1, 2], "a": [1, 2], "b": ["x", "y"]}, m)
+    pu.catalog(wh).alter_table("db.evo", [SchemaChange.add_column("c", AtomicType("STRING"))])
+    m.cols.append("c")
+    for row in m.rows.values():
+        row["c"] = None
+    _append(wh, "db.evo", {"id": [3], "a": [3], "b": ["z"], "c": ["cc"]}, m)
+    _update(wh, "db.evo", "c", [0], ["c0"], m)
+    cols = m.cols + ["_ROW_ID"]
+    before = Catalog(wh).get_table("db.evo").snapshots.latest_id()
+    assert pu.both_read(wh, "db.evo", cols, system=True) == m.expected()
+    r = _compact(wh, "db.evo", m, mode="full")
+    assert r.details["files_in"] == 3 and r.details["files_out"] == 1
+    assert pu.both_read(wh, "db.evo", cols, system=True) == m.expected()
+    assert pu.both_read(wh, "db.evo", cols, snapshot_id=before, system=True) == m.expected()
