@@ -271,6 +271,12 @@ class Planner:
                 self.warnings.append(f"{self.table.identifier}: row ids {lo}..{hi - 1} skipped: {gap}")
                 skip("BLOB files do not line up with the row range")
                 continue
+            for g in bin_:
+                anchor = _anchor(g)
+                stray = [i.file.name for i in g if i is not anchor and i.input.has_dv]
+                if stray:  # readers only apply the anchor's vector: a vector elsewhere has no defined meaning
+                    raise _refuse(self.table, f"data file {stray[0]} has a deletion vector but is not the oldest file "
+                                              f"of its row range ({anchor.file.name} is)")
             row_groups = tuple({"start": _range(g[0].file.meta)[0], "rows": g[0].file.meta.row_count,
                                 "files": [i.file.name for i in g], "anchor": _anchor(g).file.name} for g in bin_)
             self.groups_planned += len(bin_)

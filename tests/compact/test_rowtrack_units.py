@@ -88,3 +88,5 @@ def test_refusals():
         plan([info("a", 0, 3, write_cols=("a", "_ROW_ID"))])
     with pytest.raises(UnsupportedError, match="deletion vector"):
         plan([info("a", 0, 3, dv=True), info("b", 3, 1)], evolution=False)
+    with pytest.raises(UnsupportedError, match="not the oldest file of its row range"):
+        plan([info("a", 0, 3, seq=1), info("u", 0, 3, seq=2, write_cols=("b",), dv=True)])

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_ops.compact import compact, plan_compaction
-from paimon_ops.errors import CommitConflictError, UnsupportedError
+from paimon_ops.errors import CommitConflictError, StalePlanError, UnsupportedError
 from paimon_ops.executor import execute
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import compact_manifests
@@ -254,6 +254,12 @@ def test_concurrent_column_update_conflicts_and_nothing_is_committed(shape):
     with pytest.raises(CommitConflictError, match="committed over row ids"):
         execute(plan, table.refresh())
     assert sorted(os.listdir(os.path.join(wh, "db.db", "de", "bucket-0"))) == before
+    _check(wh, ident, model)
+    # a delete by row id after the plan changes the deletion vectors: stale plan, nothing committed
+    plan = plan_compaction(Catalog(wh).get_table(ident), mode="full")
+    _delete(wh, ident, [7], model)
+    with pytest.raises((CommitConflictError, StalePlanError)):
+        execute(plan, Catalog(wh).get_table(ident))
     _check(wh, ident, model)
 
 
