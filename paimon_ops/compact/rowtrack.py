@@ -11,8 +11,11 @@ Data evolution (Java's DataEvolutionCompactCoordinator + DataEvolutionNormalComp
     `_MAX_SEQUENCE_NUMBER`) that wrote it (DataEvolutionSplitRead) — never extra rows;
   * adjacent groups are packed into bins of `target-file-size` (weight: max(file size, `split.open-file-cost`) per
     file); a bin is compacted into ONE file with `_FIRST_ROW_ID` = the bin's first row id and the inputs' minimum /
-    maximum sequence numbers. Java compacts a bin holding at least `compaction.min.file-num` files
-    (`small-files` here); `full` compacts every bin with more than one file;
+    maximum sequence numbers, `_FILE_SOURCE` COMPACT (Java master; 2.0 wrote APPEND — either way the commit keeps
+    the first row id), `_WRITE_COLS` = the columns outside BLOB files (null when that is every column). Java
+    compacts a bin holding at least `compaction.min.file-num` files (`small-files` here); `full` compacts every bin
+    with more than one file. As after Java's compaction, every row of the file then reads the file's maximum
+    sequence number as its `_SEQUENCE_NUMBER`;
   * every row is kept, deleted ones too: the deletion vectors of the groups' anchor files (the oldest normal file of
     a group) move to the output at their new positions (DataEvolutionCompactDeletionVectorRewriter);
   * BLOB files (`.blob`) are left as they are: they keep their own row-id ranges inside the bin's range. A bin whose
