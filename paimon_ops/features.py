@@ -95,12 +95,17 @@ ROW_SIDECAR = Feature("row-sidecar", "data-evolution row sidecar files", "row si
 # feature -> operations that handle it. An operation missing here refuses tables that use the feature.
 _EVERYTHING = frozenset(ALL_OPS) - {COMPACT_POSTPONE, RESCALE}
 _NO_COMPACTION = _EVERYTHING - set(COMPACTIONS)
+# Row tracking, data evolution and BLOB files (compact/rowtrack.py): full and small-files compaction keep every
+# row id (adjacent row-id ranges only, outputs with `_FIRST_ROW_ID`), merge column updates by row id, move the
+# deletion vectors and leave BLOB files as they are. Sort (reorders rows) and dv-ratio (dropping deleted rows
+# changes row ids) are not handled; minor compaction is for primary-key tables, which row tracking excludes.
+_ROW_ID_COMPACTIONS = frozenset({"compact:full", "compact:small-files"})
 HANDLED_BY: dict[str, frozenset[str]] = {
     # Reachability-based deletion, tags and manifest rewrites are unaffected by what rows mean: the files are
     # referenced from manifests like any other; first row ids and write columns are carried by the codecs.
-    ROW_TRACKING.key: _NO_COMPACTION,
-    DATA_EVOLUTION.key: _NO_COMPACTION,
-    BLOB.key: _NO_COMPACTION,
+    ROW_TRACKING.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
+    DATA_EVOLUTION.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
+    BLOB.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
     MANAGED_BLOB.key: frozenset(TAG_OPS),
     VECTOR_STORE.key: _NO_COMPACTION,
     GLOBAL_INDEX.key: _NO_COMPACTION,

@@ -49,8 +49,10 @@ def table_arrow_schema(table) -> pa.Schema:
     return PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)
 
 
-def read(warehouse: str, identifier: str, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
-    """What pypaimon's batch reader returns for the latest snapshot / a snapshot / a tag."""
+def read(warehouse: str, identifier: str, snapshot_id: int | None = None, tag: str | None = None,
+         projection: list[str] | None = None) -> pa.Table:
+    """What pypaimon's batch reader returns for the latest snapshot / a snapshot / a tag (`projection` may name
+    system columns such as `_ROW_ID`)."""
     opts = {}
     if snapshot_id is not None:
         opts["scan.snapshot-id"] = str(snapshot_id)
@@ -58,6 +60,8 @@ def read(warehouse: str, identifier: str, snapshot_id: int | None = None, tag: s
         opts["scan.tag-name"] = tag
     t = get_table(warehouse, identifier, opts)
     rb = t.new_read_builder()
+    if projection is not None:
+        rb = rb.with_projection(list(projection))
     splits = rb.new_scan().plan().splits()
     return rb.new_read().to_arrow(splits)
 
@@ -68,7 +72,8 @@ def sorted_rows(t: pa.Table, by: list[str] | None = None) -> list[dict[str, Any]
     return sorted(rows, key=lambda r: tuple((r[k] is None, r[k]) for k in keys))
 
 
-def rust_read(warehouse: str, identifier: str, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+def rust_read(warehouse: str, identifier: str, snapshot_id: int | None = None, tag: str | None = None,
+              projection: list[str] | None = None) -> pa.Table:
     """What pypaimon-rust 0.4.0 (an independent reader, Rust core) returns for the latest snapshot / a snapshot /
     a tag."""
     import pypaimon_rust as pr
@@ -79,6 +84,8 @@ def rust_read(warehouse: str, identifier: str, snapshot_id: int | None = None, t
         opts["scan.tag-name"] = tag
     t = pr.datafusion.PaimonCatalog({"warehouse": str(warehouse)}).get_table(identifier)
     rb = t.new_read_builder(opts or None)
+    if projection is not None:
+        rb = rb.with_projection(list(projection))
     batches = rb.new_read().read(rb.new_scan().plan().splits())
     if not batches:
         return pa.table({})
@@ -95,9 +102,11 @@ def multiset(t: pa.Table, columns: list[str] | None = None) -> list[tuple]:
 
 
 def both_read(warehouse: str, identifier: str, columns: list[str], snapshot_id: int | None = None,
-              tag: str | None = None) -> list[tuple]:
-    """The rows pypaimon 2.1.0 and pypaimon-rust 0.4.0 read, as a multiset; they must agree."""
-    a = multiset(read(warehouse, identifier, snapshot_id, tag), columns)
-    b = multiset(rust_read(warehouse, identifier, snapshot_id, tag), columns)
+              tag: str | None = None, system: bool = False) -> list[tuple]:
+    """The rows pypaimon 2.1.0 and pypaimon-rust 0.4.0 read, as a multiset; they must agree. `system`: `columns`
+    include system columns (`_ROW_ID`, `_SEQUENCE_NUMBER`), read through a projection."""
+    proj = list(columns) if system else None
+    a = multiset(read(warehouse, identifier, snapshot_id, tag, proj), columns)
+    b = multiset(rust_read(warehouse, identifier, snapshot_id, tag, proj), columns)
     assert a == b, f"pypaimon and pypaimon-rust disagree on {identifier} (snapshot {snapshot_id}, tag {tag}): {a} != {b}"
     return a

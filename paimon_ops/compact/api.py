@@ -12,14 +12,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Mapping, Sequence
 
-from paimon_ops.compact.dv import DvChanges, rewrite_dv_indexes
+from paimon_ops.compact.dv import DvChanges, dv_index_path, rewrite_dv_indexes, supports_cardinality, write_dv_index
 from paimon_ops.compact.model import (
     COMPACTION_COMMIT,
     COMPACTION_TASKS,
+    EVOLUTION,
     FILE_SOURCE_COMPACT,
     LSM,
     METADATA_UPGRADES,
@@ -28,6 +30,8 @@ from paimon_ops.compact.model import (
     meta_from_json,
 )
 from paimon_ops.compact.planner import open_table, plan_compaction
+from paimon_ops.compact.rowtrack import RowRangeCommit, moved_deletion_vectors
+from paimon_ops.compact.rowtrack import enabled as rowtrack_enabled
 from paimon_ops.errors import CommitConflictError, CompactionTaskError, PaimonOpsError, StalePlanError
 from paimon_ops.executor import Execution, execute, register_step
 from paimon_ops.format.manifest import FileKind, ManifestEntry
@@ -136,16 +140,32 @@ def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user
         dv.deleted += more.deleted
         dv.written_paths += more.written_paths
         dv.dropped_vectors += more.dropped_vectors
+        if any(t.kind == EVOLUTION for t in plan.tasks):
+            _move_deletion_vectors(table, scanner, executed, index_entries, dv)
         changes = CommitChanges(data=tuple(deletes + adds), index_added=tuple(dv.added),
                                 index_deleted=tuple(dv.deleted), changelog=tuple(changelog))
         if changes.is_empty:
             return None, dv
-        committer = FileStoreCommit(table, commit_user=commit_user)
+        committer = (RowRangeCommit if rowtrack_enabled(table) else FileStoreCommit)(table, commit_user=commit_user)
         snap = committer.commit(changes, "COMPACT", plan.base_snapshot, now_millis=now_millis)
         return snap, dv
     except BaseException:
         _delete_paths(table, executed.written_paths + dv.written_paths)
         raise
+
+
+def _move_deletion_vectors(table: Table, scanner: TableScanner, executed: ExecutionResult,
+                           index_entries: list, dv: DvChanges) -> None:
+    """Data evolution keeps deleted rows: the groups' vectors move to the merged files, in one new index file per
+    bucket (AppendDeleteFileMaintainer.persist); the old vectors went with the index files rewritten above."""
+    moved = moved_deletion_vectors(scanner, executed.plan.tasks, executed.results, index_entries)
+    with_card = supports_cardinality(scanner)
+    for (part, bucket), dvs in moved.items():
+        name = f"index-{uuid.uuid4()}-0"
+        dv.written_paths.append(dv_index_path(table, scanner, part, bucket, name))
+        entry, _ = write_dv_index(table, scanner, part, bucket, dvs, with_card, name)
+        dv.added.append(entry)
+        dv.moved_vectors += len(dvs)
 
 
 # ---------------------------------------------------------------------------------------------- executor steps
@@ -202,6 +222,8 @@ def _commit(ex: Execution, step: Step) -> None:
             d[k] = sum(int(r.get(k, 0)) for r in executed.results)
     if dv.new_positions:
         d["rows_marked_deleted"] = dv.new_positions
+    if dv.moved_vectors:
+        d["deletion_vectors_moved"] = dv.moved_vectors
     ex.details.update(d)
 
 

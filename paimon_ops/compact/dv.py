@@ -27,6 +27,7 @@ class DvChanges:
     written_paths: list[str] = field(default_factory=list)
     dropped_vectors: int = 0
     new_positions: int = 0
+    moved_vectors: int = 0  # data evolution: vectors carried to the merged files (compact.rowtrack)
 
 
 def _supports_cardinality(scanner: TableScanner) -> bool:

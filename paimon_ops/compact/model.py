@@ -17,6 +17,8 @@ MERGE = "merge"        # PK: k-way merge of all files of a bucket through the me
 REWRITE = "rewrite"    # one file at a time: drop DV-deleted rows, keep level and sequence numbers
 CONCAT = "concat"      # append: concatenate files (DV rows dropped), fresh consecutive sequence numbers
 SORT = "sort"          # append: read files, sort by order / zorder / hilbert key, write
+ROWTRACK = "rowtrack"  # append, row tracking: one adjacent row-id run concatenated, row ids kept (compact.rowtrack)
+EVOLUTION = "evolution"  # append, data evolution: row-range groups merged by row id into one file (compact.rowtrack)
 LSM = "lsm"            # PK: one compaction unit of a bucket's LSM tree (compact.levels): rewrite / upgrade steps,
 #                        lookups above the output level, deletion vectors, changelog
 
@@ -127,6 +129,9 @@ class CompactionTask:
     lookup_files: tuple[InputFile, ...] = ()
     lookup_values: bool = False
     dv_index: tuple[dict, ...] = ()
+    # Data-evolution tasks (compact.rowtrack): the row-range groups merged, in row-id order
+    # ({"start", "rows", "files", "anchor"}: the anchor file keys the group's deletion vector).
+    row_groups: tuple[dict, ...] = ()
 
     @property
     def rows_in(self) -> int:
@@ -159,6 +164,7 @@ class CompactionTask:
         d["order_by"] = list(self.order_by)
         d["steps"] = [dict(s) for s in self.steps]
         d["dv_index"] = [dict(e) for e in self.dv_index]
+        d["row_groups"] = [dict(g) for g in self.row_groups]
         d.update(params)
         return d
 
@@ -229,6 +235,6 @@ class InputsLive(Precondition):
         return f"{len(self.files)} input file(s) still live, deletion vectors unchanged"
 
 
-__all__ = ["MERGE", "REWRITE", "CONCAT", "SORT", "LSM", "FILE_SOURCE_COMPACT", "InputFile", "CompactionTask",
+__all__ = ["MERGE", "REWRITE", "CONCAT", "SORT", "LSM", "ROWTRACK", "EVOLUTION", "FILE_SOURCE_COMPACT", "InputFile", "CompactionTask",
            "CompactionPlan", "InputsLive", "COMPACTION_TASKS", "COMPACTION_COMMIT", "METADATA_UPGRADES",
            "meta_to_json", "meta_from_json", "index_entry_to_json", "index_entry_from_json"]

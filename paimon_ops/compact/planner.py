@@ -173,6 +173,10 @@ def plan_compaction(
     elif mode == "minor" and not pk:
         raise UnsupportedError(f"minor compaction is Paimon's LSM compaction of primary-key tables; {table.identifier} "
                                f"is an append table: use {arg('mode', 'small-files')} or {arg('mode', 'full')}")
+    from paimon_ops.compact import rowtrack
+    row_tracking = rowtrack.enabled(table)
+    if row_tracking:
+        rowtrack.check_mode(table, mode)
     order_by = tuple(order_by or ())
 
     if memory_budget is None:  # our option, like Paimon's dotted names; the argument wins
@@ -185,7 +189,10 @@ def plan_compaction(
                                                        base_snapshot=None, warnings=warnings), mode=mode)
     scanner = TableScanner(table)
     result = scanner.scan(snapshot)
-    features.require(table, op, features.file_uses(result))  # what the files say, whatever the options claim
+    file_uses = features.file_uses(result)
+    features.require(table, op, file_uses)  # what the files say, whatever the options claim
+    if not row_tracking:
+        rowtrack.check_files_without_option(table, file_uses)
 
     ptypes = [f.type for f in schema.fields_of(schema.partition_keys)]
     pred = partition_predicate(list(schema.partition_keys), ptypes, opts.partition_default_name, partitions, where)
@@ -241,6 +248,7 @@ def plan_compaction(
 
     lsm = _LsmPlanner(table, spec, result, scanner, force_all, target, small_ratio, now) \
         if pk and mode in ("full", "minor") else None
+    rt = rowtrack.Planner(table, target, small_ratio, min_file_num, open_cost, warnings) if row_tracking else None
 
     for (p, b), fs in selected.items():
         infos = _file_infos(scanner, result, fs)
@@ -256,6 +264,8 @@ def plan_compaction(
                                    "deleted": deleted, "ratio": round(deleted / rows, 6) if rows else 0.0})
         if lsm is not None:
             lsm.bucket(p, b, infos, mode, task, skip)
+        elif rt is not None:
+            rt.bucket(p, b, infos, mode, task, skip)
         elif mode == "full":
             if len(infos) < 2 and not with_dv:
                 skip("already fully compacted")
@@ -335,7 +345,7 @@ def task_params(table: Table, scanner: TableScanner, memory_budget: int | None) 
     if memory_budget:
         row_group = max(64 << 10, min(row_group, memory_budget // 4))
     return {"write": WriteParams(wspec.fmt, wspec.dense_stats, wspec.legacy_key_stats, target, target_rows,
-                                 row_group).to_json(),
+                                 row_group, wspec.thin).to_json(),
             "memory_budget": memory_budget}
 
 

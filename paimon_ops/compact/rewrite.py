@@ -25,7 +25,18 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from paimon_ops.compact.model import CONCAT, LSM, MERGE, REWRITE, SORT, InputFile, meta_from_json, meta_to_json
+from paimon_ops.compact.model import (
+    CONCAT,
+    EVOLUTION,
+    LSM,
+    MERGE,
+    REWRITE,
+    ROWTRACK,
+    SORT,
+    InputFile,
+    meta_from_json,
+    meta_to_json,
+)
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
 from paimon_ops.errors import InvalidArgumentError, MissingFileError
 from paimon_ops.format.binary_row import deserialize_row
@@ -82,8 +93,8 @@ class _Ctx:
         assert f.dv_offset is not None and f.dv_length is not None
         return read_dv(data, f.dv_offset, f.dv_length, f.dv_index_file)
 
-    def writer(self, level: int) -> RollingWriter:
-        w = RollingWriter(self.table, self.scanner, self.params, self.partition, self.bucket, level)
+    def writer(self, level: int, **kw: Any) -> RollingWriter:
+        w = RollingWriter(self.table, self.scanner, self.params, self.partition, self.bucket, level, **kw)
         self.writers.append(w)
         return w
 
@@ -312,7 +323,18 @@ def _lsm_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
     return run_lsm(ctx, files)
 
 
-_KINDS = {MERGE: _merge_task, REWRITE: _rewrite_task, CONCAT: _concat_task, SORT: _sort_task, LSM: _lsm_task}
+def _rowtrack_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
+    from paimon_ops.compact.rowtrack import rowtrack_task
+    return rowtrack_task(ctx, files)
+
+
+def _evolution_task(ctx: _Ctx, files: list[InputFile]) -> dict[str, Any]:
+    from paimon_ops.compact.rowtrack import evolution_task
+    return evolution_task(ctx, files)
+
+
+_KINDS = {MERGE: _merge_task, REWRITE: _rewrite_task, CONCAT: _concat_task, SORT: _sort_task, LSM: _lsm_task,
+          ROWTRACK: _rowtrack_task, EVOLUTION: _evolution_task}
 
 
 def run_compaction_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:

@@ -15,10 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimon_ops.errors import PaimonOpsError
 from paimon_ops.format import manifest as mf
 from paimon_ops.format import stats as st
-from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND, DataFileWriter, validate_write_options
+from paimon_ops.format.datafile import ROW_ID, SEQUENCE_NUMBER, VALUE_KIND, DataFileWriter, validate_write_options
 from paimon_ops.format.manifest import DataFileMeta
+from paimon_ops.format.schema import TableSchema
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import FileNamer, local_now_as_utc_millis
@@ -38,6 +40,7 @@ class WriteParams:
     target_file_size: int
     target_rows: int
     row_group_bytes: int
+    thin: bool = False  # data-file.thin-mode: primary-key files without `_KEY_*` columns
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -64,12 +67,24 @@ def _extremes(chunk: pa.Table, names: list[str], types: list) -> pa.Table:
 
 
 class RollingWriter:
-    """Writes sorted chunks of one (partition, bucket, level) into files rolled at the target size / rows."""
+    """Writes sorted chunks of one (partition, bucket, level) into files rolled at the target size / rows.
+
+    Row tracking (append tables): with `row_ids`, chunks carry `_ROW_ID` and `_SEQUENCE_NUMBER`, which are written as
+    physical columns (Java's append compaction of row-tracking tables) and every file gets the `_FIRST_ROW_ID` of
+    its first row; the ids of a file must be consecutive, in order (checked), so every reader derives the same ids
+    from `_FIRST_ROW_ID` + position. `write_schema` / `write_cols` / `first_row_id` write one data-evolution file:
+    only the columns of `write_schema` (the table's columns outside BLOB files), `_WRITE_COLS` as given, and the one
+    first row id of the row range it covers (such a writer must not roll)."""
 
     def __init__(self, table: Table, scanner: TableScanner, params: WriteParams, partition: bytes, bucket: int,
-                 level: int, file_source: int = 1, namer: FileNamer | None = None):
+                 level: int, file_source: int = 1, namer: FileNamer | None = None, *, row_ids: bool = False,
+                 write_schema: TableSchema | None = None, write_cols: tuple[str, ...] | None = None,
+                 first_row_id: int | None = None):
         self.table = table
-        self.schema = table.schema
+        self.schema = write_schema or table.schema
+        self.row_ids = row_ids
+        self.write_cols = write_cols
+        self.fixed_first_row_id = first_row_id
         self.scanner = scanner
         self.params = params
         self.partition = partition
@@ -77,6 +92,7 @@ class RollingWriter:
         self.level = level
         self.file_source = file_source
         self.pk = table.is_primary_key
+        self.thin = params.thin and self.pk
         self.options = dict(table.options.raw)
         validate_write_options(params.fmt, self.options)  # refuse a bad codec before the first file is opened
         self.namer = namer or FileNamer(table.options.data_file_prefix, _EXT[params.fmt])
@@ -146,8 +162,12 @@ class RollingWriter:
         path, self._external_path = (bucket_dir + "/" + name, None) if where is None else where
         self._name, self._path = name, path
         self.paths.append(path)
+        if self.fixed_first_row_id is not None and self.files:
+            raise PaimonOpsError(f"a data-evolution compaction of {self.table.identifier} must write one file per row "
+                                 "range; it would roll into a second file")
         self._sink = self.table.io.open_output(path)
-        self._writer = DataFileWriter(self._sink, self.params.fmt, self.schema, self.options, self.pk)
+        self._writer = DataFileWriter(self._sink, self.params.fmt, self.schema, self.options, self.pk,
+                                      thin=self.thin, row_ids=self.row_ids)
         self._open = True
         self._file_rows = 0
         self._extremes: list[pa.Table] = []
@@ -157,6 +177,8 @@ class RollingWriter:
         self._min_seq: int | None = None
         self._max_seq: int | None = None
         self._deletes = 0
+        self._first_row_id: int | None = None
+        self._next_row_id: int | None = None
 
     _file_rows = 0
 
@@ -180,6 +202,15 @@ class RollingWriter:
         lo, hi = seq["min"].as_py(), seq["max"].as_py()
         self._min_seq = lo if self._min_seq is None else min(self._min_seq, lo)
         self._max_seq = hi if self._max_seq is None else max(self._max_seq, hi)
+        if self.row_ids:
+            ids = data.column(ROW_ID).to_numpy()
+            start = int(ids[0]) if self._next_row_id is None else self._next_row_id
+            if not np.array_equal(ids, np.arange(start, start + n, dtype=np.int64)):
+                raise PaimonOpsError(f"row ids written into {self._name} of {self.table.identifier} are not consecutive "
+                                     f"from {start}: a rewrite must keep every row's id")
+            if self._first_row_id is None:
+                self._first_row_id = start
+            self._next_row_id = start + n
         if self.pk:
             if self._first_key is None:
                 self._first_key = data.select(self.key_names).slice(0, 1)
@@ -197,7 +228,7 @@ class RollingWriter:
         ext = pa.concat_tables(self._extremes)
         value_stats, stats_cols = st.compute_stats(
             ext, self.names, self.types, self.options, self.params.dense_stats,
-            key_names=() if self.params.legacy_key_stats else self.key_names)
+            key_names=self.key_names if self.thin else ())
         kept = list(stats_cols) if stats_cols is not None else self.names
         real_nulls = dict(zip(self.names, self._nulls.tolist()))
         if value_stats.null_counts is not None:
@@ -207,7 +238,7 @@ class RollingWriter:
             ends = pa.concat_tables([self._first_key, self._last_key])
             min_key, max_key = st.min_max_key(ends, self.key_names, self.key_types)
             kstats = st.key_stats(ext, self.key_names, self.key_types, self.options,
-                                  legacy=self.params.legacy_key_stats)
+                                  legacy=self.params.legacy_key_stats, thin=self.thin)
         else:
             min_key = max_key = mf.EMPTY_ROW
             kstats = mf.EMPTY_STATS
@@ -217,8 +248,9 @@ class RollingWriter:
             key_stats=kstats, value_stats=value_stats, min_sequence_number=self._min_seq,
             max_sequence_number=self._max_seq, schema_id=self.schema.id, level=self.level, extra_files=(),
             creation_time=local_now_as_utc_millis(), delete_row_count=self._deletes, embedded_index=None,
-            file_source=self.file_source, value_stats_cols=stats_cols, external_path=self._external_path, first_row_id=None,
-            write_cols=None, write_cols_sequences=None))
+            file_source=self.file_source, value_stats_cols=stats_cols, external_path=self._external_path,
+            first_row_id=self._first_row_id if self.row_ids else self.fixed_first_row_id,
+            write_cols=self.write_cols, write_cols_sequences=None))
         self._file_rows = 0
 
 

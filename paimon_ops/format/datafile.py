@@ -42,6 +42,8 @@ VALUE_KIND = "_VALUE_KIND"
 KEY_FIELD_ID_START = 2147483647 // 2  # 1073741823: _KEY_x id = this + id(x)
 SEQUENCE_NUMBER_ID = 2147483646
 VALUE_KIND_ID = 2147483645
+ROW_ID = "_ROW_ID"  # row tracking (1.2+): a physical column only where Java's append compaction writes one
+ROW_ID_ID = 2147483642
 STRUCTURED_TYPE_FIELD_ID_BASE = 2147483647 // 4  # 536870911: derived ids of array elements / map keys / values
 STRUCTURED_TYPE_FIELD_DEPTH_LIMIT = 1 << 10
 
@@ -84,7 +86,7 @@ def map_value_field_id(map_field_id: int, depth: int) -> int:
 
 
 def is_system_column(name: str) -> bool:
-    return name.startswith(KEY_PREFIX) or name in (SEQUENCE_NUMBER, VALUE_KIND)
+    return name.startswith(KEY_PREFIX) or name in (SEQUENCE_NUMBER, VALUE_KIND, ROW_ID)
 
 
 # ---------------------------------------------------------------- physical schema
@@ -98,12 +100,21 @@ def key_fields(schema: TableSchema) -> list[DataField]:
     return out
 
 
-def file_fields(schema: TableSchema, primary_key: bool) -> list[DataField]:
-    """Paimon fields of the physical file, in file order (KeyValue.createKeyValueFields)."""
+def file_fields(schema: TableSchema, primary_key: bool, *, thin: bool = False,
+                row_ids: bool = False) -> list[DataField]:
+    """Paimon fields of the physical file, in file order (KeyValue.createKeyValueFields).
+
+    `thin` (primary key, `data-file.thin-mode`, 1.0+): no `_KEY_*` columns, the key is read from the value columns
+    (KeyValueThinDataFileWriterImpl). `row_ids` (append, row tracking): the columns then `_ROW_ID` and
+    `_SEQUENCE_NUMBER`, as Java's append compaction of a row-tracking table writes them
+    (`SpecialFields.rowTypeWithRowTracking`)."""
     if not primary_key:
+        if row_ids:
+            return [*schema.fields, DataField(ROW_ID_ID, ROW_ID, DataType("BIGINT", nullable=False)),
+                    DataField(SEQUENCE_NUMBER_ID, SEQUENCE_NUMBER, DataType("BIGINT", nullable=False))]
         return list(schema.fields)
     return [
-        *key_fields(schema),
+        *([] if thin else key_fields(schema)),
         DataField(SEQUENCE_NUMBER_ID, SEQUENCE_NUMBER, DataType("BIGINT", nullable=False)),
         DataField(VALUE_KIND_ID, VALUE_KIND, DataType("TINYINT", nullable=False)),
         *schema.fields,
@@ -142,9 +153,11 @@ def _file_arrow_field(name: str, t: DataType, own_id: int, column_id: int, depth
     return pa.field(name, _file_arrow_type(t, column_id, depth), nullable=t.nullable, metadata=_id_meta(own_id))
 
 
-def file_arrow_schema(schema: TableSchema, primary_key: bool) -> pa.Schema:
+def file_arrow_schema(schema: TableSchema, primary_key: bool, *, thin: bool = False,
+                      row_ids: bool = False) -> pa.Schema:
     """The physical Arrow schema we write (Parquet field ids in ``PARQUET:field_id`` metadata at every level)."""
-    return pa.schema([_file_arrow_field(f.name, f.type, f.id, f.id, 0) for f in file_fields(schema, primary_key)])
+    return pa.schema([_file_arrow_field(f.name, f.type, f.id, f.id, 0)
+                      for f in file_fields(schema, primary_key, thin=thin, row_ids=row_ids)])
 
 
 def output_arrow_schema(
@@ -152,8 +165,10 @@ def output_arrow_schema(
     primary_key: bool,
     keep_system_columns: bool = True,
     projection: Sequence[str] | None = None,
+    row_ids: bool = False,
 ) -> pa.Schema:
-    """Schema of what :func:`read_data_file` returns: system columns (PK, if kept) then the read columns."""
+    """Schema of what :func:`read_data_file` returns: system columns (PK, if kept) then the read columns, then (append
+    files, `row_ids`) `_ROW_ID` and `_SEQUENCE_NUMBER` as stored in the file, null where the file has none."""
     fields: list[pa.Field] = []
     if primary_key and keep_system_columns:
         for f in key_fields(read_schema):
@@ -162,6 +177,9 @@ def output_arrow_schema(
         fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False, metadata=_id_meta(VALUE_KIND_ID)))
     for f in _projected_fields(read_schema, projection):
         fields.append(arrow_field(f.name, f.type, f.id))
+    if row_ids and not primary_key:
+        fields.append(pa.field(ROW_ID, pa.int64(), metadata=_id_meta(ROW_ID_ID)))
+        fields.append(pa.field(SEQUENCE_NUMBER, pa.int64(), metadata=_id_meta(SEQUENCE_NUMBER_ID)))
     return pa.schema(fields)
 
 
@@ -229,9 +247,10 @@ def _size_option(options: dict[str, str], key: str, default: int) -> int:
     return int(float(num) * units[unit])
 
 
-def _prepare_for_write(table: pa.Table, schema: TableSchema, primary_key: bool) -> pa.Table:
+def _prepare_for_write(table: pa.Table, schema: TableSchema, primary_key: bool, thin: bool = False,
+                       row_ids: bool = False) -> pa.Table:
     """Columns in file order, cast to the physical types; `_KEY_*` may be derived from the value columns."""
-    target = file_arrow_schema(schema, primary_key)
+    target = file_arrow_schema(schema, primary_key, thin=thin, row_ids=row_ids)
     names = set(table.column_names)
     arrays = []
     for field in target:
@@ -274,13 +293,17 @@ def write_data_file(
     schema: TableSchema,
     options: dict[str, str],
     primary_key: bool | None = None,
+    *,
+    thin: bool = False,
+    row_ids: bool = False,
 ) -> None:
-    """Write one data file of `schema` (PK layout if the schema has primary keys, unless `primary_key` says otherwise).
+    """Write one data file of `schema` (PK layout if the schema has primary keys, unless `primary_key` says otherwise;
+    `thin` / `row_ids`: see `file_fields`).
 
     `table` holds the columns of the physical layout (``_KEY_*`` may be omitted: they are copied from the value
     columns). Rows must already be in file order (sorted by key for PK files).
     """
-    w = DataFileWriter(sink, fmt, schema, options, primary_key)
+    w = DataFileWriter(sink, fmt, schema, options, primary_key, thin=thin, row_ids=row_ids)
     try:
         w.write(table, whole_file=True)
     finally:
@@ -295,21 +318,22 @@ class DataFileWriter:
     elsewhere (`validate_write_options`)."""
 
     def __init__(self, sink: Any, fmt: str, schema: TableSchema, options: dict[str, str],
-                 primary_key: bool | None = None):
+                 primary_key: bool | None = None, *, thin: bool = False, row_ids: bool = False):
         self.fmt = validate_write_options(fmt, options)
         self.sink = sink
         self.schema = schema
         self.options = options
         self.pk = bool(schema.primary_keys) if primary_key is None else primary_key
+        self.layout = {"thin": thin and self.pk, "row_ids": row_ids and not self.pk}
         self._writer: Any = None
 
     def write(self, table: pa.Table, whole_file: bool = False) -> None:
         """Append rows in file order: one row group (Parquet) / stripe input (ORC) per call, or — `whole_file` —
         split into row groups of `parquet.block.size` as Java does for a whole file."""
-        data = _prepare_for_write(table, self.schema, self.pk)
+        data = _prepare_for_write(table, self.schema, self.pk, **self.layout)
         if self.fmt == "avro":
             if self._writer is None:
-                self._writer = _AvroDataWriter(self.sink, self.schema, self.pk, self.options)
+                self._writer = _AvroDataWriter(self.sink, self.schema, self.pk, self.options, **self.layout)
             self._writer.write_table(data)
             return
         if self.fmt == "orc":
@@ -329,10 +353,10 @@ class DataFileWriter:
 
     def close(self) -> None:
         if self._writer is None and self.fmt == "avro":  # an empty file still has its header
-            self._writer = _AvroDataWriter(self.sink, self.schema, self.pk, self.options)
+            self._writer = _AvroDataWriter(self.sink, self.schema, self.pk, self.options, **self.layout)
         if self._writer is None:  # an empty file still needs its footer
-            self._writer = self._open(file_arrow_schema(self.schema, self.pk) if self.fmt == "parquet"
-                                      else orc_compatible_schema(file_arrow_schema(self.schema, self.pk)))
+            physical = file_arrow_schema(self.schema, self.pk, **self.layout)
+            self._writer = self._open(physical if self.fmt == "parquet" else orc_compatible_schema(physical))
         self._writer.close()
 
     def _open(self, arrow_schema: pa.Schema) -> Any:
@@ -449,10 +473,11 @@ def _avro_field(name: str, t: DataType, record_name: str) -> dict:
     return f
 
 
-def avro_schema(schema: TableSchema, primary_key: bool) -> dict:
+def avro_schema(schema: TableSchema, primary_key: bool, *, thin: bool = False, row_ids: bool = False) -> dict:
     """The writer schema of an Avro data file (record `org.apache.paimon.avro.generated.record`)."""
     return {"type": "record", "name": "record", "namespace": "org.apache.paimon.avro.generated",
-            "fields": [_avro_field(f.name, f.type, f"record_{f.name}") for f in file_fields(schema, primary_key)]}
+            "fields": [_avro_field(f.name, f.type, f"record_{f.name}")
+                       for f in file_fields(schema, primary_key, thin=thin, row_ids=row_ids)]}
 
 
 def _avro_out(v: Any, t: DataType) -> Any:
@@ -485,16 +510,18 @@ class _AvroDataWriter:
     """Avro data files through fastavro's block writer: rows are encoded one by one (Avro is row-oriented, as on
     the read side), columns turned into Python values with one `to_pylist` each."""
 
-    def __init__(self, sink: Any, schema: TableSchema, primary_key: bool, options: dict[str, str]):
+    def __init__(self, sink: Any, schema: TableSchema, primary_key: bool, options: dict[str, str], *,
+                 thin: bool = False, row_ids: bool = False):
         import fastavro
         from fastavro.write import Writer
 
-        self.fields = file_fields(schema, primary_key)
+        self.fields = file_fields(schema, primary_key, thin=thin, row_ids=row_ids)
         codec, level = avro_codec(options)
         kw: dict[str, Any] = {"compression_level": level} if level is not None else {}
         self._sink = sink if hasattr(sink, "write") else open(sink, "wb")
         self._own = self._sink is not sink
-        self._w = Writer(self._sink, fastavro.parse_schema(avro_schema(schema, primary_key)), codec=codec, **kw)
+        self._w = Writer(self._sink, fastavro.parse_schema(avro_schema(schema, primary_key, thin=thin, row_ids=row_ids)),
+                         codec=codec, **kw)
 
     def write_table(self, data: pa.Table) -> None:
         names = [f.name for f in self.fields]
@@ -577,8 +604,9 @@ def _plan_columns(
     keep_system_columns: bool,
     projection: Sequence[str] | None,
     path: str,
+    row_ids: bool = False,
 ) -> list[_Column]:
-    out_schema = output_arrow_schema(read_schema, primary_key, keep_system_columns, projection)
+    out_schema = output_arrow_schema(read_schema, primary_key, keep_system_columns, projection, row_ids)
     file_by_id = {f.id: f for f in file_schema.fields}
     columns: list[_Column] = []
     i = 0
@@ -614,6 +642,12 @@ def _plan_columns(
         columns.append(_Column(out_schema.field(i), phys, ff.type if (ff is not None and phys) else None, rf.type,
                                rf.default_value))
         i += 1
+    if row_ids and not primary_key:
+        for sys_name in (ROW_ID, SEQUENCE_NUMBER):
+            phys = _find_name(physical_names, sys_name)
+            t = DataType("BIGINT")
+            columns.append(_Column(out_schema.field(i), phys, t if phys else None, t))
+            i += 1
     return columns
 
 
@@ -971,16 +1005,16 @@ def _decoding(path: str) -> Iterator[None]:
 
 
 def _open(source: Source, fmt: str, file_schema: TableSchema, read_schema: TableSchema, primary_key: bool,
-          path: str, keep_system_columns: bool, projection: Sequence[str] | None):
+          path: str, keep_system_columns: bool, projection: Sequence[str] | None, row_ids: bool = False):
     with _decoding(path):
-        reader = _FileReader(source, fmt, path, file_fields(file_schema, primary_key))
+        reader = _FileReader(source, fmt, path, file_fields(file_schema, primary_key, row_ids=row_ids))
     try:
         columns = _plan_columns(reader.names, file_schema, read_schema, primary_key, keep_system_columns, projection,
-                                path)
+                                path, row_ids)
     except BaseException:
         reader.close()
         raise
-    out_schema = output_arrow_schema(read_schema, primary_key, keep_system_columns, projection)
+    out_schema = output_arrow_schema(read_schema, primary_key, keep_system_columns, projection, row_ids)
     physical = list(dict.fromkeys(c.physical for c in columns if c.physical is not None))
     return reader, columns, out_schema, physical
 
@@ -994,14 +1028,16 @@ def read_data_file(
     path: str,
     keep_system_columns: bool = True,
     projection: Sequence[str] | None = None,
+    row_ids: bool = False,
 ) -> pa.Table:
     """Read a whole data file written under `file_schema` as `read_schema` (see the module docstring).
 
     Returns ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` (PK files, when `keep_system_columns`) followed by the
-    read-schema columns (or those named in `projection`), typed exactly ``to_arrow_type`` of the read schema.
+    read-schema columns (or those named in `projection`), typed exactly ``to_arrow_type`` of the read schema; with
+    `row_ids` (append files) then ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` as stored (null when the file has none).
     """
     reader, columns, out_schema, physical = _open(
-        source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, projection)
+        source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, projection, row_ids)
     try:
         with _decoding(path):
             raw = reader.read_all(physical)
@@ -1020,13 +1056,14 @@ def iter_data_file_batches(
     keep_system_columns: bool = True,
     batch_size: int = DEFAULT_BATCH_SIZE,
     projection: Sequence[str] | None = None,
+    row_ids: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Streaming variant of :func:`read_data_file`: record batches of at most `batch_size` rows, bounded memory
     (one Parquet row group / ORC stripe at a time)."""
     if batch_size <= 0:
         raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
     reader, columns, out_schema, physical = _open(
-        source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, projection)
+        source, fmt, file_schema, read_schema, primary_key, path, keep_system_columns, projection, row_ids)
     it = reader.batches(physical, batch_size)
     try:
         while True:
@@ -1096,6 +1133,7 @@ def value_kind_is_retract(kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.Ch
 
 __all__ = [
     "KEY_PREFIX", "SEQUENCE_NUMBER", "VALUE_KIND", "KEY_FIELD_ID_START", "SEQUENCE_NUMBER_ID", "VALUE_KIND_ID",
+    "ROW_ID", "ROW_ID_ID",
     "INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE", "VALUE_KINDS", "FORMATS",
     "key_field_id", "array_element_field_id", "map_key_field_id", "map_value_field_id", "is_system_column",
     "key_fields", "file_fields", "file_arrow_schema", "output_arrow_schema", "format_of",

@@ -6,8 +6,9 @@ Parquet/ORC stats extractors):
 * modes ``none`` (nothing), ``counts`` (null count), ``truncate(N)`` (default ``truncate(16)``), ``full``;
   per column ``fields.<col>.stats-mode`` wins over ``metadata.stats-mode``;
   ``metadata.stats-keep-first-n-columns`` turns the rest to ``none`` (only columns without a field mode count);
-* 1.0+: system columns (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) and, in PK tables, value columns that
-  are primary-key columns use ``truncate(128)`` unless a field mode is set (0.9 used the table mode for them);
+* 1.0+: system columns (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) and, in thin-mode PK tables
+  (`data-file.thin-mode`), value columns that are primary-key columns use ``truncate(128)`` unless a field mode is
+  set (0.9 used the table mode for system columns);
 * strings are truncated by code points: min = first N, max = first N with the last incrementable code point
   incremented, otherwise min and max become unknown (null) while the null count stays;
 * min/max exist for BOOLEAN, integers, FLOAT/DOUBLE, DECIMAL, CHAR/VARCHAR, DATE, TIME, TIMESTAMP(_LTZ) with
@@ -112,8 +113,9 @@ def dense_store(options: dict[str, str]) -> bool:
 def column_stats_modes(names: Sequence[str], options: dict[str, str], key_names: Sequence[str] = ()) -> list[StatsMode]:
     """Stats mode per value column (`StatsCollectorFactories.createStatsFactories`, 1.0+ rules).
 
-    `key_names`: trimmed primary-key columns of a PK table (their value columns get truncate(128) like `_KEY_*`).
-    Pass no key names to reproduce 0.9, which used the table mode for them.
+    `key_names`: trimmed primary-key columns of a thin-mode PK table (`data-file.thin-mode`: their value columns
+    carry the key stats, so they get truncate(128) like `_KEY_*`). Java passes no key names otherwise (and 0.9 had no
+    such rule), so the value columns of keys then use the table mode.
     """
     table_mode = parse_stats_mode(options.get(STATS_MODE, DEFAULT_STATS_MODE))
     keep = _keep_first_n(options)
@@ -280,16 +282,19 @@ def key_stats(
     key_types: list[DataType],
     options: dict[str, str],
     legacy: bool = False,
+    thin: bool = False,
 ) -> SimpleStats:
     """`_KEY_STATS` (always all-mode) over the trimmed primary key `key_names` (plain names, e.g. ``id``).
 
     1.0+: truncate(128) unless ``fields._KEY_<k>.stats-mode`` is set. `legacy=True` reproduces 0.9, where the
-    `_KEY_<k>` columns used ``fields._KEY_<k>.stats-mode`` or the table's ``metadata.stats-mode``.
+    `_KEY_<k>` columns used ``fields._KEY_<k>.stats-mode`` or the table's ``metadata.stats-mode``. `thin`
+    (`data-file.thin-mode`): the key stats are the stats of the value columns (KeyValueThinDataFileWriterImpl), whose
+    mode is ``fields.<k>.stats-mode`` or truncate(128).
     """
     table_mode = parse_stats_mode(options.get(STATS_MODE, DEFAULT_STATS_MODE)) if legacy else None
     mins, maxs, nulls = [], [], []
     for name, t in zip(key_names, key_types):
-        mode = _field_mode(options, KEY_PREFIX + name)
+        mode = _field_mode(options, name if thin else KEY_PREFIX + name)
         if mode is None:
             mode = table_mode if table_mode is not None else StatsMode("truncate", SYSTEM_TRUNCATE)
         mn, mx, nc = column_stats(_key_column(table, name), t, mode)

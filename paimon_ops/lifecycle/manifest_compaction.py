@@ -314,7 +314,8 @@ def _commit(table: Table, committer: FileStoreCommit, merged: list[ManifestFileM
             commit_user=committer.commit_user, commit_identifier=2**63 - 1, commit_kind="COMPACT",
             time_millis=now_millis if now_millis is not None else int(time.time() * 1000),
             total_record_count=latest.total_record_count, delta_record_count=0, changelog_record_count=0,
-            watermark=latest.watermark, statistics=latest.statistics, next_row_id=latest.next_row_id)
+            watermark=latest.watermark, statistics=latest.statistics, next_row_id=latest.next_row_id,
+            properties=latest.properties)  # Java's compactManifest carries the latest snapshot's properties
         try:
             won = table.snapshots.commit(snap)
         except OSError as e:  # ambiguous: the rename may or may not have happened (format.md §3.7)

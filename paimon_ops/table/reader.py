@@ -25,28 +25,32 @@ def _open(scanner: TableScanner, f: LiveFile):
 
 
 def read_file(scanner: TableScanner, f: LiveFile, dv: DeletionVector | None = None,
-              keep_system_columns: bool = True) -> pa.Table:
-    """Rows of one data file in the table's current schema, with DV-deleted positions removed."""
+              keep_system_columns: bool = True, projection: list[str] | None = None) -> pa.Table:
+    """Rows of one data file in the table's current schema (or its `projection`), with DV-deleted positions
+    removed."""
     table = scanner.table
     file_schema = table.schemas.schema(f.meta.schema_id)
     with _open(scanner, f) as src:
         data = read_data_file(src, format_of(f.name), file_schema, table.schema, table.is_primary_key, f.path,
-                              keep_system_columns=keep_system_columns)
+                              keep_system_columns=keep_system_columns, projection=projection)
     if dv is not None and dv.cardinality:
         data = data.filter(pa.array(dv.keep_mask(data.num_rows)))
     return data
 
 
 def iter_file_batches(scanner: TableScanner, f: LiveFile, dv: DeletionVector | None = None,
-                      batch_size: int = 65536, keep_system_columns: bool = True) -> Iterator[pa.RecordBatch]:
-    """Bounded-memory variant of `read_file`: batches with DV positions removed."""
+                      batch_size: int = 65536, keep_system_columns: bool = True,
+                      row_ids: bool = False) -> Iterator[pa.RecordBatch]:
+    """Bounded-memory variant of `read_file`: batches with DV positions removed (`row_ids`: see
+    `read_data_file`)."""
     table = scanner.table
     file_schema = table.schemas.schema(f.meta.schema_id)
     mask = dv.keep_mask(f.meta.row_count) if dv is not None and dv.cardinality else None
     offset = 0
     with _open(scanner, f) as src:
         for batch in iter_data_file_batches(src, format_of(f.name), file_schema, table.schema, table.is_primary_key,
-                                            f.path, batch_size=batch_size, keep_system_columns=keep_system_columns):
+                                            f.path, batch_size=batch_size, keep_system_columns=keep_system_columns,
+                                            row_ids=row_ids):
             n = batch.num_rows
             if mask is not None:
                 batch = batch.filter(pa.array(mask[offset:offset + n]))

@@ -45,6 +45,7 @@ class DataFileWriteSpec:
     fmt: str
     dense_stats: bool
     legacy_key_stats: bool
+    thin: bool = False  # data-file.thin-mode (1.0+): primary-key files without the `_KEY_*` columns
 
     @staticmethod
     def of(table: Table, scanner: TableScanner) -> DataFileWriteSpec:
@@ -61,8 +62,16 @@ class DataFileWriteSpec:
             validate_write_options(fmt, dict(table.options.raw))
         except InvalidOptionError as e:
             raise InvalidOptionError(e.name, e.value, e.expected, f"table {table.identifier}") from None
-        # 0.9 manifests have no _VALUE_STATS_COLS: all-mode value stats and 0.9's key-stats modes.
-        return DataFileWriteSpec(fmt, has_cols and dense_store(dict(table.options.raw)), not has_cols)
+        # 0.9 manifests have no _VALUE_STATS_COLS: all-mode value stats and 0.9's key-stats modes. 0.9 readers need
+        # the `_KEY_*` columns, so a table still written in the 0.9 layout never gets thin files.
+        return DataFileWriteSpec(fmt, has_cols and dense_store(dict(table.options.raw)), not has_cols,
+                                 has_cols and thin_mode(table))
+
+
+def thin_mode(table: Table) -> bool:
+    """Java writes thin primary-key files when `data-file.thin-mode` is set and every key column is a value column
+    (KeyValueFileWriterFactory.supportsThinMode: always so for a table's own trimmed primary key)."""
+    return table.is_primary_key and table.options.bool("data-file.thin-mode")
 
 
 class FileNamer:
@@ -85,18 +94,19 @@ def write_file(table: Table, scanner: TableScanner, spec: DataFileWriteSpec, nam
     opts = dict(table.options.raw)
     name = namer.next()
     path = scanner.bucket_dir(partition, bucket) + "/" + name
+    thin = spec.thin and table.is_primary_key
     with table.io.open_output(path) as sink:
-        write_data_file(data, sink, spec.fmt, schema, opts)
+        write_data_file(data, sink, spec.fmt, schema, opts, thin=thin)
     size = table.io.size(path)
     names = schema.field_names
     types = [f.type for f in schema.fields]
     key_names = schema.trimmed_primary_keys
     value_stats, stats_cols = compute_stats(data, names, types, opts, spec.dense_stats,
-                                            key_names=() if spec.legacy_key_stats else key_names)
+                                            key_names=key_names if thin else ())
     if table.is_primary_key:
         key_types = [f.type for f in schema.fields_of(key_names)]
         min_key, max_key = min_max_key(data, key_names, key_types)
-        kstats = key_stats(data, key_names, key_types, opts, legacy=spec.legacy_key_stats)
+        kstats = key_stats(data, key_names, key_types, opts, legacy=spec.legacy_key_stats, thin=thin)
         kinds = data.column(VALUE_KIND).to_numpy()
         deletes = int(np.count_nonzero((kinds == 1) | (kinds == 3)))
     else:
@@ -119,6 +129,10 @@ class TableWriter:
     """Append new rows to a table as level-0 files; `commit()` makes them visible in one APPEND snapshot."""
 
     def __init__(self, table: Table, commit_user: str | None = None):
+        if table.options.bool("row-tracking.enabled"):
+            # new files get their row ids (`_FIRST_ROW_ID`, `nextRowId`) at commit, which this writer does not assign
+            raise UnsupportedError(f"{table.identifier}: writing rows into a row-tracking table is not supported by "
+                                   "paimon-ops (row ids are assigned by Paimon's writers)")
         self.table = table
         self.scanner = TableScanner(table)
         self.committer = FileStoreCommit(table, commit_user, store=self.scanner.store)

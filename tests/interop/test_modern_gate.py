@@ -64,13 +64,14 @@ def shapes(tmp_path_factory) -> str:
 @pytest.mark.parametrize("ident,feature", [("db.rt", "row tracking"), ("db.de", "row tracking"),
                                            ("db.blob", "row tracking"), ("db.pp", "bucket-postpone")])
 def test_compaction_refused_in_one_line_and_nothing_changes(shapes, ident, feature):
+    """Row tracking: full and small-files compaction are handled (tests/interop/test_modern_rowtrack.py); sort and
+    dv-ratio would change row ids and stay refused."""
     table_dir = Path(shapes) / "db.db" / ident.split(".")[1]
     before = _listing(table_dir)
     table = Catalog(shapes).get_table(ident)
-    for mode in ("full", "minor", "dv-ratio") if ident == "db.pp" else ("full", "small-files",
-                                                                                      "dv-ratio"):
+    for mode in ("full", "minor", "dv-ratio") if ident == "db.pp" else ("dv-ratio", "sort"):
         with pytest.raises(UnsupportedError) as e:
-            compact(table, mode=mode)
+            compact(table, mode=mode, order_by="id" if mode == "sort" else None)
         msg = str(e.value)
         assert "\n" not in msg and feature in msg and ident in msg and "nothing was changed" in msg
     assert _listing(table_dir) == before
@@ -79,7 +80,8 @@ def test_compaction_refused_in_one_line_and_nothing_changes(shapes, ident, featu
 def test_cli_exits_2_naming_the_feature(shapes):
     table_dir = Path(shapes) / "db.db" / "de"
     before = _listing(table_dir)
-    for args in (["compact", shapes, "db.de"], ["compact", shapes, "db.de", "--dry-run", "--json"]):
+    for args in (["compact", shapes, "db.de", "--mode", "dv-ratio"],
+                 ["compact", shapes, "db.de", "--mode", "dv-ratio", "--dry-run", "--json"]):
         p = subprocess.run([sys.executable, "-m", "paimon_ops.cli", *args], capture_output=True, text=True,
                            cwd=REPO, timeout=120)
         assert p.returncode == 2, p.stderr
@@ -108,7 +110,9 @@ def test_gate_table_names_every_operation():
     assert set(features.COMPACTIONS) <= postpone  # real buckets compact as usual; waiting rows: the planner refuses
     for key, ops in features.HANDLED_BY.items():
         assert set(ops) <= set(features.ALL_OPS), key
-    assert not features.handles("compact:full", features.ROW_TRACKING)
+    assert features.handles("compact:full", features.ROW_TRACKING)
+    assert not features.handles("compact:dv-ratio", features.ROW_TRACKING)
+    assert not features.handles("compact:sort", features.DATA_EVOLUTION)
     assert features.handles("expire_snapshots", features.ROW_TRACKING)
 
 
@@ -174,7 +178,8 @@ def test_dagster_check_reports_refused_operations(shapes):
     spec = TableSpec("db.de", "db", "de", options=dict(table.options.raw))
     assert spec.gated and checks.FEATURES in checks.table_check_names(spec)
     [out] = checks.evaluate(spec, lambda: table, [checks.FEATURES], 0)
-    assert not out.passed and out.severity.value == "WARN" and "compact:full" in out.description
+    assert not out.passed and out.severity.value == "WARN" and "compact:dv-ratio" in out.description
+    assert "compact:full" not in out.description
     assert "row tracking" in out.description
     plain = TableSpec("db.x", "db", "x", options={"bucket": "2"})
     assert not plain.gated and checks.FEATURES not in checks.table_check_names(plain)
