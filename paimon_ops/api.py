@@ -178,8 +178,9 @@ class Maintenance:
         if older_than is not None:
             return plan_remove_orphans(self._t, _instant(older_than, "older_than"), now_millis=_instant(now, "now"),
                                        allow_short=allow_short)
+        age = _age(min_age, "min_age")
         return plan_remove_orphans(self._t, None, now_millis=_instant(now, "now"), allow_short=allow_short,
-                                   min_age=_age(min_age, "min_age") or _ORPHAN_MIN_AGE)
+                                   min_age=_ORPHAN_MIN_AGE if age is None else age)
 
     def create_auto_tags(self, *, periods: Iterable[Any] | None = None, now: Instant | None = None) -> Plan:
         """The automatic tags that are due (`tag.create-time` or Paimon's auto-tag options), or those of `periods`

@@ -41,8 +41,35 @@ def resolve_function(dotted: str) -> Callable[[str, dict], dict]:
     return getattr(importlib.import_module(module), name)
 
 
+# ---------------------------------------------------------------------------------------------- cancellation
+_LOCAL = threading.local()
+
+
+def check_cancelled() -> None:
+    """Called by task functions between batches: raises CancelledError once the run they belong to was cancelled
+    (Ctrl-C, SIGTERM, a terminated Dagster run), so that a running task stops within a batch and removes what it
+    wrote."""
+    event = getattr(_LOCAL, "cancel", None)
+    if event is not None and event.is_set():
+        from paimon_ops.errors import CancelledError
+        raise CancelledError("cancelled")
+
+
+def _run_cancellable(event: threading.Event, dotted: str, table_location: str, task_json: str,
+                     options_json: str) -> str:
+    _LOCAL.cancel = event
+    try:
+        if event.is_set():
+            return json.dumps({"ok": False, "error": "CancelledError: cancelled before it started",
+                               "cancelled": True})
+        return run_task(dotted, table_location, task_json, options_json)
+    finally:
+        _LOCAL.cancel = None
+
+
 def run_task(dotted: str, table_location: str, task_json: str, options_json: str = "{}") -> str:
-    """Run one task and return its result as JSON; errors become a result with `error` set."""
+    """Run one task and return its result as JSON; errors become a result with `error` set (the stack goes to the
+    log at INFO, visible with `paimon-ops -v`; the driver reports the error in one line)."""
     started = time.time()
     try:
         fn = resolve_function(dotted)  # inside the try: an unimportable function is this task's error, not the job's
@@ -59,8 +86,11 @@ def run_task(dotted: str, table_location: str, task_json: str, options_json: str
             result = fn(table_location, task)
         result = {"ok": True, **result}
     except Exception as e:  # report, the driver decides (fail closed)
-        log.exception("task failed")
-        result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        log.info("task failed", exc_info=True)
+        result = {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())}"}
+        from paimon_ops.errors import CancelledError
+        if isinstance(e, CancelledError):
+            result["cancelled"] = True
     result["duration_s"] = round(time.time() - started, 3)
     return json.dumps(result)
 
@@ -92,19 +122,24 @@ class LocalRunner:
             return []
         order = sorted(range(len(tasks)), key=lambda i: -task_weight(tasks[i]))
         workers = min(self.workers, len(tasks))
-        if workers == 1:
-            for n, i in enumerate(order):
-                out[i] = json.loads(run_task(function, table_location, json.dumps(tasks[i]), opts))
-                if progress:
-                    progress(n + 1, len(tasks))
-            return out  # type: ignore[return-value]
         from concurrent.futures import ThreadPoolExecutor, as_completed
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paimon-ops-task") as pool:
-            futures = {pool.submit(run_task, function, table_location, json.dumps(tasks[i]), opts): i for i in order}
+        # Tasks run in worker threads even one at a time: the caller's thread only waits, so an interrupt reaches it
+        # at once; then no queued task starts, running ones stop at their next batch (check_cancelled) and remove
+        # what they wrote, and the interrupt goes on to the caller once they have.
+        cancel = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paimon-ops-task")
+        try:
+            futures = {pool.submit(_run_cancellable, cancel, function, table_location, json.dumps(tasks[i]), opts): i
+                       for i in order}
             for n, fut in enumerate(as_completed(futures)):
                 out[futures[fut]] = json.loads(fut.result())
                 if progress:
                     progress(n + 1, len(tasks))
+        except BaseException:
+            cancel.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return out  # type: ignore[return-value]
 
 
@@ -225,7 +260,11 @@ class SparkRunner:
                                                  names=["idx", "result"])
 
         started = time.time()
-        collected = df.mapInArrow(run_batches, "idx long, result string").collect()
+        try:
+            collected = df.mapInArrow(run_batches, "idx long, result string").collect()
+        except BaseException:
+            self.cancel()  # an interrupt (or a failed job): stop what is still running on the executors
+            raise
         log.info("ran %d %s tasks in %d Spark partitions in %.1fs", len(tasks), function.rsplit(".", 1)[-1],
                  len(groups), time.time() - started)
         out: list[dict | None] = [None] * len(tasks)
@@ -237,6 +276,19 @@ class SparkRunner:
         if missing:
             raise RuntimeError(f"Spark returned no result for tasks {missing}")
         return out  # type: ignore[return-value]
+
+
+    def cancel(self) -> None:
+        """Cancel every running job of this session (classic Spark) or interrupt every operation (Spark Connect)."""
+        try:
+            self.spark.sparkContext.cancelAllJobs()
+            return
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+            pass
+        try:
+            self.spark.interruptAll()
+        except Exception as e:  # noqa: BLE001 - best effort: the driver cleans up what it can see anyway
+            log.warning("could not cancel the Spark jobs: %s", e)
 
 
 # Session defaults for paimon-ops' own sessions (the CLI's and the Dagster resource's).

@@ -18,11 +18,14 @@ Modes:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_ops.compact import levels as lv
 from paimon_ops.compact.filters import PartitionPredicate, partition_predicate
@@ -46,7 +49,7 @@ from paimon_ops.compact.sort import STRATEGIES
 from paimon_ops.errors import InvalidArgumentError, UnsupportedError, arg
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.options import parse_duration
-from paimon_ops.plan import DATA, FileAction, PlanBuilder
+from paimon_ops.plan import DATA, FileAction, PlanBuilder, planner
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis
@@ -68,6 +71,12 @@ class _FileInfo:
     @property
     def ratio(self) -> float:
         return self.deleted / self.file.meta.row_count if self.file.meta.row_count else 0.0
+
+
+def _resolve_now(params: dict[str, Any]) -> None:
+    """The planner's clock is local wall time as UTC millis (like _CREATION_TIME); recorded in the plan."""
+    if params.get("now_millis") is None:
+        params["now_millis"] = local_now_as_utc_millis()
 
 
 def open_table(table: Table | str) -> Table:
@@ -113,6 +122,7 @@ def _spec_text(d: dict[str, Any]) -> dict[str, str]:
     return {k: ("null" if v is None else str(v)) for k, v in d.items()}
 
 
+@planner("compact", resolve=_resolve_now)
 def plan_compaction(
     table: Table | str,
     mode: str = "full",
@@ -380,7 +390,7 @@ class _LsmPlanner:
         if gentle:
             iv = opts.int("lookup-compact.max-interval")
             interval = max(trigger, iv if iv is not None else 2 * trigger)
-        hour = datetime.fromtimestamp(time.time()).hour
+        hour = (now_ms // 3_600_000) % 24  # now_ms is local wall time as UTC millis: the local hour
         self.base_cfg: dict[str, Any] = dict(
             trigger=trigger,
             max_size_amp=_int(opts, "compaction.max-size-amplification-percent", 200),
@@ -396,6 +406,7 @@ class _LsmPlanner:
             now_ms=now_ms,
         )
         self.units: list[dict[str, Any]] = []
+        self.retracts: dict[str, bool] = {}
         self.index_by_bucket: dict[tuple[bytes, int], list] = {}
         for ie in result.index_entries:
             if ie.index_type == DELETION_VECTORS:
@@ -405,8 +416,31 @@ class _LsmPlanner:
         m = i.file.meta
         lo = tuple(deserialize_row(m.min_key, self.key_types, m.file_name))
         hi = tuple(deserialize_row(m.max_key, self.key_types, m.file_name))
+        probe = functools.partial(self.has_retracts, i) if m.delete_row_count == 0 and m.level == 0 else None
         return lv.LsmFile(m.file_name, m.level, m.file_size, lo, hi, m.min_sequence_number, m.max_sequence_number,
-                          m.creation_time or 0, m.delete_row_count, i.input.has_dv)
+                          m.creation_time or 0, m.delete_row_count, i.input.has_dv, probe)
+
+    def has_retracts(self, i: _FileInfo) -> bool:
+        """Whether the file holds DELETE / UPDATE_BEFORE records, read from its _VALUE_KIND column — asked only
+        when its writer claims none (`_DELETE_ROW_COUNT = 0`) and that claim would let it be upgraded without a
+        rewrite. Writers' statistics are not trusted where a wrong count loses data: pypaimon 2.1.0 writes 0 for
+        level-0 files full of deletes, and Java 0.9 upgrades such a file to a deletion-vector table's upper level,
+        where readers take its records raw and the deleted keys come back as rows of NULLs."""
+        name = i.file.name
+        if name not in self.retracts:
+            from paimon_ops.format.datafile import VALUE_KIND
+            from paimon_ops.table.reader import iter_file_batches
+            found = False
+            for batch in iter_file_batches(self.scanner, i.file, None):
+                kinds = batch.column(batch.schema.get_field_index(VALUE_KIND))
+                if pc.any(pc.is_in(kinds, pa.array([1, 3], kinds.type))).as_py():
+                    found = True
+                    break
+            if found:
+                log.info("%s claims no delete rows but holds DELETE / UPDATE_BEFORE records: rewritten, never "
+                         "upgraded as it is", i.file.path)
+            self.retracts[name] = found
+        return self.retracts[name]
 
     def bucket(self, p: bytes, b: int, infos: list[_FileInfo], mode: str, task: Any, skip: Any) -> None:
         opts = self.opts

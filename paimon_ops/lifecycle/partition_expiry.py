@@ -75,7 +75,7 @@ from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_path, partition_spec, partition_value_string
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
 from paimon_ops.options import format_duration, parse_duration
-from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action
+from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
@@ -426,6 +426,7 @@ def expirable_partitions(table: Table, now_millis: int | None = None, expiration
 
 
 # ---------------------------------------------------------------------------------------------- planning
+@planner("expire_partitions")
 def plan_expire_partitions(table: Table, now_millis: int | None = None, expiration_time: Any = None,
                            strategy: str | None = None, timestamp_formatter: str | None = None,
                            timestamp_pattern: str | None = None,
@@ -525,7 +526,7 @@ def _drop_partitions(ex: Execution, step: Step) -> None:
     index = [ie for ie in scanner.index_entries(latest) if ie.partition in parts]
     changes = CommitChanges(data=tuple(sorted(deletes, key=lambda e: (e.partition, e.bucket, e.file.file_name))),
                             index_deleted=tuple(index), emptied_partitions=tuple(sorted(parts)))
-    snap = FileStoreCommit(table, commit_user=ex.state.get("commit_user")).commit(
+    snap = FileStoreCommit(table, commit_user=ex.state.get("commit_user"), journal=ex.journal_writes).commit(
         changes, "OVERWRITE", plan.base_snapshot, now_millis=ex.state.get("commit_time_millis"))
     ex.snapshot_id = snap.id
     ex.done += list(step.files)

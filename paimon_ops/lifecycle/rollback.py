@@ -45,6 +45,7 @@ from paimon_ops.plan import (
     Plan,
     PlanBuilder,
     TagsAre,
+    planner,
 )
 from paimon_ops.report import Report
 from paimon_ops.table.scan import ManifestStore
@@ -134,6 +135,7 @@ def _snapshot_at(table: Table, timestamp_millis: int, tags: list[tuple[str, Tag]
                                "it; cannot roll back to that point in time")
 
 
+@planner("rollback")
 def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None,
                   timestamp_millis: int | None = None) -> Plan:
     """Plan rolling back to a snapshot, a tag, or the point in time `timestamp_millis` (the latest snapshot committed
