@@ -49,7 +49,8 @@ class InvalidOptionError(PaimonOpsError):
         self.value = value
         self.expected = expected
         loc = f" on {where}" if where else ""
-        super().__init__(f"invalid value {value!r} for option {name!r}{loc}: expected {expected}")
+        what = name if name.startswith("-") else f"option {name!r}"  # a command-line flag names itself
+        super().__init__(f"invalid value {value!r} for {what}{loc}: expected {expected}")
 
 
 class InvalidArgumentError(PaimonOpsError):

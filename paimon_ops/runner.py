@@ -8,11 +8,13 @@ and tests that are not about Spark).
 """
 from __future__ import annotations
 
+import errno
 import importlib
 import io
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -325,25 +327,74 @@ def spark_endpoints(url: str) -> list[tuple[str, int]]:
     return []
 
 
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn|"
+                     r"spark://[^\s/]+|k8s://\S+)$")
+# The HTTP/2 client preface and an empty SETTINGS frame: a gRPC (Spark Connect) server answers with its own SETTINGS.
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+# A frame of length 0: Spark's RPC server (TransportFrameDecoder) refuses it and closes the connection at once.
+_SPARK_RPC_HELLO = b"\x00" * 8
+
+
+def check_master_url(url: str, what: str = "--spark-master") -> None:
+    """Refuse, in one line, what is no Spark master URL (local[N], local[*], spark://host:port, yarn, k8s://…)."""
+    if not isinstance(url, str) or not _MASTER.match(url.strip()):
+        raise PaimonOpsError(f"{what} {url!r} is not a Spark master URL: use local[N], local[*], spark://host:port, "
+                             "yarn or k8s://https://host:port")
+
+
 def check_spark_reachable(url: str, timeout_s: float | None = None, what: str = "") -> None:
     """Raise UnreachableError unless at least one TCP endpoint of a `spark://` / `sc://` / `k8s://` URL accepts a
-    connection within `timeout_s` (default PAIMON_OPS_CONNECT_TIMEOUT, 10 s). `what` names it in the caller's words
-    (e.g. `--spark-master`)."""
+    connection and answers like Spark within `timeout_s` (default PAIMON_OPS_CONNECT_TIMEOUT, 10 s): a port that
+    accepts connections but never says a word fails in that time too, never after Spark's own minute-long retries.
+    `what` names it in the caller's words (e.g. `--spark-master`)."""
     timeout_s = DEFAULT_CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+    if not timeout_s > 0:
+        raise PaimonOpsError(f"--connect-timeout must be a positive number of seconds, got {timeout_s:g}")
     endpoints = spark_endpoints(url)
     if not endpoints:
         return
     errors = []
+    deadline = time.monotonic() + timeout_s
     for host, port in endpoints:
         try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                return
+            with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())) as sock:
+                problem = _handshake(sock, url, max(0.1, deadline - time.monotonic()))
+                if problem is None:
+                    return
+                errors.append(f"{host}:{port}: {problem}")
         except socket.timeout:
             errors.append(f"{host}:{port}: no answer within {timeout_s:g} s")
         except OSError as e:
             errors.append(f"{host}:{port}: {e.strerror or e}")
     kind = "Spark Connect server" if url.startswith("sc://") else "Spark master"
     raise UnreachableError(url, "; ".join(errors), f"{kind}{' (' + what + ')' if what else ''}")
+
+
+def _handshake(sock: socket.socket, url: str, timeout_s: float) -> str | None:
+    """None if the peer answers the way a Spark Connect server (HTTP/2 SETTINGS) or a Spark master (closes the
+    connection on a malformed RPC frame) does, else what it did."""
+    if url.startswith("sc://"):
+        if "use_ssl=true" in url.lower():
+            return None  # TLS: the TCP connection is all we check without a client certificate chain
+        hello, want_settings = _HTTP2_HELLO, True
+    elif url.startswith("spark://"):
+        hello, want_settings = _SPARK_RPC_HELLO, False
+    else:
+        return None
+    sock.settimeout(timeout_s)
+    try:
+        sock.sendall(hello)
+        data = sock.recv(9)
+    except socket.timeout:
+        return f"accepts connections but does not answer within {timeout_s:g} s (is it a Spark " \
+               f"{'Connect server' if want_settings else 'master'}?)"
+    except OSError as e:
+        if not want_settings and e.errno in (errno.ECONNRESET, errno.EPIPE):
+            return None  # the master dropped our malformed frame: it speaks Spark RPC
+        return e.strerror or str(e)
+    if want_settings:
+        return None if len(data) >= 4 and data[3] == 0x04 else "answers, but not as a gRPC (Spark Connect) server"
+    return None
 
 
 _STUCK: list[threading.Thread] = []
@@ -502,6 +553,11 @@ class LazySparkRunner:
 
     def probe(self) -> None:
         """Fail fast (within the connect timeout) if the configured master / Connect server does not answer."""
+        if not self.remote:
+            check_master_url(self.master, self.what or "--spark-master")
+        elif not self.remote.startswith("sc://"):
+            raise PaimonOpsError(f"{self.what or '--spark-remote'} {self.remote!r} is not a Spark Connect URL "
+                                 "(sc://host:port)")
         check_spark_reachable(self.remote or self.master, self.connect_timeout_s, self.what)
 
     @property

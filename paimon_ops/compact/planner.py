@@ -46,7 +46,7 @@ from paimon_ops.compact.model import (
 )
 from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
-from paimon_ops.errors import InvalidArgumentError, UnsupportedError, arg
+from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError, arg
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.options import parse_duration
 from paimon_ops.plan import DATA, FileAction, PlanBuilder, planner
@@ -86,13 +86,16 @@ def open_table(table: Table | str) -> Table:
 def dv_ratio_threshold(table: Table, threshold: float | None) -> float:
     if threshold is not None:
         t = float(threshold)
-    else:
-        opts = table.options
-        configured = opts.float("compaction.dv-ratio-threshold")
-        t = opts.float("compaction.delete-ratio-threshold", DEFAULT_DV_RATIO) if configured is None else configured
+        if not 0.0 <= t <= 1.0:
+            raise InvalidArgumentError(f"{arg('threshold')} must be within [0, 1], got {t}")
+        return t
+    opts = table.options
+    key = "compaction.dv-ratio-threshold" if opts.get("compaction.dv-ratio-threshold") is not None else \
+        "compaction.delete-ratio-threshold"
+    t = opts.float(key, DEFAULT_DV_RATIO)  # type: ignore[assignment]
     if not 0.0 <= t <= 1.0:
-        raise InvalidArgumentError(f"{arg('threshold')} must be within [0, 1], got {t}")
-    return t  # type: ignore[return-value]
+        raise InvalidOptionError(key, opts.get(key), "a ratio within [0, 1]", f"table {table.identifier}")
+    return t
 
 
 def _file_infos(scanner: TableScanner, result: ScanResult, files: list[LiveFile]) -> list[_FileInfo]:
@@ -174,6 +177,10 @@ def plan_compaction(
             raise InvalidArgumentError(f"unknown sort {arg('strategy')} {strategy!r}; use one of {', '.join(STRATEGIES)}")
         if partition_idle_time is not None:
             raise InvalidArgumentError(f"{arg('partition_idle_time')} cannot be combined with sort compaction (as in Paimon)")
+    elif order_by:
+        raise InvalidArgumentError(f"{arg('order_by')} orders rows only in {arg('mode', 'sort')} compaction; "
+                                   f"{arg('mode', mode)} keeps the table's own order (primary key, or the order "
+                                   "rows were written in) — drop it, or use sort")
     elif mode == "small-files" and pk:
         raise UnsupportedError(f"small-files compaction is for append tables; use {arg('mode', 'minor')} or "
                                f"{arg('mode', 'full')} for primary-key tables")
@@ -192,6 +199,7 @@ def plan_compaction(
                                                        base_snapshot=None, warnings=warnings), mode=mode)
     scanner = TableScanner(table)
     result = scanner.scan(snapshot)
+    bucket_option = _bucket_option(table)
 
     ptypes = [f.type for f in schema.fields_of(schema.partition_keys)]
     pred = partition_predicate(list(schema.partition_keys), ptypes, opts.partition_default_name, partitions, where)
@@ -225,6 +233,13 @@ def plan_compaction(
         if idle_ms is not None and now - newest[p] < idle_ms:
             skip("partition written within partition_idle_time")
             continue
+        stale = [f for f in fs if f.total_buckets > 0 and bucket_option > 0 and f.total_buckets != bucket_option]
+        if stale:
+            raise UnsupportedError(
+                f"{table.identifier}: partition {_spec_text(pdicts[p]) or '(none)'} sits in {stale[0].total_buckets} "
+                f"buckets but the table's bucket option is now {bucket_option}: compacting it would commit files "
+                "into buckets of the old count. Rescaling is its own operation (Paimon's rescale procedure or INSERT "
+                "OVERWRITE); compact other partitions with --partition")
         selected[(p, b)] = fs
 
     tasks: list[CompactionTask] = []
@@ -335,6 +350,16 @@ def plan_compaction(
         details["dv_ratios"] = {"files": ratios_files, "buckets": ratios_buckets}
     return dataclasses.replace(pb.build(CompactionPlan, table, details, base_snapshot=snapshot.id, warnings=warnings),
                                mode=mode, tasks=tuple(tasks), params=params, index_entries=index_entries)
+
+
+def _bucket_option(table: Table) -> int:
+    """The `bucket` option, refused when it is no bucket count Paimon accepts (0, below -2), naming the option."""
+    raw = table.options.get("bucket")
+    value = table.options.bucket
+    if value == 0 or value < -2:
+        raise InvalidOptionError("bucket", raw, "-1 (dynamic or unaware), -2 (postpone) or a positive bucket count",
+                                 f"table {table.identifier}")
+    return value
 
 
 def _check_supported(table: Table, mode: str, spec: Any) -> None:

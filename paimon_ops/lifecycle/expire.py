@@ -39,6 +39,7 @@ from typing import Any, Callable, ClassVar
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
+    InvalidOptionError,
     MissingFileError,
     PreflightError,
     UnsafeNameError,
@@ -193,16 +194,24 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
     for name, v in (("retain_min", rmin), ("retain_max", rmax), ("max_deletes", limit)):
         if not isinstance(v, int) or isinstance(v, bool):
             raise InvalidArgumentError(f"{arg(name)} must be an integer, got {v!r}")
+    where = f"table {table.identifier}"
+
+    def refuse(name: str, given: Any, option: str, value: int, must: str, why: str = "") -> Exception:
+        """Blame the caller's argument when given, else the table option it came from (never a flag not passed)."""
+        if given is not None:
+            return InvalidArgumentError(f"{arg(name)} must be {must} (got {value}){why}")
+        return InvalidOptionError(option, value, f"{must}{why}", where)
+
     if rmin < 1:
-        raise InvalidArgumentError(
-            f"{arg('retain_min')} must be at least 1 (got {rmin}): with 0 the latest snapshot's files would be deleted "
-            f"while its metadata stays (Paimon issue #10088); check {arg('retain_min')} / option "
-            "snapshot.num-retained.min")
+        raise refuse("retain_min", retain_min, "snapshot.num-retained.min", rmin, "at least 1",
+                     ": with 0 the latest snapshot's files would be deleted while its metadata stays (Paimon issue "
+                     "#10088)")
     if rmax < rmin:
-        raise InvalidArgumentError(f"{arg('retain_max')} ({rmax}) must not be less than the minimum retained "
-                                   f"({rmin}: {arg('retain_min')} or option snapshot.num-retained.min)")
+        rmin_from = arg("retain_min") if retain_min is not None else "option snapshot.num-retained.min"
+        raise refuse("retain_max", retain_max, "snapshot.num-retained.max", rmax,
+                     f"at least the minimum retained ({rmin}: {rmin_from})")
     if limit < 1:
-        raise InvalidArgumentError(f"{arg('max_deletes')} / snapshot.expire.limit must be at least 1, got {limit}")
+        raise refuse("max_deletes", max_deletes, "snapshot.expire.limit", limit, "at least 1")
     if older_than is not None and time_retained is not None:
         raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('time_retained')} (a "
                                    "duration), not both")
