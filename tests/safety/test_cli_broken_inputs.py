@@ -137,8 +137,9 @@ def test_every_command_answers_broken_input_in_one_line(wh, capsys):
             failures.append(f"{name}: exit {code}, stderr {err!r}")
     assert not failures, "\n".join(failures)
     assert tree_digest(str(wh)) == before  # nothing changed, anywhere
-    from paimon_ops.cli import build_parser
     import argparse
+
+    from paimon_ops.cli import build_parser
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     assert seen >= set(sub.choices), f"commands never tried: {set(sub.choices) - seen}"
