@@ -286,7 +286,9 @@ def _check_local_dir(io: FileIO, ident: str, d: str, items: Sequence[FileAction]
     try:
         fd = io._open_dir(d, "delete")
     except UnsafeOperationError as e:
-        raise PreflightError(ident, items[0].path, str(e).split("; paimon-ops")[0]) from None
+        m = re.search(r"(\S+ is a symbolic link(?: -> \S+)?)", str(e))
+        raise PreflightError(ident, items[0].path, f"{m.group(1) if m else e} on the way (never followed)") \
+            from None
     except NotADirectoryError:
         raise PreflightError(ident, d, "it is not a directory") from None
     except PermissionError:
