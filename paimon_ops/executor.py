@@ -124,7 +124,10 @@ class Execution:
     def write(self, action: FileAction, data: bytes, create: bool = False) -> bool:
         ensure_within(self.table.root, action.path)
         if create:
-            created = self.table.io.write_atomic_if_absent(action.path, data)
+            import uuid
+            token = str(uuid.uuid4())  # names the temporary file: a run killed mid-write leaves one the next finds
+            self.journal_writes([(posixpath.dirname(action.path), token)])
+            created = self.table.io.write_atomic_if_absent(action.path, data, tmp_token=token)
         else:
             self.table.io.write_bytes(action.path, data)
             created = True

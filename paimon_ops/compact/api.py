@@ -294,7 +294,7 @@ def compact(
         plan = plan_compaction(table, mode, partitions=partitions, where=where, order_by=order_by, strategy=strategy,
                                threshold=threshold, partition_idle_time=partition_idle_time, min_files=min_files,
                                buckets=buckets, memory_budget=memory_budget, force=force, now_millis=now_millis)
-        if dry_run or not plan.tasks:
+        if dry_run or (not plan.tasks and not plan.deletes):  # (leftovers of an interrupted run are work too)
             report = plan.dry_run_report(time.time() - started)
             return dataclasses.replace(report, dry_run=dry_run, details={**report.details, "replans": replans})
         try:

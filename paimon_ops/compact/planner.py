@@ -48,6 +48,7 @@ from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError, arg
 from paimon_ops.format.binary_row import deserialize_row
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.options import parse_duration
 from paimon_ops.plan import DATA, FileAction, PlanBuilder, planner
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
@@ -319,6 +320,7 @@ def plan_compaction(
     index_entries = tuple(index_entry_to_json(ie) for ie in result.index_entries
                           if ie.index_type == DELETION_VECTORS and (ie.partition, ie.bucket) in touched)
     pb = PlanBuilder()
+    plan_pending(pb, table)  # first finish what an interrupted run left (its written, uncommitted files)
     pb.step(f"rewrite ({len(tasks)} task(s))", COMPACTION_TASKS)
     for t in tasks:
         gone, upgraded = t.effects()

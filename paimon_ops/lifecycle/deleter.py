@@ -188,9 +188,10 @@ class Layout:
         elif kind == ORPHAN:
             ok = d in (posixpath.join(self.root, "manifest"), posixpath.join(self.root, "index"),
                        posixpath.join(self.root, "statistics")) or self._data_dir(d)
-        elif kind == LEFTOVER:
+        elif kind == LEFTOVER:  # (temporary files of atomic creates also in metadata dirs: `leftover_problem`)
             ok = d in (posixpath.join(self.root, "manifest"), posixpath.join(self.root, "index"),
-                       posixpath.join(self.root, "statistics")) or self._bucket_dir(d)
+                       posixpath.join(self.root, "statistics")) or self._bucket_dir(d) or \
+                any(self._meta_dir(d, sub) for sub in ("snapshot", "tag", "changelog"))
         elif kind == TEMP:
             ok = self._meta_dir(d, "snapshot") or self._meta_dir(d, "changelog")
         elif kind == JOURNAL:
@@ -201,6 +202,15 @@ class Layout:
         else:
             return f"kind {kind!r} is not something paimon-ops deletes"
         return None if ok else f"a {kind} file cannot be in {d}"
+
+    def leftover_problem(self, directory: str, name: str) -> str | None:
+        """A leftover of an interrupted run: a content file of its directory, or — in snapshot/, tag/, changelog/ —
+        only a hidden temporary file of an atomic create (never a snapshot, tag or hint)."""
+        problem = self.where_problem(LEFTOVER, directory)
+        if problem is None and posixpath.basename(directory) in ("snapshot", "tag", "changelog") and \
+                not (name.startswith(".") and name.endswith(".tmp")):
+            return f"only temporary files are leftovers in {directory}"
+        return problem
 
     def name_problem(self, kind: str, name: str) -> str | None:
         if kind == SNAPSHOT and not (name.startswith(SNAPSHOT_PREFIX) and _ID_FILE.match(name)):
@@ -246,8 +256,9 @@ def preflight(table: Table, steps: Iterable[Step], check_references: bool = True
         if norm != path.rstrip("/") or ".." in norm.split("/"):
             raise PreflightError(ident, path, "not a normalised absolute path")
         d, name = posixpath.split(norm)
-        why = bad_name(name) or layout.name_problem(a.kind, name) or \
-            layout.where_problem(a.kind, norm if a.kind == DIRECTORY else d)
+        why = bad_name(name) or layout.name_problem(a.kind, name) or (
+            layout.leftover_problem(d, name) if a.kind == LEFTOVER else
+            layout.where_problem(a.kind, norm if a.kind == DIRECTORY else d))
         if why is None and (len(norm.encode("utf-8", "surrogateescape")) > (PATH_MAX if local else OBJECT_KEY_MAX)):
             why = "the path is too long for the file system"
         if why is not None:

@@ -441,7 +441,8 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
     if cfg.decoupled:
         hints += [{"dir": table.changelogs.dir, "name": EARLIEST, "which": "first"},
                   {"dir": table.changelogs.dir, "name": LATEST, "which": "last"}]
-    b.step("hints", ENSURE_HINTS, hints=hints, keep_empty=bool(excl or details.get("changelog", {}).get("end")))
+    # (always: a run killed between its last snapshot delete and the EARLIEST write leaves nothing else to do)
+    b.step("hints", ENSURE_HINTS, hints=hints, keep_empty=True)
     b.owners_first()
     return b.build(ExpireSnapshotsPlan, table, details)
 

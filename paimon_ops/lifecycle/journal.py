@@ -204,7 +204,7 @@ def plan_pending(b: PlanBuilder, table: Table, now_ms: int | None = None) -> int
             d, name = posixpath.split(p)
             if p in seen or name in kept:
                 continue
-            problem = bad_name(name) or layout.where_problem(LEFTOVER, d)
+            problem = bad_name(name) or layout.leftover_problem(d, name)
             if problem:
                 b.warn(f"journal {j.path} names {p}: {problem}; ignored")
                 continue

@@ -41,6 +41,7 @@ from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.plan import (
     MANIFEST,
     MANIFEST_LIST,
@@ -220,6 +221,7 @@ def plan_compact_manifests(table: Table, run_id: str | None = None) -> ManifestC
     store = ManifestStore(table)
     latest = table.snapshots.latest()
     b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left
     target = table.options.memory("manifest.target-file-size", DEFAULT_TARGET)
     details: dict[str, Any] = {"target_file_size": human_bytes(target), "trigger": compaction_trigger(table)}
     if latest is None:

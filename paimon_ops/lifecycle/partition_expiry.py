@@ -73,6 +73,7 @@ from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePla
 from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_path, partition_spec, partition_value_string
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
 from paimon_ops.options import format_duration, parse_duration
 from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
@@ -437,6 +438,7 @@ def plan_expire_partitions(table: Table, now_millis: int | None = None, expirati
     scanner = TableScanner(table)
     latest, verdicts, by_part = evaluate_partitions(table, cfg, scanner)
     b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left
     details: dict[str, Any] = cfg.details()
     unparseable = [v for v in verdicts if v.time is None]
     parsed = [v for v in verdicts if v.time is not None]

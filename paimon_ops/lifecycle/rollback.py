@@ -29,6 +29,7 @@ from paimon_ops.errors import (
 )
 from paimon_ops.executor import run_plan
 from paimon_ops.format.snapshot import Snapshot, Tag
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.protection import read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
 from paimon_ops.plan import (
@@ -149,6 +150,7 @@ def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None 
     r = target.id
     latest = table.snapshots.latest_id()
     b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left (a temporary file of the restore)
     restore = via_tag is not None and not table.snapshots.exists(r)
     what = f"snapshot {r}" + (f" (tag {via_tag})" if via_tag else "")
     changelog_ok = _verify_target(table, target, what, restore)

@@ -22,7 +22,7 @@ from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, Missin
 from paimon_ops.executor import run_plan
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.journal import plan_pending
+from paimon_ops.lifecycle.journal import pending, plan_pending
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
     DataKey,
@@ -72,6 +72,9 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
     tags = read_tags(table)
     by_name = {n: t for n, t in tags}
     unknown = [n for n in names if n not in by_name]
+    resumed = bool(unknown and not missing_ok and pending(table)[0])
+    if resumed:
+        missing_ok = True  # a rerun after an interrupted deletion: the tag is gone, its files are finished below
     if unknown and not missing_ok:
         known = ", ".join(n for n, _ in tags) or "none"
         raise InvalidArgumentError(f"tag(s) {', '.join(map(repr, unknown))} do not exist on {table.identifier} "
@@ -82,6 +85,9 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
     plan_type = plan_type or DeleteTagsPlan
     b = PlanBuilder()
     plan_pending(b, table)  # first finish what an interrupted run left
+    if resumed:
+        b.warn(f"tag(s) {', '.join(map(repr, unknown))} already gone: an interrupted run deleted them; what they kept "
+               "alive is reclaimed now")
     remaining = list(tags)  # the tag list as it will be after the deletions planned so far
     # Phases, in crash-safe order per tag: data files, empty dirs, manifests/index/stats, lists, tag file. A tag file
     # is deleted last so that a rerun after a crash can still find what is left to delete (converges).

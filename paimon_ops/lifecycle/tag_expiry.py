@@ -16,6 +16,7 @@ from typing import Any
 
 from paimon_ops.executor import run_plan
 from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
@@ -113,6 +114,7 @@ def plan_expire_tags(table: Table, now_millis: int | None = None, older_than: An
     reasons, warnings = _expiry_reasons(table, now_ms, _older_than_millis(table, older_than))
     if not reasons:
         b = PlanBuilder()
+        plan_pending(b, table)  # what an interrupted run left (e.g. the files of tags it already deleted)
         b.require(TagsAre(tuple((n, t.id) for n, t in table.tags.tags())))
         return b.build(ExpireTagsPlan, table, {"expired_tags": {}, "now": iso(now_ms)}, warnings=warnings)
     for n, why in sorted(reasons.items()):

@@ -113,7 +113,7 @@ class FileStoreCommit:
                 self._cleanup(written)
                 raise
             try:
-                won = self.table.snapshots.commit(snapshot)
+                won = self.table.snapshots.commit(snapshot, tmp_token=self._uuid if self._journaled else None)
             except BaseException as e:
                 # Ambiguous (an I/O error, an interrupt mid-write) or refused (a store without conditional put): our
                 # snapshot is either there — committed — or not, and then nothing references what we wrote.
@@ -168,7 +168,8 @@ class FileStoreCommit:
         manifest/ (and index/): a crash before the snapshot leaves them to the next run."""
         if self.journal is None or self._journaled:
             return
-        pairs = [(self.table.manifest_dir, self._uuid), (self.table.index_dir, self._uuid)]
+        pairs = [(self.table.manifest_dir, self._uuid), (self.table.index_dir, self._uuid),
+                 (self.table.snapshots.dir, self._uuid)]  # (the snapshot's temporary file)
         if callable(self.journal):
             self.journal(pairs)
         else:

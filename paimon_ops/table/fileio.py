@@ -428,8 +428,9 @@ class FileIO:
             raise UnsafeOperationError(f"refusing to {op} {path}: outside the table root "
                                        f"(allowed roots: {', '.join(self.roots) or 'none'})")
 
-    def write_atomic_if_absent(self, path: str, data: bytes) -> bool:
-        """Create `path` with `data` only if it does not exist; True if we created it.
+    def write_atomic_if_absent(self, path: str, data: bytes, tmp_token: str | None = None) -> bool:
+        """Create `path` with `data` only if it does not exist; True if we created it. `tmp_token` (a UUID a run's
+        journal records) names the temporary file, so that a run killed mid-write leaves one its rerun finds.
 
         Local file systems: write a hidden temp file, then `link` it to the target — link fails with EEXIST when
         the name is taken, which is a true no-overwrite atomic create across processes.
@@ -437,7 +438,7 @@ class FileIO:
         (its rename never overwrites). Any other store is refused unless the user opts into an external lock.
         """
         directory, name = posixpath.split(path)
-        tmp = posixpath.join(directory, f".{name}.{uuid.uuid4()}.tmp")
+        tmp = posixpath.join(directory, f".{name}.{tmp_token or uuid.uuid4()}.tmp")
         if self.is_local:
             self._require_confined(path, "write")
             tmp_name = posixpath.basename(tmp)

@@ -541,7 +541,7 @@ class ObjectStoreFileIO(FileIO):
         self._store(path)
         return self.fs.open_output_stream(path)
 
-    def write_atomic_if_absent(self, path: str, data: bytes) -> bool:
+    def write_atomic_if_absent(self, path: str, data: bytes, tmp_token: str | None = None) -> bool:
         """One conditional PUT (`If-None-Match: *`): True if we created `path`, False if it already existed.
 
         A PUT retried after a lost response can find its own first attempt: an existing object with exactly our

@@ -160,9 +160,9 @@ class SnapshotManager:
         i = self.earliest_id()
         return self.snapshot(i) if i is not None else None
 
-    def commit(self, snapshot: Snapshot) -> bool:
+    def commit(self, snapshot: Snapshot, tmp_token: str | None = None) -> bool:
         """Atomically create snapshot-<id>; False if another writer took the id."""
-        return self.io.write_atomic_if_absent(self.path(snapshot.id), snapshot.to_json().encode())
+        return self.io.write_atomic_if_absent(self.path(snapshot.id), snapshot.to_json().encode(), tmp_token)
 
     def write_hint(self, name: str, snapshot_id: int) -> None:
         self.io.write_bytes(posixpath.join(self.dir, name), format_hint(snapshot_id))
