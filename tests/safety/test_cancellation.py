@@ -1,0 +1,89 @@
+"""Issue 18, class 5: cancelling leaves nothing behind. Ctrl-C (SIGINT) or SIGTERM during a compaction stops the
+queued tasks at once and the running ones at their next batch, removes every file the run wrote, commits nothing,
+and says so in one line (exit 130) within seconds — the table's files are exactly as before. A commit an S3 store
+refuses (no conditional put) leaves neither its data files nor its manifests. (The Dagster side — terminating a
+real run — is tests/safety/test_dagster_terminate.py.)"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from paimon_ops.table.table import Table
+from paimon_ops.table.writer import TableWriter, create_table
+from tests.cli.conftest import REPO
+from tests.objectstore.conftest import bucket, s3_server  # noqa: F401 - fixtures
+from tests.safety.util import tree_digest
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    """8 buckets x 4 commits x ~15,000 rows: a full compaction takes seconds, with tasks queued behind the cores."""
+    wh = tmp_path_factory.mktemp("cancel") / "wh"
+    wh.mkdir()
+    t = create_table(str(wh), "db.t", [("k", "INT"), ("v", "STRING"), ("x", "DOUBLE")], [], ["k"],
+                     {"bucket": "8", "file.compression": "none"})
+    rng = np.random.default_rng(3)
+    for i in range(4):
+        w = TableWriter(t.refresh())
+        keys = np.arange(i * 30_000, i * 30_000 + 120_000, dtype=np.int32)
+        w.write(pa.table({"k": keys, "v": [f"value-{i}-{k}" for k in keys.tolist()], "x": rng.random(len(keys))}))
+        w.commit()
+    return wh
+
+
+def _written_by_a_run(t: Path, before: set[str]) -> bool:
+    return any(p.name.startswith("data-") and str(p) not in before for p in t.glob("bucket-*/*"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig):
+    import shutil
+    wh = tmp_path / "wh"
+    shutil.copytree(big, wh)
+    t = wh / "db.db" / "t"
+    before_files = {str(p) for p in t.rglob("*")}
+    before = tree_digest(str(wh))
+    snapshots = Table(str(t)).snapshots.list_ids()
+    p = subprocess.Popen([sys.executable, "-m", "paimon_ops.cli", "compact", str(wh), "db.t", "--local"],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not _written_by_a_run(t, before_files) and p.poll() is None and time.time() < deadline:
+        time.sleep(0.01)  # until the first task has written a file: tasks run, others are queued
+    assert p.poll() is None, "the compaction finished before it could be interrupted"
+    sent = time.time()
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    took = time.time() - sent
+    assert p.returncode == 130, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("paimon-ops: interrupted: compaction of db.t interrupted"), err
+    assert "removed and nothing was committed" in lines[0] and "Traceback" not in err
+    assert took < 15, f"stopping took {took:.1f} s"
+    assert tree_digest(str(wh)) == before  # every file it wrote is gone, nothing committed, no journal
+    assert Table(str(t)).snapshots.list_ids() == snapshots
+
+
+def test_a_refused_s3_commit_leaves_nothing(s3_server, bucket, tmp_path):  # noqa: F811 - the fixtures
+    """A store without conditional put (`s3.conditional-put=false`): the compaction's commit is refused, and the data
+    files its tasks wrote and the manifests the commit wrote are removed again."""
+    from tests.lifecycle.helpers import Sim, new_table
+    local = tmp_path / "local"
+    sim = Sim(new_table(str(local), kind="pk"))
+    for i in range(3):
+        sim.write([("a", i, f"v{i}"), ("b", i, f"w{i}")])
+    s3_server.upload(local, bucket, "wh")
+    keys = set(s3_server.keys(bucket))
+    env = {**os.environ, **s3_server.env}
+    r = subprocess.run([sys.executable, "-m", "paimon_ops.cli", "compact", f"s3://{bucket}/wh", "db.t", "--local",
+                        "-o", "s3.conditional-put=false", "--json"], cwd=REPO, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "conditional" in r.stderr, r.stderr
+    assert set(s3_server.keys(bucket)) == keys  # no data file, manifest, snapshot or journal left
