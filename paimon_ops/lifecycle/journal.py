@@ -105,11 +105,9 @@ class Journal:
     def close(self) -> None:
         """The run ended cleanly (committed, or cleaned up after itself): nothing left to finish."""
         if self.path:
-            try:
-                self.table.io.delete_file(self.path)
-            except (OSError, PaimonOpsError) as e:  # a journal left behind only makes a later run look again
-                log.warning("could not remove journal %s: %s", self.path, e)
-                self.abandon()  # so that the next run (even in this process) finishes and removes it
+            from paimon_ops.lifecycle.deleter import remove_written
+            if remove_written(self.table, [self.path], "journal")[1]:  # (the one deletion path; never raises)
+                self.abandon()  # left behind: the next run (even in this process) finishes and removes it
 
     def abandon(self) -> None:
         """The run failed without cleaning up everything: let the next run finish it at once."""
