@@ -358,7 +358,7 @@ def check_spark_reachable(url: str, timeout_s: float | None = None, what: str = 
     for host, port in endpoints:
         try:
             with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())) as sock:
-                problem = _handshake(sock, url, max(0.1, deadline - time.monotonic()))
+                problem = _handshake(sock, url, max(0.1, deadline - time.monotonic()), timeout_s)
                 if problem is None:
                     return
                 errors.append(f"{host}:{port}: {problem}")
@@ -370,7 +370,7 @@ def check_spark_reachable(url: str, timeout_s: float | None = None, what: str = 
     raise UnreachableError(url, "; ".join(errors), f"{kind}{' (' + what + ')' if what else ''}")
 
 
-def _handshake(sock: socket.socket, url: str, timeout_s: float) -> str | None:
+def _handshake(sock: socket.socket, url: str, timeout_s: float, said_s: float) -> str | None:
     """None if the peer answers the way a Spark Connect server (HTTP/2 SETTINGS) or a Spark master (closes the
     connection on a malformed RPC frame) does, else what it did."""
     if url.startswith("sc://"):
@@ -386,7 +386,7 @@ def _handshake(sock: socket.socket, url: str, timeout_s: float) -> str | None:
         sock.sendall(hello)
         data = sock.recv(9)
     except socket.timeout:
-        return f"accepts connections but does not answer within {timeout_s:g} s (is it a Spark " \
+        return f"accepts connections but does not answer within {said_s:g} s (is it a Spark " \
                f"{'Connect server' if want_settings else 'master'}?)"
     except OSError as e:
         if not want_settings and e.errno in (errno.ECONNRESET, errno.EPIPE):
