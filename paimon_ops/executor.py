@@ -177,8 +177,9 @@ def open_plan_table(plan: Plan) -> Table:
     return Table(plan.location, identifier=plan.table, branch=plan.branch, options_override=plan.options_override)
 
 
-def check_preconditions(plan: Plan, table: Table) -> None:
-    changed = [msg for p in plan.preconditions if (msg := p.check(table))]
+def check_preconditions(plan: Plan, table: Table, skip_covered: bool = False) -> None:
+    changed = [msg for p in plan.preconditions
+               if not (skip_covered and p.preflight_covers) and (msg := p.check(table))]
     if changed:
         raise StalePlanError(plan.operation, plan.table, changed)
 
@@ -228,7 +229,7 @@ def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = N
                              f"{table.identifier} ({table.location}, branch {table.branch})")
     check_identity(plan, table)
     if plan.is_fresh:
-        check_preconditions(plan, table)
+        check_preconditions(plan, table, skip_covered=True)
     else:
         check_preconditions(plan, table)  # what changed since the review, in the plan's own words
         plan = replan(plan, table)  # then exactly what the operation decides now, or a refusal listing the difference

@@ -142,6 +142,8 @@ class Precondition:
     """Something a plan relies on. `check(table)` returns None when it still holds, else what changed (one line)."""
 
     kind: ClassVar[str] = ""
+    # True when the executor's preflight re-derives the same from the live table anyway (checked once, not twice)
+    preflight_covers: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

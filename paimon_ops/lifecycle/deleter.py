@@ -355,15 +355,17 @@ def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owne
     """Refuse (PreflightError) if any content file is kept alive by a snapshot, tag or long-lived changelog of any
     branch that stays — read from the live table now. Orphans must not even be named by anything."""
     from paimon_ops.lifecycle.references import kept_names, referencing_owner
-    kept = kept_names(table, removed_owners)
+    # orphans are checked against what anything names (a superset of what is kept): one read of the history
+    only_orphans = all(a.kind == ORPHAN for a in content) and not removed_owners
+    kept = set() if only_orphans else kept_names(table, removed_owners).names
     named: set[str] | None = None
     for a in content:
         name = posixpath.basename(a.path)
-        hit = name in kept.names
+        hit = name in kept
         if not hit and a.kind == ORPHAN:
             if named is None:
-                named = _named_by_any(table)
-                if not kept.owners:
+                named, owners = _named_by_any(table)
+                if not owners:
                     raise PreflightError(table.identifier, a.path, "no snapshot, tag or changelog of any branch "
                                          "references anything: a table without history has no orphans "
                                          "(apache/paimon#7710)")
@@ -374,11 +376,13 @@ def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owne
                                                            "edited); plan again")
 
 
-def _named_by_any(table: Table) -> set[str]:
-    """Every file name any snapshot, tag or changelog of any branch names (orphan removal's used set)."""
+def _named_by_any(table: Table) -> tuple[set[str], int]:
+    """(every file name any snapshot, tag or changelog of any branch names — orphan removal's used set, how many
+    owners were read)."""
     from paimon_ops.lifecycle.orphans import _branch_tables, _collect_used
     branches = _branch_tables(table)
-    return _collect_used(branches[0], branches).names
+    used = _collect_used(branches[0], branches)
+    return used.names, used.owners
 
 
 def delete_task(table_location: str, task: dict) -> dict:

@@ -81,6 +81,7 @@ class NotReferenced(Precondition):
     """None of these file names is referenced by any snapshot, tag or long-lived changelog of any branch now."""
 
     kind: ClassVar[str] = "not-referenced"
+    preflight_covers: ClassVar[bool] = True  # deleter.check_unreferenced reads the same used set before deleting
     names: tuple[str, ...]
 
     def check(self, table: Any) -> str | None:
