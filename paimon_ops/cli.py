@@ -601,6 +601,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     # so that a failure is exactly one line on stderr.
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not args.verbose:  # Spark's Python client logs interrupted calls with their stack: ours is the one line
+        logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
     log = logging.getLogger("paimon_ops.cli")
     try:
         with cli_words({**_COMMON_WORDS, **WORDS.get(args.command, {})}):

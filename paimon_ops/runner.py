@@ -262,11 +262,29 @@ class SparkRunner:
                                                  names=["idx", "result"])
 
         started = time.time()
+        # The job runs in a helper thread and this one waits: an interrupt (Ctrl-C, SIGTERM, a terminated Dagster
+        # run) then reaches us here — not in the middle of a py4j call, which would break Spark's connection — and
+        # the jobs are cancelled, and waited for, before the caller removes what the tasks wrote.
+        box: dict[str, Any] = {}
+
+        def collect() -> None:
+            try:
+                box["rows"] = df.mapInArrow(run_batches, "idx long, result string").collect()
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                box["error"] = e
+
+        worker = threading.Thread(target=collect, name="paimon-ops-spark-job", daemon=True)
+        worker.start()
         try:
-            collected = df.mapInArrow(run_batches, "idx long, result string").collect()
+            while worker.is_alive():
+                worker.join(0.2)
         except BaseException:
-            self.cancel()  # an interrupt (or a failed job): stop what is still running on the executors
+            self.cancel()
+            worker.join(60)
             raise
+        if "error" in box:
+            raise box["error"]
+        collected = box["rows"]
         log.info("ran %d %s tasks in %d Spark partitions in %.1fs", len(tasks), function.rsplit(".", 1)[-1],
                  len(groups), time.time() - started)
         out: list[dict | None] = [None] * len(tasks)
@@ -280,13 +298,24 @@ class SparkRunner:
         return out  # type: ignore[return-value]
 
 
-    def cancel(self) -> None:
-        """Cancel every running job of this session (classic Spark) or interrupt every operation (Spark Connect)."""
+    def cancel(self, wait_s: float = 30.0) -> None:
+        """Cancel every running job of this session (classic Spark: and wait, at most `wait_s`, until none is active,
+        so that no task writes after the caller's cleanup) or interrupt every operation (Spark Connect)."""
         try:
-            self.spark.sparkContext.cancelAllJobs()
-            return
+            sc = self.spark.sparkContext
+            sc.cancelAllJobs()
         except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-            pass
+            sc = None
+        if sc is not None:
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                try:
+                    if not sc.statusTracker().getActiveJobsIds():
+                        break
+                except Exception:  # noqa: BLE001 - best effort
+                    break
+                time.sleep(0.1)
+            return
         try:
             self.spark.interruptAll()
         except Exception as e:  # noqa: BLE001 - best effort: the driver cleans up what it can see anyway

@@ -43,6 +43,7 @@ from paimon_ops.table.table import Table
 log = logging.getLogger(__name__)
 
 TASK_FUNCTION = "paimon_ops.compact.rewrite.run_compaction_task"
+SPARK_STRAGGLER_S = 2.0  # how long a cancelled Spark task's Python worker gets to stop before the second sweep
 
 
 @dataclass
@@ -117,6 +118,10 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
                              options={**table.io.task_options(), **table.options_override})
     except BaseException as e:
         cleaned = _delete_paths(table, _leftovers(table, pairs))
+        if getattr(runner, "name", "") == "spark":
+            # a cancelled Spark task's Python worker may still finish a file after its job ended: sweep once more
+            time.sleep(SPARK_STRAGGLER_S)
+            cleaned += _delete_paths(table, _leftovers(table, pairs))
         if isinstance(e, Exception):
             raise
         raise CancelledError(f"compaction of {table.identifier} interrupted: queued tasks never started, running "

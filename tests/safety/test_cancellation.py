@@ -25,11 +25,12 @@ from tests.safety.util import tree_digest
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory) -> Path:
-    """8 buckets x 4 commits x ~15,000 rows: a full compaction takes seconds, with tasks queued behind the cores."""
+    """8 buckets x 4 commits x 120,000 rows, merged in small slices (2 MiB memory budget): a full compaction takes
+    seconds, with tasks queued behind the cores."""
     wh = tmp_path_factory.mktemp("cancel") / "wh"
     wh.mkdir()
     t = create_table(str(wh), "db.t", [("k", "INT"), ("v", "STRING"), ("x", "DOUBLE")], [], ["k"],
-                     {"bucket": "8", "file.compression": "none"})
+                     {"bucket": "8", "file.compression": "none", "compaction.memory-budget": "2 mb"})
     rng = np.random.default_rng(3)
     for i in range(4):
         w = TableWriter(t.refresh())
@@ -43,8 +44,10 @@ def _written_by_a_run(t: Path, before: set[str]) -> bool:
     return any(p.name.startswith("data-") and str(p) not in before for p in t.glob("bucket-*/*"))
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig):
+@pytest.mark.parametrize("sig,where", [(signal.SIGINT, "--local"), (signal.SIGTERM, "--local"),
+                                       (signal.SIGINT, "local[1]")], ids=["SIGINT", "SIGTERM", "SIGINT-on-Spark"])
+def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig, where):
+    """In-process and on Spark (the job is cancelled and waited for; what its tasks wrote is removed)."""
     import shutil
     wh = tmp_path / "wh"
     shutil.copytree(big, wh)
@@ -52,7 +55,8 @@ def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig):
     before_files = {str(p) for p in t.rglob("*")}
     before = tree_digest(str(wh))
     snapshots = Table(str(t)).snapshots.list_ids()
-    p = subprocess.Popen([sys.executable, "-m", "paimon_ops.cli", "compact", str(wh), "db.t", "--local"],
+    runner = ["--local"] if where == "--local" else ["--spark-master", where]
+    p = subprocess.Popen([sys.executable, "-m", "paimon_ops.cli", "compact", str(wh), "db.t", *runner],
                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not _written_by_a_run(t, before_files) and p.poll() is None and time.time() < deadline:
@@ -63,7 +67,7 @@ def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig):
     out, err = p.communicate(timeout=60)
     took = time.time() - sent
     assert p.returncode == 130, err
-    lines = err.splitlines()
+    lines = [ln for ln in err.splitlines() if ln.startswith("paimon-ops:") or "Traceback" in ln]  # (Spark's banner)
     assert len(lines) == 1 and lines[0].startswith("paimon-ops: interrupted: compaction of db.t interrupted"), err
     assert "removed and nothing was committed" in lines[0] and "Traceback" not in err
     assert took < 15, f"stopping took {took:.1f} s"
