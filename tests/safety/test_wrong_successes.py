@@ -105,3 +105,15 @@ def test_permission_errors_name_the_path_and_the_table(tmp_path):
     assert r.code == 2 and len(r.err.splitlines()) == 1, r.err
     assert "db.t" in r.err and str(snap) in r.err and "ermission denied" in r.err, r.err
     assert json.loads(r.out)["error"]["message"]
+
+
+def test_a_bad_table_option_is_blamed_as_the_option(tmp_path):
+    """`compaction.dv-ratio-threshold = 2` on the table is reported as that option of that table, never as
+    `--threshold` (which the caller did not pass); likewise `snapshot.num-retained.max = -1`, never `--retain-max`."""
+    partitioned_table(str(tmp_path), **{"compaction.dv-ratio-threshold": "2", "snapshot.num-retained.max": "-1"})
+    for argv, option, never in ((["compact", "--mode", "dv-ratio"], "compaction.dv-ratio-threshold", "--threshold"),
+                                (["expire-snapshots"], "snapshot.num-retained.max", "--retain-max")):
+        r = subprocess.run([sys.executable, "-m", "paimon_ops.cli", argv[0], str(tmp_path), "db.t", *argv[1:]],
+                           cwd=REPO, capture_output=True, text=True)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+        assert f"option '{option}' on table db.t" in r.stderr and never not in r.stderr, r.stderr
