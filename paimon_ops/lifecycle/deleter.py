@@ -245,7 +245,7 @@ def preflight(table: Table, steps: Iterable[Step], check_references: bool = True
     layout = Layout(table)
     roots = allowed_roots(table)
     ident = table.identifier
-    io = table.io
+    io = table.io.with_roots(roots[1:])  # (configured external data paths are roots too)
     local = io.is_local
     by_dir: dict[str, list[FileAction]] = {}
     for a in actions:
@@ -254,7 +254,7 @@ def preflight(table: Table, steps: Iterable[Step], check_references: bool = True
             raise PreflightError(ident, repr(path), "not a path")
         norm = posixpath.normpath(path)
         if norm != path.rstrip("/") or ".." in norm.split("/"):
-            raise PreflightError(ident, path, "not a normalised absolute path")
+            raise PreflightError(ident, path, "not a normalised path")
         d, name = posixpath.split(norm)
         why = bad_name(name) or layout.name_problem(a.kind, name) or (
             layout.leftover_problem(d, name) if a.kind == LEFTOVER else
