@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import posixpath
 import time
 import uuid
 from dataclasses import dataclass
@@ -92,6 +93,13 @@ def _leftovers(table: Table, pairs: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
+def _write_marker(table: Table, marker: str) -> None:
+    try:
+        table.io.write_bytes(marker, b"cancelled")
+    except (OSError, PaimonOpsError) as e:  # best effort: the driver still sweeps, and the journal stays
+        log.warning("could not write the cancel marker %s: %s", marker, e)
+
+
 def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None = None,
                  progress: Progress | None = None, journal: Any = None) -> ExecutionResult:
     """Run every task; if any fails, or the run is interrupted, delete what every task wrote and raise.
@@ -110,18 +118,27 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     pairs = _token_dirs(table, plan, tokens, commit_token)
     if journal is not None:
         journal(pairs)
-    tasks = [dict(t.to_task(dict(plan.params)), task_id=i, file_uuid=tokens[i]) for i, t in enumerate(plan.tasks)]
+    # executors that cannot see this process' cancel event (Spark) look for this marker between batches
+    from paimon_ops.lifecycle.journal import journal_dir
+    marker = posixpath.join(journal_dir(table), f"cancel-{commit_token}")
+    tasks = [dict(t.to_task(dict(plan.params)), task_id=i, file_uuid=tokens[i], _cancel_marker=marker)
+             for i, t in enumerate(plan.tasks)]
     # Executors re-open the table from its location: the overrides the driver planned with travel with the tasks,
     # so the merge engine and writer options are the same on both sides; so do the object-store settings.
     try:
         results = runner.run(TASK_FUNCTION, table.location, tasks, progress,
                              options={**table.io.task_options(), **table.options_override})
     except BaseException as e:
+        spark = getattr(runner, "name", "") == "spark"
+        if spark:
+            _write_marker(table, marker)
         cleaned = _delete_paths(table, _leftovers(table, pairs))
-        if getattr(runner, "name", "") == "spark":
-            # a cancelled Spark task's Python worker may still finish a file after its job ended: sweep once more
+        if spark:
+            # a cancelled Spark task's Python worker may still be writing after its job ended: it stops at its next
+            # batch (the marker) and removes its own files; sweep once more for what it had closed before
             time.sleep(SPARK_STRAGGLER_S)
             cleaned += _delete_paths(table, _leftovers(table, pairs))
+            _delete_paths(table, [marker])
         if isinstance(e, Exception):
             raise
         raise CancelledError(f"compaction of {table.identifier} interrupted: queued tasks never started, running "

@@ -73,6 +73,21 @@ class _Ctx:
         self.changelog_namer = FileNamer(self.table.options.str("changelog-file.prefix", "changelog-") or "changelog-",
                                          "." + self.params.fmt)
         self.changelog_namer.uuid = self.token
+        self._marker_checked = 0.0
+
+    def check_cancelled(self) -> None:
+        """Between batches: stop (CancelledError; the task then removes what it wrote) once the run was cancelled —
+        in-process, the runner's event; on Spark executors, the driver's cancel marker file (looked for at most
+        every half second)."""
+        check_cancelled()
+        marker = self.task.get("_cancel_marker")
+        if marker:
+            now = time.monotonic()
+            if now - self._marker_checked >= 0.5:
+                self._marker_checked = now
+                if self.table.io.exists(marker):
+                    from paimon_ops.errors import CancelledError
+                    raise CancelledError("cancelled by the driver")
 
     def live_file(self, f: InputFile) -> LiveFile:
         return LiveFile(self.partition, self.bucket, self.total_buckets, meta_from_json(f.meta), f.path)
@@ -129,7 +144,7 @@ def _run_batches(ctx: _Ctx, run: list[InputFile], batch_rows: int) -> Iterator[p
     for f in run:
         lf = ctx.live_file(f)
         for batch in iter_file_batches(ctx.scanner, lf, ctx.dv(f), batch_size=batch_rows):
-            check_cancelled()
+            ctx.check_cancelled()
             if not batch.num_rows:
                 continue
             t = pa.Table.from_batches([batch])
@@ -245,7 +260,7 @@ def _file_rows_with_seq(ctx: _Ctx, f: InputFile, batch_rows: int) -> Iterator[pa
     keep = dv.keep_mask(f.row_count) if dv is not None and dv.cardinality else None
     offset = 0
     for batch in iter_file_batches(ctx.scanner, lf, None, batch_size=batch_rows):
-        check_cancelled()
+        ctx.check_cancelled()
         n = batch.num_rows
         t = pa.Table.from_batches([batch])
         if pk:

@@ -221,7 +221,7 @@ class Layout:
             return "not a tag file name"
         if kind == TEMP and (_ID_FILE.match(name) or name in (EARLIEST, LATEST)):
             return "a snapshot, changelog or hint file is not a temporary file"
-        if kind == JOURNAL and not name.startswith("journal-"):
+        if kind == JOURNAL and not name.startswith(("journal-", "cancel-")):
             return "not a journal file name"
         return None
 

@@ -12,31 +12,19 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pytest
 
 from paimon_ops.table.table import Table
-from paimon_ops.table.writer import TableWriter, create_table
 from tests.cli.conftest import REPO
 from tests.objectstore.conftest import bucket, s3_server  # noqa: F401 - fixtures
-from tests.safety.util import tree_digest
+from tests.safety.util import slow_compaction_table, tree_digest
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory) -> Path:
-    """8 buckets x 4 commits x 120,000 rows, merged in small slices (2 MiB memory budget): a full compaction takes
-    seconds, with tasks queued behind the cores."""
     wh = tmp_path_factory.mktemp("cancel") / "wh"
     wh.mkdir()
-    t = create_table(str(wh), "db.t", [("k", "INT"), ("v", "STRING"), ("x", "DOUBLE")], [], ["k"],
-                     {"bucket": "8", "file.compression": "none", "compaction.memory-budget": "2 mb"})
-    rng = np.random.default_rng(3)
-    for i in range(4):
-        w = TableWriter(t.refresh())
-        keys = np.arange(i * 30_000, i * 30_000 + 120_000, dtype=np.int32)
-        w.write(pa.table({"k": keys, "v": [f"value-{i}-{k}" for k in keys.tolist()], "x": rng.random(len(keys))}))
-        w.commit()
+    slow_compaction_table(str(wh))
     return wh
 
 
@@ -71,8 +59,19 @@ def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig, where):
     assert len(lines) == 1 and lines[0].startswith("paimon-ops: interrupted: compaction of db.t interrupted"), err
     assert "removed and nothing was committed" in lines[0] and "Traceback" not in err
     assert took < 15, f"stopping took {took:.1f} s"
-    assert tree_digest(str(wh)) == before  # every file it wrote is gone, nothing committed, no journal
-    assert Table(str(t)).snapshots.list_ids() == snapshots
+    assert Table(str(t)).snapshots.list_ids() == snapshots  # nothing committed
+    after = tree_digest(str(wh))
+    if where != "--local":
+        # Spark: a cancelled task's Python worker stops at its next batch; the run's journal stays (abandoned) in
+        # case one still closes a file after the driver's sweeps, and the next run of the table finishes it
+        time.sleep(2)
+        after = tree_digest(str(wh))
+        assert {k for k in set(after) - set(before) if "/.paimon-ops/journal-" not in k} == set(), after.keys()
+        r = subprocess.run([sys.executable, "-m", "paimon_ops.cli", "remove-orphans", str(wh), "db.t"], cwd=REPO,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        after = tree_digest(str(wh))
+    assert after == before  # every file it wrote is gone, nothing committed, no journal
 
 
 def test_a_refused_s3_commit_leaves_nothing(s3_server, bucket, tmp_path):  # noqa: F811 - the fixtures

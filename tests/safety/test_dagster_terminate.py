@@ -7,15 +7,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pytest
 
 from paimon_ops.table.table import Table
-from paimon_ops.table.writer import TableWriter, create_table
 from tests.dagster import ui_util as ui
 from tests.dagster.util import op_name
-from tests.safety.util import tree_digest
+from tests.safety.util import slow_compaction_table, tree_digest
 
 pytestmark = pytest.mark.webserver
 
@@ -31,24 +28,10 @@ mutation($runId: String!) {
 """
 
 
-def _big_table(warehouse: Path) -> Path:
-    """8 buckets x 4 commits x 120,000 rows merged in small slices (a 2 MiB memory budget): compacting it takes
-    several seconds, longer than noticing its first file and terminating the run."""
-    t = create_table(str(warehouse), "shop.big", [("k", "INT"), ("v", "STRING"), ("x", "DOUBLE")], [], ["k"],
-                     {"bucket": "8", "file.compression": "none", "compaction.memory-budget": "2 mb"})
-    rng = np.random.default_rng(5)
-    for i in range(4):
-        w = TableWriter(t.refresh())
-        keys = np.arange(i * 30_000, i * 30_000 + 120_000, dtype=np.int32)
-        w.write(pa.table({"k": keys, "v": [f"value-{i}-{k}" for k in keys.tolist()], "x": rng.random(len(keys))}))
-        w.commit()
-    return Path(t.root)
-
-
 def test_terminating_a_dagster_run_cleans_up(tmp_path):
     wh = tmp_path / "warehouse"
     wh.mkdir()
-    t = _big_table(wh)
+    t = Path(slow_compaction_table(str(wh), "shop.big").root)
     before = tree_digest(str(wh))
     before_files = {str(p) for p in t.rglob("*")}
     snapshots = Table(str(t)).snapshots.list_ids()
