@@ -201,6 +201,18 @@ def test_kill_9_at_every_file_event_then_rerun(base, tmp_path, op):
         shutil.rmtree(work, ignore_errors=True)
 
 
+SLOW_DISK_MAIN = """
+import sys, time
+from paimon_ops.table.fileio import FileIO
+original = FileIO.resolve
+def resolve(location, fault_hook=None, options=None):
+    return original(location, fault_hook or (lambda op, path: time.sleep(0.02)), options)
+FileIO.resolve = staticmethod(resolve)
+from paimon_ops.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 @pytest.fixture(scope="module")
 def big(tmp_path_factory) -> Path:
     """A table with enough rows that compacting it takes seconds: 4 commits of 60,000 rows over 4 buckets."""
@@ -236,10 +248,13 @@ def test_the_cli_killed_from_outside(big, tmp_path, argv):
         base = big
     t = _copy(base, tmp_path / "k")
     cmd = [sys.executable, "-m", "paimon_ops.cli", argv[0], str(t.parent.parent), "db.t", *argv[1:]]
-    p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # the CLI's own main, on a slow disk (every file event takes 20 ms), so that the kill lands mid-run
+    slow = [sys.executable, "-c", SLOW_DISK_MAIN, *cmd[3:]]
+    p = subprocess.Popen(slow, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 60
     while not _journals(t) and p.poll() is None and time.time() < deadline:
         time.sleep(0.002)
+    time.sleep(0.1)
     p.send_signal(signal.SIGKILL)
     assert p.wait(timeout=30) == -signal.SIGKILL, "the command finished before it could be killed"
     assert java_views([t])[0]["missing"] == []
