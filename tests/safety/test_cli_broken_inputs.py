@@ -13,7 +13,7 @@ import pytest
 
 from paimon_ops.cli import main
 from tests.cli.conftest import cli, sample_src  # noqa: F401 - fixture
-from tests.safety.util import tree_digest
+from tests.safety.util import partitioned_table, tree_digest
 
 T = "shop.orders"
 
@@ -28,6 +28,12 @@ def wh(sample_src, tmp_path_factory):  # noqa: F811 - the fixture
     snap = dst / "shop.db" / "broken" / "snapshot"
     latest = max(int(p.name.split("-")[1]) for p in snap.glob("snapshot-*"))
     (snap / f"snapshot-{latest}").write_text("{ not json")
+    # a table one of whose live data files is garbage: the compaction task reading it fails
+    from paimon_ops.table.scan import TableScanner
+    bad = partitioned_table(str(dst), "shop.badfile")
+    victim = TableScanner(bad).scan(bad.snapshots.latest()).files[0]
+    with open(victim.path, "r+b") as f:
+        f.write(b"garbage" * 20)
     (root / "junk.json").write_text('{"hello": 1}')
     (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     plan = {"format": "paimon-ops-plan/1", "operation": "expire_snapshots", "table": 5, "location": [],
@@ -77,6 +83,7 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
         ("tables-bad-endpoint", ["tables", "s3://bucket/wh", "-o", "s3.endpoint=not a url"], "s3.endpoint"),
         ("tables-bad-option-syntax", ["tables", w, "-o", "novalue"], "--option"),
         ("compact-order-by-full", ["compact", w, T, "--mode", "full", "--order-by", "id"], "--order-by"),
+        ("compact-task-fails", ["compact", w, "shop.badfile", "--local", "--json"], "failed in 1 of"),
         ("compact-bad-threshold", ["compact", w, T, "--mode", "dv-ratio", "--threshold", "2"], "--threshold"),
         ("compact-bad-partition", ["compact", w, T, "--partition", "nokv"], "--partition"),
         ("compact-bad-where", ["compact", w, T, "--where", "dt >>> (("], "--where"),
