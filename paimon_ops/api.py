@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Iterable, Mapping, Sequence
 
-from paimon_ops.errors import InvalidArgumentError, arg
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, arg
 from paimon_ops.plan import Plan
 from paimon_ops.report import Report
 from paimon_ops.table import table as _tables
@@ -194,8 +194,9 @@ class Maintenance:
         if older_than is not None:
             return plan_remove_orphans(self._t, _instant(older_than, "older_than"), now_millis=_instant(now, "now"),
                                        allow_short=allow_short)
+        age = _age(min_age, "min_age")
         return plan_remove_orphans(self._t, None, now_millis=_instant(now, "now"), allow_short=allow_short,
-                                   min_age=_age(min_age, "min_age") or _ORPHAN_MIN_AGE)
+                                   min_age=_ORPHAN_MIN_AGE if age is None else age)
 
     def create_auto_tags(self, *, periods: Iterable[Any] | None = None, now: Instant | None = None) -> Plan:
         """The automatic tags that are due (`tag.create-time` or Paimon's auto-tag options), or those of `periods`
@@ -255,11 +256,21 @@ class Tags:
 
 
 def load_plan(path_or_text: str, /) -> Plan:
-    """A plan saved with `plan.to_json()` / `--dry-run --json`: a file path or the JSON text."""
+    """A plan saved with `plan.to_json()` / `--dry-run --json`: a file path or the JSON text. Raises only
+    `PaimonOpsError`s (a missing or unreadable file, not a plan, a malformed plan)."""
+    if not isinstance(path_or_text, str):
+        raise InvalidArgumentError(f"load_plan takes a file path or the plan's JSON text, not "
+                                   f"{type(path_or_text).__name__}")
     text = path_or_text
     if not path_or_text.lstrip().startswith("{"):
-        with open(path_or_text, encoding="utf-8") as f:
-            text = f.read()
+        try:
+            with open(path_or_text, encoding="utf-8") as f:
+                text = f.read()
+        except UnicodeDecodeError:
+            raise CorruptMetadataError(path_or_text, "not a paimon-ops plan: not UTF-8 text") from None
+        except (OSError, ValueError) as e:
+            raise CorruptMetadataError(path_or_text, f"cannot read plan: {getattr(e, 'strerror', None) or e}") \
+                from None
     return Plan.from_json(text, where=path_or_text if text is not path_or_text else "plan")
 
 

@@ -8,9 +8,9 @@ import logging
 import os
 import sys
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
-from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, PaimonOpsError, cli_words
+from paimon_ops.errors import CancelledError, InvalidOptionError, PaimonOpsError, cli_words
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
@@ -392,8 +392,39 @@ WORDS: dict[str, dict[str, str]] = {
 }
 
 
+class UsageError(PaimonOpsError):
+    """A command line argparse refuses: said in one line, naming the flag (with a suggestion for a misspelt one)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but errors are one line (no usage block) and name the closest flag or command for a misspelt one."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        import difflib
+        import re
+        where = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
+        see = f"; see {self.prog} --help"
+        m = re.search(r"unrecognized arguments?: (.*)", message)
+        if m:
+            words = m.group(1).split()
+            flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            unknown = next((w for w in words if w.startswith("-")), words[0] if words else "")
+            close = difflib.get_close_matches(unknown.split("=", 1)[0], flags, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else see
+            what = "unknown flag" if unknown.startswith("-") else "unexpected argument"
+            raise UsageError(f"{where}{what} {unknown}{hint}")
+        m = re.search(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(3))
+            close = difflib.get_close_matches(m.group(2), choices, n=1, cutoff=0.5)
+            hint = f" (did you mean {close[0]}?)" if close else f" (one of {', '.join(choices)})"
+            name = "command" if m.group(1) == "command" else m.group(1)
+            raise UsageError(f"{where}unknown {name} {m.group(2)!r}{hint}")
+        raise UsageError(f"{where}{message}{see if 'required' in message else ''}")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="paimon-ops", description="Maintenance for Apache Paimon tables")
+    p = _Parser(prog="paimon-ops", description="Maintenance for Apache Paimon tables")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -537,8 +568,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _error_payload(e: BaseException) -> dict[str, Any]:
     err: dict[str, Any] = {"type": type(e).__name__, "message": _one_line(e)}
-    if isinstance(e, CorruptMetadataError):
-        err["path"] = e.path
+    path = getattr(e, "path", None) or (getattr(e, "filename", None) if isinstance(e, OSError) else None)
+    if isinstance(path, str):
+        err["path"] = path
     if isinstance(e, InvalidOptionError):
         err["option"] = e.name
     endpoint = getattr(e, "endpoint", None)
@@ -559,7 +591,16 @@ def _fail(args: argparse.Namespace, e: BaseException, prefix: str = "error") -> 
     print(f"paimon-ops: {prefix}: {_one_line(e)}", file=sys.stderr)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM behaves like Ctrl-C: the run stops, removes what it wrote and did not commit, and says so."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     code = _main(argv)
     from paimon_ops.runner import stuck_start
     if stuck_start():  # an abandoned Spark start-up would keep the interpreter from exiting: leave now
@@ -570,26 +611,68 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the subcommand's parser, which knows its flags (for the suggestion)
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    except UsageError as e:
+        print(f"paimon-ops: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    # Warnings are part of every report (the text and --json); the log shows only errors unless -v asks for more,
+    # so that a failure is exactly one line on stderr.
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not args.verbose:  # Spark's Python client logs interrupted calls with their stack: ours is the one line
+        logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    log = logging.getLogger("paimon_ops.cli")
     try:
         with cli_words({**_COMMON_WORDS, **WORDS.get(args.command, {})}):
             args.fn(args)
+    except CancelledError as e:
+        if getattr(args, "json", False):
+            print(json.dumps(_error_payload(e), indent=2))
+        print(f"paimon-ops: interrupted: {_one_line(e)}", file=sys.stderr)
+        return 130
     except PaimonOpsError as e:
+        if args.verbose:
+            log.info("failed", exc_info=True)
         _fail(args, e)
         return 2
     except BrokenPipeError:
         return 0
     except (OSError, ValueError) as e:  # I/O and decoding failures the engine did not name: still one line
         if args.verbose:
-            logging.getLogger("paimon_ops.cli").exception("failed")
-        _fail(args, e)
+            log.info("failed", exc_info=True)
+        _fail(args, _in_table(args, e))
         return 2
     except KeyboardInterrupt:
         print("paimon-ops: interrupted", file=sys.stderr)
         return 130
+    except RecursionError as e:
+        _fail(args, PaimonOpsError(f"input nested too deeply ({e})"))
+        return 2
+    except Exception as e:  # noqa: BLE001 - never a traceback: one line, the stack in the log with -v
+        log.info("failed", exc_info=True)
+        err = _in_table(args, e)
+        _fail(args, err if args.verbose else PaimonOpsError(f"{err} (-v shows the stack trace)"),
+              prefix="internal error")
+        return 2
     return 0
+
+
+def _in_table(args: argparse.Namespace, e: BaseException) -> BaseException:
+    """An error the engine did not word itself, prefixed with the table (and, for I/O errors, the full path)."""
+    where = getattr(args, "table", None) or getattr(args, "warehouse", None) or getattr(args, "plan", None)
+    if isinstance(e, OSError) and e.filename:
+        text = f"{e.strerror or e}: {e.filename}"
+    else:
+        text = f"{type(e).__name__}: {e}" if not isinstance(e, OSError) else str(e)
+    return PaimonOpsError(f"{where}: {text}" if where else text)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,8 @@ class InvalidOptionError(PaimonOpsError):
         self.value = value
         self.expected = expected
         loc = f" on {where}" if where else ""
-        super().__init__(f"invalid value {value!r} for option {name!r}{loc}: expected {expected}")
+        what = name if name.startswith("-") else f"option {name!r}"  # a command-line flag names itself
+        super().__init__(f"invalid value {value!r} for {what}{loc}: expected {expected}")
 
 
 class InvalidArgumentError(PaimonOpsError):
@@ -76,6 +77,27 @@ class CommitConflictError(PaimonOpsError):
 
 class UnsafeOperationError(PaimonOpsError):
     """A destructive operation refused because it could lose data."""
+
+
+class PreflightError(UnsafeOperationError):
+    """A destructive execution refused before its first delete: a path it would delete is not safe to delete now
+    (outside the table, a symbolic link, not a plain file of its kind, not writable, still referenced). `path` names
+    it; the table is exactly as it was."""
+
+    def __init__(self, table: str, path: str, problem: str) -> None:
+        self.table = table
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{table}: refusing to delete {path}: {problem}. Nothing was changed")
+
+
+class CancelledError(PaimonOpsError):
+    """The operation was interrupted (Ctrl-C, SIGTERM, a terminated Dagster run); what it wrote and did not commit
+    was removed (`cleaned` files), nothing was committed."""
+
+    def __init__(self, message: str, cleaned: int = 0) -> None:
+        self.cleaned = cleaned
+        super().__init__(message)
 
 
 class CompactionTaskError(PaimonOpsError):

@@ -2,6 +2,18 @@
 build the report. Every operation goes through it — `plan.execute()`, `paimon-ops apply`, the convenience
 functions (`expire_snapshots(…)`), Dagster.
 
+A plan is a review artifact, not an authority (design.md §1). Before anything changes:
+
+* the table is the plan's: its location, name and branch, and a saved plan may not override options that decide
+  how the table's files are read;
+* a plan that did not come straight from its planner in this process (`paimon-ops apply`, `po.load_plan(...)`,
+  a copy) is re-planned with its recorded arguments on the live table and refused unless the decision is the same
+  (`plan.replan`); the fresh plan is what runs;
+* every path of every delete step is validated (`deleter.preflight`: where, what, and that nothing that stays keeps
+  it alive) — a refusal names the path and leaves the table exactly as it was;
+* a plan that removes snapshots or tags and then their files records those files in a journal first, so that a
+  crash leaves only unreferenced files, which the next run reclaims (`lifecycle.journal`).
+
 Steps are dispatched by their action. The generic ones (delete files / ordered metadata / empty directories, write
 files, hints) are here; operations register their own (`register_step`): expiry's snapshot-to-changelog
 conversion, compaction's tasks and commit. A handler gets the `Execution` (table, runner, what was done so far)
@@ -14,7 +26,7 @@ import posixpath
 import time
 from typing import Any, Callable, Sequence
 
-from paimon_ops.errors import PaimonOpsError, StalePlanError
+from paimon_ops.errors import CancelledError, InvalidOptionError, PaimonOpsError, StalePlanError
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.plan import (
     DELETE_DIRS,
@@ -30,6 +42,7 @@ from paimon_ops.plan import (
     bytes_by_kind,
     count_by_kind,
     removal_words,
+    replan,
 )
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner, place
@@ -45,6 +58,19 @@ _HANDLERS: dict[str, StepHandler] = {}
 def register_step(action: str) -> Callable[[StepHandler], StepHandler]:
     def deco(fn: StepHandler) -> StepHandler:
         _HANDLERS[action] = fn
+        return fn
+    return deco
+
+
+StepCheck = Callable[[Table, Plan, Step], None]
+_CHECKS: dict[str, StepCheck] = {}
+
+
+def register_check(action: str) -> Callable[[StepCheck], StepCheck]:
+    """A check of an operation's own step, run with the preflight — before the plan's first destructive step — on
+    the live table (e.g. expiry: no live consumer still reads a snapshot the step deletes)."""
+    def deco(fn: StepCheck) -> StepCheck:
+        _CHECKS[action] = fn
         return fn
     return deco
 
@@ -74,6 +100,7 @@ class Execution:
         self.snapshot_id: int | None = None
         self.runner_info: dict[str, Any] | None = None
         self.state: dict[str, Any] = {}  # what one step hands to the next (compaction: task results -> commit)
+        self.journal: Any = None  # lifecycle.journal.Journal of this run, once it has one
 
     # ------------------------------------------------------------------ primitives used by handlers
     def delete(self, actions: Sequence[FileAction]) -> None:
@@ -82,18 +109,25 @@ class Execution:
         self.missing += missing
 
     def delete_ordered(self, actions: Sequence[FileAction]) -> None:
-        from paimon_ops.lifecycle.deleter import check_paths
-        check_paths(self.roots, [a.path for a in actions])
-        for a in actions:
-            if self.table.io.delete_file(a.path):
-                self.done.append(a)
-            else:
-                self.missing += 1
+        done, missing = self.deleter.delete_ordered(actions)
+        self.done += done
+        self.missing += missing
+
+    def journal_writes(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Record, before writing, that files named with a token will appear in a directory (crash leftovers)."""
+        from paimon_ops.lifecycle import journal
+        if self.journal is None:
+            self.journal = journal.start(self.table, self.plan.operation, writes=pairs)
+        else:
+            self.journal.add_writes(pairs)
 
     def write(self, action: FileAction, data: bytes, create: bool = False) -> bool:
         ensure_within(self.table.root, action.path)
         if create:
-            created = self.table.io.write_atomic_if_absent(action.path, data)
+            import uuid
+            token = str(uuid.uuid4())  # names the temporary file: a run killed mid-write leaves one the next finds
+            self.journal_writes([(posixpath.dirname(action.path), token)])
+            created = self.table.io.write_atomic_if_absent(action.path, data, tmp_token=token)
         else:
             self.table.io.write_bytes(action.path, data)
             created = True
@@ -137,41 +171,125 @@ class Execution:
 
 
 def open_plan_table(plan: Plan) -> Table:
+    for name in ("table", "location", "branch"):
+        if not isinstance(getattr(plan, name), str) or not getattr(plan, name):
+            raise PaimonOpsError(f"the {plan.operation} plan names no {name}")
     return Table(plan.location, identifier=plan.table, branch=plan.branch, options_override=plan.options_override)
 
 
-def check_preconditions(plan: Plan, table: Table) -> None:
-    changed = [msg for p in plan.preconditions if (msg := p.check(table))]
+def check_preconditions(plan: Plan, table: Table, skip_covered: bool = False) -> None:
+    changed = [msg for p in plan.preconditions
+               if not (skip_covered and p.preflight_covers) and (msg := p.check(table))]
     if changed:
         raise StalePlanError(plan.operation, plan.table, changed)
+
+
+# Options that decide how a table's files are read and where they are: a saved plan may not override them (running
+# with another merge engine, bucket count or external path than the table's own would rewrite or delete the wrong
+# things). Overrides of retention, budgets and schedules stay allowed.
+_FILE_OPTIONS = ("bucket", "bucket-key", "merge-engine", "sequence.field", "deletion-vectors.enabled",
+                 "deletion-vectors.bitmap64", "changelog-producer", "primary-key", "partition", "path",
+                 "data-file.external-paths", "data-file.external-paths.strategy", "data-file.path-directory",
+                 "data-file.prefix", "changelog-file.prefix", "index-file-in-data-file-dir", "file.format",
+                 "partition.default-name", "partition.legacy-name", "ignore-delete", "first-row.ignore-delete",
+                 "partial-update.remove-record-on-delete", "aggregation.remove-record-on-delete", "row-tracking.enabled")
+
+
+def check_identity(plan: Plan, table: Table) -> None:
+    """The table opened is the one the plan names: its directory is named after the plan's table (db.table lives in
+    <warehouse>/<db>.db/<table>), and a saved plan does not change how its files are read."""
+    base = posixpath.basename(posixpath.normpath(table.root))
+    parent = posixpath.basename(posixpath.dirname(posixpath.normpath(table.root)))
+    names = {base} | ({f"{parent[:-3]}.{base}"} if parent.endswith(".db") else set())
+    if plan.table not in names:
+        raise PaimonOpsError(f"the {plan.operation} plan is for table {plan.table!r}, but {plan.location} holds "
+                             f"{sorted(names)[-1]!r}; refusing (was the plan edited?)")
+    if plan.is_fresh:
+        return
+    own = table.schema.options
+    for key, value in plan.options_override.items():
+        if (key in _FILE_OPTIONS or key.startswith("fields.")) and own.get(key) != value:
+            raise InvalidOptionError(key, value, f"the table's own value {own.get(key)!r} (a saved plan may not "
+                                                 "override how the table's files are read)", f"plan for {plan.table}")
 
 
 def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = None,
             progress: Progress | None = None, batch_size: int | None = None,
             parallel_threshold: int | None = None, state: dict[str, Any] | None = None) -> Report:
-    """Execute `plan` exactly: refuse it if stale (StalePlanError: nothing changed), else run every step in order."""
+    """Execute `plan` exactly: refuse it if stale or not what its operation decides now (StalePlanError: nothing
+    changed), refuse any path that is not safe to delete (PreflightError: nothing changed), else run every step in
+    order."""
+    from paimon_ops.lifecycle import journal
+    from paimon_ops.lifecycle.deleter import preflight
     started = time.time()
     if table is None:
         table = open_plan_table(plan)
-    elif table.identifier != plan.table or table.root != open_plan_table(plan).root:
-        raise PaimonOpsError(f"plan for {plan.table} ({plan.location}) cannot be executed on {table.identifier} "
-                             f"({table.location})")
-    check_preconditions(plan, table)
+    elif (table.identifier, table.branch, table.location) != (plan.table, plan.branch, plan.location):
+        raise PaimonOpsError(f"plan for {plan.table} ({plan.location}, branch {plan.branch}) cannot be executed on "
+                             f"{table.identifier} ({table.location}, branch {table.branch})")
+    check_identity(plan, table)
     from paimon_ops import features  # a plan reviewed earlier (or made by another version) is gated again
     op = features.operation_name(plan.operation, getattr(plan, "mode", None))
     if op in features.ALL_OPS:
         features.require(table, op)
+    if plan.is_fresh:
+        check_preconditions(plan, table, skip_covered=True)
+    else:
+        check_preconditions(plan, table)  # what changed since the review, in the plan's own words
+        plan = replan(plan, table)  # then exactly what the operation decides now, or a refusal listing the difference
+    unknown = [s.action for s in plan.steps if s.action not in _HANDLERS]
+    if unknown:
+        raise PaimonOpsError(f"plan of {plan.operation} has an unknown step {unknown[0]!r}; was it made by a newer "
+                             "paimon-ops?")
+    checked = preflight(table, plan.steps)
+    for step in plan.steps:
+        check = _CHECKS.get(step.action)
+        if check is not None:
+            check(table, plan, step)
     runner, placement = place(runner, plan.workload(), table.options)
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
     ex.runner_info = placement
     ex.state.update(state or {})
-    for step in plan.steps:
-        handler = _HANDLERS.get(step.action)
-        if handler is None:
-            raise PaimonOpsError(f"plan of {plan.operation} has an unknown step {step.action!r}; was it made by a "
-                                 "newer paimon-ops?")
-        handler(ex, step)
+    if checked.owners and checked.content:
+        ex.journal = journal.start(table, plan.operation, deletes=[a.path for a in checked.content])
+    try:
+        for step in plan.steps:
+            _HANDLERS[step.action](ex, step)
+    except BaseException as e:
+        if ex.journal is not None:
+            _end_journal_after_failure(ex)
+        if isinstance(e, Exception) or isinstance(e, (SystemExit, GeneratorExit)):
+            raise
+        # an interrupt (Ctrl-C, SIGTERM, a terminated Dagster run) between two deletes: nothing is left unreadable
+        raise CancelledError(f"{plan.operation} of {plan.table} interrupted after {len(ex.done)} file(s) were "
+                             f"deleted and {len(ex.written)} written; nothing listed is unreadable, and the next run "
+                             "finishes what is left") from None
+    if ex.journal is not None:
+        ex.journal.close()
     return ex.report(started)
+
+
+def _end_journal_after_failure(ex: Execution) -> None:
+    """After a failed or interrupted run: a journal of files to delete stays (abandoned, so the next run finishes it
+    at once); a journal of files written is closed when the handlers removed every one of them (nothing left to
+    finish), else abandoned. Nothing is deleted here: only the handlers know what was committed."""
+    from paimon_ops.errors import UnsafeOperationError
+    j = ex.journal
+    if j.deletes or getattr(ex.runner, "name", "") == "spark":  # Spark: an executor may still close a file later
+        j.abandon()
+        return
+    for w in j.writes:
+        try:
+            listed = ex.table.io.list_status(w["dir"])
+        except UnsafeOperationError:
+            continue  # a symbolic link: nothing is ever written through one
+        except (OSError, PaimonOpsError):
+            j.abandon()
+            return
+        if any(not st.is_dir and w["token"] in st.name for st in listed):
+            j.abandon()
+            return
+    j.close()
 
 
 def run_plan(plan: Plan, table: Table, dry_run: bool = False, runner: Runner | None = None,
@@ -197,14 +315,7 @@ def _delete_ordered(ex: Execution, step: Step) -> None:
 
 @register_step(DELETE_DIRS)
 def _delete_dirs(ex: Execution, step: Step) -> None:
-    from paimon_ops.lifecycle.deleter import check_paths
-    roots = {posixpath.normpath(r) for r in ex.roots}
-    for a in step.files:
-        check_paths(ex.roots, [a.path])  # the table root or a configured external path
-        if posixpath.normpath(a.path) in roots:
-            continue  # never a root itself
-        if ex.deleter.io.delete_dir_if_empty(a.path):
-            ex.done.append(a)
+    ex.done += ex.deleter.delete_dirs(step.files)
 
 
 @register_step(WRITE_FILES)
@@ -240,4 +351,5 @@ def _ensure_hints(ex: Execution, step: Step) -> None:
         ex.ensure_hint(posixpath.join(d, h["name"]), value, f"{h['name'].lower()} {prefix.rstrip('-')}")
 
 
-__all__ = ["execute", "run_plan", "register_step", "Execution", "check_preconditions", "open_plan_table"]
+__all__ = ["execute", "run_plan", "register_step", "register_check", "Execution", "check_preconditions",
+           "open_plan_table", "check_identity"]

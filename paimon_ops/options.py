@@ -38,6 +38,15 @@ _ISO_DURATION = re.compile(
 
 def parse_duration(text: str, name: str = "duration") -> timedelta:
     """Parse a Paimon/Flink duration; a bare number means milliseconds (as Flink's TimeUtils does)."""
+    try:
+        return _parse_duration(text, name)
+    except (OverflowError, ValueError) as e:
+        if isinstance(e, InvalidOptionError):
+            raise
+        raise InvalidOptionError(name, text, "a duration of at most 999999999 days") from None
+
+
+def _parse_duration(text: str, name: str) -> timedelta:
     s = str(text).strip()
     iso = _ISO_DURATION.match(s)
     if iso and s.upper() != "P":

@@ -16,15 +16,20 @@ name, so `Plan.from_json` returns the right type.
 from __future__ import annotations
 
 import collections.abc
+import contextvars
 import dataclasses
+import datetime as _dt
+import functools
 import importlib
+import inspect
 import json
+import time
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, PaimonOpsError, StalePlanError
 
 # Kinds of files a plan touches (used as report keys too).
 DATA = "data"
@@ -42,6 +47,14 @@ HINT = "hint"
 DIRECTORY = "directory"
 TEMP = "temp"
 ORPHAN = "orphan"
+LEFTOVER = "leftover"  # a file an interrupted run left unreferenced (its journal lists it)
+JOURNAL = "journal"    # the record of an interrupted run (.paimon-ops/journal-*)
+
+# Files that hold the table's history (their deletion removes a snapshot, tag or changelog) and files that hold its
+# content (deleted only when no remaining owner keeps them).
+OWNER_KINDS = frozenset({SNAPSHOT, TAG, LONG_CHANGELOG})
+CONTENT_KINDS = frozenset({DATA, CHANGELOG, EXTRA, MANIFEST, MANIFEST_LIST, INDEX_MANIFEST, INDEX, STATISTICS, ORPHAN,
+                           LEFTOVER})
 
 # Step actions the executor knows (operations register more: see executor.register_step).
 DELETE_FILES = "delete-files"        # unordered; may run in batches on the runner's executors
@@ -81,20 +94,30 @@ class Step:
     def writes(self) -> bool:
         return self.action in (WRITE_FILES, WRITE_HINT) or self.action in _WRITE_ACTIONS
 
+    @property
+    def removes_files(self) -> bool:
+        """Its files are deleted from storage (not only taken out of the table, like compaction inputs)."""
+        return self.action in _PHYSICAL_DELETES
+
 
 # Operation-specific step actions that delete / write their files (declared by the modules that register them).
 _DELETE_ACTIONS: set[str] = set()
 _WRITE_ACTIONS: set[str] = set()
+_PHYSICAL_DELETES: set[str] = {DELETE_FILES, DELETE_ORDERED, DELETE_DIRS}
 _VERBS: dict[str, str] = {}
 _DONE_VERBS: dict[str, str] = {}
 
 
 def declare_step_action(action: str, *, deletes: bool = False, writes: bool = False, verb: str | None = None,
-                        done: str | None = None) -> None:
+                        done: str | None = None, removes_files: bool | None = None) -> None:
     """`verb` words the step in a plan ("would replace"), `done` its files in a report ("replaced") — for steps whose
-    "deleted" files leave the table but stay on disk."""
+    "deleted" files leave the table but stay on disk. A deleting step removes its files from storage unless it says
+    `done` (they only leave the table) or `removes_files=False`; every removed file goes through the executor's
+    preflight before the plan's first destructive step."""
     if deletes:
         _DELETE_ACTIONS.add(action)
+        if removes_files if removes_files is not None else done is None:
+            _PHYSICAL_DELETES.add(action)
     if writes:
         _WRITE_ACTIONS.add(action)
     if verb:
@@ -119,6 +142,8 @@ class Precondition:
     """Something a plan relies on. `check(table)` returns None when it still holds, else what changed (one line)."""
 
     kind: ClassVar[str] = ""
+    # True when the executor's preflight re-derives the same from the live table anyway (checked once, not twice)
+    preflight_covers: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -269,11 +294,20 @@ class Plan:
     details: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     options_override: Mapping[str, str] = field(default_factory=dict)
+    # The arguments its planner was called with (resolved: `now` included), so that executing a plan made elsewhere
+    # re-plans on the live table and refuses unless the decision is the same (`replan`).
+    planned_with: Mapping[str, Any] = field(default_factory=dict)
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if cls.operation:
             _PLANS[cls.operation] = cls
+
+    @property
+    def is_fresh(self) -> bool:
+        """True for the very object its planner returned in this process; a plan read from JSON (or copied with
+        `dataclasses.replace`) is not, and is re-planned before it may change anything."""
+        return self.__dict__.get("_fresh") is _FRESH
 
     # ------------------------------------------------------------------ views
     @property
@@ -358,13 +392,17 @@ class Plan:
         cls = _PLANS[op]  # type: ignore[index]
         try:
             return decode(cls, {k: v for k, v in d.items() if k not in ("format", "operation")})
-        except (KeyError, TypeError, ValueError) as e:
+        except RecursionError:
+            raise CorruptMetadataError(where, f"malformed {op} plan: nested too deeply") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CorruptMetadataError(where, f"malformed {op} plan: {e}") from None
 
     @staticmethod
     def from_json(text: str | bytes, where: str = "plan") -> Plan:
         try:
             d = json.loads(text)
+        except RecursionError:
+            raise CorruptMetadataError(where, "not a paimon-ops plan: JSON nested too deeply") from None
         except ValueError as e:
             raise CorruptMetadataError(where, f"not JSON: {e}") from None
         return Plan.from_dict(d, where)
@@ -386,8 +424,9 @@ def encode(v: Any) -> Any:
     return v
 
 
-def decode(tp: Any, v: Any) -> Any:
-    """The inverse of `encode` for a type annotation `tp` (dataclasses, tuples, unions with None, mappings)."""
+def decode(tp: Any, v: Any, where: str = "") -> Any:
+    """The inverse of `encode` for a type annotation `tp` (dataclasses, tuples, unions with None, mappings). Values
+    of the wrong JSON type are refused (TypeError naming the field), never passed on."""
     if isinstance(tp, str):
         raise TypeError(f"unresolved annotation {tp}")
     origin = typing.get_origin(tp)
@@ -395,35 +434,66 @@ def decode(tp: Any, v: Any) -> Any:
         members = [a for a in typing.get_args(tp) if a is not type(None)]
         if v is None:
             return None
-        return decode(members[0], v) if len(members) == 1 else v
+        if len(members) == 1:
+            return decode(members[0], v, where)
+        for m in members:  # the first member the value fits
+            try:
+                return decode(m, v, where)
+            except (TypeError, ValueError):
+                continue
+        raise TypeError(f"{where or 'value'}: {type(v).__name__} fits none of {tp}")
     if tp is Precondition or (isinstance(tp, type) and issubclass(tp, Precondition) and not tp.kind):
+        _expect(v, dict, where)
         cls = _PRECONDITIONS.get(v.get("kind"))
         if cls is None:
             raise ValueError(f"unknown precondition kind {v.get('kind')!r}")
-        return decode(cls, {k: x for k, x in v.items() if k != "kind"})
+        return decode(cls, {k: x for k, x in v.items() if k != "kind"}, where)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        _expect(v, dict, where)
         hints = typing.get_type_hints(tp)
         kw: dict[str, Any] = {}
         for f in dataclasses.fields(tp):
-            if f.name in v:
-                kw[f.name] = decode(hints[f.name], v[f.name])
+            if f.init and f.name in v:
+                kw[f.name] = decode(hints[f.name], v[f.name], f"{where}.{f.name}" if where else f.name)
         return tp(**kw)
     if origin is tuple:
+        _expect(v, list, where)
         targs = typing.get_args(tp)
         if len(targs) == 2 and targs[1] is Ellipsis:
-            return tuple(decode(targs[0], x) for x in v)
-        return tuple(decode(a, x) for a, x in zip(targs, v))
+            return tuple(decode(targs[0], x, f"{where}[{i}]") for i, x in enumerate(v))
+        if len(v) != len(targs):
+            raise ValueError(f"{where or 'value'}: expected {len(targs)} items, got {len(v)}")
+        return tuple(decode(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(targs, v)))
     if origin in (list, collections.abc.Sequence, collections.abc.Iterable):
+        _expect(v, list, where)
         item = (typing.get_args(tp) or (Any,))[0]
-        return [decode(item, x) for x in v]
+        return [decode(item, x, f"{where}[{i}]") for i, x in enumerate(v)]
     if origin in (dict, collections.abc.Mapping) or tp in (dict, Mapping):
+        _expect(v, dict, where)
         margs = typing.get_args(tp)
         if len(margs) == 2:
-            return {k: decode(margs[1], x) for k, x in v.items()}
+            return {k: decode(margs[1], x, f"{where}.{k}") for k, x in v.items()}
         return dict(v)
     if tp is bytes:
+        _expect(v, str, where)
         return bytes.fromhex(v)
+    if tp is bool:
+        _expect(v, bool, where)
+    elif tp is int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{where or 'value'}: expected an integer, got {type(v).__name__}")
+    elif tp is float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{where or 'value'}: expected a number, got {type(v).__name__}")
+    elif tp is str:
+        _expect(v, str, where)
     return v
+
+
+def _expect(v: Any, kind: type, where: str) -> None:
+    if not isinstance(v, kind):
+        names = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}
+        raise TypeError(f"{where or 'value'}: expected {names.get(kind, kind.__name__)}, got {type(v).__name__}")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -490,6 +560,14 @@ class PlanBuilder:
     def planned(self, path: str) -> bool:
         return path in self._seen
 
+    def owners_first(self) -> None:
+        """Move the steps that remove snapshot, tag or changelog files before every other step (keeping their order):
+        a crash must never leave a snapshot or tag listed whose files are partly deleted. The executor records the
+        content files in a journal before the first owner goes (lifecycle.journal), so a rerun still reclaims them."""
+        self._close()
+        owners = [st for st in self.steps if st.files and all(a.kind in OWNER_KINDS for a in st.files)]
+        self.steps = owners + [st for st in self.steps if not any(st is o for o in owners)]
+
     def require(self, *conditions: Precondition) -> None:
         self.preconditions += conditions
 
@@ -523,9 +601,238 @@ def iter_steps(plan: Plan, action: str) -> Iterator[Step]:
     return (s for s in plan.steps if s.action == action)
 
 
+# ---------------------------------------------------------------------------------------------- planners
+# A plan is a review artifact, not an authority (design.md §1). Every operation's planner is registered here; the
+# plan it returns records the arguments it was called with (`planned_with`). A plan that did not come straight from
+# its planner in this process — read from JSON, or copied — is executed only after `replan`: the planner runs again
+# with the recorded arguments on the live table, and the plan is refused unless that decision (steps, files,
+# inputs, targets, preconditions, base snapshot) is exactly the reviewed one. What then runs is the fresh plan, so an
+# edited plan can never do more than the command it claims to be.
+_FRESH = object()
+_PLANNERS: dict[str, Callable[..., Plan]] = {}
+_PLANNING: contextvars.ContextVar[bool] = contextvars.ContextVar("paimon_ops_planning", default=False)
+
+
+class _Unrecordable(Exception):
+    pass
+
+
+def encode_param(v: Any) -> Any:
+    """JSON for a planner argument; times and durations tagged so that they decode to the same values."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, _dt.timedelta):
+        return {"$timedelta_us": (v.days * 86_400 + v.seconds) * 1_000_000 + v.microseconds}
+    if isinstance(v, _dt.datetime):
+        return {"$datetime": v.isoformat()}
+    if isinstance(v, _dt.date):
+        return {"$date": v.isoformat()}
+    if isinstance(v, (list, tuple)):
+        return [encode_param(x) for x in v]
+    if isinstance(v, Mapping):
+        if not all(isinstance(k, str) for k in v):
+            raise _Unrecordable("a mapping with non-text keys")
+        return {k: encode_param(x) for k, x in v.items()}
+    raise _Unrecordable(f"a {type(v).__name__}")
+
+
+def decode_param(v: Any) -> Any:
+    if isinstance(v, list):
+        return [decode_param(x) for x in v]
+    if isinstance(v, dict):
+        if len(v) == 1:
+            (k, x), = v.items()
+            try:
+                if k == "$timedelta_us" and isinstance(x, int) and not isinstance(x, bool):
+                    return _dt.timedelta(microseconds=x)
+                if k == "$datetime" and isinstance(x, str):
+                    return _dt.datetime.fromisoformat(x)
+                if k == "$date" and isinstance(x, str):
+                    return _dt.date.fromisoformat(x)
+            except (ValueError, OverflowError) as e:
+                raise ValueError(f"{k}: {e}") from None
+        return {k: decode_param(x) for k, x in v.items()}
+    return v
+
+
+def _clock_now(params: dict[str, Any]) -> None:
+    if "now_millis" in params and params["now_millis"] is None:
+        params["now_millis"] = int(time.time() * 1000)
+
+
+_SAVED_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {}
+
+
+def planner(operation: str, *, internal: tuple[str, ...] = (),
+            resolve: Callable[[dict[str, Any]], None] | None = _clock_now,
+            check_saved: Callable[[dict[str, Any]], None] | None = None) -> Callable[[Callable[..., Any]], Any]:
+    """Register `fn(table, **arguments) -> Plan` as the planner of `operation`. The outermost planner call records
+    its arguments in the plan (after `resolve` filled what defaults to the clock, such as `now_millis`) and marks the
+    returned object as fresh; `internal` arguments (used by other planners calling this one) are not recorded.
+    `check_saved(arguments)` refuses recorded arguments a saved plan may not carry (e.g. a time ahead of the clock)."""
+    if check_saved is not None:
+        _SAVED_CHECKS[operation] = check_saved
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn)
+        first = next(iter(sig.parameters))
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _PLANNING.get():  # part of another operation's plan
+                return fn(*args, **kwargs)
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            params = dict(bound.arguments)
+            table = params.pop(first)
+            if resolve is not None:
+                resolve(params)
+            token = _PLANNING.set(True)
+            try:
+                plan = fn(table, **params)
+            finally:
+                _PLANNING.reset(token)
+            try:
+                recorded = encode_param({k: v for k, v in params.items() if k not in internal})
+            except _Unrecordable as e:
+                recorded = {"$unrecordable": str(e)}
+            plan = dataclasses.replace(plan, planned_with=recorded)
+            object.__setattr__(plan, "_fresh", _FRESH)
+            return plan
+
+        _PLANNERS[operation] = wrapper
+        return wrapper
+    return deco
+
+
+def replan(plan: Plan, table: Any) -> Plan:
+    """The plan `plan`'s operation makes now, on `table`, with the recorded arguments — refused (StalePlanError, which
+    lists the differences) unless it decides exactly what `plan` says. Nothing is changed either way."""
+    op = plan.operation
+    module = OPERATION_MODULES.get(op)
+    if module:
+        importlib.import_module(module)
+    fn = _PLANNERS.get(op)
+    if fn is None:
+        raise PaimonOpsError(f"no planner for operation {op!r}")
+    pw = plan.planned_with
+    if not isinstance(pw, Mapping) or not pw:
+        raise StalePlanError(op, plan.table, ["the plan does not record the arguments it was made with (made by an "
+                                              "older paimon-ops, or edited), so it cannot be verified"])
+    if "$unrecordable" in pw:
+        raise StalePlanError(op, plan.table, [f"the plan was made with an argument that cannot be saved "
+                                              f"({pw['$unrecordable']}), so it cannot be verified; plan and execute "
+                                              "in one go"])
+    try:
+        params = decode_param(dict(pw))
+        inspect.signature(fn).bind(table, **params)
+    except (TypeError, ValueError) as e:
+        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {e}") from None
+    if op in _SAVED_CHECKS:
+        _SAVED_CHECKS[op](params)
+    try:
+        fresh = fn(table, **params)
+    except (TypeError, AttributeError, KeyError) as e:  # wrongly typed arguments the planner did not expect
+        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {type(e).__name__}: {e}") from None
+    changes = decision_diff(plan, fresh)
+    if changes:
+        raise StalePlanError(op, plan.table, [f"the plan differs from what {op} decides on the table now with the "
+                                              f"same arguments: {'; '.join(changes)}"])
+    return fresh
+
+
+# What an execution does is decided by these parts of a plan (details, warnings and times are for people).
+_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with")
+
+
+def decision(plan: Plan) -> dict[str, Any]:
+    d = plan.to_dict()
+    for k in _NOT_DECISION:
+        d.pop(k, None)
+    return d
+
+
+def decision_diff(reviewed: Plan, fresh: Plan, limit: int = 6) -> list[str]:
+    """What differs between two plans' decisions, in words (at most `limit` items)."""
+    a, b = decision(reviewed), decision(fresh)
+    out: list[str] = []
+    for k in sorted(set(a) | set(b)):
+        if k in ("steps", "preconditions", "tasks") or a.get(k) == b.get(k):
+            continue
+        out.append(f"{k} is {_short(a.get(k))} in the plan, {_short(b.get(k))} now")
+    pa_, pb = a.get("preconditions") or [], b.get("preconditions") or []
+    if pa_ != pb:
+        missing = [p for p in pb if p not in pa_]
+        extra = [p for p in pa_ if p not in pb]
+        changed = sorted({str(p.get("kind")) for p in missing} & {str(p.get("kind")) for p in extra})
+        missing = [p for p in missing if str(p.get("kind")) not in changed]
+        extra = [p for p in extra if str(p.get("kind")) not in changed]
+        if changed:
+            out.append("precondition(s) " + ", ".join(changed) + " differ from what the table requires now")
+        if missing:
+            out.append("preconditions missing from the plan: " + ", ".join(str(p.get("kind")) for p in missing))
+        if extra:
+            out.append("preconditions the operation does not make: " + ", ".join(str(p.get("kind")) for p in extra))
+    out += _list_diff("step", a.get("steps") or [], b.get("steps") or [])
+    if "tasks" in a or "tasks" in b:
+        out += _list_diff("task", a.get("tasks") or [], b.get("tasks") or [])
+    if len(out) > limit:
+        out = out[:limit] + [f"and {len(out) - limit} more difference(s)"]
+    return out
+
+
+def _short(v: Any, n: int = 60) -> str:
+    text = json.dumps(v, default=str)
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def _label(kind: str, i: int, x: Any) -> str:
+    if isinstance(x, dict):
+        name = x.get("name") or (f"partition {x.get('partition_spec')} bucket {x.get('bucket')}"
+                                 if "bucket" in x else None)
+        if name:
+            return f"{kind} {i + 1} ({name})"
+    return f"{kind} {i + 1}"
+
+
+def _list_diff(kind: str, a: list, b: list) -> list[str]:
+    out: list[str] = []
+    if len(a) != len(b):
+        out.append(f"the plan has {len(a)} {kind}(s), the operation makes {len(b)} now")
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x == y:
+            continue
+        label = _label(kind, i, x)
+        if not isinstance(x, dict) or not isinstance(y, dict):
+            out.append(f"{label} differs")
+            continue
+        for field_name in sorted(set(x) | set(y)):
+            xv, yv = x.get(field_name), y.get(field_name)
+            if xv == yv:
+                continue
+            if field_name in ("files", "creates", "lookup_files") and isinstance(xv, list) and isinstance(yv, list):
+                xp = [f.get("path") if isinstance(f, dict) else f for f in xv]
+                yp = [f.get("path") if isinstance(f, dict) else f for f in yv]
+                extra = [p for p in xp if p not in set(yp)]
+                missing = [p for p in yp if p not in set(xp)]
+                parts = []
+                if extra:
+                    parts.append(f"{len(extra)} not decided now ({', '.join(map(str, extra[:3]))}"
+                                 f"{', …' if len(extra) > 3 else ''})")
+                if missing:
+                    parts.append(f"{len(missing)} decided now but not in the plan ({', '.join(map(str, missing[:3]))}"
+                                 f"{', …' if len(missing) > 3 else ''})")
+                out.append(f"{label} {field_name}: " + ("; ".join(parts) if parts else "differ"))
+            else:
+                out.append(f"{label}: {field_name} is {_short(xv)} in the plan, {_short(yv)} now")
+    for i in range(len(b), len(a)):
+        out.append(f"{_label(kind, i, a[i])} is not one the operation makes")
+    return out
+
+
 __all__ = ["Plan", "Step", "FileAction", "Precondition", "LatestSnapshotIs", "SnapshotIs", "EarliestSnapshotIs",
            "TagsAre", "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
-           "declare_step_action", "OPERATION_MODULES", "InvalidArgumentError"]
+           "declare_step_action", "OPERATION_MODULES", "InvalidArgumentError", "planner", "replan", "decision",
+           "decision_diff", "encode_param", "decode_param"]
 
 
 def _plan_options(options: Mapping[str, str]) -> dict[str, str]:

@@ -8,11 +8,13 @@ and tests that are not about Spark).
 """
 from __future__ import annotations
 
+import errno
 import importlib
 import io
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -41,8 +43,35 @@ def resolve_function(dotted: str) -> Callable[[str, dict], dict]:
     return getattr(importlib.import_module(module), name)
 
 
+# ---------------------------------------------------------------------------------------------- cancellation
+_LOCAL = threading.local()
+
+
+def check_cancelled() -> None:
+    """Called by task functions between batches: raises CancelledError once the run they belong to was cancelled
+    (Ctrl-C, SIGTERM, a terminated Dagster run), so that a running task stops within a batch and removes what it
+    wrote."""
+    event = getattr(_LOCAL, "cancel", None)
+    if event is not None and event.is_set():
+        from paimon_ops.errors import CancelledError
+        raise CancelledError("cancelled")
+
+
+def _run_cancellable(event: threading.Event, dotted: str, table_location: str, task_json: str,
+                     options_json: str) -> str:
+    _LOCAL.cancel = event
+    try:
+        if event.is_set():
+            return json.dumps({"ok": False, "error": "CancelledError: cancelled before it started",
+                               "cancelled": True})
+        return run_task(dotted, table_location, task_json, options_json)
+    finally:
+        _LOCAL.cancel = None
+
+
 def run_task(dotted: str, table_location: str, task_json: str, options_json: str = "{}") -> str:
-    """Run one task and return its result as JSON; errors become a result with `error` set."""
+    """Run one task and return its result as JSON; errors become a result with `error` set (the stack goes to the
+    log at INFO, visible with `paimon-ops -v`; the driver reports the error in one line)."""
     started = time.time()
     try:
         fn = resolve_function(dotted)  # inside the try: an unimportable function is this task's error, not the job's
@@ -59,8 +88,11 @@ def run_task(dotted: str, table_location: str, task_json: str, options_json: str
             result = fn(table_location, task)
         result = {"ok": True, **result}
     except Exception as e:  # report, the driver decides (fail closed)
-        log.exception("task failed")
-        result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        log.info("task failed", exc_info=True)
+        result = {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())}"}
+        from paimon_ops.errors import CancelledError
+        if isinstance(e, CancelledError):
+            result["cancelled"] = True
     result["duration_s"] = round(time.time() - started, 3)
     return json.dumps(result)
 
@@ -92,19 +124,24 @@ class LocalRunner:
             return []
         order = sorted(range(len(tasks)), key=lambda i: -task_weight(tasks[i]))
         workers = min(self.workers, len(tasks))
-        if workers == 1:
-            for n, i in enumerate(order):
-                out[i] = json.loads(run_task(function, table_location, json.dumps(tasks[i]), opts))
-                if progress:
-                    progress(n + 1, len(tasks))
-            return out  # type: ignore[return-value]
         from concurrent.futures import ThreadPoolExecutor, as_completed
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paimon-ops-task") as pool:
-            futures = {pool.submit(run_task, function, table_location, json.dumps(tasks[i]), opts): i for i in order}
+        # Tasks run in worker threads even one at a time: the caller's thread only waits, so an interrupt reaches it
+        # at once; then no queued task starts, running ones stop at their next batch (check_cancelled) and remove
+        # what they wrote, and the interrupt goes on to the caller once they have.
+        cancel = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paimon-ops-task")
+        try:
+            futures = {pool.submit(_run_cancellable, cancel, function, table_location, json.dumps(tasks[i]), opts): i
+                       for i in order}
             for n, fut in enumerate(as_completed(futures)):
                 out[futures[fut]] = json.loads(fut.result())
                 if progress:
                     progress(n + 1, len(tasks))
+        except BaseException:
+            cancel.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return out  # type: ignore[return-value]
 
 
@@ -225,7 +262,29 @@ class SparkRunner:
                                                  names=["idx", "result"])
 
         started = time.time()
-        collected = df.mapInArrow(run_batches, "idx long, result string").collect()
+        # The job runs in a helper thread and this one waits: an interrupt (Ctrl-C, SIGTERM, a terminated Dagster
+        # run) then reaches us here — not in the middle of a py4j call, which would break Spark's connection — and
+        # the jobs are cancelled, and waited for, before the caller removes what the tasks wrote.
+        box: dict[str, Any] = {}
+
+        def collect() -> None:
+            try:
+                box["rows"] = df.mapInArrow(run_batches, "idx long, result string").collect()
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                box["error"] = e
+
+        worker = threading.Thread(target=collect, name="paimon-ops-spark-job", daemon=True)
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.2)
+        except BaseException:
+            self.cancel()
+            worker.join(60)
+            raise
+        if "error" in box:
+            raise box["error"]
+        collected = box["rows"]
         log.info("ran %d %s tasks in %d Spark partitions in %.1fs", len(tasks), function.rsplit(".", 1)[-1],
                  len(groups), time.time() - started)
         out: list[dict | None] = [None] * len(tasks)
@@ -237,6 +296,30 @@ class SparkRunner:
         if missing:
             raise RuntimeError(f"Spark returned no result for tasks {missing}")
         return out  # type: ignore[return-value]
+
+
+    def cancel(self, wait_s: float = 30.0) -> None:
+        """Cancel every running job of this session (classic Spark: and wait, at most `wait_s`, until none is active,
+        so that no task writes after the caller's cleanup) or interrupt every operation (Spark Connect)."""
+        try:
+            sc = self.spark.sparkContext
+            sc.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+            sc = None
+        if sc is not None:
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                try:
+                    if not sc.statusTracker().getActiveJobsIds():
+                        break
+                except Exception:  # noqa: BLE001 - best effort
+                    break
+                time.sleep(0.1)
+            return
+        try:
+            self.spark.interruptAll()
+        except Exception as e:  # noqa: BLE001 - best effort: the driver cleans up what it can see anyway
+            log.warning("could not cancel the Spark jobs: %s", e)
 
 
 # Session defaults for paimon-ops' own sessions (the CLI's and the Dagster resource's).
@@ -273,25 +356,74 @@ def spark_endpoints(url: str) -> list[tuple[str, int]]:
     return []
 
 
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn|"
+                     r"spark://[^\s/]+|k8s://\S+)$")
+# The HTTP/2 client preface and an empty SETTINGS frame: a gRPC (Spark Connect) server answers with its own SETTINGS.
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+# A frame of length 0: Spark's RPC server (TransportFrameDecoder) refuses it and closes the connection at once.
+_SPARK_RPC_HELLO = b"\x00" * 8
+
+
+def check_master_url(url: str, what: str = "--spark-master") -> None:
+    """Refuse, in one line, what is no Spark master URL (local[N], local[*], spark://host:port, yarn, k8s://…)."""
+    if not isinstance(url, str) or not _MASTER.match(url.strip()):
+        raise PaimonOpsError(f"{what} {url!r} is not a Spark master URL: use local[N], local[*], spark://host:port, "
+                             "yarn or k8s://https://host:port")
+
+
 def check_spark_reachable(url: str, timeout_s: float | None = None, what: str = "") -> None:
     """Raise UnreachableError unless at least one TCP endpoint of a `spark://` / `sc://` / `k8s://` URL accepts a
-    connection within `timeout_s` (default PAIMON_OPS_CONNECT_TIMEOUT, 10 s). `what` names it in the caller's words
-    (e.g. `--spark-master`)."""
+    connection and answers like Spark within `timeout_s` (default PAIMON_OPS_CONNECT_TIMEOUT, 10 s): a port that
+    accepts connections but never says a word fails in that time too, never after Spark's own minute-long retries.
+    `what` names it in the caller's words (e.g. `--spark-master`)."""
     timeout_s = DEFAULT_CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+    if not timeout_s > 0:
+        raise PaimonOpsError(f"--connect-timeout must be a positive number of seconds, got {timeout_s:g}")
     endpoints = spark_endpoints(url)
     if not endpoints:
         return
     errors = []
+    deadline = time.monotonic() + timeout_s
     for host, port in endpoints:
         try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                return
+            with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())) as sock:
+                problem = _handshake(sock, url, max(0.1, deadline - time.monotonic()), timeout_s)
+                if problem is None:
+                    return
+                errors.append(f"{host}:{port}: {problem}")
         except socket.timeout:
             errors.append(f"{host}:{port}: no answer within {timeout_s:g} s")
         except OSError as e:
             errors.append(f"{host}:{port}: {e.strerror or e}")
     kind = "Spark Connect server" if url.startswith("sc://") else "Spark master"
     raise UnreachableError(url, "; ".join(errors), f"{kind}{' (' + what + ')' if what else ''}")
+
+
+def _handshake(sock: socket.socket, url: str, timeout_s: float, said_s: float) -> str | None:
+    """None if the peer answers the way a Spark Connect server (HTTP/2 SETTINGS) or a Spark master (closes the
+    connection on a malformed RPC frame) does, else what it did."""
+    if url.startswith("sc://"):
+        if "use_ssl=true" in url.lower():
+            return None  # TLS: the TCP connection is all we check without a client certificate chain
+        hello, want_settings = _HTTP2_HELLO, True
+    elif url.startswith("spark://"):
+        hello, want_settings = _SPARK_RPC_HELLO, False
+    else:
+        return None
+    sock.settimeout(timeout_s)
+    try:
+        sock.sendall(hello)
+        data = sock.recv(9)
+    except socket.timeout:
+        return f"accepts connections but does not answer within {said_s:g} s (is it a Spark " \
+               f"{'Connect server' if want_settings else 'master'}?)"
+    except OSError as e:
+        if not want_settings and e.errno in (errno.ECONNRESET, errno.EPIPE):
+            return None  # the master dropped our malformed frame: it speaks Spark RPC
+        return e.strerror or str(e)
+    if want_settings:
+        return None if len(data) >= 4 and data[3] == 0x04 else "answers, but not as a gRPC (Spark Connect) server"
+    return None
 
 
 _STUCK: list[threading.Thread] = []
@@ -450,6 +582,11 @@ class LazySparkRunner:
 
     def probe(self) -> None:
         """Fail fast (within the connect timeout) if the configured master / Connect server does not answer."""
+        if not self.remote:
+            check_master_url(self.master, self.what or "--spark-master")
+        elif not self.remote.startswith("sc://"):
+            raise PaimonOpsError(f"{self.what or '--spark-remote'} {self.remote!r} is not a Spark Connect URL "
+                                 "(sc://host:port)")
         check_spark_reachable(self.remote or self.master, self.connect_timeout_s, self.what)
 
     @property

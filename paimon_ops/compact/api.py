@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import posixpath
 import time
 import uuid
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from paimon_ops.compact.model import (
 from paimon_ops.compact.planner import open_table, plan_compaction
 from paimon_ops.compact.rowtrack import RowRangeCommit, moved_deletion_vectors
 from paimon_ops.compact.rowtrack import enabled as rowtrack_enabled
-from paimon_ops.errors import CommitConflictError, CompactionTaskError, PaimonOpsError, StalePlanError
+from paimon_ops.errors import CancelledError, CommitConflictError, CompactionTaskError, PaimonOpsError, StalePlanError
 from paimon_ops.executor import Execution, execute, register_step
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
@@ -46,51 +47,120 @@ from paimon_ops.table.table import Table
 log = logging.getLogger(__name__)
 
 TASK_FUNCTION = "paimon_ops.compact.rewrite.run_compaction_task"
+SPARK_STRAGGLER_S = 2.0  # how long a cancelled Spark task's Python worker gets to stop before the second sweep
 
 
 @dataclass
 class ExecutionResult:
     plan: CompactionPlan
     results: list[dict]
+    commit_token: str | None = None  # names the commit's new DV index files (the run's journal records it)
 
     @property
     def written_paths(self) -> list[str]:
         return [p for r in self.results for p in r.get("paths", [])]
 
 
-def _delete_paths(table: Table, paths: Sequence[str]) -> None:
-    from paimon_ops.table.external import allowed_roots
-    io = table.io.with_roots(allowed_roots(table))  # outputs may be in external paths
-    for p in paths:
+def _delete_paths(table: Table, paths: Sequence[str]) -> int:
+    """Remove files this run wrote and did not commit (the one deletion path; an unreferenced leftover that cannot be
+    removed is an orphan, never a correctness problem)."""
+    from paimon_ops.lifecycle.deleter import remove_written
+    return remove_written(table, list(paths), "uncommitted compaction output")[0]
+
+
+def _token_dirs(table: Table, plan: CompactionPlan, tokens: Sequence[str], commit_token: str) -> list[tuple[str, str]]:
+    """(directory, token) of every file the run may write: each task's bucket directory and the index directory with
+    its token, the commit's manifests and DV index files with the commit's."""
+    scanner = TableScanner(table)
+    pairs: list[tuple[str, str]] = []
+    for t, token in zip(plan.tasks, tokens):
+        d = scanner.bucket_dir(bytes.fromhex(t.partition), t.bucket)
+        pairs += [(d, token), (table.index_dir, token)]
+    pairs += [(table.index_dir, commit_token)]
+    return list(dict.fromkeys(pairs))
+
+
+def _leftovers(table: Table, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """Files named with one of the run's tokens (a cancelled or failed run: none of them is committed)."""
+    by_dir: dict[str, set[str]] = {}
+    for d, token in pairs:
+        by_dir.setdefault(d, set()).add(token)
+    out: list[str] = []
+    for d, tokens in by_dir.items():
         try:
-            io.delete_file(p)
-        except OSError as e:  # an unreferenced leftover is an orphan, never a correctness problem
-            log.warning("could not delete %s: %s", p, e)
+            listed = table.io.list_status(d)
+        except (OSError, PaimonOpsError) as e:
+            log.warning("cannot list %s to remove what the run wrote: %s", d, e)
+            continue
+        out += [st.path for st in listed if not st.is_dir and any(tok in st.name for tok in tokens)]
+    return out
+
+
+def _write_marker(table: Table, marker: str) -> None:
+    try:
+        table.io.write_bytes(marker, b"cancelled")
+    except (OSError, PaimonOpsError) as e:  # best effort: the driver still sweeps, and the journal stays
+        log.warning("could not write the cancel marker %s: %s", marker, e)
 
 
 def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None = None,
-                 progress: Progress | None = None) -> ExecutionResult:
-    """Run every task; if any fails, delete what the others wrote and raise."""
+                 progress: Progress | None = None, journal: Any = None) -> ExecutionResult:
+    """Run every task; if any fails, or the run is interrupted, delete what every task wrote and raise.
+
+    Each task names its files with a token of its own (`file_uuid`), recorded in `journal` (an Execution's
+    `journal_writes`) before anything is written; an interrupt (Ctrl-C, SIGTERM, a terminated Dagster run) stops
+    queued tasks at once and running ones at their next batch, and every file named with the run's tokens is then
+    removed (CancelledError says how many)."""
+    from paimon_ops.lifecycle.deleter import allowed_roots, check_paths
     table = open_table(table)
     runner = runner or LocalRunner()
-    tasks = [dict(t.to_task(dict(plan.params)), task_id=i) for i, t in enumerate(plan.tasks)]
+    # inputs are files of this table, never anything else (a plan's task names them; the re-plan checks them too)
+    check_paths(allowed_roots(table), [f.path for t in plan.tasks for f in t.files + t.lookup_files])
+    tokens = [str(uuid.uuid4()) for _ in plan.tasks]
+    commit_token = str(uuid.uuid4())
+    pairs = _token_dirs(table, plan, tokens, commit_token)
+    if journal is not None:
+        journal(pairs)
+    # executors that cannot see this process' cancel event (Spark) look for this marker between batches
+    from paimon_ops.lifecycle.journal import journal_dir
+    marker = posixpath.join(journal_dir(table), f"cancel-{commit_token}")
+    tasks = [dict(t.to_task(dict(plan.params)), task_id=i, file_uuid=tokens[i], _cancel_marker=marker)
+             for i, t in enumerate(plan.tasks)]
     # Executors re-open the table from its location: the overrides the driver planned with travel with the tasks,
     # so the merge engine and writer options are the same on both sides; so do the object-store settings.
-    results = runner.run(TASK_FUNCTION, table.location, tasks, progress,
-                         options={**table.io.task_options(), **table.options_override})
+    try:
+        results = runner.run(TASK_FUNCTION, table.location, tasks, progress,
+                             options={**table.io.task_options(), **table.options_override})
+    except BaseException as e:
+        spark = getattr(runner, "name", "") == "spark"
+        if spark:
+            _write_marker(table, marker)
+        cleaned = _delete_paths(table, _leftovers(table, pairs))
+        if spark:
+            # a cancelled Spark task's Python worker may still be writing after its job ended: it stops at its next
+            # batch (the marker) and removes its own files; sweep once more for what it had closed before
+            time.sleep(SPARK_STRAGGLER_S)
+            cleaned += _delete_paths(table, _leftovers(table, pairs))
+            _delete_paths(table, [marker])
+        if isinstance(e, Exception):
+            raise
+        raise CancelledError(f"compaction of {table.identifier} interrupted: queued tasks never started, running "
+                             f"ones stopped; {cleaned} file(s) written were removed and nothing was committed",
+                             cleaned) from None
     failed = [(plan.tasks[i], r) for i, r in enumerate(results) if not r.get("ok")]
     if failed:
-        _delete_paths(table, [p for r in results if r.get("ok") for p in r.get("paths", [])])
+        written = [p for r in results if r.get("ok") for p in r.get("paths", [])]
+        _delete_paths(table, written + _leftovers(table, pairs))
         t, r = failed[0]
         raise CompactionTaskError(
             f"compaction of {table.identifier} failed in {len(failed)} of {len(tasks)} task(s); nothing was committed "
             f"and the files written were removed. First failure (partition {t.partition_spec}, bucket {t.bucket}): "
             f"{r.get('error')}")
-    return ExecutionResult(plan, results)
+    return ExecutionResult(plan, results, commit_token)
 
 
 def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user: str | None = None,
-                      now_millis: int | None = None) -> tuple[Snapshot | None, DvChanges]:
+                      now_millis: int | None = None, journal: Any = None) -> tuple[Snapshot | None, DvChanges]:
     """One COMPACT snapshot: DELETE every input exactly as it was added, ADD every output (upgraded files: the same
     file at its new level), the changelog files in the changelog manifest list, the new DV index files.
     On any failure every file of this run (data, changelog and index) is deleted and the error propagates."""
@@ -134,8 +204,9 @@ def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user
                 dv.new_positions += int(d.get("new_positions", 0))
     index_entries = [index_entry_from_json(dict(d)) for d in plan.index_entries]
     index_entries = [ie for ie in index_entries if (ie.partition, ie.bucket) not in lsm_buckets]
+    committer: FileStoreCommit | None = None
     try:
-        more = rewrite_dv_indexes(table, scanner, index_entries, removed)
+        more = rewrite_dv_indexes(table, scanner, index_entries, removed, executed.commit_token)
         dv.added += more.added
         dv.deleted += more.deleted
         dv.written_paths += more.written_paths
@@ -146,11 +217,17 @@ def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user
                                 index_deleted=tuple(dv.deleted), changelog=tuple(changelog))
         if changes.is_empty:
             return None, dv
-        committer = (RowRangeCommit if rowtrack_enabled(table) else FileStoreCommit)(table, commit_user=commit_user)
+        committer = (RowRangeCommit if rowtrack_enabled(table) else FileStoreCommit)(table, commit_user=commit_user,
+                                                                                   journal=journal)
         snap = committer.commit(changes, "COMPACT", plan.base_snapshot, now_millis=now_millis)
         return snap, dv
-    except BaseException:
-        _delete_paths(table, executed.written_paths + dv.written_paths)
+    except BaseException as e:
+        if committer is not None and committer.committed is not None:
+            raise  # committed (interrupted after the snapshot was written): its files are the table's now
+        cleaned = _delete_paths(table, executed.written_paths + dv.written_paths)
+        if not isinstance(e, Exception):
+            raise CancelledError(f"compaction of {table.identifier} interrupted before its commit; {cleaned} file(s) "
+                                 "written were removed and nothing was committed", cleaned) from None
         raise
 
 
@@ -173,7 +250,7 @@ def _move_deletion_vectors(table: Table, scanner: TableScanner, executed: Execut
 def _run_tasks(ex: Execution, step: Step) -> None:
     plan = ex.plan
     assert isinstance(plan, CompactionPlan)
-    ex.state["compaction"] = execute_plan(ex.table, plan, ex.runner, ex.progress)
+    ex.state["compaction"] = execute_plan(ex.table, plan, ex.runner, ex.progress, journal=ex.journal_writes)
 
 
 @register_step(METADATA_UPGRADES)
@@ -184,7 +261,8 @@ def _upgrades(ex: Execution, step: Step) -> None:
 @register_step(COMPACTION_COMMIT)
 def _commit(ex: Execution, step: Step) -> None:
     executed: ExecutionResult = ex.state["compaction"]
-    snap, dv = commit_compaction(ex.table, executed, ex.state.get("commit_user"), ex.state.get("commit_time_millis"))
+    snap, dv = commit_compaction(ex.table, executed, ex.state.get("commit_user"), ex.state.get("commit_time_millis"),
+                                 journal=ex.journal_writes)
     ex.snapshot_id = snap.id if snap else None
     plan = executed.plan
     files_in = [f for t in plan.tasks for f in t.effects()[0]]
@@ -260,7 +338,7 @@ def compact(
         plan = plan_compaction(table, mode, partitions=partitions, where=where, order_by=order_by, strategy=strategy,
                                threshold=threshold, partition_idle_time=partition_idle_time, min_files=min_files,
                                buckets=buckets, memory_budget=memory_budget, force=force, now_millis=now_millis)
-        if dry_run or not plan.tasks:
+        if dry_run or (not plan.tasks and not plan.deletes):  # (leftovers of an interrupted run are work too)
             report = plan.dry_run_report(time.time() - started)
             return dataclasses.replace(report, dry_run=dry_run, details={**report.details, "replans": replans})
         try:

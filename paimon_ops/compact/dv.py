@@ -66,12 +66,13 @@ def write_dv_index(table: Table, scanner: TableScanner, partition: bytes, bucket
 
 
 def rewrite_dv_indexes(table: Table, scanner: TableScanner, index_entries: list[IndexManifestEntry],
-                       removed: set[tuple[bytes, str]]) -> DvChanges:
-    """Replace every DV index file that points at a removed (partition, data file name)."""
+                       removed: set[tuple[bytes, str]], token: str | None = None) -> DvChanges:
+    """Replace every DV index file that points at a removed (partition, data file name). `token` (a UUID the
+    caller's journal records) names the new files."""
     out = DvChanges()
     with_card = None
     n = 0
-    prefix = f"index-{uuid.uuid4()}-"
+    prefix = f"index-{token or uuid.uuid4()}-"
     for ie in index_entries:
         if ie.index_type != DELETION_VECTORS or not ie.dv_ranges:
             continue

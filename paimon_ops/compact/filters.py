@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from paimon_ops.errors import InvalidArgumentError
+from paimon_ops.errors import InvalidArgumentError, arg
 from paimon_ops.format.partition import parse_partition_spec, parse_partition_value
 
 PartitionPredicate = Callable[[dict[str, Any]], bool]
@@ -25,7 +25,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
-            raise InvalidArgumentError(f"cannot parse where clause {text!r} at position {pos}: {text[pos:pos + 20]!r}")
+            raise InvalidArgumentError(f"cannot parse {arg('where', text)} at position {pos}: {text[pos:pos + 20]!r}")
         kind = m.lastgroup
         assert kind is not None
         out.append((kind, m.group(kind)))
@@ -45,7 +45,7 @@ class _Parser:
         self.default_name = default_name
 
     def fail(self, msg: str) -> InvalidArgumentError:
-        return InvalidArgumentError(f"where clause {self.text!r}: {msg}")
+        return InvalidArgumentError(f"{arg('where', self.text)}: {msg}")
 
     def peek_word(self, *words: str) -> bool:
         return self.i < len(self.toks) and self.toks[self.i][0] == "word" and self.toks[self.i][1].upper() in words
@@ -160,7 +160,7 @@ def partition_predicate(names: Sequence[str], types: Sequence[Any], default_name
             preds.append(where)
         elif isinstance(where, str):
             if not names:
-                raise InvalidArgumentError("where clause given but the table is not partitioned")
+                raise InvalidArgumentError(f"{arg('where')} given but the table is not partitioned")
             preds.append(_Parser(where, names, types, default_name).parse())
         else:
             raise InvalidArgumentError(f"where must be a string or a callable, got {type(where).__name__}")

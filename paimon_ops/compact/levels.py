@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 # Rewriters (which Java CompactRewriter a bucket uses).
 PLAIN = "plain"                    # MergeTreeCompactRewriter
@@ -72,10 +72,15 @@ class LsmFile:
     creation_time: int = 0
     delete_rows: int | None = None     # None: unknown (files written before 0.9 stats)
     has_dv: bool = False
+    # Reads the file's _VALUE_KIND column when its writer claims no delete rows: a wrong claim (pypaimon 2.1.0
+    # writes _DELETE_ROW_COUNT = 0 for level-0 files full of deletes) must not let a file be upgraded unread.
+    retract_probe: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
 
     @property
     def may_hold_retracts(self) -> bool:
-        return self.delete_rows is None or self.delete_rows > 0
+        if self.delete_rows is None or self.delete_rows > 0:
+            return True
+        return self.retract_probe() if self.retract_probe is not None else False
 
 
 @dataclass(frozen=True)

@@ -209,7 +209,7 @@ class _Lsm:
                                "dropped_vectors": len(dropped), "new_positions": int(new_positions)}
         if existing:
             with_card = bool(ctx.task.get("dv_cardinality"))
-            name = f"index-{uuid.uuid4()}-0"
+            name = f"index-{getattr(ctx, 'token', None) or uuid.uuid4()}-0"
             # registered before writing: a failure halfway still deletes the partial file
             ctx.extra_paths.append(dv_index_path(ctx.table, ctx.scanner, ctx.partition, ctx.bucket, name))
             entry, _ = write_dv_index(ctx.table, ctx.scanner, ctx.partition, ctx.bucket, existing, with_card, name)

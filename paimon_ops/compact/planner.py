@@ -18,11 +18,14 @@ Modes:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_ops.compact import levels as lv
 from paimon_ops.compact.filters import PartitionPredicate, partition_predicate
@@ -43,10 +46,11 @@ from paimon_ops.compact.model import (
 )
 from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
-from paimon_ops.errors import InvalidArgumentError, UnsupportedError, arg
+from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError, arg
 from paimon_ops.format.binary_row import deserialize_row
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.options import parse_duration
-from paimon_ops.plan import DATA, FileAction, PlanBuilder
+from paimon_ops.plan import DATA, FileAction, PlanBuilder, planner
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis
@@ -70,6 +74,12 @@ class _FileInfo:
         return self.deleted / self.file.meta.row_count if self.file.meta.row_count else 0.0
 
 
+def _resolve_now(params: dict[str, Any]) -> None:
+    """The planner's clock is local wall time as UTC millis (like _CREATION_TIME); recorded in the plan."""
+    if params.get("now_millis") is None:
+        params["now_millis"] = local_now_as_utc_millis()
+
+
 def open_table(table: Table | str) -> Table:
     return table if isinstance(table, Table) else Table(str(table))
 
@@ -77,13 +87,16 @@ def open_table(table: Table | str) -> Table:
 def dv_ratio_threshold(table: Table, threshold: float | None) -> float:
     if threshold is not None:
         t = float(threshold)
-    else:
-        opts = table.options
-        configured = opts.float("compaction.dv-ratio-threshold")
-        t = opts.float("compaction.delete-ratio-threshold", DEFAULT_DV_RATIO) if configured is None else configured
+        if not 0.0 <= t <= 1.0:
+            raise InvalidArgumentError(f"{arg('threshold')} must be within [0, 1], got {t}")
+        return t
+    opts = table.options
+    key = "compaction.dv-ratio-threshold" if opts.get("compaction.dv-ratio-threshold") is not None else \
+        "compaction.delete-ratio-threshold"
+    t = opts.float(key, DEFAULT_DV_RATIO)  # type: ignore[assignment]
     if not 0.0 <= t <= 1.0:
-        raise InvalidArgumentError(f"{arg('threshold')} must be within [0, 1], got {t}")
-    return t  # type: ignore[return-value]
+        raise InvalidOptionError(key, opts.get(key), "a ratio within [0, 1]", f"table {table.identifier}")
+    return t
 
 
 def _file_infos(scanner: TableScanner, result: ScanResult, files: list[LiveFile]) -> list[_FileInfo]:
@@ -113,6 +126,7 @@ def _spec_text(d: dict[str, Any]) -> dict[str, str]:
     return {k: ("null" if v is None else str(v)) for k, v in d.items()}
 
 
+@planner("compact", resolve=_resolve_now)
 def plan_compaction(
     table: Table | str,
     mode: str = "full",
@@ -167,6 +181,10 @@ def plan_compaction(
             raise InvalidArgumentError(f"unknown sort {arg('strategy')} {strategy!r}; use one of {', '.join(STRATEGIES)}")
         if partition_idle_time is not None:
             raise InvalidArgumentError(f"{arg('partition_idle_time')} cannot be combined with sort compaction (as in Paimon)")
+    elif order_by:
+        raise InvalidArgumentError(f"{arg('order_by')} orders rows only in {arg('mode', 'sort')} compaction; "
+                                   f"{arg('mode', mode)} keeps the table's own order (primary key, or the order "
+                                   "rows were written in) — drop it, or use sort")
     elif mode == "small-files" and pk:
         raise UnsupportedError(f"small-files compaction is for append tables; use {arg('mode', 'minor')} or "
                                f"{arg('mode', 'full')} for primary-key tables")
@@ -193,6 +211,7 @@ def plan_compaction(
     features.require(table, op, file_uses)  # what the files say, whatever the options claim
     if not row_tracking:
         rowtrack.check_files_without_option(table, file_uses)
+    bucket_option = _bucket_option(table)
 
     ptypes = [f.type for f in schema.fields_of(schema.partition_keys)]
     pred = partition_predicate(list(schema.partition_keys), ptypes, opts.partition_default_name, partitions, where)
@@ -228,6 +247,13 @@ def plan_compaction(
         if idle_ms is not None and now - newest[p] < idle_ms:
             skip("partition written within partition_idle_time")
             continue
+        stale = [f for f in fs if f.total_buckets > 0 and bucket_option > 0 and f.total_buckets != bucket_option]
+        if stale:
+            raise UnsupportedError(
+                f"{table.identifier}: partition {_spec_text(pdicts[p]) or '(none)'} sits in {stale[0].total_buckets} "
+                f"buckets but the table's bucket option is now {bucket_option}: compacting it would commit files "
+                "into buckets of the old count. Rescaling is its own operation (Paimon's rescale procedure or INSERT "
+                "OVERWRITE); compact other partitions with --partition")
         selected[(p, b)] = fs
 
     tasks: list[CompactionTask] = []
@@ -301,6 +327,7 @@ def plan_compaction(
     index_entries = tuple(index_entry_to_json(ie) for ie in result.index_entries
                           if ie.index_type == DELETION_VECTORS and (ie.partition, ie.bucket) in touched)
     pb = PlanBuilder()
+    plan_pending(pb, table)  # first finish what an interrupted run left (its written, uncommitted files)
     pb.step(f"rewrite ({len(tasks)} task(s))", COMPACTION_TASKS)
     for t in tasks:
         gone, upgraded = t.effects()
@@ -347,6 +374,16 @@ def task_params(table: Table, scanner: TableScanner, memory_budget: int | None) 
     return {"write": WriteParams(wspec.fmt, wspec.dense_stats, wspec.legacy_key_stats, target, target_rows,
                                  row_group, wspec.thin).to_json(),
             "memory_budget": memory_budget}
+
+
+def _bucket_option(table: Table) -> int:
+    """The `bucket` option, refused when it is no bucket count Paimon accepts (0, below -2), naming the option."""
+    raw = table.options.get("bucket")
+    value = table.options.bucket
+    if value == 0 or value < -2:
+        raise InvalidOptionError("bucket", raw, "-1 (dynamic or unaware), -2 (postpone) or a positive bucket count",
+                                 f"table {table.identifier}")
+    return value
 
 
 def _check_supported(table: Table, mode: str, spec: Any) -> None:
@@ -402,7 +439,7 @@ class _LsmPlanner:
         if gentle:
             iv = opts.int("lookup-compact.max-interval")
             interval = max(trigger, iv if iv is not None else 2 * trigger)
-        hour = datetime.fromtimestamp(time.time()).hour
+        hour = (now_ms // 3_600_000) % 24  # now_ms is local wall time as UTC millis: the local hour
         self.base_cfg: dict[str, Any] = dict(
             trigger=trigger,
             max_size_amp=_int(opts, "compaction.max-size-amplification-percent", 200),
@@ -418,6 +455,7 @@ class _LsmPlanner:
             now_ms=now_ms,
         )
         self.units: list[dict[str, Any]] = []
+        self.retracts: dict[str, bool] = {}
         self.index_by_bucket: dict[tuple[bytes, int], list] = {}
         for ie in result.index_entries:
             if ie.index_type == DELETION_VECTORS:
@@ -427,8 +465,31 @@ class _LsmPlanner:
         m = i.file.meta
         lo = tuple(deserialize_row(m.min_key, self.key_types, m.file_name))
         hi = tuple(deserialize_row(m.max_key, self.key_types, m.file_name))
+        probe = functools.partial(self.has_retracts, i) if m.delete_row_count == 0 and m.level == 0 else None
         return lv.LsmFile(m.file_name, m.level, m.file_size, lo, hi, m.min_sequence_number, m.max_sequence_number,
-                          m.creation_time or 0, m.delete_row_count, i.input.has_dv)
+                          m.creation_time or 0, m.delete_row_count, i.input.has_dv, probe)
+
+    def has_retracts(self, i: _FileInfo) -> bool:
+        """Whether the file holds DELETE / UPDATE_BEFORE records, read from its _VALUE_KIND column — asked only
+        when its writer claims none (`_DELETE_ROW_COUNT = 0`) and that claim would let it be upgraded without a
+        rewrite. Writers' statistics are not trusted where a wrong count loses data: pypaimon 2.1.0 writes 0 for
+        level-0 files full of deletes, and Java 0.9 upgrades such a file to a deletion-vector table's upper level,
+        where readers take its records raw and the deleted keys come back as rows of NULLs."""
+        name = i.file.name
+        if name not in self.retracts:
+            from paimon_ops.format.datafile import VALUE_KIND
+            from paimon_ops.table.reader import iter_file_batches
+            found = False
+            for batch in iter_file_batches(self.scanner, i.file, None):
+                kinds = batch.column(batch.schema.get_field_index(VALUE_KIND))
+                if pc.any(pc.is_in(kinds, pa.array([1, 3], kinds.type))).as_py():
+                    found = True
+                    break
+            if found:
+                log.info("%s claims no delete rows but holds DELETE / UPDATE_BEFORE records: rewritten, never "
+                         "upgraded as it is", i.file.path)
+            self.retracts[name] = found
+        return self.retracts[name]
 
     def bucket(self, p: bytes, b: int, infos: list[_FileInfo], mode: str, task: Any, skip: Any) -> None:
         opts = self.opts

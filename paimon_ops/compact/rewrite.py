@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from typing import Any, Iterator
 
 import numpy as np
@@ -42,6 +43,7 @@ from paimon_ops.errors import InvalidArgumentError, MissingFileError
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
+from paimon_ops.runner import check_cancelled
 from paimon_ops.table.reader import iter_file_batches
 from paimon_ops.table.scan import LiveFile, TableScanner
 from paimon_ops.table.table import Table
@@ -76,6 +78,30 @@ class _Ctx:
         self.writers: list[RollingWriter] = []            # data files
         self.changelog_writers: list[RollingWriter] = []  # changelog files (LSM tasks)
         self.extra_paths: list[str] = []                  # other files written (a bucket's new DV index)
+        # Every file this task writes carries its token (the driver's journal names it), so that what a killed or
+        # cancelled run wrote can be found and removed: `data-<token>-<n>`, `changelog-<token>-<n>`, `index-<token>-0`.
+        from paimon_ops.table.writer import FileNamer
+        self.token: str = str(uuid.UUID(task["file_uuid"])) if task.get("file_uuid") else str(uuid.uuid4())
+        self.data_namer = FileNamer(self.table.options.data_file_prefix, "." + self.params.fmt)
+        self.data_namer.uuid = self.token
+        self.changelog_namer = FileNamer(self.table.options.str("changelog-file.prefix", "changelog-") or "changelog-",
+                                         "." + self.params.fmt)
+        self.changelog_namer.uuid = self.token
+        self._marker_checked = 0.0
+
+    def check_cancelled(self) -> None:
+        """Between batches: stop (CancelledError; the task then removes what it wrote) once the run was cancelled —
+        in-process, the runner's event; on Spark executors, the driver's cancel marker file (looked for at most
+        every half second)."""
+        check_cancelled()
+        marker = self.task.get("_cancel_marker")
+        if marker:
+            now = time.monotonic()
+            if now - self._marker_checked >= 0.5:
+                self._marker_checked = now
+                if self.table.io.exists(marker):
+                    from paimon_ops.errors import CancelledError
+                    raise CancelledError("cancelled by the driver")
 
     def live_file(self, f: InputFile) -> LiveFile:
         return LiveFile(self.partition, self.bucket, self.total_buckets, meta_from_json(f.meta), f.path)
@@ -94,27 +120,23 @@ class _Ctx:
         return read_dv(data, f.dv_offset, f.dv_length, f.dv_index_file)
 
     def writer(self, level: int, **kw: Any) -> RollingWriter:
+        kw.setdefault("namer", self.data_namer)
         w = RollingWriter(self.table, self.scanner, self.params, self.partition, self.bucket, level, **kw)
         self.writers.append(w)
         return w
 
     def changelog_writer(self, level: int) -> RollingWriter:
         """Changelog files: `changelog-<uuid>-<n>`, the output level, file source APPEND (KeyValueFileWriterFactory)."""
-        from paimon_ops.table.writer import FileNamer
-        prefix = self.table.options.str("changelog-file.prefix", "changelog-") or "changelog-"
         w = RollingWriter(self.table, self.scanner, self.params, self.partition, self.bucket, level, file_source=0,
-                          namer=FileNamer(prefix, "." + self.params.fmt))
+                          namer=self.changelog_namer)
         self.changelog_writers.append(w)
         return w
 
     def abort(self) -> None:
+        from paimon_ops.lifecycle.deleter import remove_written
         for w in self.writers + self.changelog_writers:
             w.abort()
-        for p in self.extra_paths:
-            try:
-                self.table.io.delete_file(p)
-            except OSError:
-                log.warning("could not delete %s after a failed compaction", p)
+        remove_written(self.table, self.extra_paths, "a failed compaction")
 
     def batch_rows(self, files: list[InputFile], streams: int) -> int:
         if not self.memory_budget:
@@ -136,6 +158,7 @@ def _run_batches(ctx: _Ctx, run: list[InputFile], batch_rows: int) -> Iterator[p
     for f in run:
         lf = ctx.live_file(f)
         for batch in iter_file_batches(ctx.scanner, lf, ctx.dv(f), batch_size=batch_rows):
+            ctx.check_cancelled()
             if not batch.num_rows:
                 continue
             t = pa.Table.from_batches([batch])
@@ -251,6 +274,7 @@ def _file_rows_with_seq(ctx: _Ctx, f: InputFile, batch_rows: int) -> Iterator[pa
     keep = dv.keep_mask(f.row_count) if dv is not None and dv.cardinality else None
     offset = 0
     for batch in iter_file_batches(ctx.scanner, lf, None, batch_size=batch_rows):
+        ctx.check_cancelled()
         n = batch.num_rows
         t = pa.Table.from_batches([batch])
         if pk:

@@ -144,11 +144,8 @@ class RollingWriter:
             except Exception:  # noqa: BLE001 - best effort, the file is deleted next
                 pass
             self._open = False
-        for p in self.paths:
-            try:
-                self.table.io.delete_file(p)
-            except OSError:
-                log.warning("could not delete %s after a failed compaction", p)
+        from paimon_ops.lifecycle.deleter import remove_written
+        remove_written(self.table, self.paths, "a failed compaction")
 
     # ------------------------------------------------------------------ files
     def _start_file(self) -> None:

@@ -73,7 +73,7 @@ from paimon_ops.lifecycle.schedule import TagSchedule, auto_tag_matcher, require
 from paimon_ops.lifecycle.timeline import SnapshotTimeline, local_now
 from paimon_ops.lifecycle.timeline import valid_watermark as _valid_watermark
 from paimon_ops.options import format_duration
-from paimon_ops.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs
+from paimon_ops.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.report import Report
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import naive_to_local_millis, to_instant_millis, to_local_millis
@@ -357,6 +357,7 @@ def expected_tag_periods(table: Table, start: _dt.date | _dt.datetime | str | in
 
 
 # ---------------------------------------------------------------------------------------------- plan / create
+@planner("auto_tag")
 def plan_auto_tags(table: Table, now_millis: int | None = None, periods: Iterable[Any] | None = None) -> Plan:
     """What `create_auto_tags` would do: one decision per period (see module docstring), each tag file to write
     with its content.

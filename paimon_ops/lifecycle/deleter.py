@@ -1,21 +1,61 @@
-"""Executes the delete phases of a plan: in the caller's order, one phase at a time, each phase either inline
-(small, or under fault injection) or in batches on a runner (Spark executors).
+"""The one deletion path: every file paimon-ops deletes — a plan's delete phases, the files an interrupted or
+failed run wrote and did not commit — goes through here.
 
-Every path is checked against the table's allowed roots — the real (resolved) table root and the configured
-external data paths — on the driver before the first delete of the phase, and again by the executor that deletes
-it; the FileIO underneath never deletes through a symlink. Deletes are quiet about missing files, so a rerun after
-a crash is idempotent.
+Before the first delete of an execution, `preflight` validates every path of every delete step (design.md §1: a
+refusal leaves the table exactly as it was and names the path):
+
+* where it is: under the real table root or a configured external data path, in the directory its kind lives in
+  (a data file in a bucket directory, a manifest in manifest/, a snapshot in a branch's snapshot/, …), with a plain
+  name (no '/', control characters, '..'; at most 255 bytes);
+* what it is (local file systems): every directory on the way opened without following a symbolic link, the
+  directory writable, the file a regular file (or already gone) — checked per directory, with one listing for
+  directories holding many of the files;
+* whether it is still needed: no snapshot, tag or long-lived changelog of any branch that stays keeps a content file
+  the plan deletes alive (`references.kept_names`, read now from the live table).
+
+Then the phases run in the caller's order, one at a time, each inline (small, or under fault injection) or in
+batches on a runner (Spark executors); each executor checks its paths against the roots again, and the FileIO
+underneath never deletes through a symlink. Deletes are quiet about missing files, so a rerun after a crash is
+idempotent. The checks cost a few string operations per file and a system call per directory (or per file in
+directories holding few of them); `delete_task` is the executor side.
 """
 from __future__ import annotations
 
+import errno
 import logging
-from typing import Sequence
+import os
+import posixpath
+import re
+import stat as _stat
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
-from paimon_ops.errors import PaimonOpsError
-from paimon_ops.plan import FileAction
+from paimon_ops.errors import PaimonOpsError, PreflightError, UnsafeOperationError
+from paimon_ops.plan import (
+    CHANGELOG,
+    CONTENT_KINDS,
+    DATA,
+    DIRECTORY,
+    EXTRA,
+    INDEX,
+    INDEX_MANIFEST,
+    JOURNAL,
+    LEFTOVER,
+    LONG_CHANGELOG,
+    MANIFEST,
+    MANIFEST_LIST,
+    ORPHAN,
+    OWNER_KINDS,
+    SNAPSHOT,
+    STATISTICS,
+    TAG,
+    TEMP,
+    FileAction,
+    Step,
+)
 from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.fileio import FileIO, ensure_within
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import BRANCH_PREFIX, CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, TAG_PREFIX, Table
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +89,297 @@ def check_paths(roots: Sequence[str], paths: Sequence[str]) -> None:
                 errors.append(e)
         else:
             raise errors[0]
+
+
+# ---------------------------------------------------------------------------------------------- preflight
+NAME_MAX = 255          # bytes of one path component (local file systems; S3 keys are checked whole)
+PATH_MAX = 4096
+OBJECT_KEY_MAX = 1024
+LISTING_THRESHOLD = 32  # a directory holding more of the files to delete is listed once instead of lstat per file
+JOURNAL_DIR = ".paimon-ops"
+_BUCKET = re.compile(r"^bucket-(\d+|postpone)$")
+_ID_FILE = re.compile(r"^(snapshot|changelog)-\d+$")
+
+
+def bad_name(name: str) -> str | None:
+    """Why `name` is not a plain file name, or None."""
+    if not name or name in (".", ".."):
+        return "an empty name or '.'/'..'"
+    if "/" in name or "\\" in name:
+        return "a name with a path separator"
+    if not name.isprintable():
+        return "a name with control characters"
+    if len(name) > NAME_MAX or (not name.isascii() and len(name.encode("utf-8", "surrogateescape")) > NAME_MAX):
+        return f"a name longer than {NAME_MAX} bytes"
+    return None
+
+
+class Layout:
+    """Which directory each kind of file lives in, for one table (all branches)."""
+
+    def __init__(self, table: Table):
+        self.table = table
+        self.root = posixpath.normpath(table.root)
+        self.data_root = posixpath.normpath(table.data_root)
+        self.depth = len(table.schema.partition_keys)
+        self.external = [posixpath.normpath(r) for r in allowed_roots(table)[1:]]
+        self.index_in_data = table.options.index_file_in_data_dir
+        self._memo: dict[tuple[str, str], str | None] = {}
+
+    def _branch_root(self, d: str) -> bool:
+        if d == self.root:
+            return True
+        parent, name = posixpath.split(d)
+        return parent == posixpath.join(self.root, "branch") and name.startswith(BRANCH_PREFIX)
+
+    def _bucket_dir(self, d: str) -> bool:
+        for base in [self.data_root] + self.external:
+            if d.startswith(base.rstrip("/") + "/"):
+                parts = d[len(base.rstrip("/")) + 1:].split("/")
+                if not _BUCKET.match(parts[-1]):
+                    continue
+                if base != self.data_root:
+                    return True  # external paths: <root>/<partition dirs>/bucket-N
+                if len(parts) == self.depth + 1 and all("=" in p for p in parts[:-1]):
+                    return True
+        return False
+
+    def _data_dir(self, d: str) -> bool:
+        """A bucket directory, or a partition directory at full depth (files Java #7295 left there)."""
+        if self._bucket_dir(d):
+            return True
+        if self.depth and d.startswith(self.data_root.rstrip("/") + "/"):
+            parts = d[len(self.data_root.rstrip("/")) + 1:].split("/")
+            return len(parts) == self.depth and all("=" in p for p in parts)
+        return False
+
+    def _meta_dir(self, d: str, sub: str) -> bool:
+        parent, name = posixpath.split(d)
+        return name == sub and self._branch_root(parent)
+
+    def where_problem(self, kind: str, directory: str) -> str | None:
+        """Why files of `kind` cannot be in `directory`, or None (memoised per directory)."""
+        key = (kind, directory)
+        if key not in self._memo:
+            self._memo[key] = self._where(kind, directory)
+        return self._memo[key]
+
+    def _where(self, kind: str, d: str) -> str | None:
+        ok: bool
+        if kind == SNAPSHOT:
+            ok = self._meta_dir(d, "snapshot")
+        elif kind == LONG_CHANGELOG:
+            ok = self._meta_dir(d, "changelog")
+        elif kind == TAG:
+            ok = self._meta_dir(d, "tag") or (posixpath.basename(d) == "tag-success-file"
+                                              and self._meta_dir(posixpath.dirname(d), "tag"))
+        elif kind in (MANIFEST, MANIFEST_LIST, INDEX_MANIFEST):
+            ok = d == posixpath.join(self.root, "manifest")
+        elif kind == STATISTICS:
+            ok = d == posixpath.join(self.root, "statistics")
+        elif kind == INDEX:
+            ok = d == posixpath.join(self.root, "index") or (self.index_in_data and self._bucket_dir(d)) \
+                or any(d == e or d.startswith(e.rstrip("/") + "/") for e in self.external)
+        elif kind in (DATA, EXTRA, CHANGELOG):
+            ok = self._bucket_dir(d)
+        elif kind == ORPHAN:
+            ok = d in (posixpath.join(self.root, "manifest"), posixpath.join(self.root, "index"),
+                       posixpath.join(self.root, "statistics")) or self._data_dir(d)
+        elif kind == LEFTOVER:  # (temporary files of atomic creates also in metadata dirs: `leftover_problem`)
+            ok = d in (posixpath.join(self.root, "manifest"), posixpath.join(self.root, "index"),
+                       posixpath.join(self.root, "statistics")) or self._bucket_dir(d) or \
+                any(self._meta_dir(d, sub) for sub in ("snapshot", "tag", "changelog"))
+        elif kind == TEMP:
+            ok = self._meta_dir(d, "snapshot") or self._meta_dir(d, "changelog")
+        elif kind == JOURNAL:
+            ok = d == posixpath.join(self.root, JOURNAL_DIR)
+        elif kind == DIRECTORY:  # `d` is the directory itself: a bucket or partition directory of the data
+            ok = self._data_dir(d) or (d.startswith(self.data_root.rstrip("/") + "/") and all(
+                "=" in p for p in d[len(self.data_root.rstrip("/")) + 1:].split("/")))
+        else:
+            return f"kind {kind!r} is not something paimon-ops deletes"
+        return None if ok else f"a {kind} file cannot be in {d}"
+
+    def leftover_problem(self, directory: str, name: str) -> str | None:
+        """A leftover of an interrupted run: a content file of its directory, or — in snapshot/, tag/, changelog/ —
+        only a hidden temporary file of an atomic create (never a snapshot, tag or hint)."""
+        problem = self.where_problem(LEFTOVER, directory)
+        if problem is None and posixpath.basename(directory) in ("snapshot", "tag", "changelog") and \
+                not (name.startswith(".") and name.endswith(".tmp")):
+            return f"only temporary files are leftovers in {directory}"
+        return problem
+
+    def name_problem(self, kind: str, name: str) -> str | None:
+        if kind == SNAPSHOT and not (name.startswith(SNAPSHOT_PREFIX) and _ID_FILE.match(name)):
+            return "not a snapshot file name"
+        if kind == LONG_CHANGELOG and not (name.startswith(CHANGELOG_PREFIX) and _ID_FILE.match(name)):
+            return "not a changelog file name"
+        if kind == TAG and not (name.startswith(TAG_PREFIX) or name.endswith("_SUCCESS")):
+            return "not a tag file name"
+        if kind == TEMP and (_ID_FILE.match(name) or name in (EARLIEST, LATEST)):
+            return "a snapshot, changelog or hint file is not a temporary file"
+        if kind == JOURNAL and not name.startswith(("journal-", "cancel-")):
+            return "not a journal file name"
+        return None
+
+
+@dataclass
+class Checked:
+    """What `preflight` found: the owner files the plan removes and the content files it deletes."""
+
+    owners: list[str] = field(default_factory=list)
+    content: list[FileAction] = field(default_factory=list)
+    files: int = 0
+
+
+def preflight(table: Table, steps: Iterable[Step], check_references: bool = True) -> Checked:
+    """Validate every path every step of a plan removes, before anything is removed (see the module docstring).
+    Raises PreflightError naming the first path that is not safe to delete; changes nothing."""
+    actions = [a for s in steps if s.removes_files for a in s.files]
+    out = Checked(files=len(actions))
+    if not actions:
+        return out
+    layout = Layout(table)
+    roots = allowed_roots(table)
+    ident = table.identifier
+    io = table.io.with_roots(roots[1:])  # (configured external data paths are roots too)
+    local = io.is_local
+    by_dir: dict[str, list[FileAction]] = {}
+    for a in actions:
+        path = a.path
+        if not isinstance(path, str) or "\x00" in path:
+            raise PreflightError(ident, repr(path), "not a path")
+        norm = posixpath.normpath(path)
+        if norm != path.rstrip("/") or ".." in norm.split("/"):
+            raise PreflightError(ident, path, "not a normalised path")
+        d, name = posixpath.split(norm)
+        why = bad_name(name) or layout.name_problem(a.kind, name) or (
+            layout.leftover_problem(d, name) if a.kind == LEFTOVER else
+            layout.where_problem(a.kind, norm if a.kind == DIRECTORY else d))
+        if why is None and (len(norm.encode("utf-8", "surrogateescape")) > (PATH_MAX if local else OBJECT_KEY_MAX)):
+            why = "the path is too long for the file system"
+        if why is not None:
+            raise PreflightError(ident, path, why)
+        by_dir.setdefault(d, []).append(a)
+        if a.kind in OWNER_KINDS:
+            out.owners.append(norm)
+        elif a.kind in CONTENT_KINDS:
+            out.content.append(a)
+    try:
+        check_paths(roots, [a.path for a in actions])
+    except UnsafeOperationError as e:
+        raise PreflightError(ident, _first_outside(roots, actions), str(e)) from None
+    if local and io.roots:
+        for d, items in by_dir.items():
+            _check_local_dir(io, ident, d, items)
+    if check_references and out.content:
+        from paimon_ops.lifecycle.consistency import check_history
+        check_history(table, "deleting files")
+        check_unreferenced(table, out.content, out.owners)
+    return out
+
+
+def _first_outside(roots: Sequence[str], actions: Sequence[FileAction]) -> str:
+    for a in actions:
+        try:
+            check_paths(roots, [a.path])
+        except UnsafeOperationError:
+            return a.path
+    return actions[0].path
+
+
+def _check_local_dir(io: FileIO, ident: str, d: str, items: Sequence[FileAction]) -> None:
+    """The directory reached without a symlink and writable; each file a regular file (a directory for DIRECTORY
+    actions) or already gone."""
+    try:
+        fd = io._open_dir(d, "delete")
+    except UnsafeOperationError as e:
+        m = re.search(r"(\S+ is a symbolic link(?: -> \S+)?)", str(e))
+        raise PreflightError(ident, items[0].path, f"{m.group(1) if m else e} on the way (never followed)") \
+            from None
+    except NotADirectoryError:
+        raise PreflightError(ident, d, "it is not a directory") from None
+    except PermissionError:
+        raise PreflightError(ident, d, "permission denied") from None
+    except OSError as e:
+        raise PreflightError(ident, d, e.strerror or str(e)) from None
+    if fd is None:
+        return  # nothing there: every file already gone
+    try:
+        if not os.access(".", os.W_OK | os.X_OK, dir_fd=fd):
+            raise PreflightError(ident, d, "the directory is not writable (permission denied), so its files cannot "
+                                           "be deleted")
+        listing: dict[str, int] | None = None
+        if len(items) > LISTING_THRESHOLD:
+            listing = {}
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if entry.is_symlink():
+                        listing[entry.name] = _stat.S_IFLNK
+                    elif entry.is_dir(follow_symlinks=False):
+                        listing[entry.name] = _stat.S_IFDIR
+                    elif entry.is_file(follow_symlinks=False):
+                        listing[entry.name] = _stat.S_IFREG
+                    else:
+                        listing[entry.name] = 0
+        for a in items:
+            name = posixpath.basename(posixpath.normpath(a.path))
+            if listing is not None:
+                mode = listing.get(name)
+                if mode is None:
+                    continue
+            else:
+                try:
+                    mode = _stat.S_IFMT(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+                except FileNotFoundError:
+                    continue
+                except OSError as e:
+                    if e.errno == errno.ENAMETOOLONG:
+                        raise PreflightError(ident, a.path, "the name is too long for the file system") from None
+                    raise PreflightError(ident, a.path, e.strerror or str(e)) from None
+            want = _stat.S_IFDIR if a.kind == DIRECTORY else _stat.S_IFREG
+            if mode == want:
+                continue
+            if mode == _stat.S_IFLNK:
+                raise PreflightError(ident, a.path, "it is a symbolic link (never followed, never deleted)")
+            raise PreflightError(ident, a.path, "it is a directory, not a file" if mode == _stat.S_IFDIR else
+                                 "it is a file, not a directory" if a.kind == DIRECTORY else "not a regular file")
+    finally:
+        os.close(fd)
+
+
+def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owners: Sequence[str]) -> None:
+    """Refuse (PreflightError) if any content file is kept alive by a snapshot, tag or long-lived changelog of any
+    branch that stays — read from the live table now. Orphans must not even be named by anything."""
+    from paimon_ops.lifecycle.references import kept_names, referencing_owner
+    # orphans are checked against what anything names (a superset of what is kept): one read of the history
+    only_orphans = all(a.kind == ORPHAN for a in content) and not removed_owners
+    kept = set() if only_orphans else kept_names(table, removed_owners).names
+    named: set[str] | None = None
+    for a in content:
+        name = posixpath.basename(a.path)
+        hit = name in kept
+        if not hit and a.kind == ORPHAN:
+            if named is None:
+                named, owners = _named_by_any(table)
+                if not owners:
+                    raise PreflightError(table.identifier, a.path, "no snapshot, tag or changelog of any branch "
+                                         "references anything: a table without history has no orphans "
+                                         "(apache/paimon#7710)")
+            hit = name in named
+        if hit:
+            owner = referencing_owner(table, name, removed_owners) or "a snapshot, tag or changelog that stays"
+            raise PreflightError(table.identifier, a.path, f"{owner} still uses it (the plan is stale or was "
+                                                           "edited); plan again")
+
+
+def _named_by_any(table: Table) -> tuple[set[str], int]:
+    """(every file name any snapshot, tag or changelog of any branch names — orphan removal's used set, how many
+    owners were read)."""
+    from paimon_ops.lifecycle.orphans import _branch_tables, _collect_used
+    branches = _branch_tables(table)
+    used = _collect_used(branches[0], branches)
+    return used.names, used.owners
 
 
 def delete_task(table_location: str, task: dict) -> dict:
@@ -114,6 +445,30 @@ class Deleter:
         # Which individual files were missing is not reported back; counts are exact.
         return list(actions), missing
 
+    def delete_ordered(self, actions: Sequence[FileAction]) -> tuple[list[FileAction], int]:
+        """One by one on the driver, in the given order (snapshot, tag and changelog files)."""
+        check_paths(self.roots, [a.path for a in actions])
+        done, missing = [], 0
+        for a in actions:
+            if self.io.delete_file(a.path):
+                done.append(a)
+            else:
+                missing += 1
+        return done, missing
+
+    def delete_dirs(self, actions: Sequence[FileAction]) -> list[FileAction]:
+        """Directories, each removed only if a listing shows it empty at that moment; never the table root."""
+        check_paths(self.roots, [a.path for a in actions])
+        root = posixpath.normpath(self.table.root)
+        data_root = posixpath.normpath(self.table.data_root)
+        done = []
+        for a in actions:
+            if posixpath.normpath(a.path) in (root, data_root):
+                continue
+            if self.io.delete_dir_if_empty(a.path):
+                done.append(a)
+        return done
+
     # ---------------------------------------------------------------- object stores (issue 13)
     def _delete_bulk(self, actions: Sequence[FileAction], use_runner: bool) -> tuple[list[FileAction], int]:
         """Bulk deletes (any order within the phase) on the driver or on executors; the phase fails if any file
@@ -149,3 +504,23 @@ class Deleter:
                                  f"{len(paths)} file(s), first {failed[0][0]}: {failed[0][1]}; the table stays "
                                  "readable, re-run to finish")
         return [a for a in actions if a.path not in missing], len(missing)
+
+
+def remove_written(table: Table, paths: Sequence[str], why: str = "") -> tuple[int, list[str]]:
+    """Delete files this run wrote and did not commit (a failed or cancelled task, a lost commit): confined to the
+    table's roots, plain files only, quiet about missing ones. Never raises — the error that made them leftovers is
+    the one to report; a file that could not be deleted is logged and returned (an orphan for remove-orphans).
+    Returns (deleted, not deleted)."""
+    if not paths:
+        return 0, []
+    roots = allowed_roots(table)
+    io = table.io.with_roots(roots[1:])
+    deleted, failed = 0, []
+    for p in paths:
+        try:
+            check_paths(roots, [p])
+            deleted += bool(io.delete_file(p))
+        except (OSError, PaimonOpsError) as e:
+            log.warning("could not remove %s%s: %s", p, f" ({why})" if why else "", e)
+            failed.append(p)
+    return deleted, failed

@@ -12,8 +12,12 @@ before `now - time_retained`; everything below `latest - retain_max + 1` expires
 consumers' `nextSnapshot` and `snapshot.expire.limit` cap the window. Files (§2.3) are planned per snapshot delta
 in entry order keyed by file path, protected by the nearest tag below (data, compared by partition/bucket/name) and
 by the window's neighbours (manifests, index files, statistics); files another branch references are never deleted
-(Java ignores other branches, issue #6272). Execution order (§2.4): data -> changelog files -> empty dirs ->
-manifests, index and statistics -> manifest lists and index manifests -> snapshot files oldest first -> EARLIEST.
+(Java ignores other branches, issue #6272). Execution order: snapshot files oldest first -> EARLIEST (then, when
+decoupled, the expired long-lived changelogs) -> data -> changelog files -> empty dirs -> manifests, index and
+statistics -> manifest lists and index manifests. Java deletes the snapshot files last (§2.4), so that a rerun can
+rediscover what is left; a crash then leaves listed snapshots whose files are partly gone. Here the snapshots go
+first and the executor records the files still to delete in a journal before (lifecycle.journal): a crash leaves no
+unreadable snapshot, only unreferenced files, which the next run reclaims.
 Every unreadable piece of metadata makes us delete less; arguments and snapshot `end` are validated before anything
 is planned (issue #10088).
 
@@ -32,10 +36,20 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, ClassVar
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, UnsafeNameError, arg
-from paimon_ops.executor import Execution, register_step, run_plan
+from paimon_ops.errors import (
+    CorruptMetadataError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    MissingFileError,
+    PreflightError,
+    UnsafeNameError,
+    arg,
+)
+from paimon_ops.executor import Execution, register_check, register_step, run_plan
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
     DataSkipper,
@@ -71,6 +85,7 @@ from paimon_ops.plan import (
     Step,
     TagsAre,
     declare_step_action,
+    planner,
 )
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
@@ -179,16 +194,24 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
     for name, v in (("retain_min", rmin), ("retain_max", rmax), ("max_deletes", limit)):
         if not isinstance(v, int) or isinstance(v, bool):
             raise InvalidArgumentError(f"{arg(name)} must be an integer, got {v!r}")
+    where = f"table {table.identifier}"
+
+    def refuse(name: str, given: Any, option: str, value: int, must: str, why: str = "") -> Exception:
+        """Blame the caller's argument when given, else the table option it came from (never a flag not passed)."""
+        if given is not None:
+            return InvalidArgumentError(f"{arg(name)} must be {must} (got {value}){why}")
+        return InvalidOptionError(option, value, f"{must}{why}", where)
+
     if rmin < 1:
-        raise InvalidArgumentError(
-            f"{arg('retain_min')} must be at least 1 (got {rmin}): with 0 the latest snapshot's files would be deleted "
-            f"while its metadata stays (Paimon issue #10088); check {arg('retain_min')} / option "
-            "snapshot.num-retained.min")
+        raise refuse("retain_min", retain_min, "snapshot.num-retained.min", rmin, "at least 1",
+                     ": with 0 the latest snapshot's files would be deleted while its metadata stays (Paimon issue "
+                     "#10088)")
     if rmax < rmin:
-        raise InvalidArgumentError(f"{arg('retain_max')} ({rmax}) must not be less than the minimum retained "
-                                   f"({rmin}: {arg('retain_min')} or option snapshot.num-retained.min)")
+        rmin_from = arg("retain_min") if retain_min is not None else "option snapshot.num-retained.min"
+        raise refuse("retain_max", retain_max, "snapshot.num-retained.max", rmax,
+                     f"at least the minimum retained ({rmin}: {rmin_from})")
     if limit < 1:
-        raise InvalidArgumentError(f"{arg('max_deletes')} / snapshot.expire.limit must be at least 1, got {limit}")
+        raise refuse("max_deletes", max_deletes, "snapshot.expire.limit", limit, "at least 1")
     if older_than is not None and time_retained is not None:
         raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('time_retained')} (a "
                                    "duration), not both")
@@ -340,12 +363,15 @@ def expirable_snapshots(table: Table, cfg: ExpireSettings) -> int:
     return max(0, end - earliest)
 
 
+@planner("expire_snapshots")
 def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_min: int | None = None,
                           retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
                           max_deletes: int | None = None) -> Plan:
     """What expiring snapshots (and, when decoupled, long-lived changelogs) of `table`'s branch would delete."""
     cfg = resolve_settings(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes)
+    check_history(table, "snapshot expiry")
     b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left
     store = ManifestStore(table, capacity=STORE_CAPACITY)
     scanner = TableScanner(table, store)
     snaps_mgr = table.snapshots
@@ -415,7 +441,9 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
     if cfg.decoupled:
         hints += [{"dir": table.changelogs.dir, "name": EARLIEST, "which": "first"},
                   {"dir": table.changelogs.dir, "name": LATEST, "which": "last"}]
-    b.step("hints", ENSURE_HINTS, hints=hints, keep_empty=bool(excl or details.get("changelog", {}).get("end")))
+    # (always: a run killed between its last snapshot delete and the EARLIEST write leaves nothing else to do)
+    b.step("hints", ENSURE_HINTS, hints=hints, keep_empty=True)
+    b.owners_first()
     return b.build(ExpireSnapshotsPlan, table, details)
 
 
@@ -642,6 +670,35 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
 
 
 # ---------------------------------------------------------------------------------------------- execution
+
+
+@register_check(EXPIRE_SNAPSHOT_FILES)
+def _check_snapshot_files(table: Table, plan: Plan, step: Step) -> None:
+    """Never the latest snapshot, never the kept end, never one a live consumer still reads (consumer-protected),
+    read from the live table before the first delete."""
+    ids = sorted(int(posixpath.basename(a.path)[len("snapshot-"):]) for a in step.files)
+    if not ids:
+        return
+    end = int(step.params["end"])
+    latest = table.snapshots.latest_id()
+    if ids[-1] >= end or (latest is not None and ids[-1] >= latest):
+        raise PreflightError(table.identifier, table.snapshots.path(ids[-1]),
+                             f"snapshot {ids[-1]} is not below the first snapshot kept ({end}) and the latest "
+                             f"({latest})")
+    if not table.snapshots.exists(end):
+        raise PreflightError(table.identifier, table.snapshots.path(ids[0]),
+                             f"snapshot {end}, the first one kept, does not exist (Paimon issue #10088)")
+    settings = (plan.details.get("settings") or {}) if isinstance(plan.details, dict) else {}
+    if settings.get("consumer_changelog_only") and step.params.get("decoupled"):
+        return  # consumers read the long-lived changelogs these snapshots become
+    exp = table.options.duration("consumer.expiration-time")
+    now = int(time.time() * 1000)
+    for cid, (c, mtime) in sorted(table.consumers.consumers().items()):
+        if exp is not None and mtime < now - int(exp.total_seconds() * 1000):
+            continue
+        if c.next_snapshot <= ids[-1]:
+            raise PreflightError(table.identifier, table.snapshots.path(max(c.next_snapshot, ids[0])),
+                                 f"consumer {cid} still reads snapshot {c.next_snapshot}")
 
 
 @register_step(EXPIRE_SNAPSHOT_FILES)

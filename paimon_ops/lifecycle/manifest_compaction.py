@@ -36,12 +36,24 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from paimon_ops.errors import CommitConflictError, PaimonOpsError, StalePlanError
+from paimon_ops.errors import CommitConflictError, InvalidArgumentError, PaimonOpsError, StalePlanError
 from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import MANIFEST, MANIFEST_LIST, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, human_bytes
+from paimon_ops.lifecycle.journal import plan_pending
+from paimon_ops.plan import (
+    MANIFEST,
+    MANIFEST_LIST,
+    FileAction,
+    Plan,
+    PlanBuilder,
+    Precondition,
+    Step,
+    declare_step_action,
+    human_bytes,
+    planner,
+)
 from paimon_ops.report import Report
 from paimon_ops.table.commit import MANIFEST_ROLL_ENTRIES, FileStoreCommit, _Written
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
@@ -193,11 +205,23 @@ def _per_file(merged: list[ManifestFileMeta], entries: int, target: int) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- planning
-def plan_compact_manifests(table: Table) -> ManifestCompactionPlan:
-    """Which manifests of the latest snapshot are merged, into which new files (see the module docstring)."""
+def _resolve_run_id(params: dict[str, Any]) -> None:
+    if params.get("run_id") is None:
+        params["run_id"] = str(uuid.uuid4())
+
+
+@planner("compact_manifests", resolve=_resolve_run_id)
+def plan_compact_manifests(table: Table, run_id: str | None = None) -> ManifestCompactionPlan:
+    """Which manifests of the latest snapshot are merged, into which new files (see the module docstring). `run_id`
+    (a UUID, chosen when not given) names the new manifests."""
+    try:
+        run_id = str(uuid.UUID(str(run_id))) if run_id is not None else str(uuid.uuid4())
+    except ValueError:
+        raise InvalidArgumentError(f"run_id must be a UUID, got {run_id!r}") from None
     store = ManifestStore(table)
     latest = table.snapshots.latest()
     b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left
     target = table.options.memory("manifest.target-file-size", DEFAULT_TARGET)
     details: dict[str, Any] = {"target_file_size": human_bytes(target), "trigger": compaction_trigger(table)}
     if latest is None:
@@ -216,7 +240,6 @@ def plan_compact_manifests(table: Table) -> ManifestCompactionPlan:
         return b.build(ManifestCompactionPlan, table, details, base_snapshot=latest.id)
     per_file = _per_file(res.merged, len(res.entries), target)
     n_out = math.ceil(len(res.entries) / per_file) if res.entries else 0
-    run_id = str(uuid.uuid4())
     outputs = [f"manifest-{run_id}-{k}" for k in range(n_out)]
     lists = [f"manifest-list-{run_id}-0", f"manifest-list-{run_id}-1"]
     details.update({
@@ -263,20 +286,19 @@ def _commit_step(ex: Execution, step: Step) -> None:
     res = merge_manifests(store, metas[:len(inputs)], target, f"snapshot {latest.id}")
     if len(res.kept) != int(p["kept"]):
         raise StalePlanError(plan.operation, plan.table, ["manifest.target-file-size changed since the plan"])
-    committer = FileStoreCommit(table, commit_user=ex.state.get("commit_user"), store=store)
-    committer._uuid = p["uuid"]
-    written = _Written()
+    committer = FileStoreCommit(table, commit_user=ex.state.get("commit_user"), store=store,
+                                journal=ex.journal_writes, name_uuid=str(uuid.UUID(str(p["uuid"]))))
+    merged = _Written()
     try:
+        committer._journal_names()  # before the first merged manifest is written
         per_file = int(p["per_file"])
         out_metas: list[ManifestFileMeta] = []
         for start in range(0, len(res.entries), per_file):
-            out_metas += committer.write_manifests(res.entries[start:start + per_file], latest, written)
-        snap = _commit(table, committer, res.kept + out_metas, inputs, written, plan, ex.state.get("commit_time_millis"))
-    except _Ambiguous as e:
-        # The snapshot may exist: its manifests must stay (format.md §3.7); if it does not, they are orphans.
-        raise PaimonOpsError(str(e)) from e.__cause__
+            out_metas += committer.write_manifests(res.entries[start:start + per_file], latest, merged)
+        snap = _commit(table, committer, res.kept + out_metas, inputs, plan, ex.state.get("commit_time_millis"))
     except BaseException:
-        committer._cleanup(written)  # no snapshot was written: nothing references these files
+        if committer.committed is None:
+            committer._cleanup(merged)  # no snapshot references the merged manifests
         raise
     ex.snapshot_id = snap.id
     ex.written += [FileAction(table.manifest_path(m.file_name), MANIFEST, "merged manifest", m.file_size)
@@ -291,23 +313,25 @@ def _commit_step(ex: Execution, step: Step) -> None:
 
 
 def _commit(table: Table, committer: FileStoreCommit, merged: list[ManifestFileMeta], inputs: list[str],
-            written: _Written, plan: Plan, now_millis: int | None) -> Snapshot:
-    """The COMPACT snapshot: base = merged + whatever was committed after the planned manifests; retried when
-    another commit wins the snapshot id and the planned manifests are still the prefix."""
+            plan: Plan, now_millis: int | None) -> Snapshot:
+    """The COMPACT snapshot, through the one commit loop: base = merged + whatever was committed after the planned
+    manifests; retried when another commit wins the snapshot id and the planned manifests are still the prefix."""
     scanner = TableScanner(table, committer.store)
-    attempt = 0
-    while True:
-        latest = table.snapshots.latest()
+
+    def check(latest: Snapshot | None) -> None:
         metas = data_manifests(committer.store, latest) if latest is not None else []
         if latest is None or [m.file_name for m in metas[:len(inputs)]] != inputs:
             raise CommitConflictError(table.identifier, plan.base_snapshot, latest.id if latest else None,
                                       "the manifests to merge were merged or replaced concurrently")
-        base = merged + metas[len(inputs):]
-        _verify(committer.store, base, scanner, latest)
+        _verify(committer.store, merged + metas[len(inputs):], scanner, latest)
+
+    def build(latest: Snapshot | None, written: _Written) -> Snapshot:
+        assert latest is not None
+        base = merged + data_manifests(committer.store, latest)[len(inputs):]
         committer._counters["manifest-list"] = 0  # the planned list names (unreferenced until the snapshot exists)
         base_name, base_size = committer._write_list(base, latest, written)
         delta_name, delta_size = committer._write_list([], latest, written)
-        snap = Snapshot(
+        return Snapshot(
             version=3, id=latest.id + 1, schema_id=latest.schema_id, base_manifest_list=base_name,
             base_manifest_list_size=base_size, delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
             changelog_manifest_list=None, changelog_manifest_list_size=None, index_manifest=latest.index_manifest,
@@ -316,34 +340,8 @@ def _commit(table: Table, committer: FileStoreCommit, merged: list[ManifestFileM
             total_record_count=latest.total_record_count, delta_record_count=0, changelog_record_count=0,
             watermark=latest.watermark, statistics=latest.statistics, next_row_id=latest.next_row_id,
             properties=latest.properties)  # Java's compactManifest carries the latest snapshot's properties
-        try:
-            won = table.snapshots.commit(snap)
-        except OSError as e:  # ambiguous: the rename may or may not have happened (format.md §3.7)
-            try:
-                stored = table.snapshots.try_snapshot(snap.id)
-            except Exception:
-                stored = None
-            won = stored is not None and stored.commit_user == snap.commit_user and stored.commit_kind == "COMPACT" \
-                and stored.base_manifest_list == snap.base_manifest_list
-            if not won:
-                raise _Ambiguous(f"commit of snapshot {snap.id} on {table.identifier} failed ({e}); if the snapshot "
-                                 "was not written, its new manifests are orphans for remove-orphans") from e
-        if won:
-            try:
-                table.snapshots.write_latest_hint(snap.id)
-            except Exception as e:  # committed: a hint is advisory, never a reason to undo
-                log.warning("could not write the LATEST hint %s: %s", snap.id, e)
-            log.info("committed snapshot %s (COMPACT, %d manifests) on %s", snap.id, len(base), table.identifier)
-            return snap
-        attempt += 1
-        if attempt > committer.max_retries:
-            raise CommitConflictError(table.identifier, plan.base_snapshot, latest.id,
-                                      f"lost the race for a snapshot id {attempt} times")
-        time.sleep(min(0.01 * 2 ** attempt, 2.0))
 
-
-class _Ambiguous(Exception):
-    """The snapshot write failed in a way that leaves open whether it happened."""
+    return committer.commit_snapshot(check, build, plan.base_snapshot)
 
 
 def _verify(store: ManifestStore, base: list[ManifestFileMeta], scanner: TableScanner, latest: Snapshot) -> None:

@@ -43,6 +43,8 @@ from paimon_ops.errors import (
 from paimon_ops.executor import run_plan
 from paimon_ops.features import MANAGED_BLOB_SUFFIXES
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.protection import STORE_CAPACITY
 from paimon_ops.plan import (
     DELETE_DIRS,
@@ -54,6 +56,7 @@ from paimon_ops.plan import (
     Plan,
     PlanBuilder,
     Precondition,
+    planner,
 )
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
@@ -81,6 +84,7 @@ class NotReferenced(Precondition):
     """None of these file names is referenced by any snapshot, tag or long-lived changelog of any branch now."""
 
     kind: ClassVar[str] = "not-referenced"
+    preflight_covers: ClassVar[bool] = True  # deleter.check_unreferenced reads the same used set before deleting
     names: tuple[str, ...]
 
     def check(self, table: Any) -> str | None:
@@ -341,6 +345,19 @@ def _external_data_roots(table: Table) -> list[str]:
     return [posixpath.join(r, sub) if sub else r for r in sorted(mine)]
 
 
+def _check_saved_time(params: dict[str, Any]) -> None:
+    """A saved plan's recorded time must not be ahead of the clock: a `now` moved forward would make files of commits
+    in flight older than the threshold. (A caller may pass any `now`; a plan file is not a caller.)"""
+    now = params.get("now_millis")
+    wall = int(time.time() * 1000)
+    if isinstance(now, int) and now > wall + 60_000:
+        thr = resolve_threshold(params.get("older_than"), now, True, params.get("min_age"))
+        if thr > wall - (0 if params.get("allow_short") else DAY_MS):
+            raise InvalidArgumentError(f"the plan's time {iso(now)} is ahead of the clock ({iso(wall)}): its "
+                                       f"threshold {iso(thr)} would make files of commits in flight candidates")
+
+
+@planner("remove_orphans", check_saved=_check_saved_time)
 def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None,
                         allow_short: bool = False, min_age: Any = None) -> Plan:
     """Files no snapshot, tag or long-lived changelog of any branch references, older than the threshold."""
@@ -348,8 +365,10 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     threshold = resolve_threshold(older_than, now, allow_short, min_age)
     branches = _branch_tables(table)
     main = branches[0]
+    check_history(main, "orphan removal")
     notes: list[str] = []
     b = PlanBuilder()
+    plan_pending(b, main)  # first finish what an interrupted run left (whatever its age)
     # Candidates are listed BEFORE the used set is read: a file committed in between is then already referenced.
     # (It is also younger than the threshold; both guards hold.)
     io = main.io
@@ -385,6 +404,11 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
         used = _collect_used(main, branches)
     except CorruptMetadataError as e:
         raise CorruptMetadataError(e.path, f"{e.problem}; refusing to remove orphans (nothing deleted)") from None
+    if not used.owners and (candidates or temps):
+        raise UnsafeOperationError(
+            f"{main.identifier} has no snapshot, tag or changelog on any branch, so nothing is referenced and every "
+            f"one of its {len(candidates) + len(temps)} files would be an orphan; refusing to remove orphans from a "
+            "table without history (Java deletes them all: apache/paimon#7710)")
     age_h = (now - threshold) / 3_600_000
     b.step("orphan files", DELETE_FILES)
     for st in sorted(candidates, key=lambda s: s.path):

@@ -76,9 +76,10 @@ from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePla
 from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_path, partition_spec, partition_value_string
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
 from paimon_ops.options import format_duration, parse_duration
-from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action
+from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
@@ -426,6 +427,7 @@ def expirable_partitions(table: Table, now_millis: int | None = None, expiration
 
 
 # ---------------------------------------------------------------------------------------------- planning
+@planner("expire_partitions")
 def plan_expire_partitions(table: Table, now_millis: int | None = None, expiration_time: Any = None,
                            strategy: str | None = None, timestamp_formatter: str | None = None,
                            timestamp_pattern: str | None = None,
@@ -436,6 +438,7 @@ def plan_expire_partitions(table: Table, now_millis: int | None = None, expirati
     scanner = TableScanner(table)
     latest, verdicts, by_part = evaluate_partitions(table, cfg, scanner)
     b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left
     details: dict[str, Any] = cfg.details()
     unparseable = [v for v in verdicts if v.time is None]
     parsed = [v for v in verdicts if v.time is not None]
@@ -525,7 +528,7 @@ def _drop_partitions(ex: Execution, step: Step) -> None:
     index = [ie for ie in scanner.index_entries(latest) if ie.partition in parts]
     changes = CommitChanges(data=tuple(sorted(deletes, key=lambda e: (e.partition, e.bucket, e.file.file_name))),
                             index_deleted=tuple(index), emptied_partitions=tuple(sorted(parts)))
-    snap = FileStoreCommit(table, commit_user=ex.state.get("commit_user")).commit(
+    snap = FileStoreCommit(table, commit_user=ex.state.get("commit_user"), journal=ex.journal_writes).commit(
         changes, "OVERWRITE", plan.base_snapshot, now_millis=ex.state.get("commit_time_millis"))
     ex.snapshot_id = snap.id
     ex.done += list(step.files)

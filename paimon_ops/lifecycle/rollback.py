@@ -29,6 +29,7 @@ from paimon_ops.errors import (
 )
 from paimon_ops.executor import run_plan
 from paimon_ops.format.snapshot import Snapshot, Tag
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.protection import read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
 from paimon_ops.plan import (
@@ -45,6 +46,7 @@ from paimon_ops.plan import (
     Plan,
     PlanBuilder,
     TagsAre,
+    planner,
 )
 from paimon_ops.report import Report
 from paimon_ops.table.scan import ManifestStore
@@ -134,6 +136,7 @@ def _snapshot_at(table: Table, timestamp_millis: int, tags: list[tuple[str, Tag]
                                "it; cannot roll back to that point in time")
 
 
+@planner("rollback")
 def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None,
                   timestamp_millis: int | None = None) -> Plan:
     """Plan rolling back to a snapshot, a tag, or the point in time `timestamp_millis` (the latest snapshot committed
@@ -147,6 +150,7 @@ def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None 
     r = target.id
     latest = table.snapshots.latest_id()
     b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left (a temporary file of the restore)
     restore = via_tag is not None and not table.snapshots.exists(r)
     what = f"snapshot {r}" + (f" (tag {via_tag})" if via_tag else "")
     changelog_ok = _verify_target(table, target, what, restore)

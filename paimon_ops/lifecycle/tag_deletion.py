@@ -6,10 +6,11 @@
 A tag whose snapshot still exists (or that shares its snapshot with another tag) only loses its tag file. Otherwise
 the files only it kept alive are deleted; protectors are the previous tag, the earlier of (earliest snapshot, next
 tag), with changelog-producer 'none' the nearest long-lived changelogs (Java ignores them), and every other branch.
-Several names are deleted as if one after another, in the given order. Per tag the steps are data files -> empty
-directories -> manifests, index and statistics files -> manifest lists and index manifests -> the tag file, so that
-a rerun after a crash (with ``missing_ok=True``) converges. The plan requires the tag set and the earliest snapshot
-it was made on.
+Several names are deleted as if one after another, in the given order. The tag files go first (as Java does), then
+per tag its data files -> empty directories -> manifests, index and statistics files -> manifest lists and index
+manifests; the executor records those files in a journal before the first tag file goes, so a crash leaves no
+unreadable tag, and the next run reclaims what is left. The plan requires the tag set and the earliest snapshot it
+was made on.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from typing import Sequence
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, UnsafeNameError
 from paimon_ops.executor import run_plan
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.journal import pending, plan_pending
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
     DataKey,
@@ -40,6 +43,7 @@ from paimon_ops.plan import (
     Plan,
     PlanBuilder,
     TagsAre,
+    planner,
 )
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
@@ -53,6 +57,7 @@ class DeleteTagsPlan(Plan):
     operation = "delete_tags"
 
 
+@planner("delete_tags", internal=("plan_type", "details"))
 def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = False,
                      plan_type: type[Plan] | None = None, details: dict | None = None) -> Plan:
     """Plan deleting tags with file reclamation (maintenance.md §3.3), as if deleted one after another in the
@@ -63,9 +68,13 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
     names = list(dict.fromkeys(names))
     if not names:
         raise InvalidArgumentError("no tag names given")
+    check_history(table, "tag deletion")
     tags = read_tags(table)
     by_name = {n: t for n, t in tags}
     unknown = [n for n in names if n not in by_name]
+    resumed = bool(unknown and not missing_ok and pending(table)[0])
+    if resumed:
+        missing_ok = True  # a rerun after an interrupted deletion: the tag is gone, its files are finished below
     if unknown and not missing_ok:
         known = ", ".join(n for n, _ in tags) or "none"
         raise InvalidArgumentError(f"tag(s) {', '.join(map(repr, unknown))} do not exist on {table.identifier} "
@@ -75,6 +84,10 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
     others = other_branches(table)  # unreadable -> CorruptMetadataError before anything is deleted
     plan_type = plan_type or DeleteTagsPlan
     b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left
+    if resumed:
+        b.warn(f"tag(s) {', '.join(map(repr, unknown))} already gone: an interrupted run deleted them; what they kept "
+               "alive is reclaimed now")
     remaining = list(tags)  # the tag list as it will be after the deletions planned so far
     # Phases, in crash-safe order per tag: data files, empty dirs, manifests/index/stats, lists, tag file. A tag file
     # is deleted last so that a rerun after a crash can still find what is left to delete (converges).
@@ -183,12 +196,15 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
         plan_index_and_stats(b, table, scanner, tag, skip_names, reason, contents, lists)
         info["files"] = len(data) + len(contents) + len(lists)
         per_tag.append((name, data, dirs, contents, lists + extra_tag_files, tag_action))
-    for name, data, dirs, contents, lists, tag_action in per_tag:
+    # The tag files go first (as Java's TagManager.deleteTag does), then what only they kept alive: a crash never
+    # leaves a tag listed whose files are partly gone (the executor journals the files first; a rerun reclaims them).
+    for name, *_, tag_action in per_tag:
+        b.step(f"tag {name}: tag file", DELETE_ORDERED).add(tag_action)
+    for name, data, dirs, contents, lists, _ in per_tag:
         b.step(f"tag {name}: data files", DELETE_FILES).add_all(data)
         b.step(f"tag {name}: empty directories", DELETE_DIRS).add_all(dirs)
         b.step(f"tag {name}: manifests, index and statistics files", DELETE_FILES).add_all(contents)
         b.step(f"tag {name}: manifest lists and index manifests", DELETE_FILES).add_all(lists)
-        b.step(f"tag {name}: tag file", DELETE_ORDERED).add(tag_action)
     # A tag created or deleted since, or a new earliest snapshot, changes which neighbour protects what (§2.5).
     b.require(TagsAre(tag_set(tags)), EarliestSnapshotIs(table.snapshots.earliest_id()))
     return b.build(plan_type, table, {"branch": table.branch, "protected_branches": others.branches,

@@ -15,11 +15,13 @@ import time
 from typing import Any
 
 from paimon_ops.executor import run_plan
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
 from paimon_ops.options import format_duration
-from paimon_ops.plan import Plan, PlanBuilder, TagsAre
+from paimon_ops.plan import Plan, PlanBuilder, TagsAre, planner
 from paimon_ops.report import Report
 from paimon_ops.table.table import Table
 from paimon_ops.timeutil import (
@@ -104,12 +106,15 @@ def _expiry_reasons(table: Table, now_ms: int, older_than_ms: int | None) -> tup
     return reasons, warnings
 
 
+@planner("expire_tags")
 def plan_expire_tags(table: Table, now_millis: int | None = None, older_than: Any = None) -> ExpireTagsPlan:
     """Tags to expire (by retention, `older_than`, and tag.num-retained-max) and the files their deletion reclaims."""
     now_ms = now_millis_or_clock(now_millis)
+    check_history(table, "tag expiry")
     reasons, warnings = _expiry_reasons(table, now_ms, _older_than_millis(table, older_than))
     if not reasons:
         b = PlanBuilder()
+        plan_pending(b, table)  # what an interrupted run left (e.g. the files of tags it already deleted)
         b.require(TagsAre(tuple((n, t.id) for n, t in table.tags.tags())))
         return b.build(ExpireTagsPlan, table, {"expired_tags": {}, "now": iso(now_ms)}, warnings=warnings)
     for n, why in sorted(reasons.items()):

@@ -32,7 +32,7 @@ from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import auto_tag_matcher
 from paimon_ops.lifecycle.timeline import check_existing_tag_name, find_snapshot, local_now, snapshot_current_at
 from paimon_ops.options import format_duration, parse_duration
-from paimon_ops.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs
+from paimon_ops.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.report import Report
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import iso
@@ -136,6 +136,7 @@ def _new_tag(table: Table, snap: Snapshot, time_retained: _dt.timedelta | None, 
 
 
 # ---------------------------------------------------------------------------------------------- create / replace
+@planner("create_tag")
 def plan_create_tag(table: Table, name: str, snapshot_id: int | None = None, timestamp_millis: int | None = None,
                     time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None,
                     ignore_if_exists: bool = False) -> CreateTagPlan:
@@ -179,6 +180,7 @@ def create_tag(table: Table, name: str, snapshot_id: int | None = None, timestam
     return run_plan(plan, table, dry_run, started=started)
 
 
+@planner("replace_tag")
 def plan_replace_tag(table: Table, name: str, snapshot_id: int | None = None,
                      time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None
                      ) -> ReplaceTagPlan:
@@ -215,6 +217,7 @@ def replace_tag(table: Table, name: str, snapshot_id: int | None = None,
 
 
 # ---------------------------------------------------------------------------------------------- rename / delete
+@planner("rename_tag")
 def plan_rename_tag(table: Table, old: str, new: str, resume: bool = False) -> RenameTagPlan:
     """Write `new` with `old`'s exact content (retention included), then delete `old`. With `resume`, finish a
     rename interrupted between the two (both names exist with the same content)."""

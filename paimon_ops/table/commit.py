@@ -1,10 +1,19 @@
 """Commit: new manifests + manifest lists + index manifest + snapshot, made visible by one atomic
 create-if-absent of `snapshot-<N>` (format.md §3.4–3.7).
 
+The one commit path: every snapshot paimon-ops writes goes through `FileStoreCommit.commit_snapshot` — data commits
+(`commit`: compaction, partition drops, writes) and manifest compaction's own COMPACT snapshot alike. It re-reads the
+latest snapshot on every attempt, runs the caller's conflict check on it, writes the manifests and the snapshot,
+retries a lost race from the new latest, and removes what an attempt wrote whenever no snapshot references it — a
+lost race, a refused commit (a store without conditional put), an error or an interrupt (only the one deletion path,
+`deleter.remove_written`, deletes). A journal, when the caller gives one, records the attempt's manifest names
+before they are written, so a crash leaves nothing a rerun does not reclaim.
+
 Conflict detection always runs (format.md §3.6 says it is never wrong): the files we delete must still be
 live in the latest snapshot, nothing we add may already be there, level >= 1 files of a primary-key bucket
-must not overlap, bucket counts may not change, and the deletion-vector / hash index files we replace must
-still be the live ones — otherwise a concurrent writer's deletions would be lost.
+must not overlap, bucket counts may not change (nor the table's `bucket` option: rescaling is its own operation),
+and the deletion-vector / hash index files we replace must still be the live ones — otherwise a concurrent writer's
+deletions would be lost.
 """
 from __future__ import annotations
 
@@ -13,9 +22,9 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-from paimon_ops.errors import CommitConflictError, PaimonOpsError
+from paimon_ops.errors import CommitConflictError, InvalidOptionError, PaimonOpsError, UnsupportedError
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row, serialize_row
 from paimon_ops.format.manifest import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats
@@ -55,13 +64,16 @@ class _Written:
 
 class FileStoreCommit:
     def __init__(self, table: Table, commit_user: str | None = None, max_retries: int | None = None,
-                 store: ManifestStore | None = None):
+                 store: ManifestStore | None = None, journal: Any = None, name_uuid: str | None = None):
         self.table = table
         self.scanner = TableScanner(table, store)
         self.store = self.scanner.store
         self.commit_user = commit_user or str(uuid.uuid4())
-        self._uuid = str(uuid.uuid4())
+        self._uuid = name_uuid or str(uuid.uuid4())
         self._counters = {"manifest": 0, "manifest-list": 0, "index-manifest": 0}
+        self.journal = journal  # lifecycle.journal.Journal (or an Execution's journal_writes): crash leftovers
+        self._journaled = False
+        self.committed: Snapshot | None = None
         opts = table.options
         self.max_retries = max_retries if max_retries is not None else opts.positive_int("commit.max-retries", 10, minimum=0)
         self.codec, self.codec_level = mf.avro_codec_from_options(dict(opts.raw))
@@ -79,30 +91,53 @@ class FileStoreCommit:
         """Commit `changes` planned against `base_snapshot_id`; retries lost races, raises on conflicts."""
         if kind not in ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE"):
             raise ValueError(f"unknown commit kind {kind}")
+        return self.commit_snapshot(
+            lambda latest: self.check_conflicts(changes, latest, base_snapshot_id, kind),
+            lambda latest, written: self._build_snapshot(changes, kind, latest, identifier, properties, written,
+                                                         now_millis),
+            base_snapshot_id)
+
+    def commit_snapshot(self, check: Callable[[Snapshot | None], None],
+                        build: Callable[[Snapshot | None, _Written], Snapshot], base_snapshot_id: int | None) -> Snapshot:
+        """The one commit loop (see the module docstring): `check(latest)` raises on a conflict; `build(latest,
+        written)` writes the attempt's manifests (recording each in `written`) and returns the snapshot to create."""
         attempt = 0
         while True:
             latest = self.table.snapshots.latest()
-            self.check_conflicts(changes, latest, base_snapshot_id, kind)
+            check(latest)
             written = _Written()
+            self._journal_names()
             try:
-                snapshot = self._build_snapshot(changes, kind, latest, identifier, properties, written, now_millis)
+                snapshot = build(latest, written)
             except BaseException:
                 self._cleanup(written)
                 raise
             try:
-                won = self.table.snapshots.commit(snapshot)
-            except OSError as e:
-                # Ambiguous: the rename may or may not have happened (format.md §3.7).
-                stored = self.table.snapshots.try_snapshot(snapshot.id)
-                if stored is not None and stored.commit_user == snapshot.commit_user and \
-                        stored.commit_identifier == snapshot.commit_identifier and stored.commit_kind == kind:
+                won = self.table.snapshots.commit(snapshot, tmp_token=self._uuid if self._journaled else None)
+            except BaseException as e:
+                # Ambiguous (an I/O error, an interrupt mid-write) or refused (a store without conditional put): our
+                # snapshot is either there — committed — or not, and then nothing references what we wrote.
+                ours = self._is_ours(snapshot)
+                if ours is None:  # cannot tell: keep everything (orphans at worst, never a broken snapshot)
+                    raise PaimonOpsError(f"commit of snapshot {snapshot.id} on {self.table.identifier} failed ({e}) "
+                                         "and whether it was written cannot be read now; its new files are kept "
+                                         "(orphans if it was not)") from e
+                if ours:
+                    self.committed = snapshot
+                    if not isinstance(e, Exception):
+                        self._hint(snapshot)
+                        raise
                     won = True
                 else:
                     self._cleanup(written)
-                    raise PaimonOpsError(f"commit of snapshot {snapshot.id} on {self.table.identifier} failed: {e}") from e
+                    if isinstance(e, OSError) and not isinstance(e, PaimonOpsError):
+                        raise PaimonOpsError(f"commit of snapshot {snapshot.id} on {self.table.identifier} failed: "
+                                             f"{e}; nothing was committed") from e
+                    raise
             if won:
-                self.table.snapshots.write_latest_hint(snapshot.id)
-                log.info("committed snapshot %s (%s) on %s", snapshot.id, kind, self.table.identifier)
+                self.committed = snapshot
+                self._hint(snapshot)
+                log.info("committed snapshot %s (%s) on %s", snapshot.id, snapshot.commit_kind, self.table.identifier)
                 return snapshot
             self._cleanup(written)
             attempt += 1
@@ -111,6 +146,54 @@ class FileStoreCommit:
                                           f"lost the race for a snapshot id {attempt} times")
             # Exponential back-off with jitter, as Java 1.3+ does.
             time.sleep(min(0.01 * 2 ** attempt, 2.0) * (1 + random.random() * 0.2))
+
+    def _is_ours(self, snapshot: Snapshot) -> bool | None:
+        """Whether the snapshot file now under our id is ours; None when it cannot be read."""
+        try:
+            stored = self.table.snapshots.try_snapshot(snapshot.id)
+        except Exception:  # noqa: BLE001 - unreadable now: unknown
+            return None
+        return stored is not None and stored.commit_user == snapshot.commit_user and \
+            stored.commit_identifier == snapshot.commit_identifier and stored.commit_kind == snapshot.commit_kind \
+            and stored.base_manifest_list == snapshot.base_manifest_list
+
+    def _hint(self, snapshot: Snapshot) -> None:
+        try:
+            self.table.snapshots.write_latest_hint(snapshot.id)
+        except Exception as e:  # noqa: BLE001 - committed: a hint is advisory, never a reason to undo
+            log.warning("could not write the LATEST hint %s: %s", snapshot.id, e)
+
+    def _journal_names(self) -> None:
+        """Record, before the first manifest is written, that files named with this commit's UUID appear in
+        manifest/ (and index/): a crash before the snapshot leaves them to the next run."""
+        if self.journal is None or self._journaled:
+            return
+        pairs = [(self.table.manifest_dir, self._uuid), (self.table.index_dir, self._uuid),
+                 (self.table.snapshots.dir, self._uuid)]  # (the snapshot's temporary file)
+        if callable(self.journal):
+            self.journal(pairs)
+        else:
+            self.journal.add_writes(pairs)
+        self._journaled = True
+
+    def bucket_option(self) -> int | None:
+        """The table's `bucket` option, read now from its latest schema (not the cached one): 0 is not a bucket
+        count Paimon accepts (InvalidOptionError naming where it is set)."""
+        schema = self.table.schemas.latest()
+        if schema is None:
+            return None
+        raw = {**schema.options, **self.table.options_override}.get("bucket")
+        if raw is None:
+            return -1
+        where = f"table {self.table.identifier} ({self.table.schemas.path(schema.id)})"
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise InvalidOptionError("bucket", raw, "an integer", where) from None
+        if value == 0 or value < -2:
+            raise InvalidOptionError("bucket", raw, "-1 (dynamic or unaware), -2 (postpone) or a positive bucket "
+                                                    "count", where)
+        return value
 
     # ------------------------------------------------------------------ conflicts
     def check_conflicts(self, changes: CommitChanges, latest: Snapshot | None, base_snapshot_id: int | None,
@@ -121,6 +204,19 @@ class FileStoreCommit:
 
         def conflict(detail: str) -> CommitConflictError:
             return CommitConflictError(ident, base_snapshot_id, latest_id, detail)
+
+        # Files go into buckets of the table's bucket count, read now: a commit never rescales a table whose
+        # `bucket` option changed since its files were written (that is Paimon's rescale, its own operation).
+        bucket_now = self.bucket_option() if any(e.kind == FileKind.ADD and e.total_buckets > 0
+                                                 for e in changes.data) else None
+        if bucket_now is not None and bucket_now > 0:
+            for e in changes.data:
+                if e.kind == FileKind.ADD and e.total_buckets > 0 and e.total_buckets != bucket_now:
+                    raise UnsupportedError(
+                        f"{ident}: the table's bucket option is now {bucket_now}, but this commit puts "
+                        f"{e.file.file_name} into bucket {e.bucket} of {e.total_buckets}: rescaling is its own "
+                        "operation (Paimon's rescale procedure or INSERT OVERWRITE), never a side effect of a "
+                        "compaction. Nothing was committed")
 
         # Delta self-check: the same file may not be added and deleted in one commit.
         seen_add = {e.identifier for e in changes.data if e.kind == FileKind.ADD}
@@ -239,11 +335,10 @@ class FileStoreCommit:
         return len(data)
 
     def _cleanup(self, written: _Written) -> None:
-        for name in written.names:
-            try:
-                self.table.io.delete_file(self.table.manifest_path(name))
-            except OSError:
-                log.warning("could not remove unreferenced %s", name)
+        """Remove what an attempt wrote that no snapshot references (the one deletion path; never raises)."""
+        from paimon_ops.lifecycle.deleter import remove_written
+        remove_written(self.table, [self.table.manifest_path(n) for n in written.names], "an uncommitted attempt")
+        written.names.clear()
 
     def write_manifests(self, entries: Sequence[ManifestEntry], latest: Snapshot | None,
                         written: _Written) -> list[ManifestFileMeta]:

@@ -1,4 +1,4 @@
-"""File access for paimon-ops: pyarrow.fs underneath, local paths and URIs (s3://, hdfs://, gs://, file://).
+"""File access for paimon-ops: pyarrow.fs underneath, local paths and URIs (s3://, hdfs://, file://).
 
 Four properties the rest of the engine relies on:
 * `write_atomic_if_absent` never overwrites (snapshot and schema commits depend on it);
@@ -31,8 +31,13 @@ FaultHook = Callable[[str, str], None]  # (operation, path) -> may raise
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-# URI schemes pyarrow.fs can open (FileSystem.from_uri); anything else is refused with a clear error up front.
-SUPPORTED_SCHEMES = ("file", "s3", "s3a", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
+# URI schemes paimon-ops maintains tables on (s3/s3a/s3n: objectstore.py); anything else is refused up front with a
+# clear error. Google Cloud Storage and Azure are refused too although pyarrow can open them: their commits would
+# not be atomic here and their clients wait minutes for credentials (no connection is bounded by a timeout).
+SUPPORTED_SCHEMES = ("file", "s3", "s3a", "s3n", "hdfs", "viewfs")
+UNSUPPORTED_STORES = {"gs": "Google Cloud Storage", "gcs": "Google Cloud Storage", "abfs": "Azure Data Lake Storage",
+                      "abfss": "Azure Data Lake Storage", "wasb": "Azure Blob Storage", "wasbs": "Azure Blob Storage",
+                      "oss": "Alibaba OSS", "cosn": "Tencent COS", "obs": "Huawei OBS"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,17 @@ def _symlink_error(op: str, path: str, link: str, target: str | None) -> UnsafeO
     what = f"{path} is a symbolic link{arrow}" if link == path else f"{path}{where}{arrow}"
     return UnsafeOperationError(f"refusing to {op} {what}; paimon-ops never follows symbolic links inside a table "
                                 "(left alone)")
+
+
+def _named(e: OSError, path: str) -> OSError:
+    """`e` naming the full `path` (calls relative to a directory descriptor report only the last component, e.g.
+    "[Errno 13] Permission denied: 'snapshot'")."""
+    if isinstance(e, InjectedFault) or (e.filename is not None and str(e.filename).startswith("/")):
+        return e
+    try:
+        return type(e)(e.errno, e.strerror or str(e), path)
+    except TypeError:  # an OSError subclass with its own constructor
+        return e
 
 
 def _readlink(name: str, dir_fd: int) -> str | None:
@@ -112,6 +128,11 @@ class FileIO:
             io = objectstore.ObjectStoreFileIO.open(scheme, bucket, options, fault_hook)
             return io, f"{bucket}/{key.strip('/')}".rstrip("/")
         # ---
+        if scheme in UNSUPPORTED_STORES:
+            raise InvalidArgumentError(
+                f"unsupported URI scheme {scheme!r} in {location!r}: {UNSUPPORTED_STORES[scheme]} is not supported "
+                "yet (commits there would not be atomic); use a local path, s3:// (or an S3-compatible endpoint of "
+                "that store) or hdfs://")
         if scheme not in SUPPORTED_SCHEMES:
             raise InvalidArgumentError(
                 f"unsupported URI scheme {scheme!r} in {location!r}: use a local path or one of "
@@ -214,6 +235,8 @@ class FileIO:
                             os.mkdir(comp, 0o755, dir_fd=fd)
                         except FileExistsError:
                             pass
+                        except OSError as e:
+                            raise _named(e, walked) from None
                     except OSError as e:
                         if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                             target = _readlink(comp, fd)
@@ -221,7 +244,7 @@ class FileIO:
                                 raise _symlink_error(op, dirpath, walked, target) from None
                             if e.errno == errno.ENOTDIR:
                                 raise NotADirectoryError(errno.ENOTDIR, f"{walked} is not a directory") from None
-                        raise
+                        raise _named(e, walked) from None
                 os.close(fd)
                 fd = nfd
         except BaseException:
@@ -306,7 +329,11 @@ class FileIO:
                 return []
         out = []
         try:
-            with os.scandir(fd) as it:
+            try:
+                it = os.scandir(fd)
+            except OSError as e:
+                raise _named(e, path) from None
+            with it:
                 for entry in it:
                     child = posixpath.join(path, entry.name)
                     if entry.is_symlink():
@@ -369,7 +396,7 @@ class FileIO:
             os.close(dfd)
             if target is not None:
                 raise _symlink_error(op, path, path, target) from None
-            raise
+            raise _named(e, path) from None
         return dfd, ffd, name
 
     def write_bytes(self, path: str, data: bytes) -> None:
@@ -401,8 +428,9 @@ class FileIO:
             raise UnsafeOperationError(f"refusing to {op} {path}: outside the table root "
                                        f"(allowed roots: {', '.join(self.roots) or 'none'})")
 
-    def write_atomic_if_absent(self, path: str, data: bytes) -> bool:
-        """Create `path` with `data` only if it does not exist; True if we created it.
+    def write_atomic_if_absent(self, path: str, data: bytes, tmp_token: str | None = None) -> bool:
+        """Create `path` with `data` only if it does not exist; True if we created it. `tmp_token` (a UUID a run's
+        journal records) names the temporary file, so that a run killed mid-write leaves one its rerun finds.
 
         Local file systems: write a hidden temp file, then `link` it to the target — link fails with EEXIST when
         the name is taken, which is a true no-overwrite atomic create across processes.
@@ -410,7 +438,7 @@ class FileIO:
         (its rename never overwrites). Any other store is refused unless the user opts into an external lock.
         """
         directory, name = posixpath.split(path)
-        tmp = posixpath.join(directory, f".{name}.{uuid.uuid4()}.tmp")
+        tmp = posixpath.join(directory, f".{name}.{tmp_token or uuid.uuid4()}.tmp")
         if self.is_local:
             self._require_confined(path, "write")
             tmp_name = posixpath.basename(tmp)
@@ -514,6 +542,8 @@ class FileIO:
                 except FileNotFoundError:
                     out.append(False)
                     continue
+                except OSError as e:
+                    raise _named(e, p) from None
                 if _stat.S_ISLNK(st.st_mode):
                     raise _symlink_error("delete", p, p, _readlink(name, dfd))
                 if not _stat.S_ISREG(st.st_mode):
@@ -524,6 +554,8 @@ class FileIO:
                     out.append(True)
                 except FileNotFoundError:
                     out.append(False)
+                except OSError as e:
+                    raise _named(e, p) from None
         finally:
             if dfd is not None:
                 os.close(dfd)

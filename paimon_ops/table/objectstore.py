@@ -107,6 +107,24 @@ def _bool(name: str, value: str | bool) -> bool:
     raise InvalidOptionError(name, value, "true or false")
 
 
+def _endpoint(key: str, text: str) -> str:
+    """An endpoint URL, validated before anything is opened (obstore panics on some malformed ones)."""
+    ep = text.strip()
+    if "://" not in ep:
+        ep = "https://" + ep
+    try:
+        u = urlparse(ep)
+        port = u.port
+    except ValueError as e:
+        raise InvalidOptionError(key, text, f"an endpoint URL such as http://host:9000 ({e})") from None
+    host = u.hostname or ""
+    if u.scheme not in ("http", "https") or not host or any(c.isspace() for c in ep) or \
+            not all(c.isalnum() or c in "-._[]:" for c in host) or (port is not None and not 0 < port < 65536) \
+            or u.query or u.fragment:
+        raise InvalidOptionError(key, text, "an endpoint URL such as http://host:9000 or https://s3.example.com")
+    return ep.rstrip("/")
+
+
 @dataclass(frozen=True)
 class S3Settings:
     """Resolved S3 settings. Secrets are left out of repr(); `as_options()` carries them to executors only."""
@@ -173,13 +191,10 @@ class S3Settings:
                     raise InvalidOptionError(key, text, "a non-negative integer" if f.name == "max_retries"
                                              else "a positive integer")
                 kw[f.name] = n
+            elif f.name == "endpoint":
+                kw[f.name] = _endpoint(key if isinstance(v, tuple) else "AWS_ENDPOINT_URL", str(text))
             else:
                 kw[f.name] = str(text)
-        if "endpoint" in kw:
-            ep = str(kw["endpoint"])
-            if "://" not in ep:
-                ep = "https://" + ep
-            kw["endpoint"] = ep.rstrip("/")
         return S3Settings(**kw)  # type: ignore[arg-type]
 
     @property
@@ -526,7 +541,7 @@ class ObjectStoreFileIO(FileIO):
         self._store(path)
         return self.fs.open_output_stream(path)
 
-    def write_atomic_if_absent(self, path: str, data: bytes) -> bool:
+    def write_atomic_if_absent(self, path: str, data: bytes, tmp_token: str | None = None) -> bool:
         """One conditional PUT (`If-None-Match: *`): True if we created `path`, False if it already existed.
 
         A PUT retried after a lost response can find its own first attempt: an existing object with exactly our

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterator, Mapping
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, TableNotFoundError
+from paimon_ops.errors import (
+    CorruptMetadataError,
+    InvalidArgumentError,
+    MissingFileError,
+    TableNotFoundError,
+    UnsafeOperationError,
+)
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.snapshot import Consumer, Snapshot, Tag, format_hint, parse_hint
 from paimon_ops.options import Options
@@ -27,9 +33,24 @@ LATEST = "LATEST"
 _ID = re.compile(r"^\d+$")
 
 
+def list_metadata_dir(io: FileIO, directory: str, prefix: str) -> list:
+    """Entries of a metadata directory (snapshot/, tag/, changelog/, schema/), failing closed: the directory must be a
+    directory when it exists (a file in its place hides every snapshot or tag: CorruptMetadataError), and an entry
+    with the metadata prefix that is a symbolic link is refused (UnsafeOperationError) — silently skipping it would
+    hide a snapshot or tag, and with it the protection of its files."""
+    entries = io.list_status(directory, include_symlinks=True)
+    if not entries and io.exists(directory) and not io.is_dir(directory):
+        raise CorruptMetadataError(directory, "is not a directory, so the table's history in it cannot be read")
+    for st in entries:
+        if st.is_symlink and st.name.startswith(prefix):
+            raise UnsafeOperationError(f"{st.path} is a symbolic link -> {st.link_target}; paimon-ops never follows "
+                                       "links inside a table, and cannot ignore one that looks like table history")
+    return [st for st in entries if not st.is_symlink]
+
+
 def _ids_in(io: FileIO, directory: str, prefix: str) -> list[int]:
     out = []
-    for st in io.list_status(directory):
+    for st in list_metadata_dir(io, directory, prefix):
         if st.is_dir or not st.name.startswith(prefix):
             continue
         suffix = st.name[len(prefix):]
@@ -139,9 +160,9 @@ class SnapshotManager:
         i = self.earliest_id()
         return self.snapshot(i) if i is not None else None
 
-    def commit(self, snapshot: Snapshot) -> bool:
+    def commit(self, snapshot: Snapshot, tmp_token: str | None = None) -> bool:
         """Atomically create snapshot-<id>; False if another writer took the id."""
-        return self.io.write_atomic_if_absent(self.path(snapshot.id), snapshot.to_json().encode())
+        return self.io.write_atomic_if_absent(self.path(snapshot.id), snapshot.to_json().encode(), tmp_token)
 
     def write_hint(self, name: str, snapshot_id: int) -> None:
         self.io.write_bytes(posixpath.join(self.dir, name), format_hint(snapshot_id))
@@ -200,7 +221,7 @@ class TagManager:
 
     def names(self) -> list[str]:
         # Only regular files are tags: `tag-success-file/` is a directory with the same prefix.
-        return sorted(st.name[len(TAG_PREFIX):] for st in self.io.list_status(self.dir)
+        return sorted(st.name[len(TAG_PREFIX):] for st in list_metadata_dir(self.io, self.dir, TAG_PREFIX)
                       if not st.is_dir and st.name.startswith(TAG_PREFIX))
 
     def tags(self) -> list[tuple[str, Tag]]:

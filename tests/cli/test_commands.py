@@ -140,7 +140,12 @@ def test_apply_executes_exactly_the_reviewed_plan(sample, tmp_path):
     assert a.code == 0, a.err
     gone = {str(sample / p) for p in before - set(tree_digest(str(sample)))}
     assert gone == planned  # exactly the reviewed files, nothing else
-    assert cli("apply", plan_file, "--local").code == 0  # a rerun converges (all already gone)
+    # applied once: the reviewed decision is no longer what the operation decides, so a second apply is refused …
+    again = cli("apply", plan_file, "--local", "--json")
+    assert again.code == 2 and again.json["error"]["type"] == "StalePlanError", again.err
+    # … and the command itself converges (nothing left to expire under the same retention)
+    r = cli("expire-snapshots", sample, "shop.orders", "--retain-min", "1", "--retain-max", "2", "--json")
+    assert r.code == 0 and r.json["details"]["expired_snapshots"] == []
 
 
 def test_apply_refuses_a_stale_plan(sample, tmp_path):

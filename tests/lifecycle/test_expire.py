@@ -94,7 +94,7 @@ def test_consumers_pin_snapshots(wh):
 @pytest.mark.parametrize("kw,msg", [
     (dict(retain_min=0), "retain_min must be at least 1"),
     (dict(retain_min=-3), "retain_min must be at least 1"),
-    (dict(retain_min=5, retain_max=4), "must not be less than the minimum retained"),
+    (dict(retain_min=5, retain_max=4), "must be at least the minimum retained"),
     (dict(max_deletes=0), "max_deletes"),
     (dict(older_than=1, time_retained=dt.timedelta(hours=1)), "not both"),
     (dict(time_retained=dt.timedelta(hours=-1)), "must not be negative"),
@@ -112,8 +112,14 @@ def test_bad_table_options_refused(wh):
     sim = _twenty(wh)
     t = Table(sim.table.root, options_override={"snapshot.num-retained.min": "0"})
     before = rel_files(t.root)
-    with pytest.raises(InvalidArgumentError, match="#10088"):
+    # the option is named (with its table), never a flag or argument the caller did not pass (issue 18)
+    with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.min' on table t.*#10088") as e:
         expire_snapshots(t, now_millis=sim.now)
+    assert "retain_min" not in str(e.value)
+    t = Table(sim.table.root, options_override={"snapshot.num-retained.max": "-1"})
+    with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.max' on table t") as e:
+        expire_snapshots(t, now_millis=sim.now)
+    assert "retain_max" not in str(e.value)
     assert rel_files(t.root) == before
 
 
@@ -122,10 +128,10 @@ def test_end_snapshot_missing_deletes_nothing(wh):
     t = sim.table
     os.remove(t.snapshots.path(8))  # a hole exactly where the window ends
     before = rel_files(t.root)
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=13)  # hi = 20 - 13 + 1 = 8
-    assert r.details["end"] == 8 and r.details["expired_snapshots"] == []
-    assert any("does not exist" in w for w in r.warnings)
-    assert rel_files(t.root) - {"snapshot/EARLIEST"} == before  # only the (absent) hint was written
+    # a hole in the history is refused outright (issue 18: fail closed on an inconsistent table), naming it
+    with pytest.raises(CorruptMetadataError, match="snapshot-8: is missing between snapshot-1 and snapshot-20"):
+        expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=13)  # hi = 20 - 13 + 1 = 8
+    assert rel_files(t.root) == before
 
 
 def test_dry_run_plan_json_reasons_and_rerun(wh):
@@ -337,9 +343,11 @@ def test_unreadable_successor_stops_the_window_before_it(wh):
     t = sim.table
     with open(t.snapshots.path(4), "w") as f:
         f.write("{ not json")
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
-    assert r.details["expired_snapshots"] == [1, 2] and r.details["end"] == 3
-    assert any("snapshot 4 is unreadable" in w for w in r.warnings)
+    before = rel_files(t.root)
+    # issue 18: an unreadable snapshot that stays could need any file, so nothing is deleted (Java: expires up to it)
+    with pytest.raises(CorruptMetadataError, match="snapshot-4: snapshot is not valid JSON"):
+        expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    assert rel_files(t.root) == before
 
 
 def test_unreadable_end_snapshot_manifests_keep_all_manifests(wh):
@@ -352,11 +360,14 @@ def test_unreadable_end_snapshot_manifests_keep_all_manifests(wh):
     end = t.snapshots.snapshot(6)
     with open(t.manifest_path(end.base_manifest_list), "wb") as f:
         f.write(b"garbage")
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
-    assert r.details["expired_snapshots"] == [1, 2, 3, 4, 5]
-    assert any("keeping all manifests" in w for w in r.warnings)
-    assert not {"manifest", "manifest-list", "index", "index-manifest"} & set(r.deleted)
-    assert r.deleted["data"] == 2  # partition a's files deleted by the compaction
+    plan = plan_expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)  # planning delete less …
+    assert plan.details["expired_snapshots"] == [1, 2, 3, 4, 5]
+    assert any("keeping all manifests" in w for w in plan.warnings)
+    before = rel_files(t.root)
+    # … and executing refuses (issue 18): what the unreadable snapshot that stays keeps alive cannot be known
+    with pytest.raises(CorruptMetadataError, match=end.base_manifest_list):
+        plan.execute()
+    assert rel_files(t.root) == before
 
 
 def test_unreadable_nearest_tag_keeps_data(wh):
@@ -370,10 +381,10 @@ def test_unreadable_nearest_tag_keeps_data(wh):
     tag = t.tags.tag("t2")
     os.remove(t.manifest_path(tag.delta_manifest_list))
     os.remove(t.snapshots.path(2))  # only the tag still describes snapshot 2
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
-    assert any("tag t2" in w for w in r.warnings)
-    assert "data" not in r.deleted  # snapshot 4's deletions were not decidable
-    assert r.details["expired_snapshots"] == [1, 3, 4]
+    before = rel_files(t.root)
+    with pytest.raises(CorruptMetadataError, match="snapshot-2: is missing"):  # a hole in the history: refused
+        expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    assert rel_files(t.root) == before
 
 
 def test_runner_batches_and_progress(wh):

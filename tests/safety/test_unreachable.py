@@ -83,3 +83,12 @@ def test_unknown_uri_scheme():
     _one_line_error(r, "foo://bucket/warehouse", "unsupported URI scheme")
     r = cli("compact", "foo://bucket/warehouse", "db.t", "--json")
     assert r.code == 2 and r.json["error"]["type"] == "InvalidArgumentError"
+
+
+@pytest.mark.parametrize("flag,scheme", [("--spark-remote", "sc"), ("--spark-master", "spark")])
+def test_a_port_that_accepts_but_never_answers_fails_within_the_connect_timeout(sample, blackhole, flag, scheme):
+    """Issue 18: the default --connect-timeout (10 s) bounds it — the connection must answer like Spark (a Connect
+    server its HTTP/2 settings, a master by dropping a malformed frame), not only accept."""
+    r = cli("compact", sample, "shop.orders", flag, f"{scheme}://127.0.0.1:{blackhole}")
+    _one_line_error(r, flag, "does not answer within 10 s")
+    assert r.seconds < 20, r.seconds

@@ -59,3 +59,18 @@ def partitioned_table(warehouse: str, name: str = "db.t", commits: int = 3, **op
                           "v": [f"v{i}-{k}" for k in range(10)]}))
         w.commit()
     return t.refresh()
+
+
+def slow_compaction_table(warehouse: str, name: str = "db.t"):
+    """8 buckets x 4 commits x 120,000 rows, merged in small slices (a 2 MiB memory budget): a full compaction takes
+    seconds on this machine, with tasks queued behind the cores — long enough to interrupt it in the middle."""
+    import numpy as np
+    t = create_table(warehouse, name, [("k", "INT"), ("v", "STRING"), ("x", "DOUBLE")], [], ["k"],
+                     {"bucket": "8", "file.compression": "none", "compaction.memory-budget": "2 mb"})
+    rng = np.random.default_rng(3)
+    for i in range(4):
+        w = TableWriter(t.refresh())
+        keys = np.arange(i * 30_000, i * 30_000 + 120_000, dtype=np.int32)
+        w.write(pa.table({"k": keys, "v": [f"value-{i}-{k}" for k in keys.tolist()], "x": rng.random(len(keys))}))
+        w.commit()
+    return t.refresh()

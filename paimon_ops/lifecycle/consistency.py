@@ -1,0 +1,69 @@
+"""Fail closed on an inconsistent table: before orphan removal, snapshot expiry, tag expiry or tag deletion decides
+what is unreferenced, the table's history must be what its own hints say it is.
+
+Refused, in one line naming what is wrong (CorruptMetadataError, nothing deleted):
+
+* `snapshot/`, `changelog/` or `tag/` is not a directory, or a snapshot / tag / changelog entry in it is a symbolic
+  link (table.list_metadata_dir);
+* `LATEST` names a snapshot that does not exist while no later snapshot exists — the latest snapshot is lost — or
+  any hint names snapshots while there are none: with every snapshot file gone, Java's orphan removal deletes the
+  whole table (apache/paimon#7710);
+* a gap in the snapshot ids (snapshot-5 missing between snapshot-4 and snapshot-6): expiry deletes oldest first and
+  rollback newest first, so a gap means lost history (or a rollback/expiry of another engine that must be re-run).
+
+A hint *behind* the listing (EARLIEST naming a snapshot an interrupted expiry already deleted, LATEST older than the
+newest snapshot) is the normal state after a crash and is accepted: readers verify hints (maintenance.md §0.3).
+Unreadable snapshot, tag and changelog files are refused where they are read (references.kept_names reads every one
+that stays before the first delete).
+"""
+from __future__ import annotations
+
+import posixpath
+
+from paimon_ops.errors import CorruptMetadataError
+from paimon_ops.format.snapshot import parse_hint
+from paimon_ops.table.table import EARLIEST, LATEST, SnapshotManager, Table
+
+
+def _hint(mgr: SnapshotManager, name: str) -> int | None:
+    path = posixpath.join(mgr.dir, name)
+    try:
+        return parse_hint(mgr.io.read_bytes(path), path)
+    except (OSError, CorruptMetadataError):  # missing or unreadable hints are advisory: readers list instead
+        return None
+
+
+def check_history(table: Table, what: str) -> None:
+    """Raise CorruptMetadataError if the history of any branch of `table` is not consistent (module docstring);
+    `what` names the operation refused."""
+    main = table if table.branch == "main" else table.for_branch("main")
+    for b in ["main"] + main.branches():
+        bt = main if b == "main" else main.for_branch(b)
+        _check_snapshots(bt.snapshots, what, "snapshot")
+        bt.changelogs.list_ids()  # a file or a link in place of changelog/ is refused by the listing
+        bt.tags.names()
+
+
+def _check_snapshots(mgr: SnapshotManager, what: str, kind: str) -> None:
+    ids = mgr.list_ids()
+    latest, earliest = _hint(mgr, LATEST), _hint(mgr, EARLIEST)
+    refuse = f"; refusing {what} (nothing deleted): the files of the missing snapshots could not be told apart " \
+             "from orphans. If an expiry or rollback was interrupted, re-run it; otherwise the table needs repair"
+    if not ids:
+        hints = [f"{n} names {kind} {v}" for n, v in ((EARLIEST, earliest), (LATEST, latest)) if v is not None]
+        if hints:
+            raise CorruptMetadataError(mgr.dir, f"{' and '.join(hints)}, but there is no {kind} file{refuse}")
+        return
+    if latest is not None and latest > ids[-1]:
+        raise CorruptMetadataError(posixpath.join(mgr.dir, LATEST),
+                                   f"names {kind} {latest}, but the newest {kind} file is {kind}-{ids[-1]}{refuse}")
+    if earliest is not None and earliest > ids[-1]:
+        raise CorruptMetadataError(posixpath.join(mgr.dir, EARLIEST),
+                                   f"names {kind} {earliest}, beyond the newest {kind} file {kind}-{ids[-1]}{refuse}")
+    if ids[-1] - ids[0] + 1 != len(ids):
+        have = set(ids)
+        gap = next(i for i in range(ids[0], ids[-1]) if i not in have)
+        raise CorruptMetadataError(mgr.path(gap), f"is missing between {kind}-{ids[0]} and {kind}-{ids[-1]}{refuse}")
+
+
+__all__ = ["check_history"]

@@ -1,0 +1,217 @@
+"""Run journals: what a crash can leave behind is only unreferenced files, and a rerun reclaims them.
+
+An execution that removes snapshots or tags and then their files, or that writes files before committing them
+(compaction, the commit's manifests), first records in `<table>/.paimon-ops/journal-<uuid>` (gzip JSON, without a
+`.gz` extension, which pyarrow would take as a compression to undo on its own):
+
+* `deletes`: the content files it will delete once their owners are gone (snapshot expiry and tag deletion remove
+  the snapshot / tag files first, so that nothing stays listed whose files are partly deleted);
+* `writes`: `(directory, token)` pairs — every file the run writes there carries the token (a UUID) in its name.
+
+The journal is deleted when the run ends cleanly (a failed run cleans up after itself first). A journal left by a run
+that died — killed, or abandoned after an error it could not clean up — is finished by the next expiry, tag deletion,
+orphan removal or compaction of the table (`plan_pending`): its files that nothing keeps alive now are deleted (the
+plan lists them, kind `leftover`), then the journal. A journal of a run still in progress is left alone: same host
+and its process alive, or another host and younger than a day.
+
+Java Paimon and pypaimon ignore the directory; nothing in it is ever a table file.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import posixpath
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from paimon_ops.errors import CorruptMetadataError, PaimonOpsError
+from paimon_ops.plan import DELETE_FILES, JOURNAL, LEFTOVER, FileAction, PlanBuilder
+from paimon_ops.table.table import Table
+
+log = logging.getLogger(__name__)
+
+JOURNAL_DIR = ".paimon-ops"
+FORMAT = "paimon-ops-journal/1"
+FOREIGN_HOST_AGE_MS = 86_400_000  # a journal of another host's run counts as dead after a day
+
+
+def journal_dir(table: Table) -> str:
+    return posixpath.join(table.root, JOURNAL_DIR)
+
+
+def _proc_start(pid: int) -> str | None:
+    """The process' start time in clock ticks since boot (Linux), to tell a live process from a reused pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+        return data[data.rindex(")") + 2:].split()[19]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _alive(d: dict[str, Any], mtime_ms: int, now_ms: int) -> bool:
+    if d.get("abandoned"):
+        return False
+    if d.get("host") != socket.gethostname():
+        return now_ms - mtime_ms < FOREIGN_HOST_AGE_MS
+    pid = d.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    start = _proc_start(pid)
+    return start is None or d.get("pid_start") in (None, start)
+
+
+@dataclass
+class Journal:
+    """The journal of one running execution (see the module docstring)."""
+
+    table: Table
+    operation: str
+    path: str = ""
+    deletes: list[str] = field(default_factory=list)
+    writes: list[dict[str, str]] = field(default_factory=list)
+    abandoned: bool = False
+
+    def _payload(self) -> bytes:
+        d = {"format": FORMAT, "operation": self.operation, "table": self.table.identifier,
+             "started": int(time.time() * 1000), "host": socket.gethostname(), "pid": os.getpid(),
+             "pid_start": _proc_start(os.getpid()), "abandoned": self.abandoned,
+             "deletes": self.deletes, "writes": self.writes}
+        return gzip.compress(json.dumps(d, separators=(",", ":")).encode(), compresslevel=1)
+
+    def save(self) -> None:
+        if not self.path:
+            self.path = posixpath.join(journal_dir(self.table), f"journal-{uuid.uuid4()}")
+        self.table.io.write_bytes(self.path, self._payload())
+
+    def add_writes(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Record, before writing, that files named with `token` will appear in `directory`."""
+        new = [{"dir": d, "token": t} for d, t in pairs]
+        if new:
+            self.writes += new
+            self.save()
+
+    def close(self) -> None:
+        """The run ended cleanly (committed, or cleaned up after itself): nothing left to finish."""
+        if self.path:
+            from paimon_ops.lifecycle.deleter import remove_written
+            if remove_written(self.table, [self.path], "journal")[1]:  # (the one deletion path; never raises)
+                self.abandon()  # left behind: the next run (even in this process) finishes and removes it
+
+    def abandon(self) -> None:
+        """The run failed without cleaning up everything: let the next run finish it at once."""
+        if self.path:
+            self.abandoned = True
+            try:
+                self.save()
+            except (OSError, PaimonOpsError) as e:
+                log.warning("could not mark journal %s abandoned: %s", self.path, e)
+
+
+def start(table: Table, operation: str, deletes: Sequence[str] = (),
+          writes: Sequence[tuple[str, str]] = ()) -> Journal:
+    j = Journal(table, operation, deletes=list(deletes), writes=[{"dir": d, "token": t} for d, t in writes])
+    j.save()
+    return j
+
+
+@dataclass
+class Pending:
+    path: str
+    operation: str
+    deletes: list[str]
+    writes: list[dict[str, str]]
+
+
+def pending(table: Table, now_ms: int | None = None) -> tuple[list[Pending], list[str]]:
+    """(journals of runs that died, warnings). An unreadable journal is reported and left alone."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    d = journal_dir(table)
+    out: list[Pending] = []
+    warnings: list[str] = []
+    try:
+        entries = table.io.list_status(d)
+    except (OSError, PaimonOpsError) as e:
+        return [], [f"cannot list {d} ({e}); interrupted runs are not finished"]
+    for st in entries:
+        if st.is_dir or not st.name.startswith("journal-"):
+            continue
+        try:
+            data = json.loads(gzip.decompress(table.io.read_bytes(st.path)))
+            if not isinstance(data, dict) or data.get("format") != FORMAT:
+                raise ValueError("not a paimon-ops journal")
+            deletes = [p for p in data.get("deletes") or [] if isinstance(p, str)]
+            writes = [w for w in data.get("writes") or []
+                      if isinstance(w, dict) and isinstance(w.get("dir"), str) and isinstance(w.get("token"), str)
+                      and len(w["token"]) >= 32]
+        except FileNotFoundError:
+            continue  # finished meanwhile
+        except (OSError, ValueError, EOFError) as e:
+            warnings.append(f"journal {st.path} is unreadable ({e}); left alone")
+            continue
+        if _alive(data, st.mtime_millis, now_ms):
+            continue
+        out.append(Pending(st.path, str(data.get("operation")), deletes, writes))
+    return out, warnings
+
+
+def plan_pending(b: PlanBuilder, table: Table, now_ms: int | None = None) -> int:
+    """Steps finishing the runs that died: their files that nothing keeps alive now (the current owners are read), then
+    their journals. Returns how many journals are finished. Nothing is read when there is no journal."""
+    journals, warnings = pending(table, now_ms)
+    for warning in warnings:
+        b.warn(warning)
+    if not journals:
+        return 0
+    from paimon_ops.lifecycle.deleter import Layout, bad_name
+    from paimon_ops.lifecycle.references import kept_names
+    try:
+        kept = kept_names(table).names
+    except CorruptMetadataError as e:
+        b.warn(f"{len(journals)} interrupted run(s) not finished: {e}")
+        return 0
+    layout = Layout(table)
+    files: list[FileAction] = []
+    seen: set[str] = set()
+    for j in journals:
+        why = f"left by an interrupted {j.operation} (journal {posixpath.basename(j.path)})"
+        paths = list(j.deletes)
+        for w in j.writes:
+            if layout.where_problem(LEFTOVER, posixpath.normpath(w["dir"])):
+                b.warn(f"journal {j.path}: {w['dir']} is not a directory of the table's files; ignored")
+                continue
+            try:
+                listed = table.io.list_status(w["dir"])
+            except (OSError, PaimonOpsError) as e:
+                b.warn(f"journal {j.path}: cannot list {w['dir']} ({e}); its files are kept")
+                continue
+            paths += [st.path for st in listed if not st.is_dir and w["token"] in st.name]
+        for p in paths:
+            p = posixpath.normpath(p)
+            d, name = posixpath.split(p)
+            if p in seen or name in kept:
+                continue
+            problem = bad_name(name) or layout.leftover_problem(d, name)
+            if problem:
+                b.warn(f"journal {j.path} names {p}: {problem}; ignored")
+                continue
+            seen.add(p)
+            files.append(FileAction(p, LEFTOVER, why))
+    b.step("files left by interrupted runs", DELETE_FILES).add_all(files)
+    b.step("journals of interrupted runs", DELETE_FILES).add_all(
+        FileAction(j.path, JOURNAL, f"interrupted {j.operation} finished") for j in journals)
+    return len(journals)
+
+
+__all__ = ["Journal", "Pending", "start", "pending", "plan_pending", "journal_dir", "JOURNAL_DIR"]

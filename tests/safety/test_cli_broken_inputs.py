@@ -1,0 +1,169 @@
+"""Issue 18 (class 7, 8): every command of the CLI, given broken inputs — wrong flags, bad values, missing or damaged
+tables, malformed plans, unreachable or unsupported stores — answers with exactly one line on stderr naming what is
+wrong, exit status 2, never a traceback, and changes nothing. Run in-process (the real `main`, stderr captured) for
+speed; a few cases run as real subprocesses, where a traceback or a hang would show as the interpreter prints it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+
+from paimon_ops.cli import main
+from tests.cli.conftest import cli, sample_src  # noqa: F401 - fixture
+from tests.safety.util import partitioned_table, tree_digest
+
+T = "shop.orders"
+
+
+@pytest.fixture(scope="module")
+def wh(sample_src, tmp_path_factory):  # noqa: F811 - the fixture
+    """A copy of the sample warehouse plus a damaged table (corrupt latest snapshot) and a few plan files."""
+    root = tmp_path_factory.mktemp("broken-cli")
+    dst = root / "wh"
+    shutil.copytree(sample_src, dst, symlinks=True)
+    shutil.copytree(dst / "shop.db" / "orders", dst / "shop.db" / "broken", symlinks=True)
+    snap = dst / "shop.db" / "broken" / "snapshot"
+    latest = max(int(p.name.split("-")[1]) for p in snap.glob("snapshot-*"))
+    (snap / f"snapshot-{latest}").write_text("{ not json")
+    # a table one of whose live data files is garbage: the compaction task reading it fails
+    from paimon_ops.table.scan import TableScanner
+    bad = partitioned_table(str(dst), "shop.badfile")
+    victim = TableScanner(bad).scan(bad.snapshots.latest()).files[0]
+    with open(victim.path, "r+b") as f:
+        f.write(b"garbage" * 20)
+    (root / "junk.json").write_text('{"hello": 1}')
+    (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    plan = {"format": "paimon-ops-plan/1", "operation": "expire_snapshots", "table": 5, "location": [],
+            "steps": "all", "preconditions": {"kind": 1}}
+    (root / "types.json").write_text(json.dumps(plan))
+    (root / "nested.json").write_text(json.dumps({**plan, "table": T, "location": str(dst),
+                                                  "steps": [{"name": "x", "action": "delete-files",
+                                                             "files": [{"path": {"a": [1, [2]]}, "kind": "data",
+                                                                        "reason": "r"}]}]}))
+    (root / "notutf8.json").write_bytes(b"\xff\xfe{")
+    return dst
+
+
+def _cases(wh) -> list[tuple[str, list[str], str]]:
+    """(id, argv, words the one line must contain)."""
+    w, root = str(wh), str(wh.parent)
+    missing = os.path.join(root, "no-such-warehouse")
+    out: list[tuple[str, list[str], str]] = []
+    table_commands = ["snapshots", "tags", "files", "options", "compact", "expire-snapshots", "expire-tags",
+                      "expire-partitions", "compact-manifests", "remove-orphans", "auto-tag", "rollback"]
+    for c in table_commands:
+        extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"]}.get(c, [])
+        out.append((f"{c}-no-warehouse", [c, missing, T, *extra], "no-such-warehouse"))
+        out.append((f"{c}-no-table", [c, w, "shop.nope", *extra], "shop.nope"))
+        out.append((f"{c}-bad-identifier", [c, w, "nodot", *extra], "nodot"))
+        out.append((f"{c}-unknown-flag", [c, w, T, "--bogus", *extra], "--bogus"))
+        if c not in ("tags", "options", "expire-tags", "rollback"):  # (these never read the damaged snapshot)
+            out.append((f"{c}-damaged-table", [c, w, "shop.broken", *extra], "snapshot-"))
+    damaged = max(int(p.name.split("-")[1]) for p in (wh / "shop.db" / "broken" / "snapshot").glob("snapshot-*"))
+    out.append(("rollback-to-damaged", ["rollback", w, "shop.broken", "--snapshot", str(damaged), "--yes"],
+                f"snapshot-{damaged}"))
+    for c, args in (("create-tag", ["v1"]), ("delete-tag", ["t"]), ("rename-tag", ["a", "b"])):
+        out.append((f"{c}-no-warehouse", [c, missing, T, *args], "no-such-warehouse"))
+        out.append((f"{c}-no-table", [c, w, "shop.nope", *args], "shop.nope"))
+        out.append((f"{c}-unknown-flag", [c, w, T, *args, "--bogus"], "--bogus"))
+    out += [
+        ("no-command", [], "command"),
+        ("unknown-command", ["compactt", w, T], "did you mean compact"),
+        ("missing-table-arg", ["compact", w], "table"),
+        ("misspelt-flag", ["compact", w, T, "--ordr-by", "x"], "did you mean --order-by"),
+        ("bad-choice", ["compact", w, T, "--mode", "fulll"], "did you mean full"),
+        ("bad-int", ["rollback", w, T, "--snapshot", "abc"], "--snapshot"),
+        ("tables-no-warehouse", ["tables", missing], "no-such-warehouse"),
+        ("tables-unknown-scheme", ["tables", "foo://bucket/wh"], "unsupported URI scheme"),
+        ("tables-gs", ["tables", "gs://bucket/wh"], "Google Cloud Storage"),
+        ("tables-abfs", ["tables", "abfs://c@acct.dfs.core.windows.net/wh"], "Azure"),
+        ("tables-bad-endpoint", ["tables", "s3://bucket/wh", "-o", "s3.endpoint=not a url"], "s3.endpoint"),
+        ("tables-bad-option-syntax", ["tables", w, "-o", "novalue"], "--option"),
+        ("compact-order-by-full", ["compact", w, T, "--mode", "full", "--order-by", "id"], "--order-by"),
+        ("compact-task-fails", ["compact", w, "shop.badfile", "--local", "--json"], "failed in 1 of"),
+        ("compact-bad-threshold", ["compact", w, T, "--mode", "dv-ratio", "--threshold", "2"], "--threshold"),
+        ("compact-bad-partition", ["compact", w, T, "--partition", "nokv"], "--partition"),
+        ("compact-bad-where", ["compact", w, T, "--where", "dt >>> (("], "--where"),
+        ("compact-bad-master", ["compact", w, T, "--spark-master", "not-a-master://x"], "--spark-master"),
+        ("compact-bad-remote", ["compact", w, T, "--spark-remote", "http://x"], "--spark-remote"),
+        ("compact-bad-timeout", ["compact", w, T, "--spark-master", "spark://127.0.0.1:1", "--connect-timeout",
+                                 "-1"], "--connect-timeout"),
+        ("expire-retain-min-0", ["expire-snapshots", w, T, "--retain-min", "0"], "--retain-min"),
+        ("expire-max-deletes-0", ["expire-snapshots", w, T, "--max-deletes", "0"], "--max-deletes"),
+        ("expire-age-as-instant", ["expire-snapshots", w, T, "--older-than", "3 d"], "--min-age"),
+        ("expire-bad-age", ["expire-snapshots", w, T, "--min-age", "soon"], "--min-age"),
+        ("expire-huge-age", ["expire-snapshots", w, T, "--min-age", "9999999999999 d"], "--min-age"),
+        ("expire-tags-bad-instant", ["expire-tags", w, T, "--older-than", "yesterday"], "--older-than"),
+        ("expire-partitions-bad-age", ["expire-partitions", w, T, "--expiration-time", "x"], "--expiration-time"),
+        ("expire-partitions-max-0", ["expire-partitions", w, T, "--expiration-time", "1 d", "--max-expires", "0"],
+         "--max-expires"),
+        ("orphans-min-age-0", ["remove-orphans", w, T, "--min-age", "0"], "--allow-short"),
+        ("orphans-huge-age", ["remove-orphans", w, T, "--min-age", "9999999999999 d"], "--min-age"),
+        ("orphans-future", ["remove-orphans", w, T, "--older-than", "2999-01-01T00:00:00Z"], "--older-than"),
+        ("create-tag-empty", ["create-tag", w, T, " "], "tag name"),
+        ("create-tag-numeric", ["create-tag", w, T, "123"], "numeric"),
+        ("create-tag-no-snapshot", ["create-tag", w, T, "v1", "--snapshot", "999"], "999"),
+        ("create-tag-bad-ts", ["create-tag", w, T, "v1", "--timestamp", "noon"], "--timestamp"),
+        ("create-tag-bad-retention", ["create-tag", w, T, "v1", "--time-retained", "forever"], "--time-retained"),
+        ("delete-tag-unknown", ["delete-tag", w, T, "nosuch"], "nosuch"),
+        ("rename-tag-unknown", ["rename-tag", w, T, "nosuch", "new"], "nosuch"),
+        ("auto-tag-bad-period", ["auto-tag", w, T, "--period", "someday"], "someday"),
+        ("rollback-no-target", ["rollback", w, T], "--snapshot"),
+        ("rollback-unknown-snapshot", ["rollback", w, T, "--snapshot", "999", "--yes"], "999"),
+        ("rollback-unknown-tag", ["rollback", w, T, "--tag", "nosuch", "--yes"], "nosuch"),
+        ("rollback-needs-yes", ["rollback", w, T, "--snapshot", "1"], "--yes"),
+        ("apply-missing", ["apply", os.path.join(root, "missing.json")], "missing.json"),
+        ("apply-junk", ["apply", os.path.join(root, "junk.json")], "not a paimon-ops plan"),
+        ("apply-deep", ["apply", os.path.join(root, "deep.json")], "deep.json"),
+        ("apply-types", ["apply", os.path.join(root, "types.json")], "types.json"),
+        ("apply-nested", ["apply", os.path.join(root, "nested.json")], "nested.json"),
+        ("apply-not-utf8", ["apply", os.path.join(root, "notutf8.json")], "notutf8.json"),
+        ("sample-over-a-directory", ["sample", root], root),
+        ("sample-bad-rounds", ["sample", os.path.join(root, "s2"), "--rounds", "x"], "--rounds"),
+    ]
+    return out
+
+
+def test_every_command_answers_broken_input_in_one_line(wh, capsys):
+    before = tree_digest(str(wh))
+    seen: set[str] = set()
+    failures = []
+    for name, argv, words in _cases(wh):
+        if argv:
+            seen.add(argv[0])
+        started = time.time()
+        code = main(argv)
+        out, err = capsys.readouterr()
+        lines = err.splitlines()
+        ok = code == 2 and len(lines) == 1 and lines[0].startswith("paimon-ops: error:") and \
+            words in lines[0] and "Traceback" not in err and time.time() - started < 30
+        if not ok:
+            failures.append(f"{name}: exit {code}, stderr {err!r}")
+    assert not failures, "\n".join(failures)
+    assert tree_digest(str(wh)) == before  # nothing changed, anywhere
+    import argparse
+
+    from paimon_ops.cli import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert seen >= set(sub.choices), f"commands never tried: {set(sub.choices) - seen}"
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["compact", "{wh}", "shop.broken", "--json"], "snapshot-"),
+    (["apply", "{root}/deep.json"], "deep.json"),
+    (["tables", "gs://bucket/wh"], "Google Cloud Storage"),
+    (["compact", "{wh}", T, "--ordr-by", "x"], "did you mean --order-by"),
+])
+def test_the_real_command_line_too(wh, argv, words):
+    """As users run it: a subprocess, where an uncaught exception would print a traceback and a hang would time
+    out; `--json` adds the error as JSON on stdout and still one line on stderr."""
+    argv = [a.format(wh=wh, root=wh.parent) for a in argv]
+    r = cli(*argv, timeout=60)
+    assert r.code == 2, r.err
+    assert len(r.err.splitlines()) == 1 and "Traceback" not in r.err and words in r.err, r.err
+    if "--json" in argv:
+        assert json.loads(r.out)["error"]["message"]
