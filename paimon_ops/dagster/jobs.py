@@ -1,7 +1,7 @@
 """Jobs — a constant number, whatever the number of tables: one asset job per maintenance kind over every table
 asset. A run selects the tables it maintains (sensors and schedules select one table per run); the job's run tag
-`paimon/operations` tells the table asset's op what to do, and each table's config (typed by its kind) sits under
-its op in the launchpad.
+`paimon/operations` tells the tables' op what to do, and the config of the run (typed by the kind of table) sits
+under the op of the tables' kind in the launchpad (`ops: {paimon_primary_key_tables: {config: …}}`).
 
 | job | operations (in order) |
 |---|---|
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dagster import AssetKey, AssetSelection, define_asset_job
+from dagster import AssetsDefinition, AssetSelection, define_asset_job
 
 from paimon_ops.dagster.operations import (
     COMPACT,
@@ -58,11 +58,12 @@ def job_for(operation: str) -> str:
     return next(name for name, (ops, _) in JOBS.items() if ops == (operation,))
 
 
-def build_jobs(table_keys: Sequence[AssetKey]) -> list[Any]:
-    """The asset jobs (`define_asset_job`), one per entry of JOBS."""
-    if not table_keys:
+def build_jobs(table_assets: Sequence[AssetsDefinition]) -> list[Any]:
+    """The asset jobs (`define_asset_job`), one per entry of JOBS, over the multi-assets of the tables that loaded,
+    with their checks."""
+    if not table_assets:
         return []
-    selection = AssetSelection.assets(*table_keys)
+    selection = AssetSelection.assets(*table_assets)
     return [define_asset_job(name, selection=selection, description=description,
                              tags={OPERATIONS_TAG: ",".join(ops)} if ops else None)
             for name, (ops, description) in JOBS.items()]

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from dagster import DefaultScheduleStatus, RunRequest, ScheduleDefinition, ScheduleEvaluationContext, schedule
 
 from paimon_ops.dagster.jobs import NIGHTLY_JOB
-from paimon_ops.dagster.sensors import TableRef
+from paimon_ops.dagster.refs import TableRef
 
 NIGHTLY_SCHEDULE = "paimon_nightly_schedule"
 

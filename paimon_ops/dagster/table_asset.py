@@ -1,16 +1,23 @@
-"""The table asset: one `@multi_asset` per table whose single spec is the table (`skippable`: it is never
-materialised here — writers materialise it; we observe it) and whose check specs are the table's checks.
+"""The table assets: the tables of a warehouse as `AssetSpec`s in a few subsettable multi-assets — one per kind of
+table (primary-key, append, fixed-bucket append; and one for tables that could not be loaded), whatever the number
+of tables, the way dagster-dbt holds a project's models. Each table is `skippable` (never materialised here —
+writers materialise it; we observe it) and its checks are check specs of the same multi-asset. A run selects the
+tables it maintains (sensors and the schedule: one per run); the op does exactly the selected tables and checks.
 
-Its op, in the table's pool, runs the maintenance operations its run asks for (run tag `paimon/operations`, set by
-the paimon_* jobs; none: observe only). Per operation it plans first (metadata only), then — unless a dry run —
-gets a runner only when the plan has work, and executes. It then records ONE observation on the table: the
-table's figures after the run, bytes reclaimed by the run and in total, per-operation figures and the reports
-(dry runs: `would_*` keys and the plans). Finally it evaluates the selected checks on the new state.
+Per selected table the op holds the table's pool slot (`instance.table_slot`: `paimon/<db>.<table>`, limit 1) and
+runs the maintenance operations its run asks for (run tag `paimon/operations`, set by the paimon_* jobs; none:
+observe only). Per operation it plans first (metadata only), then — unless a dry run — gets a runner only when the
+plan has work, and executes. It then records ONE observation on the table: the table's figures after the run, bytes
+reclaimed by the run and in total, per-operation figures and the reports (dry runs: `would_*` keys and the plans).
+Finally it evaluates the table's checks on the new state. A run over several tables goes on past a table that
+fails and fails at the end, naming each.
+
+The config class of an op is its kind's (`operations.CONFIG_BY_KIND`), built once per op.
 """
 # No `from __future__ import annotations`: Dagster reads the op's config and resource types from the annotations.
 import logging
 from functools import partial
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from dagster import (
     AssetCheckResult,
@@ -19,6 +26,7 @@ from dagster import (
     AssetMaterialization,
     AssetObservation,
     AssetsDefinition,
+    AssetSpec,
     Failure,
     MetadataValue,
     multi_asset,
@@ -26,13 +34,20 @@ from dagster import (
 
 import paimon_ops as po
 from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster.instance import POOL_WARNING, pool_unlimited
+from paimon_ops.dagster.instance import table_slot
 from paimon_ops.dagster.metadata import plan_markdown, plan_metadata, report_markdown, report_metadata
 from paimon_ops.dagster.observe import RECLAIMED_TOTAL, reclaimed_total, table_state
-from paimon_ops.dagster.operations import CREATE_TAGS, OPERATIONS, config_class, now_millis, operations_of
+from paimon_ops.dagster.operations import (
+    CONFIG_BY_KIND,
+    CREATE_TAGS,
+    OPERATIONS,
+    TableConfig,
+    now_millis,
+    operations_of,
+)
+from paimon_ops.dagster.refs import TableRef
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, runner_for
-from paimon_ops.dagster.spec import TableSpec, partition_key_of
-from paimon_ops.dagster.translator import PaimonTranslator
+from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec, partition_key_of
 from paimon_ops.errors import PaimonOpsError
 
 log = logging.getLogger("paimon_ops.dagster")
@@ -67,40 +82,91 @@ def tag_partition_events(spec: TableSpec, tags_key: AssetKey | None, names: list
     return out
 
 
-def build_table_asset(spec: TableSpec, translator: PaimonTranslator, tags_key: AssetKey | None = None
-                      ) -> AssetsDefinition:
-    asset_spec = translator.get_asset_spec(spec)
-    key = asset_spec.key
-    cfg_cls = config_class(spec)
-    pool = translator.get_pool(spec)
-
-    @multi_asset(specs=[asset_spec], name=translator.get_op_name(spec), pool=pool, can_subset=True,
-                 check_specs=checks_mod.check_specs(spec, key, checks_mod.table_check_names(spec)),
-                 description=asset_spec.description, op_tags=dict(asset_spec.tags))
-    def _table(context: AssetExecutionContext, config: cfg_cls, paimon: PaimonWarehouse,  # type: ignore[valid-type]
-               spark: PaimonSpark) -> Iterator[AssetCheckResult]:
-        yield from run_table(context, spec, key, tags_key, pool, config, paimon, spark)
-
-    return _table
+OP_DESCRIPTIONS = {
+    PRIMARY_KEY: "primary-key tables",
+    APPEND: "append tables (unaware-bucket)",
+    APPEND_FIXED: "fixed-bucket append tables",
+    None: "tables that could not be loaded (running one fails with its error)",
+}
 
 
-def run_table(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, tags_key: AssetKey | None, pool: str,
-              config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> Iterator[AssetCheckResult]:
+def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[TableRef, AssetSpec]]
+                       ) -> AssetsDefinition:
+    """The multi-asset holding the tables `members` (all of `kind`; None: broken tables) and their checks."""
+    refs = {ref.key: ref for ref, _ in members}
+    order = {ref.key: i for i, (ref, _) in enumerate(members)}
+    cfg_cls = TableConfig if kind is None else CONFIG_BY_KIND[kind]
+    check_specs = [c for ref, _ in members
+                   for c in checks_mod.check_specs(ref.spec, ref.key, checks_mod.table_check_names(ref.spec))]
+
+    @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True, check_specs=check_specs,
+                 allow_arbitrary_check_specs=True,  # ours target our specs; Dagster's check of that is O(n²)
+                 description=f"Paimon {OP_DESCRIPTIONS[kind]}: observes, maintains and checks the selected tables, "
+                             "each in its own pool (paimon/<db>.<table>).")
+    def _tables(context: AssetExecutionContext, config: cfg_cls, paimon: PaimonWarehouse,  # type: ignore[valid-type]
+                spark: PaimonSpark) -> Iterator[AssetCheckResult]:
+        yield from run_tables(context, refs, order, config, paimon, spark)
+
+    return _tables
+
+
+def selected_tables(context: AssetExecutionContext, refs: Mapping[Any, TableRef], order: Mapping[Any, int]
+                    ) -> tuple[list[Any], set[Any], dict[Any, set[str]]]:
+    """(the tables the run touches, in definition order; those whose asset it selected; the names of the checks it
+    selected, by asset)."""
+    assets = {k for k in context.selected_asset_keys if k in refs}
+    checks: dict[Any, set[str]] = {}
+    for ck in context.selected_asset_check_keys:
+        if ck.asset_key in refs:
+            checks.setdefault(ck.asset_key, set()).add(ck.name)
+    return sorted(assets | set(checks), key=order.__getitem__), assets, checks
+
+
+def run_each(context: Any, refs: Mapping[AssetKey, TableRef], keys: Sequence[AssetKey],
+             body: Callable[[TableRef], Optional[Iterable[Any]]]) -> Iterator[Any]:
+    """`body` for each table in its pool slot. One table: its failure is the run's. Several: a failing table does not
+    stop the others; the run fails at the end naming each."""
+    failures: list[tuple[str, str]] = []
+    for key in keys:
+        ref = refs[key]
+        with table_slot(context, ref.pool, ref.ident):
+            try:
+                yield from body(ref) or ()
+            except Failure as e:
+                if len(keys) == 1:
+                    raise
+                context.log.error(f"{ref.ident}: {e.description}")
+                failures.append((ref.ident, e.description or ""))
+    if failures:
+        raise Failure(description=f"{len(failures)} of {len(keys)} tables failed: "
+                                  + "; ".join(f"{t}: {d}" for t, d in failures[:10])
+                                  + (f" … (+{len(failures) - 10})" if len(failures) > 10 else ""),
+                      metadata={"failed_tables": MetadataValue.json([t for t, _ in failures])}, allow_retries=False)
+
+
+def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef], order: Mapping[AssetKey, int],
+               config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> Iterator[AssetCheckResult]:
     try:
         names = operations_of(context.run.tags)
     except PaimonOpsError as e:
         raise Failure(description=str(e), allow_retries=False) from e
-    if key in context.selected_asset_keys:
-        if pool_unlimited(context.instance, pool):
-            context.log.warning(POOL_WARNING.format(pool=pool, table=spec.identifier))
+    keys, assets, checks = selected_tables(context, refs, order)
+    yield from run_each(context, refs, keys, lambda ref: run_table(
+        context, ref, ref.key in assets, checks.get(ref.key, set()), names, config, paimon, spark))
+
+
+def run_table(context: AssetExecutionContext, ref: TableRef, maintain: bool, check_names: set[str],
+              names: list[str], config: Any, paimon: PaimonWarehouse, spark: PaimonSpark
+              ) -> Iterator[AssetCheckResult]:
+    spec, key = ref.spec, ref.key
+    if maintain:
         if spec.broken:
             raise Failure(description=f"Paimon table {spec.identifier} could not be loaded when the code location "
                                       f"was built: {spec.error}. Fix it, then reload the code location.",
                           metadata={"table": spec.identifier, "error": spec.error or ""}, allow_retries=False)
-        _maintain(context, spec, key, tags_key, names, config, paimon, spark)
-    selected = {k.name for k in context.selected_asset_check_keys if k.asset_key == key}
-    if selected:
-        wanted = [n for n in checks_mod.table_check_names(spec) if n in selected]
+        _maintain(context, spec, key, ref.tags_key, names, config, paimon, spark)
+    if check_names:
+        wanted = [n for n in checks_mod.table_check_names(spec) if n in check_names]
         for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier), wanted, now_millis()):
             yield outcome.result(key)
 

@@ -88,17 +88,19 @@ def test_dry_run_never_materialises_needs_no_spark_and_changes_nothing(warehouse
 def test_tags_partitions_create_tags_idempotently(warehouse, instance):
     build_orders(warehouse)
     defs = build_paimon_definitions(warehouse)
-    tags = defs.get_assets_def(AssetKey(["paimon", "shop", "orders", "tags"]))
+    tags_key = AssetKey(["paimon", "shop", "orders", "tags"])
+    tags = defs.get_assets_def(tags_key)
     res = {"paimon": PaimonWarehouse(uri=warehouse)}
     for day in ("2026-03-26", "2026-03-27", "2026-03-28"):
-        assert materialize([tags], instance=instance, partition_key=day, resources=res).success
+        assert materialize([tags], selection=[tags_key], instance=instance, partition_key=day, resources=res).success
     table = Catalog(warehouse).get_table(ORDERS)
     # day D's tag = the latest snapshot committed by D+1 02:30 Europe/Berlin
     assert {n: t.id for n, t in table.tags.tags()} == {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
     for name, sid in (("2026-03-26", 2), ("2026-03-28", 4)):
         assert sorted_rows(read(warehouse, ORDERS, tag=name), ["id"]) == \
             sorted_rows(read(warehouse, ORDERS, snapshot_id=sid), ["id"])
-    result = materialize([tags], instance=instance, partition_key="2026-03-27", resources=res)  # again: nothing new
+    result = materialize([tags], selection=[tags_key], instance=instance, partition_key="2026-03-27",
+                         resources=res)  # again: nothing new
     (mat,) = materializations(result)
     md = {k: v.value for k, v in mat.metadata.items()}
     assert md["status"] == "exists" and md["files_written"] == 0 and md["tag"] == "2026-03-27"
@@ -152,7 +154,7 @@ def test_executing_the_table_asset_observes_it(warehouse, fresh_instance):
     build_events(warehouse)
     files = table_files(Catalog(warehouse).get_table(EVENTS))
     defs = build_paimon_definitions(warehouse)
-    result = materialize([defs.get_assets_def(EVENTS_KEY)], instance=fresh_instance,
+    result = materialize([defs.get_assets_def(EVENTS_KEY)], selection=[EVENTS_KEY], instance=fresh_instance,
                          resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
     assert result.success and materializations(result) == []
     (obs,) = observations(result, EVENTS_KEY)
@@ -221,7 +223,7 @@ def test_unknown_table_and_bad_uri_fail_clearly(warehouse, tmp_path, spark_res, 
     asset = defs.get_assets_def(EVENTS_KEY)
 
     def run(uri):
-        return materialize([asset], instance=instance, raise_on_error=False,
+        return materialize([asset], selection=[EVENTS_KEY], instance=instance, raise_on_error=False,
                            resources={"paimon": PaimonWarehouse(uri=uri), "spark": spark_res})
 
     result = run(str(tmp_path / "no-such-warehouse"))

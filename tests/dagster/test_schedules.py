@@ -92,7 +92,7 @@ def test_requested_tag_then_nightly_chain(warehouse, spark_res, instance):
     build_orders(warehouse)
     defs = build_paimon_definitions(warehouse, spark=spark_res)
     # the run the automation requests at 2026-03-29 03:00 CEST: the tags partition of 2026-03-28
-    result = materialize([defs.get_assets_def(TAGS)], instance=instance, partition_key="2026-03-28",
+    result = materialize([defs.get_assets_def(TAGS)], selection=[TAGS], instance=instance, partition_key="2026-03-28",
                          resources={"paimon": PaimonWarehouse(uri=warehouse)})
     assert result.success
     assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {"latest_tag_present": True}
