@@ -24,10 +24,10 @@ if str(_ROOT) not in sys.path:  # `dagster dev -f definitions.py` from elsewhere
 
 from dagster import Definitions, in_process_executor  # noqa: E402
 
-from assets import location, table_assets  # noqa: E402
+from assets import location, table_assets, table_checks  # noqa: E402
 from jobs import maintenance_jobs  # noqa: E402
 from schedules import schedules  # noqa: E402
 from schedules.sensors import sensors  # noqa: E402
 
-defs = Definitions(assets=table_assets(), jobs=maintenance_jobs(), schedules=schedules(), sensors=sensors(),
-                   resources=location().resources, executor=in_process_executor)
+defs = Definitions(assets=table_assets(), asset_checks=table_checks(), jobs=maintenance_jobs(), schedules=schedules(),
+                   sensors=sensors(), resources=location().resources, executor=in_process_executor)

@@ -34,3 +34,8 @@ def location() -> PaimonDefinitions:
 def table_assets() -> list:
     """The table assets and tags assets of every selected table (a few multi-assets, whatever the number of tables)."""
     return location().assets
+
+
+def table_checks() -> list:
+    """The checks of every selected table (one op of checks per kind of table)."""
+    return location().asset_checks

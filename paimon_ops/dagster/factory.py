@@ -72,6 +72,7 @@ class PaimonDefinitions:
     specs: list[TableSpec]
     refs: list[TableRef]
     assets: list[Any] = field(default_factory=list)
+    asset_checks: list[Any] = field(default_factory=list)
     jobs: list[Any] = field(default_factory=list)
     schedules: list[Any] = field(default_factory=list)
     sensors: list[Any] = field(default_factory=list)
@@ -80,8 +81,9 @@ class PaimonDefinitions:
     def definitions(self) -> Definitions:
         # In-process: one Spark session per run instead of one per step, and runs of one table are serialised by
         # its pool anyway.
-        return Definitions(assets=self.assets, jobs=self.jobs, schedules=self.schedules, sensors=self.sensors,
-                           resources=self.resources, executor=in_process_executor)
+        return Definitions(assets=self.assets, asset_checks=self.asset_checks, jobs=self.jobs,
+                           schedules=self.schedules, sensors=self.sensors, resources=self.resources,
+                           executor=in_process_executor)
 
 
 def build_paimon_parts(
@@ -140,8 +142,9 @@ def build_paimon_parts(
         members = [(replace(ref, op_name=op_name), s) for ref, s in members]
         for ref, _ in members:
             refs_by_key[ref.key] = ref
-        table_assets = build_table_assets(op_name, kind, members)  # type: ignore[arg-type]
+        table_assets, table_checks = build_table_assets(op_name, kind, members)  # type: ignore[arg-type]
         parts.assets.append(table_assets)
+        parts.asset_checks.append(table_checks)
         if kind is not None:
             maintained.append(table_assets)
     parts.refs = [refs_by_key[ref.key] for ref in parts.refs]

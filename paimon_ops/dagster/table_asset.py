@@ -20,7 +20,9 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from dagster import (
+    AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetExecutionContext,
     AssetKey,
     AssetMaterialization,
@@ -29,12 +31,15 @@ from dagster import (
     AssetSpec,
     Failure,
     MetadataValue,
+    Out,
     multi_asset,
+    op,
 )
 
 import paimon_ops as po
 from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster.instance import table_slot
+from paimon_ops.dagster.instance import PRIORITY_TAG, table_slot
+from paimon_ops.dagster.jobs import JOBS
 from paimon_ops.dagster.metadata import plan_markdown, plan_metadata, report_markdown, report_metadata
 from paimon_ops.dagster.observe import RECLAIMED_TOTAL, reclaimed_total, table_state
 from paimon_ops.dagster.operations import (
@@ -91,23 +96,48 @@ OP_DESCRIPTIONS = {
 
 
 def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[TableRef, AssetSpec]]
-                       ) -> AssetsDefinition:
-    """The multi-asset holding the tables `members` (all of `kind`; None: broken tables) and their checks."""
+                       ) -> tuple[AssetsDefinition, AssetChecksDefinition]:
+    """The multi-asset holding the tables `members` (all of `kind`; None: broken tables), and the checks of those
+    tables: check specs of an op of their own, `<op>_checks`.
+
+    Why apart: Dagster resolves every job over every output of the ops it holds, and a check spec is an output — 5,000
+    tables have 30,000 checks, and 9 jobs over them cost more than everything else together. The paimon_* jobs hold
+    the tables' ops only; a maintenance run evaluates the table's checks after maintaining it all the same and records
+    the evaluations (`run_tables`). The checks' op takes no inputs (one per table would make Dagster's job building
+    quadratic in the number of checks): in a run of both (the asset page's Materialize), it runs after the tables' op
+    by its lower priority."""
     refs = {ref.key: ref for ref, _ in members}
     order = {ref.key: i for i, (ref, _) in enumerate(members)}
     cfg_cls = TableConfig if kind is None else CONFIG_BY_KIND[kind]
-    check_specs = [c for ref, _ in members
-                   for c in checks_mod.check_specs(ref.spec, ref.key, checks_mod.table_check_names(ref.spec))]
 
-    @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True, check_specs=check_specs,
-                 allow_arbitrary_check_specs=True,  # ours target our specs; Dagster's check of that is O(n²)
-                 description=f"Paimon {OP_DESCRIPTIONS[kind]}: observes, maintains and checks the selected tables, "
-                             "each in its own pool (paimon/<db>.<table>).")
+    @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True,
+                 description=f"Paimon {OP_DESCRIPTIONS[kind]}: observes and maintains the selected tables, each in "
+                             "its own pool (paimon/<db>.<table>).")
     def _tables(context: AssetExecutionContext, config: cfg_cls, paimon: PaimonWarehouse,  # type: ignore[valid-type]
-                spark: PaimonSpark) -> Iterator[AssetCheckResult]:
+                spark: PaimonSpark) -> Iterator[Any]:
         yield from run_tables(context, refs, order, config, paimon, spark)
 
-    return _tables
+    specs = {spec.get_python_identifier(): spec for ref, _ in members
+             for spec in checks_mod.check_specs(ref.spec, ref.key, checks_mod.table_check_names(ref.spec))}
+
+    @op(name=f"{op_name}_checks", out={name: Out(dagster_type=None, is_required=False) for name in specs},
+        tags={PRIORITY_TAG: "-1"},  # after the tables' op when a run holds both
+        description=f"Checks of the Paimon {OP_DESCRIPTIONS[kind]} (read-only, metadata only), each table in its "
+                    "pool.")
+    def _checks(context: AssetCheckExecutionContext, paimon: PaimonWarehouse) -> Iterator[AssetCheckResult]:
+        by_table: dict[AssetKey, set[str]] = {}
+        for ck in context.selected_asset_check_keys:
+            by_table.setdefault(ck.asset_key, set()).add(ck.name)
+
+        def one(ref: TableRef) -> Iterator[AssetCheckResult]:
+            wanted = [n for n in checks_mod.table_check_names(ref.spec) if n in by_table[ref.key]]
+            for outcome in checks_mod.evaluate(ref.spec, lambda: paimon.get_table(ref.ident), wanted, now_millis()):
+                yield outcome.result(ref.key)
+
+        yield from run_each(context, refs, sorted(by_table, key=order.__getitem__), one)
+
+    return _tables, AssetChecksDefinition.create(keys_by_input_name={}, node_def=_checks,
+                                                 check_specs_by_output_name=specs, can_subset=True)
 
 
 def selected_tables(context: AssetExecutionContext, refs: Mapping[Any, TableRef], order: Mapping[Any, int]
@@ -145,30 +175,32 @@ def run_each(context: Any, refs: Mapping[AssetKey, TableRef], keys: Sequence[Ass
 
 
 def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef], order: Mapping[AssetKey, int],
-               config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> Iterator[AssetCheckResult]:
+               config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> Iterator[Any]:
     try:
         names = operations_of(context.run.tags)
     except PaimonOpsError as e:
         raise Failure(description=str(e), allow_retries=False) from e
-    keys, assets, checks = selected_tables(context, refs, order)
-    yield from run_each(context, refs, keys, lambda ref: run_table(
-        context, ref, ref.key in assets, checks.get(ref.key, set()), names, config, paimon, spark))
+    keys, _, _ = selected_tables(context, refs, order)
+    # The paimon_* jobs hold no checks (see build_table_assets): their runs evaluate the table's checks after
+    # maintaining it and record the evaluations. Elsewhere (the asset page, a job of your own) the checks a run
+    # selects run in the checks' op.
+    record_checks = context.job_name in JOBS
+    yield from run_each(context, refs, keys, lambda ref: run_table(context, ref, names, config, paimon, spark,
+                                                                     record_checks))
 
 
-def run_table(context: AssetExecutionContext, ref: TableRef, maintain: bool, check_names: set[str],
-              names: list[str], config: Any, paimon: PaimonWarehouse, spark: PaimonSpark
-              ) -> Iterator[AssetCheckResult]:
+def run_table(context: AssetExecutionContext, ref: TableRef, names: list[str], config: Any, paimon: PaimonWarehouse,
+              spark: PaimonSpark, record_checks: bool) -> None:
     spec, key = ref.spec, ref.key
-    if maintain:
-        if spec.broken:
-            raise Failure(description=f"Paimon table {spec.identifier} could not be loaded when the code location "
-                                      f"was built: {spec.error}. Fix it, then reload the code location.",
-                          metadata={"table": spec.identifier, "error": spec.error or ""}, allow_retries=False)
-        _maintain(context, spec, key, ref.tags_key, names, config, paimon, spark)
-    if check_names:
-        wanted = [n for n in checks_mod.table_check_names(spec) if n in check_names]
-        for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier), wanted, now_millis()):
-            yield outcome.result(key)
+    if spec.broken:
+        raise Failure(description=f"Paimon table {spec.identifier} could not be loaded when the code location "
+                                  f"was built: {spec.error}. Fix it, then reload the code location.",
+                      metadata={"table": spec.identifier, "error": spec.error or ""}, allow_retries=False)
+    _maintain(context, spec, key, ref.tags_key, names, config, paimon, spark)
+    if record_checks:
+        for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier),
+                                           checks_mod.table_check_names(spec), now_millis()):
+            context.log_event(outcome.evaluation(key))
 
 
 def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, tags_key: AssetKey | None,

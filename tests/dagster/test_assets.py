@@ -18,6 +18,7 @@ from tests.dagster.util import (
     ORDERS,
     build_events,
     build_orders,
+    everything,
     materializations,
     observations,
     run_job,
@@ -154,13 +155,16 @@ def test_executing_the_table_asset_observes_it(warehouse, fresh_instance):
     build_events(warehouse)
     files = table_files(Catalog(warehouse).get_table(EVENTS))
     defs = build_paimon_definitions(warehouse)
-    result = materialize([defs.get_assets_def(EVENTS_KEY)], selection=[EVENTS_KEY], instance=fresh_instance,
+    result = materialize(everything(defs), selection=[EVENTS_KEY], instance=fresh_instance,
                          resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
     assert result.success and materializations(result) == []
     (obs,) = observations(result, EVENTS_KEY)
     assert obs["operations"] == "observe" and obs["snapshots"] == 7 and obs["files"] == 7
     assert obs["dagster/row_count"] == 19 and obs["small_files"] == 7 and obs["tags"] == 0
     evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    # the checks are the outputs of an op of their own, which runs after the tables' op
+    steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
+    assert steps == ["paimon_append_tables", "paimon_append_tables_checks"]
     assert not evals["small_files"].passed and evals["small_files"].severity.value == "WARN"
     assert not evals["snapshot_retention"].passed and evals["snapshot_retention"].severity.value == "WARN"
     assert "compaction is due" in evals["small_files"].description

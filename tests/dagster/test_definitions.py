@@ -11,7 +11,7 @@ from pathlib import Path
 from dagster import AssetKey, AssetSelection, Definitions, materialize
 
 from paimon_ops.dagster import PaimonSpark, PaimonTranslator, PaimonWarehouse, TableSpec, build_paimon_definitions
-from tests.dagster.util import table_key
+from tests.dagster.util import everything, table_key
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = {"__ASSET_JOB", "paimon_compaction", "paimon_expire_snapshots", "paimon_expire_tags", "paimon_remove_orphans",
@@ -94,7 +94,7 @@ def test_broken_table_fails_with_the_error_and_its_check_fails(full_warehouse, i
     assert not result.success  # running it refuses, with the error
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "shop.broken could not be loaded" in failure.step_failure_data.error.message
-    result = materialize([broken], instance=instance, resources=res,
+    result = materialize(everything(defs), instance=instance, resources=res,
                          selection=AssetSelection.checks_for_assets(table_key("shop.broken")))
     (ev,) = result.get_asset_check_evaluations()
     assert ev.check_name == "metadata_readable" and not ev.passed and ev.severity.value == "ERROR"
@@ -103,7 +103,7 @@ def test_broken_table_fails_with_the_error_and_its_check_fails(full_warehouse, i
 
 def test_checks_alone_do_not_touch_the_table(full_warehouse, instance):
     defs = build_paimon_definitions(full_warehouse)
-    result = materialize([defs.get_assets_def(table_key("shop.orders"))], instance=instance,
+    result = materialize(everything(defs), instance=instance,
                          selection=AssetSelection.checks_for_assets(table_key("shop.orders")),
                          resources={"paimon": PaimonWarehouse(uri=full_warehouse), "spark": PaimonSpark()})
     assert result.success

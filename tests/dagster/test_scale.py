@@ -1,5 +1,6 @@
 """A warehouse of many small tables: the definitions are constant in the number of tables (the tables are specs of
-one multi-asset per kind of table, their checks check specs of it, the tags assets specs of one more), every job
+one multi-asset per kind of table, their checks check specs of one op per kind, the tags assets specs of one more
+multi-asset), every job
 resolves, a run for one table touches that table only (and claims its pool), sensor ticks over the fleet read one
 hint per table when nothing changed and spread a first pass over ticks. Structure only, never time: the figures are
 benchmarks/bench_fleet.py's."""
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from dagster import AssetKey, Definitions, SensorResult, build_sensor_context
@@ -51,7 +51,8 @@ def _structure(defs: Definitions) -> dict:
     repo = defs.get_repository_def()
     jobs = repo.get_all_jobs()  # every job resolved
     return {
-        "ops": sorted({ad.node_def.name for ad in repo.assets_defs_by_key.values()}),
+        "ops": sorted({ad.node_def.name for ad in repo.assets_defs_by_key.values()}
+                      | {ad.node_def.name for ad in repo.asset_checks_defs_by_key.values()}),
         "jobs": {j.name: sorted(n.name for n in j.graph.nodes) for j in jobs},
         "sensors": sorted(s.name for s in repo.sensor_defs),
         "schedules": sorted(s.name for s in repo.schedule_defs),
@@ -70,7 +71,8 @@ def test_definitions_are_constant_in_the_number_of_tables(fleet):
     assert len(repo.asset_graph.asset_check_keys) == N_TABLES // 2 * 7 + N_TABLES // 2 * 5
     structure = _structure(defs)
     assert structure == _structure(build_paimon_definitions(small))
-    assert structure["ops"] == ["paimon_append_tables", "paimon_daily_tags", "paimon_primary_key_tables"]
+    assert structure["ops"] == ["paimon_append_tables", "paimon_append_tables_checks", "paimon_daily_tags",
+                                "paimon_primary_key_tables", "paimon_primary_key_tables_checks"]
     assert len(structure["jobs"]) == 9 and len(structure["sensors"]) == 7 and structure["schedules"] == [
         "paimon_nightly_schedule"]
     assert structure["jobs"]["paimon_compaction"] == ["paimon_append_tables", "paimon_primary_key_tables"]

@@ -142,6 +142,12 @@ def table_key(identifier: str):
     return AssetKey(["paimon", db, name])
 
 
+def everything(defs) -> list:
+    """Every asset and check definition of a code location: what the asset page selects from (a table's checks are
+    the outputs of an op of their own)."""
+    return [*defs.assets, *defs.asset_checks]
+
+
 def op_name(defs, identifier: str) -> str:
     """The op holding the table (one per kind of table): its run config goes under ops: {<op>: {config: …}}."""
     return defs.get_assets_def(table_key(identifier)).node_def.name
