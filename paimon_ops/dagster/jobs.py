@@ -31,6 +31,7 @@ from paimon_ops.dagster.operations import (
     REMOVE_ORPHANS,
 )
 
+IMPLICIT_ASSET_JOB_NAME = "__ASSET_JOB"  # the job Dagster builds over every asset (what the asset page launches)
 COMPACTION_JOB = "paimon_compaction"
 NIGHTLY_JOB = "paimon_nightly"
 OBSERVE_JOB = "paimon_observe"

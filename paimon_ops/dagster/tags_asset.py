@@ -1,30 +1,41 @@
 """The tags asset of a table with automatic tags: daily partitions in the table's tag zone (each partition is the
 tag of that day), or unpartitioned for other periods (materialising creates every due tag). In the table's pool.
 The tags assets of all tables are `AssetSpec`s of a few subsettable multi-assets (daily, periodic), each spec with
-its own partitions (first day, zone) and automation condition.
+its own partitions (first day, zone).
 
-Daily tags are created on time by declarative automation: at `tag.create-time` in the tag zone (Dagster's cron,
-DST-correct) the latest day is requested — no schedule or job per table. Tags that exist in the table without a
-run (Java / Flink, or before this code location) are reported as materialised by the observation sensor.
+Daily tags are created on time by one sensor, `paimon_tag_automation`: at each table's `tag.create-time` in its tag
+zone (Dagster's cron, DST-correct, as a schedule ticks) it requests the tags partition of the day that ended, one run
+per table — no schedule or job per table. It works per tag time, not per table (the tables sharing one are requested
+together), so a tick costs the same for 5 tables or 5,000; declarative automation conditions, one per tags asset,
+cost seconds per tick over thousands of tables. Tags that exist in the table without a run (Java / Flink, or before
+this code location) are reported as materialised by the observation sensor.
 """
 # No `from __future__ import annotations`: Dagster reads the resource types from the annotations.
 import datetime
-import functools
+import json
 from typing import Any, Iterator, Optional, Sequence
+from zoneinfo import ZoneInfo
 
 from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
     AssetSpec,
-    AutomationCondition,
     DailyPartitionsDefinition,
+    DefaultSensorStatus,
     MaterializeResult,
     MetadataValue,
+    RunRequest,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
     multi_asset,
+    sensor,
 )
 
 from paimon_ops.dagster import checks as checks_mod
+from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.metadata import report_metadata
 from paimon_ops.dagster.operations import now_millis
 from paimon_ops.dagster.refs import TableRef
@@ -41,26 +52,75 @@ def tags_partitions(spec: TableSpec) -> Optional[DailyPartitionsDefinition]:
     return DailyPartitionsDefinition(start_date=spec.partitions_start, timezone=spec.tag_zone, fmt="%Y-%m-%d")
 
 
-def tag_automation(spec: TableSpec) -> Optional[AutomationCondition]:
-    """At `tag.create-time` (tag zone) request the latest daily partition — the day that just ended — once."""
-    if spec.tag_timing is None or not spec.daily_tags:
-        return None
-    return _on_tag_time(spec.tag_timing.cron, spec.tag_timing.zone, spec.tag_timing.hh_mm)
+TAG_AUTOMATION_SENSOR = "paimon_tag_automation"
 
 
-@functools.lru_cache(maxsize=None)
-def _on_tag_time(cron: str, zone: str, hh_mm: str) -> AutomationCondition:
-    """One condition object per tag time, shared by the tables that tag at that time."""
-    return AutomationCondition.on_cron(cron, zone).without(
-        AutomationCondition.all_deps_updated_since_cron(cron, zone)).with_label(
-        f"at {hh_mm} {zone}, tag the day that ended")
-
-
-def tags_asset_spec(spec: TableSpec, translator: PaimonTranslator, automation: bool = True) -> AssetSpec:
-    """The translator's spec of the table's tags asset, with its daily partitions and automation condition."""
+def tags_asset_spec(spec: TableSpec, translator: PaimonTranslator) -> AssetSpec:
+    """The translator's spec of the table's tags asset, with its daily partitions."""
     tags_spec = translator.get_tags_asset_spec(spec)
-    return tags_spec.replace_attributes(partitions_def=tags_partitions(spec),
-                                        automation_condition=tag_automation(spec) if automation else None)
+    return tags_spec.replace_attributes(partitions_def=tags_partitions(spec))
+
+
+def latest_tick(cron: str, zone: str, at: float) -> Optional[datetime.datetime]:
+    """The latest tick of `cron` in `zone` at or before the timestamp `at`, as Dagster's schedules tick (DST
+    included: a tick in the hour that does not exist comes at the end of the gap; in the hour that happens twice,
+    at its second occurrence)."""
+    from dagster._utils.schedules import reverse_cron_string_iterator  # what ScheduleDefinition ticks by
+    return next(reverse_cron_string_iterator(at, cron, zone), None)
+
+
+def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorStatus,
+                                interval_s: int = 60) -> Optional[SensorDefinition]:
+    """`paimon_tag_automation`: at each tag time, the tags partition of the day that ended, for every table tagging at
+    that time (run key tags:<db.table>:<day>, so a day is requested once)."""
+    groups: dict[tuple[str, str], list[tuple[TableRef, AssetKey]]] = {}
+    labels: dict[tuple[str, str], str] = {}
+    for ref in refs:
+        timing = ref.spec.tag_timing
+        if ref.tags_key is not None and timing is not None and ref.spec.daily_tags and not ref.spec.broken:
+            groups.setdefault((timing.cron, timing.zone), []).append((ref, ref.tags_key))
+            labels[(timing.cron, timing.zone)] = f"{timing.hh_mm} {timing.zone}"
+    if not groups:
+        return None
+
+    # runs of the code location's implicit asset job, as from the asset page (a target selecting the tags assets
+    # would make Dagster resolve one more job over all of them at every load)
+    @sensor(name=TAG_AUTOMATION_SENSOR, minimum_interval_seconds=interval_s, default_status=status,
+            job_name=IMPLICIT_ASSET_JOB_NAME,
+            description="Creates each table's daily tag at its tag.create-time (in its tag zone): requests the tags "
+                        "partition of the day that ended, one run per table.")
+    def tag_automation(context: SensorEvaluationContext) -> SensorResult:
+        now = now_millis() / 1000
+        try:
+            last = float(json.loads(context.cursor)["evaluated_at"]) if context.cursor else None
+        except (ValueError, KeyError, TypeError):
+            last = None
+        cursor = json.dumps({"evaluated_at": now})
+        if last is None:  # a tick that passed before the sensor ran is not caught up (as Dagster's automation)
+            return SensorResult(skip_reason=SkipReason("first evaluation: tags are requested from the next tag "
+                                                       "time on"), cursor=cursor)
+        requests: list[RunRequest] = []
+        due: list[str] = []
+        for (cron, zone), members in groups.items():
+            tick = latest_tick(cron, zone, now)
+            if tick is None or tick.timestamp() <= last:
+                continue
+            day = (tick.astimezone(ZoneInfo(zone)).date() - datetime.timedelta(days=1)).isoformat()
+            due.append(f"{labels[(cron, zone)]}: {day} for {len(members)} table(s)")
+            for ref, key in members:
+                if day < ref.spec.partitions_start:
+                    continue
+                requests.append(RunRequest(
+                    run_key=f"tags:{ref.ident}:{day}", asset_selection=[key], partition_key=day,
+                    tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": TAG_AUTOMATION_SENSOR}))
+        if not requests:
+            times = ", ".join(sorted(labels.values())[:10]) + (" …" if len(labels) > 10 else "")
+            return SensorResult(skip_reason=SkipReason(f"no tag time passed since the last evaluation ({times})"),
+                                cursor=cursor)
+        context.log.info("tag time passed: " + "; ".join(due))
+        return SensorResult(run_requests=requests, cursor=cursor)
+
+    return tag_automation
 
 
 def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]]) -> AssetsDefinition:
