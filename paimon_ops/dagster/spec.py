@@ -198,7 +198,7 @@ def _partitions_start(table: Table, schema, zone: str) -> str:
     """The day (yyyy-MM-dd, in the tag zone) the table was created or its earliest snapshot, whichever is older."""
     times = [schema.time_millis] if schema.time_millis else []
     try:
-        s0 = table.schemas.schema(0)
+        s0 = schema if schema.id == 0 else table.schemas.schema(0)
         if s0.time_millis:
             times.append(s0.time_millis)
     except PaimonOpsError:
