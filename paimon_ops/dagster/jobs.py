@@ -63,8 +63,8 @@ def build_jobs(table_assets: Sequence[AssetsDefinition]) -> list[Any]:
     """The asset jobs (`define_asset_job`), one per entry of JOBS, over the multi-assets of the tables that loaded.
 
     Without the tables' checks (the outputs of ops of their own: Dagster resolves every job over every output of its
-    ops, and 5,000 tables have 30,000 checks); a maintenance run evaluates the table's checks after maintaining it and
-    records the evaluations (`table_asset.run_tables`)."""
+    ops, and 5,000 tables have 30,000 checks). A run selecting tables gets their checks added by Dagster (as the
+    asset page does); a run of the whole job evaluates them in the tables' op (`table_asset.run_tables`)."""
     if not table_assets:
         return []
     selection = AssetSelection.assets(*table_assets).without_checks()

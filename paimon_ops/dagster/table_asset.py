@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 
 from dagster import (
     AssetCheckExecutionContext,
+    AssetCheckKey,
     AssetCheckResult,
     AssetChecksDefinition,
     AssetExecutionContext,
@@ -183,16 +184,18 @@ def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef]
     except PaimonOpsError as e:
         raise Failure(description=str(e), allow_retries=False) from e
     keys, _, _ = selected_tables(context, refs, order)
-    # The paimon_* jobs hold no checks (see build_table_assets): their runs evaluate the table's checks after
-    # maintaining it and record the evaluations. Elsewhere (the asset page, a job of your own) the checks a run
-    # selects run in the checks' op.
-    record_checks = context.job_name in JOBS
-    yield from run_each(context, refs, keys, lambda ref: run_table(context, ref, names, config, paimon, spark,
-                                                                     record_checks))
+    # The paimon_* jobs hold no checks (see build_table_assets). A run of one selecting tables has their checks
+    # added by Dagster (they run in the checks' op, after this one); a run of a whole job has none: it evaluates the
+    # table's checks after maintaining it and records the evaluations itself.
+    in_run = context.op_execution_context.job_def.asset_layer.asset_graph.asset_check_keys \
+        if context.job_name in JOBS else None
+    yield from run_each(context, refs, keys, lambda ref: run_table(context, ref, names, config, paimon, spark, [
+        n for n in checks_mod.table_check_names(ref.spec) if AssetCheckKey(ref.key, n) not in in_run
+    ] if in_run is not None else []))
 
 
 def run_table(context: AssetExecutionContext, ref: TableRef, names: list[str], config: Any, paimon: PaimonWarehouse,
-              spark: PaimonSpark, record_checks: bool) -> None:
+              spark: PaimonSpark, record_checks: list[str]) -> None:
     spec, key = ref.spec, ref.key
     if spec.broken:
         raise Failure(description=f"Paimon table {spec.identifier} could not be loaded when the code location "
@@ -200,8 +203,8 @@ def run_table(context: AssetExecutionContext, ref: TableRef, names: list[str], c
                       metadata={"table": spec.identifier, "error": spec.error or ""}, allow_retries=False)
     _maintain(context, spec, key, ref.tags_key, names, config, paimon, spark)
     if record_checks:
-        for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier),
-                                           checks_mod.table_check_names(spec), now_millis()):
+        for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier), record_checks,
+                                           now_millis()):
             context.log_event(outcome.evaluation(key))
 
 

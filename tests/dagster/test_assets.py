@@ -171,6 +171,22 @@ def test_executing_the_table_asset_observes_it(warehouse, fresh_instance):
     assert table_files(Catalog(warehouse).get_table(EVENTS)) == files
 
 
+def test_a_whole_job_run_evaluates_the_checks_itself(warehouse, fresh_instance):
+    """A paimon_* job holds no checks (their own op); a run of the whole job, every table, evaluates each table's
+    checks after maintaining it and records the evaluations."""
+    build_orders(warehouse)
+    build_events(warehouse)
+    defs = build_paimon_definitions(warehouse)
+    result = defs.resolve_job_def("paimon_observe").execute_in_process(instance=fresh_instance)
+    assert result.success
+    steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
+    assert sorted(steps) == ["paimon_append_tables", "paimon_primary_key_tables"]
+    evals = [(e.asset_key, e.check_name) for e in result.get_asset_check_evaluations()]
+    assert len(evals) == len(set(evals)) == 6 + 5  # orders' six checks, events' five, once each
+    assert {k for k, _ in evals} == {ORDERS_KEY, EVENTS_KEY}
+    assert not materializations(result)
+
+
 # ---------------------------------------------------------------------------------------------- bad configuration
 def _failure_message(result) -> str:
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
