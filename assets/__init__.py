@@ -28,6 +28,7 @@ def location() -> PaimonDefinitions:
         automation_running=os.environ.get("PAIMON_OPS_AUTOMATION", "").strip().lower() == "running",
         observation_interval_seconds=int(os.environ.get("PAIMON_OPS_OBSERVATION_INTERVAL") or 60),
         sensor_interval_seconds=int(os.environ.get("PAIMON_OPS_SENSOR_INTERVAL") or 300),
+        sensor_tick_budget_seconds=float(os.environ.get("PAIMON_OPS_SENSOR_TICK_BUDGET") or 20),
     )
 
 
