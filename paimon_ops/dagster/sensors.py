@@ -157,7 +157,7 @@ def latest_snapshot_id(io: FileIO, root: str) -> Optional[int]:
         hint = parse_hint(io.read_bytes(path), path)
     except OSError:
         hint = None
-    if hint is not None and hint > 0 and not snapshots.exists(hint + 1):
+    if hint is not None and hint > 0 and not io.is_file(snapshots.path(hint + 1)):  # one HEAD on an object store
         return hint
     return snapshots.latest_id()
 
