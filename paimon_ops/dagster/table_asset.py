@@ -1,16 +1,17 @@
 """The table assets: the tables of a warehouse as `AssetSpec`s in a few subsettable multi-assets — one per kind of
 table (primary-key, append, fixed-bucket append; and one for tables that could not be loaded), whatever the number
 of tables, the way dagster-dbt holds a project's models. Each table is `skippable` (never materialised here —
-writers materialise it; we observe it) and its checks are check specs of the same multi-asset. A run selects the
-tables it maintains (sensors and the schedule: one per run); the op does exactly the selected tables and checks.
+writers materialise it; we observe it); the tables' checks are the check specs of an op of their own per kind. A run
+selects the tables it maintains (sensors and the schedule: one per run); the op does exactly the selected tables.
 
 Per selected table the op holds the table's pool slot (`instance.table_slot`: `paimon/<db>.<table>`, limit 1) and
 runs the maintenance operations its run asks for (run tag `paimon/operations`, set by the paimon_* jobs; none:
 observe only). Per operation it plans first (metadata only), then — unless a dry run — gets a runner only when the
 plan has work, and executes. It then records ONE observation on the table: the table's figures after the run, bytes
 reclaimed by the run and in total, per-operation figures and the reports (dry runs: `would_*` keys and the plans).
-Finally it evaluates the table's checks on the new state. A run over several tables goes on past a table that
-fails and fails at the end, naming each.
+The table's checks then evaluate the new state (in the checks' op, after this one; in a run of a whole paimon_* job,
+which holds no checks, in this op). A run over several tables goes on past a table that fails and fails at the end,
+naming each.
 
 The config class of an op is its kind's (`operations.CONFIG_BY_KIND`), built once per op.
 """
@@ -103,10 +104,10 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
 
     Why apart: Dagster resolves every job over every output of the ops it holds, and a check spec is an output — 5,000
     tables have 30,000 checks, and 9 jobs over them cost more than everything else together. The paimon_* jobs hold
-    the tables' ops only; a maintenance run evaluates the table's checks after maintaining it all the same and records
-    the evaluations (`run_tables`). The checks' op takes no inputs (one per table would make Dagster's job building
-    quadratic in the number of checks): in a run of both (the asset page's Materialize), it runs after the tables' op
-    by its lower priority."""
+    the tables' ops only; a run of one selecting tables (what the sensors and the schedule launch) gets their checks
+    added by Dagster, and a run of a whole job evaluates them itself (`run_tables`). The checks' op takes no inputs
+    (one per table would make Dagster's job building quadratic in the number of checks): in a run of both, it runs
+    after the tables' op by its lower priority."""
     refs = {ref.key: ref for ref, _ in members}
     order = {ref.key: i for i, (ref, _) in enumerate(members)}
     cfg_cls = TableConfig if kind is None else CONFIG_BY_KIND[kind]
@@ -187,11 +188,15 @@ def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef]
     # The paimon_* jobs hold no checks (see build_table_assets). A run of one selecting tables has their checks
     # added by Dagster (they run in the checks' op, after this one); a run of a whole job has none: it evaluates the
     # table's checks after maintaining it and records the evaluations itself.
-    in_run = context.op_execution_context.job_def.asset_layer.asset_graph.asset_check_keys \
-        if context.job_name in JOBS else None
-    yield from run_each(context, refs, keys, lambda ref: run_table(context, ref, names, config, paimon, spark, [
-        n for n in checks_mod.table_check_names(ref.spec) if AssetCheckKey(ref.key, n) not in in_run
-    ] if in_run is not None else []))
+    in_run = context.op_execution_context.job_def.asset_layer.asset_graph.asset_check_keys
+
+    def unchecked(ref: TableRef) -> list[str]:
+        if context.job_name not in JOBS:  # the asset page, a job of your own: the checks it selected, as selected
+            return []
+        return [n for n in checks_mod.table_check_names(ref.spec) if AssetCheckKey(ref.key, n) not in in_run]
+
+    yield from run_each(context, refs, keys,
+                        lambda ref: run_table(context, ref, names, config, paimon, spark, unchecked(ref)))
 
 
 def run_table(context: AssetExecutionContext, ref: TableRef, names: list[str], config: Any, paimon: PaimonWarehouse,
