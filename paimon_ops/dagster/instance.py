@@ -9,7 +9,10 @@ freed when the table is done, and by Dagster's run monitoring if the run dies). 
 shows the slot held by the run, its step key suffixed with the table.
 
 The repository ships `dagster.yaml` (what `dagster dev` / `dg dev` read from the working directory when
-DAGSTER_HOME is unset); `DAGSTER_YAML` is the same text and `write_dagster_home()` puts it into a DAGSTER_HOME.
+DAGSTER_HOME is unset); `DAGSTER_YAML` is the same text and `write_dagster_home()` puts it into a DAGSTER_HOME. Its
+run queue also holds the runs this package launches (run tag `paimon/table`) one per table, so a second run of a
+table waits in the queue rather than in a started run worker (`table_slot` serialises the rest: runs launched from
+the UI, backfills).
 On an existing instance: `dagster instance concurrency set paimon/shop.orders 1`, or a default for every pool.
 
 `pool_unlimited()` tells whether a pool has no limit on an instance; ops and sensors warn loudly when it has none.
@@ -25,10 +28,17 @@ from typing import Any, Iterable, Iterator
 log = logging.getLogger("paimon_ops.dagster")
 
 DAGSTER_YAML = """\
-# paimon-ops: one run at a time maintains a table (its pool paimon/<db>.<table> has limit 1)
+# paimon-ops: one run at a time maintains a table (its pool paimon/<db>.<table> has limit 1); the runs the sensors,
+# the schedule and the tag automation launch (run tag paimon/table) also wait in the run queue, one per table
 concurrency:
   pools:
     default_limit: 1
+  runs:
+    tag_concurrency_limits:
+      - key: paimon/table
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
 telemetry:
   enabled: false
 """

@@ -23,6 +23,9 @@ def test_dagster_yaml_gives_every_pool_limit_1(tmp_path):
     with DagsterInstance.from_config(str(home)) as inst:
         info = inst.event_log_storage.get_concurrency_info("paimon/shop.orders")
         assert info.limit == 1 and info.using_default_limit
+        # the runs this package launches also wait in the run queue, one per table
+        (limit,) = inst.get_concurrency_config().run_queue_config.tag_concurrency_limits
+        assert limit == {"key": "paimon/table", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
         assert unlimited_pools(inst, ["paimon/shop.orders"]) == []
 
 
