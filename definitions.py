@@ -9,6 +9,7 @@ Environment:
   PAIMON_OPS_INCLUDE / PAIMON_OPS_EXCLUDE   comma-separated fnmatch patterns on db.table
   PAIMON_OPS_AUTOMATION     'running' to start sensors, the nightly schedule and the tag automation by default
   PAIMON_OPS_OBSERVATION_INTERVAL / PAIMON_OPS_SENSOR_INTERVAL   minimum sensor intervals in s (60 / 300)
+  PAIMON_OPS_SENSOR_TICK_BUDGET   seconds a sensor tick measures tables before leaving the rest to the next (20)
 
 Concurrency: everything that changes a table runs in the pool `paimon/<db>.<table>`; the repository's dagster.yaml
 gives every pool limit 1 (`dagster dev` reads it from the working directory when DAGSTER_HOME is unset).
@@ -24,10 +25,10 @@ if str(_ROOT) not in sys.path:  # `dagster dev -f definitions.py` from elsewhere
 
 from dagster import Definitions, in_process_executor  # noqa: E402
 
-from assets import location, table_assets  # noqa: E402
+from assets import location, table_assets, table_checks  # noqa: E402
 from jobs import maintenance_jobs  # noqa: E402
 from schedules import schedules  # noqa: E402
 from schedules.sensors import sensors  # noqa: E402
 
-defs = Definitions(assets=table_assets(), jobs=maintenance_jobs(), schedules=schedules(), sensors=sensors(),
-                   resources=location().resources, executor=in_process_executor)
+defs = Definitions(assets=table_assets(), asset_checks=table_checks(), jobs=maintenance_jobs(), schedules=schedules(),
+                   sensors=sensors(), resources=location().resources, executor=in_process_executor)

@@ -111,10 +111,10 @@ def check_specs(spec: TableSpec, key: AssetKey, names: list[str]) -> list[AssetC
 class _Measure:
     """Measurements shared by the checks of one evaluation (manifests are read once)."""
 
-    def __init__(self, table: Table, now_millis: int):
+    def __init__(self, table: Table, now_millis: int, files: health.FileHealth | None = None):
         self.table = table
         self.now_millis = now_millis
-        self._files: health.FileHealth | None = None
+        self._files: health.FileHealth | None = files
 
     @property
     def files(self) -> health.FileHealth:
@@ -128,8 +128,10 @@ def _unreadable(name: str, spec: TableSpec, e: BaseException | str) -> Outcome:
     return Outcome(name, False, AssetCheckSeverity.ERROR, f"cannot read {spec.identifier}: {text}", {"error": text})
 
 
-def evaluate(spec: TableSpec, open_table: Callable[[], Table], names: list[str], now_millis: int) -> list[Outcome]:
-    """Evaluate `names` for one table; unreadable metadata is an ERROR outcome of every check asked for."""
+def evaluate(spec: TableSpec, open_table: Callable[[], Table], names: list[str], now_millis: int,
+             files: health.FileHealth | None = None) -> list[Outcome]:
+    """Evaluate `names` for one table; unreadable metadata is an ERROR outcome of every check asked for. `files`:
+    the table's file measurement when the caller already made it (the observation sensor: manifests read once)."""
     if spec.broken:
         return [_unreadable(n, spec, f"the table failed to load: {spec.error}") for n in names]
     try:
@@ -138,7 +140,7 @@ def evaluate(spec: TableSpec, open_table: Callable[[], Table], names: list[str],
         table.options  # noqa: B018
     except READ_ERRORS as e:
         return [_unreadable(n, spec, e) for n in names]
-    m = _Measure(table, now_millis)
+    m = _Measure(table, now_millis, files)
     out = []
     for n in names:
         try:

@@ -57,6 +57,8 @@ class PaimonComponent(Component, Model, Resolvable):
     nightly_timezone: str = Field(default="UTC", description="time zone of nightly_cron")
     sensor_interval_seconds: int = Field(default=300, description="minimum interval of the compaction / expiry sensors")
     observation_interval_seconds: int = Field(default=60, description="minimum interval of the observation sensor")
+    sensor_tick_budget_seconds: float = Field(default=20.0, description="time a sensor tick spends measuring tables "
+                                              "before leaving the rest to its next ticks (Dagster's timeout is 60 s)")
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         return build_paimon_definitions(
@@ -66,4 +68,5 @@ class PaimonComponent(Component, Model, Resolvable):
             spark_placement=self.spark_placement, automation_running=self.automation,
             nightly_cron=self.nightly_cron, nightly_timezone=self.nightly_timezone,
             sensor_interval_seconds=self.sensor_interval_seconds,
-            observation_interval_seconds=self.observation_interval_seconds)
+            observation_interval_seconds=self.observation_interval_seconds,
+            sensor_tick_budget_seconds=self.sensor_tick_budget_seconds)

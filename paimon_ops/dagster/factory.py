@@ -2,10 +2,13 @@
 metadata and options (the model: dagster-dbt's definitions built from a dbt manifest, with a translator users
 subclass).
 
-Per table (the only per-table definitions): the table asset `paimon/<db>/<table>` with its checks, and — for tables
-with automatic tags — its daily tags asset `paimon/<db>/<table>/tags`. Everything else is constant in number:
-the paimon_* jobs (one per maintenance kind, selecting tables per run), the nightly schedule, the observation /
-dv-ratio / small-files / snapshot-count sensors, and one automation sensor for the daily tags.
+Per table: the table asset `paimon/<db>/<table>` with its checks, and — for tables with automatic tags — its daily
+tags asset `paimon/<db>/<table>/tags`, all as specs: the definitions themselves are constant in number, whatever the
+number of tables — one multi-asset per kind of table (`table_asset`), one op of checks per kind, one multi-asset of
+daily tags (`tags_asset`), the paimon_* jobs (one per maintenance kind, selecting tables per run, resolved once),
+the nightly schedule, the observation / dv-ratio / small-files / snapshot-count / manifest / partition-expiry
+sensors, and one sensor creating the daily tags on time. 5,000 tables build and resolve in seconds
+(benchmarks/bench_fleet.py).
 
 A table that cannot be read, or whose options are malformed, does not break the code location: its asset is still
 defined (same key, so lineage holds), running it fails with the error, and its `metadata_readable` check fails
@@ -13,13 +16,15 @@ with it; a warning is logged. A warehouse that cannot be listed gets one such as
 """
 from __future__ import annotations
 
+import functools
+import gc
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, ParamSpec, Sequence, TypeVar
 
 from dagster import (
-    AssetSelection,
-    AutomationConditionSensorDefinition,
+    AssetSpec,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     Definitions,
@@ -28,18 +33,20 @@ from dagster import (
 
 from paimon_ops.dagster.jobs import JOBS, build_jobs, job_for
 from paimon_ops.dagster.operations import COMPACT, COMPACT_MANIFESTS, EXPIRE_PARTITIONS, EXPIRE_SNAPSHOTS
+from paimon_ops.dagster.refs import Member, TableRef, group_by_op
 from paimon_ops.dagster.resources import SPARK_KEY, WAREHOUSE_KEY, PaimonSpark, PaimonWarehouse
 from paimon_ops.dagster.schedules import build_nightly_schedule
-from paimon_ops.dagster.sensors import TableRef, build_sensors
-from paimon_ops.dagster.spec import WAREHOUSE_PLACEHOLDER, TableSpec, load_spec
-from paimon_ops.dagster.table_asset import build_table_asset
-from paimon_ops.dagster.tags_asset import build_tags_asset
+from paimon_ops.dagster.sensors import DEFAULT_BUDGET_S, build_sensors
+from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, WAREHOUSE_PLACEHOLDER, TableSpec, load_spec
+from paimon_ops.dagster.table_asset import build_table_assets
+from paimon_ops.dagster.tags_asset import build_tag_automation_sensor, build_tags_assets, tags_asset_spec
 from paimon_ops.dagster.translator import PaimonTranslator
 from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
 
 log = logging.getLogger("paimon_ops.dagster")
 
-TAG_AUTOMATION_SENSOR = "paimon_tag_automation"
+FREEZE_OVER_TABLES = 1000
+LOAD_THREADS = 16  # tables read at once from an object store
 
 
 def load_specs(warehouse: PaimonWarehouse) -> list[TableSpec]:
@@ -52,15 +59,19 @@ def load_specs(warehouse: PaimonWarehouse) -> list[TableSpec]:
         db, _, name = WAREHOUSE_PLACEHOLDER.partition(".")
         return [TableSpec(identifier=WAREHOUSE_PLACEHOLDER, database=db, table=name, location=warehouse.uri,
                           error=f"warehouse {warehouse.uri} cannot be listed: {type(e).__name__}: {e}")]
-    specs = []
-    for ident in identifiers:
+
+    def one(ident: str) -> TableSpec:
         try:
-            specs.append(load_spec(warehouse.get_table(ident, catalog)))
+            return load_spec(warehouse.get_table(ident, catalog))
         except (PaimonOpsError, OSError, ValueError) as e:
             log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
             db, _, name = ident.partition(".")
-            specs.append(TableSpec(identifier=ident, database=db, table=name, error=f"{type(e).__name__}: {e}"))
-    return specs
+            return TableSpec(identifier=ident, database=db, table=name, error=f"{type(e).__name__}: {e}")
+
+    if catalog.io.is_local:  # a local disk answers faster than threads hand work around
+        return [one(ident) for ident in identifiers]
+    with ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="paimon-load") as pool:  # a request per read
+        return list(pool.map(one, identifiers))
 
 
 @dataclass
@@ -70,6 +81,7 @@ class PaimonDefinitions:
     specs: list[TableSpec]
     refs: list[TableRef]
     assets: list[Any] = field(default_factory=list)
+    asset_checks: list[Any] = field(default_factory=list)
     jobs: list[Any] = field(default_factory=list)
     schedules: list[Any] = field(default_factory=list)
     sensors: list[Any] = field(default_factory=list)
@@ -78,10 +90,32 @@ class PaimonDefinitions:
     def definitions(self) -> Definitions:
         # In-process: one Spark session per run instead of one per step, and runs of one table are serialised by
         # its pool anyway.
-        return Definitions(assets=self.assets, jobs=self.jobs, schedules=self.schedules, sensors=self.sensors,
-                           resources=self.resources, executor=in_process_executor)
+        return Definitions(assets=self.assets, asset_checks=self.asset_checks, jobs=self.jobs,
+                           schedules=self.schedules, sensors=self.sensors, resources=self.resources,
+                           executor=in_process_executor)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def bulk_build(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run `fn` without Python's cyclic garbage collector: building thousands of specs grows the heap steadily, and
+    the collector re-scans all of it again and again (a fifth of the build's time at 5,000 tables). Reference
+    counting still frees everything that is not in a cycle; the collector resumes afterwards."""
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+    return wrapper
+
+
+@bulk_build
 def build_paimon_parts(
     warehouse: str | PaimonWarehouse,
     translator: PaimonTranslator | None = None,
@@ -99,6 +133,7 @@ def build_paimon_parts(
     nightly_timezone: str = "UTC",
     sensor_interval_seconds: int = 300,
     observation_interval_seconds: int = 60,
+    sensor_tick_budget_seconds: float = DEFAULT_BUDGET_S,
     automation_running: bool = False,
 ) -> PaimonDefinitions:
     translator = translator or PaimonTranslator()
@@ -114,45 +149,77 @@ def build_paimon_parts(
                             placement=spark_placement)  # type: ignore[arg-type]  # checked above
     parts = PaimonDefinitions(specs=load_specs(warehouse), refs=[],
                               resources={WAREHOUSE_KEY: warehouse, SPARK_KEY: spark})
-    tags_assets = []
+    tables: list[Member[tuple[TableRef, AssetSpec]]] = []
+    tags: list[Member[tuple[TableRef, AssetSpec]]] = []
     for spec in parts.specs:
         try:
-            tags = build_tags_asset(spec, translator) if spec.has_expected_tags \
-                and not spec.broken else None
-            tags_key = tags.key if tags is not None else None
-            table = build_table_asset(spec, translator, tags_key)
+            ref, asset_spec, tags_spec, op, tags_op = _translate(spec, translator)
         except Exception as e:  # noqa: BLE001 - e.g. a user translator failing on one table
             log.warning("paimon: building definitions for %s failed: %s", spec.identifier, e)
             spec = TableSpec(identifier=spec.identifier, database=spec.database, table=spec.table,
                              location=spec.location, error=f"building definitions failed: {type(e).__name__}: {e}")
-            tags, tags_key = None, None
-            table = build_table_asset(spec, PaimonTranslator() if _broken_translator(translator, spec) else
-                                      translator, None)
-        parts.assets.append(table)
-        if tags is not None:
-            parts.assets.append(tags)
-            tags_assets.append(tags)
-        parts.refs.append(TableRef(spec=spec, key=table.key, op_name=table.node_def.name, tags_key=tags_key,
-                                   tags=dict(translator.get_tags(spec)) if not _broken_translator(translator, spec)
-                                   else {}, pool=translator.get_pool(spec)))
+            ref, asset_spec, tags_spec, op, tags_op = _translate(
+                spec, PaimonTranslator() if _broken_translator(translator, spec) else translator)
+        parts.refs.append(ref)
+        tables.append(Member(op, None if spec.broken else spec.kind, (ref, asset_spec)))
+        if tags_spec is not None:
+            tags.append(Member(tags_op, spec.daily_tags, (ref, tags_spec)))
+    # a few multi-assets (per kind of table), not one per table: 5,000 tables load in seconds (dagster #16129)
+    table_ops = group_by_op(tables, KIND_SUFFIX)
+    refs_by_key = {ref.key: ref for ref in parts.refs}
+    maintained = []  # the multi-assets of tables that loaded: what the jobs select
+    for op_name, (kind, members) in table_ops.items():
+        members = [(replace(ref, op_name=op_name), s) for ref, s in members]
+        for ref, _ in members:
+            refs_by_key[ref.key] = ref
+        table_assets, table_checks = build_table_assets(op_name, kind, members)  # type: ignore[arg-type]
+        parts.assets.append(table_assets)
+        parts.asset_checks.append(table_checks)
+        if kind is not None:
+            maintained.append(table_assets)
+    parts.refs = [refs_by_key[ref.key] for ref in parts.refs]
+    tags_by_key = {ref.tags_key: refs_by_key[ref.key] for ref in parts.refs if ref.tags_key is not None}
+    tags_assets = [build_tags_assets(op_name, [(tags_by_key[s.key], s) for _, s in members])
+                   for op_name, (_, members) in group_by_op(tags, {True: "daily", False: "periodic"}).items()]
+    parts.assets += tags_assets
     healthy = [r for r in parts.refs if not r.spec.broken]
-    parts.jobs = build_jobs([r.key for r in healthy])
+    parts.jobs = build_jobs(maintained)
     if healthy:
         sensor_status = DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED
         schedule_status = DefaultScheduleStatus.RUNNING if automation_running else DefaultScheduleStatus.STOPPED
         jobs = {op: job_for(op) for op in (COMPACT, EXPIRE_SNAPSHOTS, COMPACT_MANIFESTS, EXPIRE_PARTITIONS)}
         parts.sensors = build_sensors(parts.refs, jobs, sensor_interval_seconds, observation_interval_seconds,
-                                      sensor_status)
+                                      sensor_status, sensor_tick_budget_seconds)
         nightly = build_nightly_schedule(parts.refs, nightly_cron, nightly_timezone, schedule_status)
         if nightly is not None:
             parts.schedules.append(nightly)
-    if tags_assets:
-        parts.sensors.append(AutomationConditionSensorDefinition(
-            TAG_AUTOMATION_SENSOR, target=AssetSelection.assets(*tags_assets),
-            default_status=DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED,
-            run_tags={"paimon/trigger": TAG_AUTOMATION_SENSOR},
-            description="Creates each table's daily tag at its tag.create-time (in its tag zone)."))
+    tag_sensor = build_tag_automation_sensor(
+        parts.refs, DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED)
+    if tag_sensor is not None:
+        parts.sensors.append(tag_sensor)
+    if len(parts.refs) >= FREEZE_OVER_TABLES:
+        # A fleet's definitions live as long as the process: keep the collector from re-scanning them again and
+        # again while Dagster resolves the jobs over them (a second at 5,000 tables). Garbage first, so that none is
+        # kept for good.
+        gc.collect()
+        gc.freeze()
     return parts
+
+
+KIND_SUFFIX: dict[Any, str] = {PRIMARY_KEY: "primary_key", APPEND: "append", APPEND_FIXED: "fixed_bucket_append",
+                               None: "unloadable"}
+
+
+def _translate(spec: TableSpec, translator: PaimonTranslator
+               ) -> tuple[TableRef, AssetSpec, AssetSpec | None, str, str]:
+    """What the definitions hold of one table: its ref (op name filled in once the ops are grouped), its asset spec,
+    its tags asset spec (tables with automatic tags) and the ops the translator puts them in."""
+    asset_spec = translator.get_asset_spec(spec)
+    tags_spec = tags_asset_spec(spec, translator) if spec.has_expected_tags and not spec.broken else None
+    ref = TableRef(spec=spec, key=asset_spec.key, op_name="", tags_key=tags_spec.key if tags_spec else None,
+                   tags=dict(translator.get_tags(spec)), pool=translator.get_pool(spec))
+    return (ref, asset_spec, tags_spec, translator.get_op_name(spec),
+            translator.get_tags_op_name(spec) if tags_spec is not None else "")
 
 
 def _broken_translator(translator: PaimonTranslator, spec: TableSpec) -> bool:
@@ -171,7 +238,8 @@ def build_paimon_definitions(warehouse: str | PaimonWarehouse, translator: Paimo
     Keyword arguments: `include` / `exclude` (fnmatch on db.table), `options_override`, `table_options_override`,
     `spark` (a `PaimonSpark`) or `spark_master` / `spark_remote` / `spark_conf` / `spark_placement` (auto: in-process
     within the tables' execution.local.* thresholds, Spark beyond; spark; local), `nightly_cron` /
-    `nightly_timezone`, `sensor_interval_seconds`, `observation_interval_seconds`, `automation_running` (start
+    `nightly_timezone`, `sensor_interval_seconds`, `observation_interval_seconds`, `sensor_tick_budget_seconds`
+    (time a sensor tick spends measuring tables before leaving the rest to the next tick), `automation_running` (start
     sensors, the nightly schedule and the daily tag automation; default stopped)."""
     return build_paimon_parts(warehouse, translator, **kwargs).definitions()
 

@@ -16,9 +16,9 @@ from paimon_ops.table.table import Table
 RECLAIMED_TOTAL = "bytes_reclaimed_total"
 
 
-def table_state(table: Table) -> dict[str, Any]:
-    """The chartable figures of a table's latest snapshot."""
-    h = health.measure_files(table)
+def table_state(table: Table, files: health.FileHealth | None = None) -> dict[str, Any]:
+    """The chartable figures of a table's latest snapshot (`files`: its measurement, if already made)."""
+    h = files or health.measure_files(table)
     rows = sum(b.rows for b in h.buckets)
     deleted = sum(b.deleted_rows for b in h.buckets)
     nbytes = sum(b.bytes for b in h.buckets)
@@ -86,9 +86,23 @@ def latest_data_snapshot(table: Table) -> Any:
     return snap if snap is not None and snap.commit_kind != "COMPACT" else None
 
 
-def data_materialization(instance: Any, key: AssetKey, table: Table) -> Any:
+NOT_FETCHED = object()
+
+
+def latest_materializations(instance: Any, keys: list[AssetKey]) -> dict[AssetKey, Any]:
+    """The latest materialisation event of each of `keys` (one query; {} when the instance cannot tell)."""
+    if instance is None or not keys:
+        return {}
+    try:
+        return dict(instance.get_latest_materialization_events(keys))
+    except Exception:  # noqa: BLE001 - asked one by one then
+        return {}
+
+
+def data_materialization(instance: Any, key: AssetKey, table: Table, last: Any = NOT_FETCHED) -> Any:
     """A materialisation of the table for its latest writer commit, unless Dagster already has it (idempotent): the
-    table's own history, synced — so assets that read the table see it updated when its data changes."""
+    table's own history, synced — so assets that read the table see it updated when its data changes. `last`: the
+    key's latest materialisation event when already fetched (None: there is none)."""
     import datetime as _dt
 
     from dagster import AssetMaterialization
@@ -97,10 +111,11 @@ def data_materialization(instance: Any, key: AssetKey, table: Table) -> Any:
     if snap is None:
         return None
     if instance is not None:
-        try:
-            last = instance.get_latest_materialization_event(key)
-        except Exception:  # noqa: BLE001
-            last = None
+        if last is NOT_FETCHED:
+            try:
+                last = instance.get_latest_materialization_event(key)
+            except Exception:  # noqa: BLE001
+                last = None
         mat = last.asset_materialization if last is not None else None
         seen = mat.metadata.get("snapshot_id") if mat is not None else None
         if seen is not None and int(seen.value) >= snap.id:

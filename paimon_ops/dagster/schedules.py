@@ -1,8 +1,8 @@
 """Schedules — constant in number. `paimon_nightly_schedule` (default 03:00 UTC) requests one `paimon_nightly` run per
 table (run key `nightly:<db.table>:<date>`, the table's run tags), so a failing table fails alone.
 
-Daily tags are not scheduled per table: each tags asset carries an automation condition firing at its table's
-`tag.create-time` in its zone (see `tags_asset.tag_automation`), evaluated by one automation sensor.
+Daily tags are not scheduled per table: one sensor, `paimon_tag_automation`, requests each table's tags partition at
+its `tag.create-time` in its zone (see `tags_asset`).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from dagster import DefaultScheduleStatus, RunRequest, ScheduleDefinition, ScheduleEvaluationContext, schedule
 
 from paimon_ops.dagster.jobs import NIGHTLY_JOB
-from paimon_ops.dagster.sensors import TableRef
+from paimon_ops.dagster.refs import TableRef
 
 NIGHTLY_SCHEDULE = "paimon_nightly_schedule"
 

@@ -18,25 +18,32 @@ metadata (snapshot JSON, manifests, the index manifest, tag names).
   `partition.expiration-check-interval` (as Java's writers check; the last check is in the cursor) — partitions
   expire as time passes, not only on a new snapshot — requests a partition expiry when a partition is due.
 
-Cursor: JSON `{"tables": {db.table: last evaluated state}, "next": i}` — a table whose latest snapshot did not
-change (partition expiry: whose check interval has not passed) is skipped without reading manifests, and each tick
-works through the tables round-robin within a time budget, so 500 tables cost one snapshot-hint read each per tick.
+Cursor: JSON `{"tables": {db.table: last evaluated state}, "next": i}` (zlib-compressed when large) — a table
+whose latest snapshot did not change (partition expiry: whose check interval has not passed) is skipped without
+opening it: a steady tick reads the LATEST hint of each table and checks that the snapshot after it does not exist,
+as Java finds the latest snapshot (the observation sensor also lists the tag directory), on object stores from a
+few threads. Tables that are due are measured round-robin within a time budget per tick (default 20 s, a third of
+Dagster's 60 s sensor timeout): a first tick over thousands of tables measures what fits and leaves the rest,
+first, to the next ticks.
 Run keys: kind, table, snapshot (partition expiry: and the check time). While any run that changes a table is queued
 or in progress — a sensor's, a schedule's, or one launched from an asset page or a backfill (recognised by its asset
 selection) — the sensors wait for it (the table's cursor is not advanced).
 """
 from __future__ import annotations
 
+import base64
 import json
+import posixpath
 import time
-from dataclasses import dataclass
+import zlib
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
 from dagster import (
     AssetCheckEvaluation,
-    AssetKey,
     AssetMaterialization,
     AssetObservation,
     AssetPartitionStatus,
@@ -54,22 +61,37 @@ from dagster import (
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster import health
 from paimon_ops.dagster.instance import POOL_WARNING, unlimited_pools
-from paimon_ops.dagster.observe import RECLAIMED_TOTAL, data_materialization, reclaimed_total, state_key, table_state
+from paimon_ops.dagster.observe import (
+    NOT_FETCHED,
+    RECLAIMED_TOTAL,
+    data_materialization,
+    latest_materializations,
+    reclaimed_total,
+    state_key,
+    table_state,
+)
 from paimon_ops.dagster.operations import default_compaction_mode, now_millis
+from paimon_ops.dagster.refs import TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
-from paimon_ops.dagster.spec import TableSpec, partition_key_of
+from paimon_ops.dagster.spec import partition_key_of
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
 from paimon_ops.lifecycle.partition_expiry import expirable_partitions, partition_expiry_due
+from paimon_ops.options import Options
 from paimon_ops.plan import human_bytes
-from paimon_ops.table.table import Table
+from paimon_ops.table.fileio import FileIO
+from paimon_ops.table.table import LATEST, Catalog, SnapshotManager, Table, TagManager
 
 ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
           DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 MAX_TAG_LEN = 200
 MAX_SKIP_LEN = 1500
 READ_ERRORS = (PaimonOpsError, OSError, ValueError)
-DEFAULT_BUDGET_S = 40.0  # per tick; Dagster gives a sensor evaluation 60 s
+DEFAULT_BUDGET_S = 20.0  # per tick; Dagster gives a sensor evaluation 60 s (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS)
+PROBE_THREADS = 16  # hint reads in flight on an object store (local disks: one thread, it is faster)
+OBSERVE_BATCH = 50  # tables whose latest materialisation is fetched in one query
+CURSOR_COMPRESS_OVER = 4096  # characters; a 5,000-table cursor is ~200 kB of JSON, ~25 kB compressed
 
 OBSERVATION_SENSOR = "paimon_observation_sensor"
 DV_RATIO_SENSOR = "paimon_dv_ratio_sensor"
@@ -77,22 +99,6 @@ SMALL_FILES_SENSOR = "paimon_small_files_sensor"
 SNAPSHOT_COUNT_SENSOR = "paimon_snapshot_count_sensor"
 MANIFEST_SENSOR = "paimon_manifest_sensor"
 PARTITION_EXPIRY_SENSOR = "paimon_partition_expiry_sensor"
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """What the sensors need to know about one table's definitions."""
-
-    spec: TableSpec
-    key: AssetKey            # the table asset
-    op_name: str             # its op (run config goes under ops: {op_name: …})
-    tags_key: Optional[AssetKey] = None
-    tags: Any = None         # the translator's tags (run tags of every run launched for the table)
-    pool: str = ""
-
-    @property
-    def ident(self) -> str:
-        return self.spec.identifier
 
 
 # ---------------------------------------------------------------------------------------------- shared skeleton
@@ -121,8 +127,10 @@ def busy_tables(context: SensorEvaluationContext, refs: Sequence[TableRef]) -> d
 
 def _load_cursor(text: Optional[str]) -> dict[str, Any]:
     try:
+        if text and text.startswith("z:"):
+            text = zlib.decompress(base64.b64decode(text[2:])).decode()
         c = json.loads(text) if text else {}
-    except ValueError:
+    except (ValueError, zlib.error):
         c = {}
     if not isinstance(c, dict):
         c = {}
@@ -131,17 +139,76 @@ def _load_cursor(text: Optional[str]) -> dict[str, Any]:
     return c
 
 
+def _dump_cursor(cursor: dict[str, Any]) -> str:
+    """JSON; compressed when large (Dagster stores the cursor with every tick)."""
+    text = json.dumps(cursor, sort_keys=True, separators=(",", ":"))
+    if len(text) <= CURSOR_COMPRESS_OVER:
+        return text
+    return "z:" + base64.b64encode(zlib.compress(text.encode(), 6)).decode()
+
+
+# ---------------------------------------------------------------------------------------------- cheap probes
+def latest_snapshot_id(io: FileIO, root: str) -> Optional[int]:
+    """The latest snapshot id as Java finds it: the LATEST hint, trusted when the snapshot after it does not exist
+    (one read and one existence check); else the engine's own lookup (listing the directory)."""
+    snapshots = SnapshotManager(io, root)
+    path = posixpath.join(snapshots.dir, LATEST)
+    try:
+        hint = parse_hint(io.read_bytes(path), path)
+    except OSError:
+        hint = None
+    if hint is not None and hint > 0 and not io.is_file(snapshots.path(hint + 1)):  # one HEAD on an object store
+        return hint
+    return snapshots.latest_id()
+
+
+def observed_state(io: FileIO, root: str) -> str:
+    """What `observe.state_key` says of a table, from its hint and its tag directory (without opening the table)."""
+    tags = TagManager(io, root).names()
+    return f"{latest_snapshot_id(io, root)}:{len(tags)}:{tags[-1] if tags else ''}"
+
+
+def probed(refs: Sequence[TableRef], probe: Callable[[TableRef], Any], parallel: bool) -> Iterator[tuple[TableRef, Any]]:
+    """(ref, probe(ref) or the exception it raised), in order; `parallel`: a few probes in flight (object stores,
+    where each read is a request). Stopping early cancels what has not started."""
+    def safe(ref: TableRef) -> Any:
+        try:
+            return probe(ref)
+        except Exception as e:  # noqa: BLE001 - reported per table by the caller
+            return e
+
+    if not parallel:
+        for ref in refs:
+            yield ref, safe(ref)
+        return
+    pool = ThreadPoolExecutor(PROBE_THREADS, thread_name_prefix="paimon-probe")
+    try:
+        pending: deque = deque()
+        it = iter(refs)
+        for ref in it:
+            pending.append((ref, pool.submit(safe, ref)))
+            if len(pending) >= PROBE_THREADS * 4:
+                break
+        while pending:
+            ref, future = pending.popleft()
+            nxt = next(it, None)
+            if nxt is not None:
+                pending.append((nxt, pool.submit(safe, nxt)))
+            yield ref, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _truncate(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
 Decide = Callable[[TableRef, Any, int], "tuple[list[RunRequest], str]"]  # (ref, table, snapshot) -> (requests, figure)
-# (ref, table, latest snapshot, the table's cursor state) -> (the state to record when evaluating now, else None;
-# why not)
-Due = Callable[[TableRef, Any, int, Optional[str]], "tuple[Optional[str], str]"]
+# (ref, latest snapshot, the table's cursor state) -> (the state to record when evaluating now, else None; why not)
+Due = Callable[[TableRef, int, Optional[str]], "tuple[Optional[str], str]"]
 
 
-def new_snapshot(ref: TableRef, table: Any, latest: int, seen: Optional[str]) -> tuple[Optional[str], str]:
+def new_snapshot(ref: TableRef, latest: int, seen: Optional[str]) -> tuple[Optional[str], str]:
     """The default gate: evaluate a table again once it has a new snapshot."""
     if seen == str(latest):
         return None, f"no new snapshot since {latest} (already evaluated)"
@@ -151,13 +218,18 @@ def new_snapshot(ref: TableRef, table: Any, latest: int, seen: Optional[str]) ->
 def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs: Sequence[TableRef],
              decide: Decide, budget_s: float = DEFAULT_BUDGET_S, due: Due = new_snapshot,
              not_due: str = "without a new snapshot") -> SensorResult:
-    """Per table: skip unless due (by default: a new snapshot), wait while a run changes it, else measure (via
-    `decide`)."""
+    """Per table: skip unless due (by default: a new snapshot, from its hint), wait while a run changes it, else open
+    and measure it (via `decide`) while the tick's time budget lasts."""
     cursor = _load_cursor(context.cursor)
     seen: dict[str, str] = cursor["tables"]
     refs = [r for r in refs if not r.spec.broken]
     if not refs:
         return SensorResult(skip_reason=SkipReason("no tables to evaluate"))
+    try:
+        catalog = warehouse.catalog()
+    except READ_ERRORS as e:
+        return SensorResult(skip_reason=SkipReason(_truncate(f"warehouse {warehouse.uri} cannot be read: {e}",
+                                                             MAX_SKIP_LEN)))
     busy = busy_tables(context, refs)
     started = time.monotonic()
     requests: list[RunRequest] = []
@@ -166,23 +238,20 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
     start = int(cursor["next"]) % len(refs)
     order = refs[start:] + refs[:start]
     done = 0
-    catalog = None
-    for ref in order:
-        if time.monotonic() - started > budget_s:
+    io = catalog.io
+    for ref, latest in probed(order, lambda r: latest_snapshot_id(io, catalog.table_path(r.ident)),
+                              parallel=not io.is_local):
+        if done and time.monotonic() - started > budget_s:  # at least one table a tick
             notes.append(f"time budget of {budget_s:g} s used; {len(order) - done} table(s) next tick")
             break
         done += 1
-        try:
-            catalog = catalog or warehouse.catalog()
-            table = warehouse.get_table(ref.ident, catalog)
-            latest = table.snapshots.latest_id()
-        except READ_ERRORS as e:
-            notes.append(f"{ref.ident} cannot be read: {e}")
+        if isinstance(latest, Exception):
+            notes.append(f"{ref.ident} cannot be read: {latest}")
             continue
         if latest is None:
             notes.append(f"{ref.ident} has no snapshot yet")
             continue
-        state, why_not = due(ref, table, latest, seen.get(ref.ident))
+        state, why_not = due(ref, latest, seen.get(ref.ident))
         if state is None:
             unchanged += 1
             if len(refs) == 1:
@@ -193,6 +262,7 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
                          "re-evaluating after it")
             continue
         try:
+            table = warehouse.get_table(ref.ident, catalog)
             reqs, figure = decide(ref, table, latest)
         except READ_ERRORS as e:
             notes.append(f"{ref.ident} cannot be measured: {e}")
@@ -204,7 +274,7 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
         else:
             notes.append(figure)
     cursor["next"] = (start + done) % len(refs)
-    new_cursor = json.dumps(cursor, sort_keys=True)
+    new_cursor = _dump_cursor(cursor)
     if requests:
         return SensorResult(run_requests=requests, cursor=new_cursor)
     if unchanged and len(refs) > 1:
@@ -291,10 +361,10 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
         return [RunRequest(run_key=f"manifests:{ref.ident}:{sid}", job_name=manifest_job, asset_selection=[ref.key],
                            tags=run_tags(ref, "manifest_sensor", sid, figure))], figure
 
-    def partition_check_due(ref: TableRef, table: Any, latest: int, seen: Optional[str]):
+    def partition_check_due(ref: TableRef, latest: int, seen: Optional[str]):
         now = now_millis()
         last = int(seen) if seen and seen.isdigit() else None
-        if partition_expiry_due(table, last, now):
+        if partition_expiry_due(cast(Table, _LoadedOptions(ref)), last, now):  # the interval as loaded: nothing opened
             return str(now), ""
         return None, f"checked at {_iso(last)}; next check after partition.expiration-check-interval"
 
@@ -369,14 +439,35 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
         if missing:
             context.log.warning(POOL_WARNING.format(pool=missing[0], table=refs[0].ident) + " (every table pool)")
             notes.append("WARNING: table pools have no limit on this instance (see the sensor log)")
+    try:
+        catalog: Optional[Catalog] = warehouse.catalog()
+        unreachable: Optional[BaseException] = None
+    except READ_ERRORS as e:
+        catalog, unreachable = None, e
+
+    def probe(ref: TableRef) -> Optional[str]:
+        if ref.spec.broken:
+            return None
+        if catalog is None:
+            raise unreachable  # type: ignore[misc]
+        return observed_state(catalog.io, catalog.table_path(ref.ident))
+
+    def failed(ref: TableRef, e: BaseException) -> None:
+        state = f"error:{type(e).__name__}: {e}"
+        if seen.get(ref.ident) != state:
+            events.extend(o.evaluation(ref.key) for o in checks_mod.evaluate(
+                ref.spec, partial(_raise, e), [checks_mod.METADATA_READABLE], now_millis()))
+            seen[ref.ident] = state
+        notes.append(f"{ref.ident} cannot be read: {e}")
+
     started = time.monotonic()
     start = int(cursor["next"]) % max(len(refs), 1)
     order = list(refs[start:]) + list(refs[:start])
+    # 1. what changed: one hint and the tag directory per table
+    changed: list[tuple[int, TableRef, str, Any]] = []  # (position in order, ref, state, the table if opened)
     done = observed = 0
-    catalog = None
-    for ref in order:
-        if time.monotonic() - started > budget_s:
-            notes.append(f"time budget of {budget_s:g} s used; {len(order) - done} table(s) next tick")
+    for ref, state in probed(order, probe, parallel=catalog is not None and not catalog.io.is_local):
+        if done and time.monotonic() - started > budget_s:  # at least one table a tick
             break
         done += 1
         if ref.spec.broken:
@@ -385,28 +476,41 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
                     ref.spec, _never_opened, [checks_mod.METADATA_READABLE], now_millis())]
                 seen[ref.ident] = "broken"
             continue
+        table = None
+        if isinstance(state, BaseException):  # the engine's own words for what is wrong
+            try:
+                if catalog is None:
+                    raise state
+                table = warehouse.get_table(ref.ident, catalog)
+                state = state_key(table)
+            except READ_ERRORS as e:
+                failed(ref, e)
+                continue
+        if seen.get(ref.ident) != state:
+            changed.append((done - 1, ref, state, table))
+    # 2. observe what changed while the budget lasts; Dagster's records of them fetched a batch at a time
+    resume = done
+    last: dict[Any, Any] = {}
+    for i, (position, ref, state, table) in enumerate(changed):
+        if observed and time.monotonic() - started > budget_s:
+            resume = position
+            break
+        if i % OBSERVE_BATCH == 0:
+            last = latest_materializations(instance, [r.key for _, r, _, _ in changed[i:i + OBSERVE_BATCH]])
         try:
-            catalog = catalog or warehouse.catalog()
-            table = warehouse.get_table(ref.ident, catalog)
-            state = state_key(table)
+            table = table or warehouse.get_table(ref.ident, catalog)
         except READ_ERRORS as e:
-            state = f"error:{type(e).__name__}: {e}"
-            if seen.get(ref.ident) != state:
-                events += [o.evaluation(ref.key) for o in checks_mod.evaluate(
-                    ref.spec, partial(_raise, e), [checks_mod.METADATA_READABLE], now_millis())]
-                seen[ref.ident] = state
-            notes.append(f"{ref.ident} cannot be read: {e}")
-            continue
-        if seen.get(ref.ident) == state:
+            failed(ref, e)
             continue
         try:
-            md = table_state(table)
+            files = health.measure_files(table)
+            md = table_state(table, files)
         except READ_ERRORS as e:
             notes.append(f"{ref.ident} cannot be measured: {e}")
             continue
         md[RECLAIMED_TOTAL] = reclaimed_total(instance, ref.key)
         try:
-            synced = data_materialization(instance, ref.key, table)
+            synced = data_materialization(instance, ref.key, table, last.get(ref.key, NOT_FETCHED))
         except READ_ERRORS as e:
             synced = None
             notes.append(f"{ref.ident}: latest writer commit cannot be read: {e}")
@@ -416,20 +520,31 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
                                        description=f"observed by {OBSERVATION_SENSOR}"))
         names = checks_mod.table_check_names(ref.spec)
         cheap = [n for n in names if n in checks_mod.CHEAP]
-        events += [o.evaluation(ref.key) for o in checks_mod.evaluate(ref.spec, partial(_same, table), cheap, now_millis())]
+        events += [o.evaluation(ref.key) for o in checks_mod.evaluate(ref.spec, partial(_same, table), cheap,
+                                                                        now_millis(), files=files)]
         if ref.tags_key is not None:
             events += [o.evaluation(ref.tags_key) for o in checks_mod.evaluate(
                 ref.spec, partial(_same, table), checks_mod.tags_check_names(ref.spec), now_millis())]
             events += sync_tags(instance, ref, table)
         seen[ref.ident] = state
         observed += 1
+    if resume < len(order):
+        notes.append(f"time budget of {budget_s:g} s used; {len(order) - resume} table(s) next tick")
+    done = resume
     cursor["next"] = (start + done) % max(len(refs), 1)
-    new_cursor = json.dumps(cursor, sort_keys=True)
+    new_cursor = _dump_cursor(cursor)
     if not events:
         notes.insert(0, f"no table changed since the last observation ({len(refs)} tables)")
         return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes), MAX_SKIP_LEN)), cursor=new_cursor)
     context.log.info(f"observed {observed} table(s); {len(events)} event(s)")
     return SensorResult(asset_events=events, cursor=new_cursor)
+
+
+class _LoadedOptions:
+    """A table's options as the code location loaded them (engine checks that only read options take this)."""
+
+    def __init__(self, ref: TableRef):
+        self.options = Options(dict(ref.spec.options), where=f"table {ref.ident}")
 
 
 def _iso(millis: Optional[int]) -> str:

@@ -182,23 +182,14 @@ def load_spec(table: Table) -> TableSpec:
                 auto_tag = sched.mode
         opts.float(DV_RATIO_THRESHOLD)  # validate now: a malformed threshold is a broken table too
         opts.int(SMALL_FILES_THRESHOLD)
-        # First partition: the day the table was created or its earliest snapshot, whichever is older.
-        times = [schema.time_millis] if schema.time_millis else []
-        try:
-            s0 = table.schemas.schema(0)
-            if s0.time_millis:
-                times.append(s0.time_millis)
-        except PaimonOpsError:
-            pass
-        earliest = table.snapshots.earliest()
-        if earliest is not None:
-            times.append(earliest.time_millis)
-        start = _date_in_zone(min(times), zone) if times else _dt.date.today() - _dt.timedelta(days=30)
+        # First daily partition, for tables with a tags asset only (two more reads per table)
+        expects_tags = timing is not None or auto_tag in ("process-time", "watermark")  # has_expected_tags
+        start = _partitions_start(table, schema, zone) if expects_tags else TableSpec.partitions_start
         return TableSpec(
             identifier=ident, database=db, table=name, location=table.location, options=dict(opts.raw),
             primary_keys=tuple(schema.primary_keys), partition_keys=tuple(schema.partition_keys),
             latest_snapshot=latest.id if latest is not None else None, tag_timing=timing, auto_tag=auto_tag,
-            tag_zone=zone, tag_period=period, period_formatter=formatter, partitions_start=start.isoformat(),
+            tag_zone=zone, tag_period=period, period_formatter=formatter, partitions_start=start,
             dv_enabled=opts.deletion_vectors_enabled, bucket=opts.bucket,
             columns=tuple(Column(f.name, _type_text(f.type), f.type.nullable, f.description) for f in schema.fields),
             comment=schema.comment,
@@ -207,6 +198,22 @@ def load_spec(table: Table) -> TableSpec:
         log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
         return TableSpec(identifier=ident, database=db, table=name, location=table.location,
                          error=f"{type(e).__name__}: {e}")
+
+
+def _partitions_start(table: Table, schema, zone: str) -> str:
+    """The day (yyyy-MM-dd, in the tag zone) the table was created or its earliest snapshot, whichever is older."""
+    times = [schema.time_millis] if schema.time_millis else []
+    try:
+        s0 = schema if schema.id == 0 else table.schemas.schema(0)
+        if s0.time_millis:
+            times.append(s0.time_millis)
+    except PaimonOpsError:
+        pass
+    earliest = table.snapshots.earliest()
+    if earliest is not None:
+        times.append(earliest.time_millis)
+    start = _date_in_zone(min(times), zone) if times else _dt.date.today() - _dt.timedelta(days=30)
+    return start.isoformat()
 
 
 def partition_key_of(spec: TableSpec, tag_name: str) -> str | None:

@@ -1,38 +1,60 @@
-"""The table asset: one `@multi_asset` per table whose single spec is the table (`skippable`: it is never
-materialised here — writers materialise it; we observe it) and whose check specs are the table's checks.
+"""The table assets: the tables of a warehouse as `AssetSpec`s in a few subsettable multi-assets — one per kind of
+table (primary-key, append, fixed-bucket append; and one for tables that could not be loaded), whatever the number
+of tables, the way dagster-dbt holds a project's models. Each table is `skippable` (never materialised here —
+writers materialise it; we observe it); the tables' checks are the check specs of an op of their own per kind. A run
+selects the tables it maintains (sensors and the schedule: one per run); the op does exactly the selected tables.
 
-Its op, in the table's pool, runs the maintenance operations its run asks for (run tag `paimon/operations`, set by
-the paimon_* jobs; none: observe only). Per operation it plans first (metadata only), then — unless a dry run —
-gets a runner only when the plan has work, and executes. It then records ONE observation on the table: the
-table's figures after the run, bytes reclaimed by the run and in total, per-operation figures and the reports
-(dry runs: `would_*` keys and the plans). Finally it evaluates the selected checks on the new state.
+Per selected table the op holds the table's pool slot (`instance.table_slot`: `paimon/<db>.<table>`, limit 1) and
+runs the maintenance operations its run asks for (run tag `paimon/operations`, set by the paimon_* jobs; none:
+observe only). Per operation it plans first (metadata only), then — unless a dry run — gets a runner only when the
+plan has work, and executes. It then records ONE observation on the table: the table's figures after the run, bytes
+reclaimed by the run and in total, per-operation figures and the reports (dry runs: `would_*` keys and the plans).
+The table's checks then evaluate the new state (in the checks' op, after this one; in a run of a whole paimon_* job,
+which holds no checks, in this op). A run over several tables goes on past a table that fails and fails at the end,
+naming each.
+
+The config class of an op is its kind's (`operations.CONFIG_BY_KIND`), built once per op.
 """
 # No `from __future__ import annotations`: Dagster reads the op's config and resource types from the annotations.
 import logging
 from functools import partial
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckKey,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetExecutionContext,
     AssetKey,
     AssetMaterialization,
     AssetObservation,
     AssetsDefinition,
+    AssetSpec,
     Failure,
     MetadataValue,
+    Out,
     multi_asset,
+    op,
 )
 
 import paimon_ops as po
 from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster.instance import POOL_WARNING, pool_unlimited
+from paimon_ops.dagster.instance import PRIORITY_TAG, table_slot
+from paimon_ops.dagster.jobs import JOBS
 from paimon_ops.dagster.metadata import plan_markdown, plan_metadata, report_markdown, report_metadata
 from paimon_ops.dagster.observe import RECLAIMED_TOTAL, reclaimed_total, table_state
-from paimon_ops.dagster.operations import CREATE_TAGS, OPERATIONS, config_class, now_millis, operations_of
+from paimon_ops.dagster.operations import (
+    CONFIG_BY_KIND,
+    CREATE_TAGS,
+    OPERATIONS,
+    TableConfig,
+    now_millis,
+    operations_of,
+)
+from paimon_ops.dagster.refs import TableRef
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, runner_for
-from paimon_ops.dagster.spec import TableSpec, partition_key_of
-from paimon_ops.dagster.translator import PaimonTranslator
+from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec, partition_key_of
 from paimon_ops.errors import PaimonOpsError
 
 log = logging.getLogger("paimon_ops.dagster")
@@ -67,42 +89,128 @@ def tag_partition_events(spec: TableSpec, tags_key: AssetKey | None, names: list
     return out
 
 
-def build_table_asset(spec: TableSpec, translator: PaimonTranslator, tags_key: AssetKey | None = None
-                      ) -> AssetsDefinition:
-    asset_spec = translator.get_asset_spec(spec)
-    key = asset_spec.key
-    cfg_cls = config_class(spec)
-    pool = translator.get_pool(spec)
-
-    @multi_asset(specs=[asset_spec], name=translator.get_op_name(spec), pool=pool, can_subset=True,
-                 check_specs=checks_mod.check_specs(spec, key, checks_mod.table_check_names(spec)),
-                 description=asset_spec.description, op_tags=dict(asset_spec.tags))
-    def _table(context: AssetExecutionContext, config: cfg_cls, paimon: PaimonWarehouse,  # type: ignore[valid-type]
-               spark: PaimonSpark) -> Iterator[AssetCheckResult]:
-        yield from run_table(context, spec, key, tags_key, pool, config, paimon, spark)
-
-    return _table
+OP_DESCRIPTIONS = {
+    PRIMARY_KEY: "primary-key tables",
+    APPEND: "append tables (unaware-bucket)",
+    APPEND_FIXED: "fixed-bucket append tables",
+    None: "tables that could not be loaded (running one fails with its error)",
+}
 
 
-def run_table(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, tags_key: AssetKey | None, pool: str,
-              config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> Iterator[AssetCheckResult]:
+def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[TableRef, AssetSpec]]
+                       ) -> tuple[AssetsDefinition, AssetChecksDefinition]:
+    """The multi-asset holding the tables `members` (all of `kind`; None: broken tables), and the checks of those
+    tables: check specs of an op of their own, `<op>_checks`.
+
+    Why apart: Dagster resolves every job over every output of the ops it holds, and a check spec is an output — 5,000
+    tables have 30,000 checks, and 9 jobs over them cost more than everything else together. The paimon_* jobs hold
+    the tables' ops only; a run of one selecting tables (what the sensors and the schedule launch) gets their checks
+    added by Dagster, and a run of a whole job evaluates them itself (`run_tables`). The checks' op takes no inputs
+    (one per table would make Dagster's job building quadratic in the number of checks): in a run of both, it runs
+    after the tables' op by its lower priority."""
+    refs = {ref.key: ref for ref, _ in members}
+    order = {ref.key: i for i, (ref, _) in enumerate(members)}
+    cfg_cls = TableConfig if kind is None else CONFIG_BY_KIND[kind]
+
+    @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True,
+                 description=f"Paimon {OP_DESCRIPTIONS[kind]}: observes and maintains the selected tables, each in "
+                             "its own pool (paimon/<db>.<table>).")
+    def _tables(context: AssetExecutionContext, config: cfg_cls, paimon: PaimonWarehouse,  # type: ignore[valid-type]
+                spark: PaimonSpark) -> Iterator[Any]:
+        yield from run_tables(context, refs, order, config, paimon, spark)
+
+    specs = {spec.get_python_identifier(): spec for ref, _ in members
+             for spec in checks_mod.check_specs(ref.spec, ref.key, checks_mod.table_check_names(ref.spec))}
+
+    out = Out(dagster_type=None, is_required=False)  # one (immutable) Out for every check: 30,000 cost a second
+
+    @op(name=f"{op_name}_checks", out=dict.fromkeys(specs, out),
+        tags={PRIORITY_TAG: "-1"},  # after the tables' op when a run holds both
+        description=f"Checks of the Paimon {OP_DESCRIPTIONS[kind]} (read-only, metadata only), each table in its "
+                    "pool.")
+    def _checks(context: AssetCheckExecutionContext, paimon: PaimonWarehouse) -> Iterator[AssetCheckResult]:
+        by_table: dict[AssetKey, set[str]] = {}
+        for ck in context.selected_asset_check_keys:
+            by_table.setdefault(ck.asset_key, set()).add(ck.name)
+
+        def one(ref: TableRef) -> Iterator[AssetCheckResult]:
+            wanted = [n for n in checks_mod.table_check_names(ref.spec) if n in by_table[ref.key]]
+            for outcome in checks_mod.evaluate(ref.spec, lambda: paimon.get_table(ref.ident), wanted, now_millis()):
+                yield outcome.result(ref.key)
+
+        yield from run_each(context, refs, sorted(by_table, key=order.__getitem__), one)
+
+    return _tables, AssetChecksDefinition.create(keys_by_input_name={}, node_def=_checks,
+                                                 check_specs_by_output_name=specs, can_subset=True)
+
+
+def selected_tables(context: AssetExecutionContext, refs: Mapping[Any, TableRef], order: Mapping[Any, int]
+                    ) -> tuple[list[Any], set[Any], dict[Any, set[str]]]:
+    """(the tables the run touches, in definition order; those whose asset it selected; the names of the checks it
+    selected, by asset)."""
+    assets = {k for k in context.selected_asset_keys if k in refs}
+    checks: dict[Any, set[str]] = {}
+    for ck in context.selected_asset_check_keys:
+        if ck.asset_key in refs:
+            checks.setdefault(ck.asset_key, set()).add(ck.name)
+    return sorted(assets | set(checks), key=order.__getitem__), assets, checks
+
+
+def run_each(context: Any, refs: Mapping[AssetKey, TableRef], keys: Sequence[AssetKey],
+             body: Callable[[TableRef], Optional[Iterable[Any]]]) -> Iterator[Any]:
+    """`body` for each table in its pool slot. One table: its failure is the run's. Several: a failing table does not
+    stop the others; the run fails at the end naming each."""
+    failures: list[tuple[str, str]] = []
+    for key in keys:
+        ref = refs[key]
+        with table_slot(context, ref.pool, ref.ident):
+            try:
+                yield from body(ref) or ()
+            except Failure as e:
+                if len(keys) == 1:
+                    raise
+                context.log.error(f"{ref.ident}: {e.description}")
+                failures.append((ref.ident, e.description or ""))
+    if failures:
+        raise Failure(description=f"{len(failures)} of {len(keys)} tables failed: "
+                                  + "; ".join(f"{t}: {d}" for t, d in failures[:10])
+                                  + (f" … (+{len(failures) - 10})" if len(failures) > 10 else ""),
+                      metadata={"failed_tables": MetadataValue.json([t for t, _ in failures])}, allow_retries=False)
+
+
+def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef], order: Mapping[AssetKey, int],
+               config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> Iterator[Any]:
     try:
         names = operations_of(context.run.tags)
     except PaimonOpsError as e:
         raise Failure(description=str(e), allow_retries=False) from e
-    if key in context.selected_asset_keys:
-        if pool_unlimited(context.instance, pool):
-            context.log.warning(POOL_WARNING.format(pool=pool, table=spec.identifier))
-        if spec.broken:
-            raise Failure(description=f"Paimon table {spec.identifier} could not be loaded when the code location "
-                                      f"was built: {spec.error}. Fix it, then reload the code location.",
-                          metadata={"table": spec.identifier, "error": spec.error or ""}, allow_retries=False)
-        _maintain(context, spec, key, tags_key, names, config, paimon, spark)
-    selected = {k.name for k in context.selected_asset_check_keys if k.asset_key == key}
-    if selected:
-        wanted = [n for n in checks_mod.table_check_names(spec) if n in selected]
-        for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier), wanted, now_millis()):
-            yield outcome.result(key)
+    keys, _, _ = selected_tables(context, refs, order)
+    # The paimon_* jobs hold no checks (see build_table_assets). A run of one selecting tables has their checks
+    # added by Dagster (they run in the checks' op, after this one); a run of a whole job has none: it evaluates the
+    # table's checks after maintaining it and records the evaluations itself.
+    in_run = context.op_execution_context.job_def.asset_layer.asset_graph.asset_check_keys
+
+    def unchecked(ref: TableRef) -> list[str]:
+        if context.job_name not in JOBS:  # the asset page, a job of your own: the checks it selected, as selected
+            return []
+        return [n for n in checks_mod.table_check_names(ref.spec) if AssetCheckKey(ref.key, n) not in in_run]
+
+    yield from run_each(context, refs, keys,
+                        lambda ref: run_table(context, ref, names, config, paimon, spark, unchecked(ref)))
+
+
+def run_table(context: AssetExecutionContext, ref: TableRef, names: list[str], config: Any, paimon: PaimonWarehouse,
+              spark: PaimonSpark, record_checks: list[str]) -> None:
+    spec, key = ref.spec, ref.key
+    if spec.broken:
+        raise Failure(description=f"Paimon table {spec.identifier} could not be loaded when the code location "
+                                  f"was built: {spec.error}. Fix it, then reload the code location.",
+                      metadata={"table": spec.identifier, "error": spec.error or ""}, allow_retries=False)
+    _maintain(context, spec, key, ref.tags_key, names, config, paimon, spark)
+    if record_checks:
+        for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier), record_checks,
+                                           now_millis()):
+            context.log_event(outcome.evaluation(key))
 
 
 def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, tags_key: AssetKey | None,

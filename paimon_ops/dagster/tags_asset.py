@@ -1,31 +1,47 @@
 """The tags asset of a table with automatic tags: daily partitions in the table's tag zone (each partition is the
 tag of that day), or unpartitioned for other periods (materialising creates every due tag). In the table's pool.
+The tags assets of all tables are `AssetSpec`s of a few subsettable multi-assets (daily, periodic), each spec with
+its own partitions (first day, zone).
 
-Daily tags are created on time by declarative automation: at `tag.create-time` in the tag zone (Dagster's cron,
-DST-correct) the latest day is requested — no schedule or job per table. Tags that exist in the table without a
-run (Java / Flink, or before this code location) are reported as materialised by the observation sensor.
+Daily tags are created on time by one sensor, `paimon_tag_automation`: at each table's `tag.create-time` in its tag
+zone (Dagster's cron, DST-correct, as a schedule ticks) it requests the tags partition of the day that ended, one run
+per table — no schedule or job per table. It works per tag time, not per table (the tables sharing one are requested
+together), so a tick costs the same for 5 tables or 5,000; declarative automation conditions, one per tags asset,
+cost seconds per tick over thousands of tables. Tags that exist in the table without a run (Java / Flink, or before
+this code location) are reported as materialised by the observation sensor.
 """
 # No `from __future__ import annotations`: Dagster reads the resource types from the annotations.
 import datetime
-from typing import Optional
+import json
+from typing import Any, Iterator, Optional, Sequence
+from zoneinfo import ZoneInfo
 
 from dagster import (
     AssetExecutionContext,
+    AssetKey,
     AssetsDefinition,
-    AutomationCondition,
+    AssetSpec,
     DailyPartitionsDefinition,
+    DefaultSensorStatus,
     MaterializeResult,
     MetadataValue,
+    RunRequest,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
     multi_asset,
+    sensor,
 )
 
 from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster.instance import POOL_WARNING, pool_unlimited
+from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.metadata import report_metadata
 from paimon_ops.dagster.operations import now_millis
+from paimon_ops.dagster.refs import TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec
-from paimon_ops.dagster.table_asset import call_engine
+from paimon_ops.dagster.table_asset import call_engine, run_each, selected_tables
 from paimon_ops.dagster.translator import PaimonTranslator
 
 
@@ -36,47 +52,110 @@ def tags_partitions(spec: TableSpec) -> Optional[DailyPartitionsDefinition]:
     return DailyPartitionsDefinition(start_date=spec.partitions_start, timezone=spec.tag_zone, fmt="%Y-%m-%d")
 
 
-def tag_automation(spec: TableSpec) -> Optional[AutomationCondition]:
-    """At `tag.create-time` (tag zone) request the latest daily partition — the day that just ended — once."""
-    if spec.tag_timing is None or not spec.daily_tags:
-        return None
-    cron, zone = spec.tag_timing.cron, spec.tag_timing.zone
-    return AutomationCondition.on_cron(cron, zone).without(
-        AutomationCondition.all_deps_updated_since_cron(cron, zone)).with_label(
-        f"at {spec.tag_timing.hh_mm} {zone}, tag the day that ended")
+TAG_AUTOMATION_SENSOR = "paimon_tag_automation"
 
 
-def build_tags_asset(spec: TableSpec, translator: PaimonTranslator, automation: bool = True) -> AssetsDefinition:
+def tags_asset_spec(spec: TableSpec, translator: PaimonTranslator) -> AssetSpec:
+    """The translator's spec of the table's tags asset, with its daily partitions."""
     tags_spec = translator.get_tags_asset_spec(spec)
-    key = tags_spec.key
-    pool = translator.get_pool(spec)
-    ident = spec.identifier
+    return tags_spec.replace_attributes(partitions_def=tags_partitions(spec))
 
-    if automation:
-        tags_spec = tags_spec.replace_attributes(automation_condition=tag_automation(spec))
 
-    @multi_asset(specs=[tags_spec], name=f"{translator.get_op_name(spec)}__tags", pool=pool, can_subset=True,
-                 partitions_def=tags_partitions(spec), description=tags_spec.description,
-                 check_specs=checks_mod.check_specs(spec, key, checks_mod.tags_check_names(spec)),
-                 op_tags=dict(tags_spec.tags))
+def latest_tick(cron: str, zone: str, at: float) -> Optional[datetime.datetime]:
+    """The latest tick of `cron` in `zone` at or before the timestamp `at`, as Dagster's schedules tick (DST
+    included: a tick in the hour that does not exist comes at the end of the gap; in the hour that happens twice,
+    at its second occurrence)."""
+    from dagster._utils.schedules import reverse_cron_string_iterator  # what ScheduleDefinition ticks by
+    return next(reverse_cron_string_iterator(at, cron, zone), None)
+
+
+def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorStatus,
+                                interval_s: int = 60) -> Optional[SensorDefinition]:
+    """`paimon_tag_automation`: at each tag time, the tags partition of the day that ended, for every table tagging at
+    that time (run key tags:<db.table>:<day>, so a day is requested once)."""
+    groups: dict[tuple[str, str], list[tuple[TableRef, AssetKey]]] = {}
+    labels: dict[tuple[str, str], str] = {}
+    for ref in refs:
+        timing = ref.spec.tag_timing
+        if ref.tags_key is not None and timing is not None and ref.spec.daily_tags and not ref.spec.broken:
+            groups.setdefault((timing.cron, timing.zone), []).append((ref, ref.tags_key))
+            labels[(timing.cron, timing.zone)] = f"{timing.hh_mm} {timing.zone}"
+    if not groups:
+        return None
+
+    # runs of the code location's implicit asset job, as from the asset page (a target selecting the tags assets
+    # would make Dagster resolve one more job over all of them at every load)
+    @sensor(name=TAG_AUTOMATION_SENSOR, minimum_interval_seconds=interval_s, default_status=status,
+            job_name=IMPLICIT_ASSET_JOB_NAME,
+            description="Creates each table's daily tag at its tag.create-time (in its tag zone): requests the tags "
+                        "partition of the day that ended, one run per table.")
+    def tag_automation(context: SensorEvaluationContext) -> SensorResult:
+        now = now_millis() / 1000
+        try:
+            last = float(json.loads(context.cursor)["evaluated_at"]) if context.cursor else None
+        except (ValueError, KeyError, TypeError):
+            last = None
+        cursor = json.dumps({"evaluated_at": now})
+        if last is None:  # a tick that passed before the sensor ran is not caught up (as Dagster's automation)
+            return SensorResult(skip_reason=SkipReason("first evaluation: tags are requested from the next tag "
+                                                       "time on"), cursor=cursor)
+        requests: list[RunRequest] = []
+        due: list[str] = []
+        for (cron, zone), members in groups.items():
+            tick = latest_tick(cron, zone, now)
+            if tick is None or tick.timestamp() <= last:
+                continue
+            day = (tick.astimezone(ZoneInfo(zone)).date() - datetime.timedelta(days=1)).isoformat()
+            due.append(f"{labels[(cron, zone)]}: {day} for {len(members)} table(s)")
+            for ref, key in members:
+                if day < ref.spec.partitions_start:
+                    continue
+                requests.append(RunRequest(
+                    run_key=f"tags:{ref.ident}:{day}", asset_selection=[key], partition_key=day,
+                    tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": TAG_AUTOMATION_SENSOR}))
+        if not requests:
+            times = ", ".join(sorted(labels.values())[:10]) + (" …" if len(labels) > 10 else "")
+            return SensorResult(skip_reason=SkipReason(f"no tag time passed since the last evaluation ({times})"),
+                                cursor=cursor)
+        context.log.info("tag time passed: " + "; ".join(due))
+        return SensorResult(run_requests=requests, cursor=cursor)
+
+    return tag_automation
+
+
+def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]]) -> AssetsDefinition:
+    """One multi-asset holding the tags assets of `members` (each spec with its own daily partitions: a run selects
+    one table's tags, or several sharing a partitions definition) and their checks."""
+    refs = {ref.tags_key: ref for ref, _ in members if ref.tags_key is not None}
+    order = {key: i for i, key in enumerate(refs)}
+    check_specs = [c for ref, s in members
+                   for c in checks_mod.check_specs(ref.spec, s.key, checks_mod.tags_check_names(ref.spec))]
+
+    @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True, check_specs=check_specs,
+                 allow_arbitrary_check_specs=True,  # ours target our specs; Dagster's check of that is O(n²)
+                 description="Tags of Paimon tables: materialising a table's tags asset (a daily partition: the tag "
+                             "of that day) creates its due tags, idempotently, in the table's pool.")
     def _tags(context: AssetExecutionContext, paimon: PaimonWarehouse):
-        if key in context.selected_asset_keys:
-            if pool_unlimited(context.instance, pool):
-                context.log.warning(POOL_WARNING.format(pool=pool, table=ident))
-            yield _create(context, spec, paimon)
-        if context.selected_asset_check_keys:
-            for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(ident), checks_mod.tags_check_names(spec),
-                                               now_millis()):
-                yield outcome.result(key)
+        keys, assets, checks = selected_tables(context, refs, order)
+
+        def one(ref: TableRef) -> Iterator[Any]:
+            key = ref.tags_key
+            assert key is not None  # every member has a tags asset
+            if key in assets:
+                yield _create(context, ref.spec, key, paimon)
+            if checks.get(key):
+                wanted = [n for n in checks_mod.tags_check_names(ref.spec) if n in checks[key]]
+                for outcome in checks_mod.evaluate(ref.spec, lambda: paimon.get_table(ref.ident), wanted,
+                                                   now_millis()):
+                    yield outcome.result(key)
+
+        yield from run_each(context, refs, keys, one)
 
     return _tags
 
 
-def spec_key(context: AssetExecutionContext):
-    return next(iter(context.selected_asset_keys))
-
-
-def _create(context: AssetExecutionContext, spec: TableSpec, paimon: PaimonWarehouse) -> MaterializeResult:
+def _create(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, paimon: PaimonWarehouse
+            ) -> MaterializeResult:
     from paimon_ops.lifecycle import autotag
 
     table = paimon.open_table(spec.identifier)
@@ -88,11 +167,11 @@ def _create(context: AssetExecutionContext, spec: TableSpec, paimon: PaimonWareh
         if status not in ("create", "exists"):
             context.log.warning(f"{spec.identifier} day {day}: {status}: {report.details.get('reason', '')}")
         context.log.info(report.summary())
-        return MaterializeResult(asset_key=spec_key(context), metadata={
+        return MaterializeResult(asset_key=key, metadata={
             **report_metadata(report), "tag": str(report.details.get("period", day)), "status": status,
             "tagged_snapshot": str(report.details.get("snapshot_id")), "synced_from_table": False})
     # periods that are not days (tag.create-interval > 1 d, hourly ...): every due tag since the last one
     report = call_engine(spec, "automatic tagging", lambda: autotag.create_auto_tags(table, now))
     context.log.info(report.summary())
-    return MaterializeResult(asset_key=spec_key(context), metadata={**report_metadata(report),
+    return MaterializeResult(asset_key=key, metadata={**report_metadata(report),
                                        "created": MetadataValue.json(list(report.details.get("created", [])))})

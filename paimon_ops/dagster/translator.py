@@ -2,7 +2,7 @@
 tags, owners, descriptions, metadata, upstream dependencies or pools (the model is dagster-dbt's
 `DagsterDbtTranslator.get_asset_spec`).
 
-Two `AssetSpec`s per table:
+Two `AssetSpec`s per table (held by a few multi-assets: `get_op_name` / `get_tags_op_name` say which):
 
 * `get_asset_spec(table)` — the table itself, `paimon/<db>/<table>` by default (kinds `paimon` and `spark`,
   `dagster/table_name`, `dagster/column_schema`, `dagster/uri`). Give it `deps` on the assets that write the table
@@ -25,9 +25,11 @@ from typing import Mapping
 
 from dagster import AssetKey, AssetSpec, TableColumn, TableColumnConstraints, TableSchema
 
-from paimon_ops.dagster.spec import TableSpec
+from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec
 
 KINDS = {"paimon", "spark"}
+OP_NAMES = {PRIMARY_KEY: "paimon_primary_key_tables", APPEND: "paimon_append_tables",
+            APPEND_FIXED: "paimon_fixed_bucket_append_tables"}
 
 TABLE_DESCRIPTION = (
     "Paimon table {ident} ({kind}{pk}{parts}). Observed (rows, bytes, files, level-0 files, snapshots, tags, "
@@ -112,6 +114,7 @@ class PaimonTranslator:
             out["paimon/tag_create_time"] = f"{table.tag_timing.hh_mm} {table.tag_timing.zone}"
         if table.error:
             out["paimon/error"] = table.error
+        out["paimon/pool"] = self.get_pool(table)  # claimed per table by the shared op (instance.table_slot)
         return out
 
     def get_pool(self, table: TableSpec) -> str:
@@ -120,8 +123,17 @@ class PaimonTranslator:
         return f"paimon/{table.identifier}"
 
     def get_op_name(self, table: TableSpec) -> str:
-        """Name of the table asset's op (its config sits under `ops: {<name>: {config: …}}`)."""
-        return safe_name(f"paimon__{table.database}__{table.table}")
+        """Name of the op of the multi-asset holding the table asset (its run config sits under
+        `ops: {<name>: {config: …}}`). Tables with the same name share the op: by default one op per kind of table,
+        whatever the number of tables. An op holds tables of one kind (its config is the kind's): a name given to
+        tables of several kinds (per database, say) becomes one op per kind, `<name>__<kind>`."""
+        if table.broken:
+            return "paimon_unloadable_tables"
+        return OP_NAMES[table.kind]
+
+    def get_tags_op_name(self, table: TableSpec) -> str:
+        """Name of the op of the multi-asset holding the table's tags asset (daily and periodic tags apart)."""
+        return "paimon_daily_tags" if table.daily_tags else "paimon_periodic_tags"
 
     # ------------------------------------------------------------------ the tags asset
     def get_tags_asset_spec(self, table: TableSpec) -> AssetSpec:

@@ -18,6 +18,7 @@ from tests.dagster.util import (
     ORDERS,
     build_events,
     build_orders,
+    everything,
     materializations,
     observations,
     run_job,
@@ -88,17 +89,19 @@ def test_dry_run_never_materialises_needs_no_spark_and_changes_nothing(warehouse
 def test_tags_partitions_create_tags_idempotently(warehouse, instance):
     build_orders(warehouse)
     defs = build_paimon_definitions(warehouse)
-    tags = defs.get_assets_def(AssetKey(["paimon", "shop", "orders", "tags"]))
+    tags_key = AssetKey(["paimon", "shop", "orders", "tags"])
+    tags = defs.get_assets_def(tags_key)
     res = {"paimon": PaimonWarehouse(uri=warehouse)}
     for day in ("2026-03-26", "2026-03-27", "2026-03-28"):
-        assert materialize([tags], instance=instance, partition_key=day, resources=res).success
+        assert materialize([tags], selection=[tags_key], instance=instance, partition_key=day, resources=res).success
     table = Catalog(warehouse).get_table(ORDERS)
     # day D's tag = the latest snapshot committed by D+1 02:30 Europe/Berlin
     assert {n: t.id for n, t in table.tags.tags()} == {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
     for name, sid in (("2026-03-26", 2), ("2026-03-28", 4)):
         assert sorted_rows(read(warehouse, ORDERS, tag=name), ["id"]) == \
             sorted_rows(read(warehouse, ORDERS, snapshot_id=sid), ["id"])
-    result = materialize([tags], instance=instance, partition_key="2026-03-27", resources=res)  # again: nothing new
+    result = materialize([tags], selection=[tags_key], instance=instance, partition_key="2026-03-27",
+                         resources=res)  # again: nothing new
     (mat,) = materializations(result)
     md = {k: v.value for k, v in mat.metadata.items()}
     assert md["status"] == "exists" and md["files_written"] == 0 and md["tag"] == "2026-03-27"
@@ -152,17 +155,36 @@ def test_executing_the_table_asset_observes_it(warehouse, fresh_instance):
     build_events(warehouse)
     files = table_files(Catalog(warehouse).get_table(EVENTS))
     defs = build_paimon_definitions(warehouse)
-    result = materialize([defs.get_assets_def(EVENTS_KEY)], instance=fresh_instance,
+    result = materialize(everything(defs), selection=[EVENTS_KEY], instance=fresh_instance,
                          resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
     assert result.success and materializations(result) == []
     (obs,) = observations(result, EVENTS_KEY)
     assert obs["operations"] == "observe" and obs["snapshots"] == 7 and obs["files"] == 7
     assert obs["dagster/row_count"] == 19 and obs["small_files"] == 7 and obs["tags"] == 0
     evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    # the checks are the outputs of an op of their own, which runs after the tables' op
+    steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
+    assert steps == ["paimon_append_tables", "paimon_append_tables_checks"]
     assert not evals["small_files"].passed and evals["small_files"].severity.value == "WARN"
     assert not evals["snapshot_retention"].passed and evals["snapshot_retention"].severity.value == "WARN"
     assert "compaction is due" in evals["small_files"].description
     assert table_files(Catalog(warehouse).get_table(EVENTS)) == files
+
+
+def test_a_whole_job_run_evaluates_the_checks_itself(warehouse, fresh_instance):
+    """A paimon_* job holds no checks (their own op); a run of the whole job, every table, evaluates each table's
+    checks after maintaining it and records the evaluations."""
+    build_orders(warehouse)
+    build_events(warehouse)
+    defs = build_paimon_definitions(warehouse)
+    result = defs.resolve_job_def("paimon_observe").execute_in_process(instance=fresh_instance)
+    assert result.success
+    steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
+    assert sorted(steps) == ["paimon_append_tables", "paimon_primary_key_tables"]
+    evals = [(e.asset_key, e.check_name) for e in result.get_asset_check_evaluations()]
+    assert len(evals) == len(set(evals)) == 6 + 5  # orders' six checks, events' five, once each
+    assert {k for k, _ in evals} == {ORDERS_KEY, EVENTS_KEY}
+    assert not materializations(result)
 
 
 # ---------------------------------------------------------------------------------------------- bad configuration
@@ -221,7 +243,7 @@ def test_unknown_table_and_bad_uri_fail_clearly(warehouse, tmp_path, spark_res, 
     asset = defs.get_assets_def(EVENTS_KEY)
 
     def run(uri):
-        return materialize([asset], instance=instance, raise_on_error=False,
+        return materialize([asset], selection=[EVENTS_KEY], instance=instance, raise_on_error=False,
                            resources={"paimon": PaimonWarehouse(uri=uri), "spark": spark_res})
 
     result = run(str(tmp_path / "no-such-warehouse"))

@@ -23,6 +23,9 @@ def test_dagster_yaml_gives_every_pool_limit_1(tmp_path):
     with DagsterInstance.from_config(str(home)) as inst:
         info = inst.event_log_storage.get_concurrency_info("paimon/shop.orders")
         assert info.limit == 1 and info.using_default_limit
+        # the runs this package launches also wait in the run queue, one per table
+        (limit,) = inst.get_concurrency_config().run_queue_config.tag_concurrency_limits
+        assert limit == {"key": "paimon/table", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
         assert unlimited_pools(inst, ["paimon/shop.orders"]) == []
 
 
@@ -31,7 +34,8 @@ def test_runs_warn_loudly_without_a_pool_limit(warehouse):
     defs = build_paimon_definitions(warehouse)
     with instance_for_test() as inst:  # no concurrency settings: pools unlimited
         assert unlimited_pools(inst, ["paimon/shop.events"]) == ["paimon/shop.events"]
-        result = materialize([defs.get_assets_def(table_key("shop.events"))], instance=inst,
+        result = materialize([defs.get_assets_def(table_key("shop.events"))], selection=[table_key("shop.events")],
+                             instance=inst,
                              resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
         warnings = [e.user_message for e in inst.all_logs(result.run_id)
                     if e.level == logging.WARNING and "has no limit" in e.user_message]
@@ -78,4 +82,4 @@ def test_op_waits_for_its_tables_pool(warehouse, fresh_instance, monkeypatch):
         timer.cancel()
     assert released and started["shop.orders"] >= released[0]
     assert fresh_instance.event_log_storage.get_concurrency_info("paimon/shop.orders").claimed_slots == []
-    assert op_name("shop.orders") == defs.get_assets_def(table_key("shop.orders")).node_def.name
+    assert op_name(defs, "shop.orders") == "paimon_primary_key_tables"  # the op of the kind, shared by its tables

@@ -11,7 +11,7 @@ from pathlib import Path
 from dagster import AssetKey, AssetSelection, Definitions, materialize
 
 from paimon_ops.dagster import PaimonSpark, PaimonTranslator, PaimonWarehouse, TableSpec, build_paimon_definitions
-from tests.dagster.util import table_key
+from tests.dagster.util import everything, table_key
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = {"__ASSET_JOB", "paimon_compaction", "paimon_expire_snapshots", "paimon_expire_tags", "paimon_remove_orphans",
@@ -41,13 +41,14 @@ def test_the_table_is_the_asset(full_warehouse, caplog):
     assert cols[0].constraints.nullable is False  # the primary key
     assert md["paimon/kind"] == "primary-key" and md["paimon/tag_create_time"] == "02:30 Europe/Berlin"
     assert orders.tags["paimon/table"] == "shop.orders" and orders.group_name == "paimon_shop"
-    assert orders.pools == {"paimon/shop.orders"}
+    # the table's pool is claimed per table by the op its kind shares (the op itself has none)
+    assert md["paimon/pool"] == "paimon/shop.orders" and not orders.pools
     tags = repo.asset_graph.get(AssetKey(["paimon", "shop", "orders", "tags"]))
-    assert tags.pools == {"paimon/shop.orders"} and tags.metadata["dagster/table_name"] == "shop.orders"
+    assert tags.metadata["dagster/table_name"] == "shop.orders"
     assert tags.partitions_def.timezone == "Europe/Berlin"
     assert tags.partitions_def.get_first_partition_key() == "2026-03-26"
     assert "2026-03-29" in tags.partitions_def.get_partition_keys()
-    assert tags.automation_condition is not None
+    assert tags.automation_condition is None  # tagged on time by the paimon_tag_automation sensor
     events = repo.asset_graph.get(table_key("shop.events"))
     assert events.metadata["paimon/kind"] == "append" and events.metadata["paimon/partition_keys"] == "dt"
 
@@ -65,6 +66,17 @@ def test_the_table_is_the_asset(full_warehouse, caplog):
     assert {j.name for j in repo.get_all_jobs()} == JOBS
     assert {s.name for s in repo.sensor_defs} == SENSORS
     assert [s.name for s in repo.schedule_defs] == ["paimon_nightly_schedule"]
+    # the tables live in one multi-asset per kind of table (whatever their number), the tags in one for daily tags
+    ops = {k.to_user_string(): repo.assets_defs_by_key[k].node_def.name for k in repo.asset_graph.get_all_asset_keys()}
+    assert ops == {"paimon/shop/orders": "paimon_primary_key_tables", "paimon/shop/events": "paimon_append_tables",
+                   "paimon/shop/broken": "paimon_unloadable_tables", "paimon/shop/badtime": "paimon_unloadable_tables",
+                   "paimon/shop/orders/tags": "paimon_daily_tags"}
+    # the jobs share one resolution (copies under their own name, description and tags)
+    from paimon_ops.dagster.jobs import JOBS as OPS_BY_JOB
+    for name, (ops, description) in OPS_BY_JOB.items():
+        job = repo.get_job(name)
+        assert (job.name, job.description, job.tags.get("paimon/operations", "")) == (name, description, ",".join(ops))
+        assert sorted(n.name for n in job.graph.nodes) == ["paimon_append_tables", "paimon_primary_key_tables"]
     compaction = repo.get_job("paimon_compaction")
     assert compaction.tags["paimon/operations"] == "compact"
     assert {k.to_user_string() for k in compaction.asset_layer.executable_asset_keys} == {
@@ -83,11 +95,13 @@ def test_broken_table_fails_with_the_error_and_its_check_fails(full_warehouse, i
     defs = build_paimon_definitions(full_warehouse)
     broken = defs.get_assets_def(table_key("shop.broken"))
     res = {"paimon": PaimonWarehouse(uri=full_warehouse), "spark": PaimonSpark()}
-    result = materialize([broken], instance=instance, raise_on_error=False, resources=res)
+    result = materialize([broken], selection=[table_key("shop.broken")], instance=instance, raise_on_error=False,
+                         resources=res)
     assert not result.success  # running it refuses, with the error
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "shop.broken could not be loaded" in failure.step_failure_data.error.message
-    result = materialize([broken], instance=instance, selection=AssetSelection.all_asset_checks(), resources=res)
+    result = materialize(everything(defs), instance=instance, resources=res,
+                         selection=AssetSelection.checks_for_assets(table_key("shop.broken")))
     (ev,) = result.get_asset_check_evaluations()
     assert ev.check_name == "metadata_readable" and not ev.passed and ev.severity.value == "ERROR"
     assert "not valid JSON" in ev.description
@@ -95,7 +109,7 @@ def test_broken_table_fails_with_the_error_and_its_check_fails(full_warehouse, i
 
 def test_checks_alone_do_not_touch_the_table(full_warehouse, instance):
     defs = build_paimon_definitions(full_warehouse)
-    result = materialize([defs.get_assets_def(table_key("shop.orders"))], instance=instance,
+    result = materialize(everything(defs), instance=instance,
                          selection=AssetSelection.checks_for_assets(table_key("shop.orders")),
                          resources={"paimon": PaimonWarehouse(uri=full_warehouse), "spark": PaimonSpark()})
     assert result.success

@@ -147,7 +147,7 @@ def test_manifest_sensor_and_job_merge_small_manifests(warehouse, fresh_instance
     assert "8 manifests" in req.tags["paimon/reason"] and "manifest.compaction-trigger 5" in req.tags["paimon/reason"]
     job = defs.resolve_job_def(req.job_name)
     result = job.execute_in_process(instance=fresh_instance, tags=req.tags, asset_selection=req.asset_selection,
-                                    run_config={"ops": {op_name(CLICKS): {"config": {}}}})
+                                    run_config={"ops": {op_name(defs, CLICKS): {"config": {}}}})
     assert result.success
     (obs,) = observations(result, table_key(CLICKS))
     assert obs["compact_manifests/committed_snapshot"] == 9 and obs["manifests"] == 1

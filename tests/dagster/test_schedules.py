@@ -1,14 +1,16 @@
-"""Daily tags at tag.create-time in the table's zone — the tags asset's automation condition, evaluated by Dagster
-around HH:mm and across both DST changes of Europe/Berlin in 2026 — and the nightly schedule (one run per table)."""
+"""Daily tags at tag.create-time in the table's zone — the paimon_tag_automation sensor, ticking around HH:mm and
+across both DST changes of Europe/Berlin in 2026, its requests run as the daemon would — and the nightly schedule
+(one run per table)."""
 from __future__ import annotations
 
 import datetime as dt
 from zoneinfo import ZoneInfo
 
 import pytest
-from dagster import AssetKey, build_schedule_context, evaluate_automation_conditions, materialize
+from dagster import AssetKey, build_schedule_context, build_sensor_context
 
-from paimon_ops.dagster import PaimonWarehouse, build_paimon_definitions
+from paimon_ops.dagster import build_paimon_definitions
+from paimon_ops.dagster import tags_asset as tags_mod
 from paimon_ops.lifecycle import autotag
 from paimon_ops.table.table import Catalog
 from tests.dagster.util import EVENTS, ORDERS, build_events, build_orders, observations, run_job, table_key
@@ -28,13 +30,22 @@ def orders_defs(tmp_path_factory):
     return warehouse, build_paimon_definitions(warehouse)
 
 
-def _requested(defs, instance, *times):
-    """Evaluate the automation conditions at each time in turn; the partitions of the tags asset requested at each."""
+def _tick(defs, instance, when: dt.datetime, cursor, monkeypatch):
+    """One tick of paimon_tag_automation at `when`, as the daemon evaluates it."""
+    monkeypatch.setattr(tags_mod, "now_millis", lambda: int(when.timestamp() * 1000))
+    repo = defs.get_repository_def()
+    ctx = build_sensor_context(instance=instance, cursor=cursor, repository_def=repo,
+                               sensor_name="paimon_tag_automation", resources=dict(repo.get_top_level_resources()))
+    return repo.get_sensor_def("paimon_tag_automation")(ctx)
+
+
+def _requested(defs, instance, monkeypatch, *times):
+    """Tick the sensor at each time in turn; the partitions of the tags asset requested at each."""
     cursor, out = None, []
     for when in times:
-        res = evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor, evaluation_time=when)
+        res = _tick(defs, instance, when, cursor, monkeypatch)
         cursor = res.cursor
-        out.append(sorted(res.get_requested_partitions(TAGS)) if res.total_requested else [])
+        out.append(sorted(r.partition_key for r in res.run_requests if r.asset_selection == [TAGS]))
     return out
 
 
@@ -51,9 +62,9 @@ def _requested(defs, instance, *times):
      "2026-10-24"),
     (dt.datetime(2026, 10, 26, 2, 25, tzinfo=BERLIN), dt.datetime(2026, 10, 26, 2, 31, tzinfo=BERLIN), "2026-10-25"),
 ])
-def test_tag_automation_requests_the_day_that_just_ended(orders_defs, fresh_instance, before, at, day):
+def test_tag_automation_requests_the_day_that_just_ended(orders_defs, fresh_instance, monkeypatch, before, at, day):
     warehouse, defs = orders_defs
-    assert _requested(defs, fresh_instance, before, at) == [[], [day]]
+    assert _requested(defs, fresh_instance, monkeypatch, before, at) == [[], [day]]
     # the engine agrees: that day's tag is due at the tick, and the next day's is not
     table = Catalog(warehouse).get_table(ORDERS)
     now = int(at.timestamp() * 1000)
@@ -61,7 +72,7 @@ def test_tag_automation_requests_the_day_that_just_ended(orders_defs, fresh_inst
     assert autotag.period_for_date(table, dt.date.fromisoformat(day) + dt.timedelta(days=1)).due_millis > now
 
 
-def test_tag_automation_fires_once_a_local_day_across_dst(orders_defs, fresh_instance):
+def test_tag_automation_fires_once_a_local_day_across_dst(orders_defs, fresh_instance, monkeypatch):
     _, defs = orders_defs
     ticks = [dt.datetime(2026, 3, 28, 2, 29, tzinfo=BERLIN), dt.datetime(2026, 3, 28, 2, 31, tzinfo=BERLIN),
              dt.datetime(2026, 3, 28, 23, 0, tzinfo=BERLIN),
@@ -71,13 +82,13 @@ def test_tag_automation_fires_once_a_local_day_across_dst(orders_defs, fresh_ins
              dt.datetime(2026, 10, 25, 2, 25, tzinfo=BERLIN), dt.datetime(2026, 10, 25, 2, 31, tzinfo=BERLIN),
              dt.datetime(2026, 10, 25, 2, 31, fold=1, tzinfo=BERLIN),  # the second 02:30 is Dagster's tick
              dt.datetime(2026, 10, 25, 4, 0, tzinfo=BERLIN), dt.datetime(2026, 10, 26, 2, 31, tzinfo=BERLIN)]
-    assert _requested(defs, fresh_instance, *ticks) == [[], ["2026-03-27"], [], [], ["2026-03-28"], [],
+    assert _requested(defs, fresh_instance, monkeypatch, *ticks) == [[], ["2026-03-27"], [], [], ["2026-03-28"], [],
                                                         ["2026-10-23"], [], [], ["2026-10-24"], [], ["2026-10-25"]]
 
 
-def test_no_tag_is_requested_before_the_table_existed(orders_defs, fresh_instance):
+def test_no_tag_is_requested_before_the_table_existed(orders_defs, fresh_instance, monkeypatch):
     _, defs = orders_defs
-    assert _requested(defs, fresh_instance, dt.datetime(2026, 3, 20, 2, 25, tzinfo=BERLIN),
+    assert _requested(defs, fresh_instance, monkeypatch, dt.datetime(2026, 3, 20, 2, 25, tzinfo=BERLIN),
                       dt.datetime(2026, 3, 20, 2, 31, tzinfo=BERLIN)) == [[], []]
 
 
@@ -88,12 +99,16 @@ def test_events_table_has_no_tags_asset(orders_defs):
     assert Catalog(warehouse).get_table(EVENTS).options.str("tag.create-time") is None
 
 
-def test_requested_tag_then_nightly_chain(warehouse, spark_res, instance):
+def test_requested_tag_then_nightly_chain(warehouse, spark_res, instance, monkeypatch):
     build_orders(warehouse)
     defs = build_paimon_definitions(warehouse, spark=spark_res)
-    # the run the automation requests at 2026-03-29 03:00 CEST: the tags partition of 2026-03-28
-    result = materialize([defs.get_assets_def(TAGS)], instance=instance, partition_key="2026-03-28",
-                         resources={"paimon": PaimonWarehouse(uri=warehouse)})
+    # the run the sensor requests at 2026-03-29 03:00 CEST: the tags partition of 2026-03-28, run as the daemon would
+    cursor = _tick(defs, instance, dt.datetime(2026, 3, 29, 1, 55, tzinfo=BERLIN), None, monkeypatch).cursor
+    (req,) = _tick(defs, instance, dt.datetime(2026, 3, 29, 3, 1, tzinfo=BERLIN), cursor, monkeypatch).run_requests
+    assert (req.run_key, req.partition_key, req.asset_selection) == ("tags:shop.orders:2026-03-28", "2026-03-28", [TAGS])
+    assert req.tags["paimon/table"] == ORDERS and req.tags["paimon/trigger"] == "paimon_tag_automation"
+    result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance, asset_selection=req.asset_selection, partition_key=req.partition_key, tags=req.tags)
     assert result.success
     assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {"latest_tag_present": True}
     table = Catalog(warehouse).get_table(ORDERS)

@@ -66,7 +66,7 @@ def test_dv_ratio_sensor_requests_exactly_the_bucket_over_threshold(warehouse, s
     assert req.run_key == "dv_ratio:shop.orders:4" and req.job_name == "paimon_compaction"
     assert req.asset_selection == [table_key(ORDERS)]
     # bucket 0 has 15 of 23 rows deleted (65 %), bucket 1 1 of 17 (6 %): only bucket 0
-    assert req.run_config == {"ops": {op_name(ORDERS): {"config": {"compact": {
+    assert req.run_config == {"ops": {op_name(defs, ORDERS): {"config": {"compact": {
         "mode": "dv-ratio", "partitions": [], "buckets": [0]}}}}}
     assert req.tags["paimon/buckets"] == "(unpartitioned) bucket-0" and req.tags["paimon/table"] == ORDERS
     assert req.tags["paimon/database"] == "shop"
@@ -111,7 +111,7 @@ def test_one_sensor_covers_every_table(warehouse, spark_res, instance):
     assert _seen(out.cursor) == {ORDERS: "4", EVENTS: "7"} and len(out.run_requests) == 1
     req = out.run_requests[0]
     assert req.run_key == "small_files:shop.events:7" and req.asset_selection == [table_key(EVENTS)]
-    assert req.run_config["ops"][op_name(EVENTS)]["config"]["compact"] == {
+    assert req.run_config["ops"][op_name(defs, EVENTS)]["config"]["compact"] == {
         "mode": "small-files", "partitions": [{"dt": "2026-03-27"}], "buckets": [0]}
     table = Catalog(warehouse).get_table(EVENTS)
     untouched = {f.path for f in TableScanner(table).scan_latest().files if "dt=2026-03-28" in f.path}
@@ -251,7 +251,7 @@ def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vect
     defs = build_paimon_definitions(warehouse, spark=spark_res)
     out = _tick(defs, "paimon_small_files_sensor", instance)
     (req,) = out.run_requests
-    assert req.run_config["ops"][op_name(ORDERS)]["config"]["compact"]["mode"] == "minor"
+    assert req.run_config["ops"][op_name(defs, ORDERS)]["config"]["compact"]["mode"] == "minor"
     assert _dvs(warehouse, ORDERS) == {}
     assert _run(defs, req, instance).success
     assert sum(_dvs(warehouse, ORDERS).values()) == 10  # ids 20..29 superseded in the max level

@@ -224,8 +224,9 @@ def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
     commit, the tag made outside Dagster); the page shows schema, row count, plots and checks."""
     node = ui.graphql(port, ui.ASSET_QUERY, {"path": TABLE_PATH})["assetNodeOrError"]
     assert node["__typename"] == "AssetNode" and not node["isPartitioned"], node
-    run_id = ui.launch_run(port, LOCATION, "paimon_compaction", TABLE_PATH,
-                           {"ops": {"paimon__shop__orders": {"config": {"dry_run": True, "compact": {"mode": "full"}}}}})
+    run_id = ui.launch_run(port, LOCATION, "paimon_compaction", TABLE_PATH,  # the op of the primary-key tables
+                           {"ops": {"paimon_primary_key_tables": {"config": {"dry_run": True,
+                                                                             "compact": {"mode": "full"}}}}})
     run = ui.wait_for_run(port, run_id, procs, timeout=120)
     assert {"key": "paimon/operations", "value": "compact"} in run["tags"], run["tags"]  # the job's tag
     steps.mark("dry-run compaction succeeded")

@@ -142,15 +142,21 @@ def table_key(identifier: str):
     return AssetKey(["paimon", db, name])
 
 
-def op_name(identifier: str) -> str:
-    db, _, name = identifier.partition(".")
-    return f"paimon__{db}__{name}"
+def everything(defs) -> list:
+    """Every asset and check definition of a code location: what the asset page selects from (a table's checks are
+    the outputs of an op of their own)."""
+    return [*defs.assets, *defs.asset_checks]
+
+
+def op_name(defs, identifier: str) -> str:
+    """The op holding the table (one per kind of table): its run config goes under ops: {<op>: {config: …}}."""
+    return defs.get_assets_def(table_key(identifier)).node_def.name
 
 
 def run_job(defs, job_name: str, identifier: str, instance, config: dict | None = None, **kw):
     """Run one paimon_* job for one table, as a sensor or the launchpad would (asset selection = the table)."""
     job = defs.resolve_job_def(job_name)
-    run_config = {"ops": {op_name(identifier): {"config": config}}} if config else None
+    run_config = {"ops": {op_name(defs, identifier): {"config": config}}} if config else None
     return job.execute_in_process(instance=instance, asset_selection=[table_key(identifier)],
                                   run_config=run_config, **kw)
 
