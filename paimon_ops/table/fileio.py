@@ -295,28 +295,37 @@ class FileIO:
     def open_input(self, path: str) -> pa.NativeFile:
         return self.fs.open_input_file(path)
 
-    def list_status(self, path: str, include_symlinks: bool = False) -> list[FileStatus]:
+    def list_status(self, path: str, include_symlinks: bool = False, strict: bool = False) -> list[FileStatus]:
         """Direct children of a directory; [] if it does not exist. Never lists through a symlink: on local file
         systems a symlink on the way raises UnsafeOperationError, and symlinks among the children are skipped
-        (or, with `include_symlinks`, returned with `is_symlink` and their target, for reporting)."""
+        (or, with `include_symlinks`, returned with `is_symlink` and their target, for reporting). `strict`: a file
+        where the directory should be raises NotADirectoryError (instead of listing as empty)."""
         if self.is_local:
-            return self._list_local(path, include_symlinks)
+            return self._list_local(path, include_symlinks, strict)
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=False))
         except FileNotFoundError:
             return []
+        except NotADirectoryError:
+            if strict:
+                raise
+            return []
+        if not infos and strict and self.fs.get_file_info(path).type == pafs.FileType.File:
+            raise NotADirectoryError(path)
         out = []
         for i in infos:
             mtime = int(i.mtime.timestamp() * 1000) if i.mtime is not None else 0
             out.append(FileStatus(i.path, i.base_name, int(i.size or 0), mtime, i.type == pafs.FileType.Directory))
         return out
 
-    def _list_local(self, path: str, include_symlinks: bool) -> list[FileStatus]:
+    def _list_local(self, path: str, include_symlinks: bool, strict: bool = False) -> list[FileStatus]:
         path = posixpath.normpath(path)
         if self._anchor(path) is not None:
             try:
                 fd = self._open_dir(path, "list")
             except NotADirectoryError:
+                if strict:
+                    raise NotADirectoryError(path) from None
                 return []
             if fd is None:
                 return []
@@ -325,7 +334,11 @@ class FileIO:
                 raise _symlink_error("list", path, path, os.readlink(path))
             try:
                 fd = os.open(path, _DIR_FLAGS)
-            except (FileNotFoundError, NotADirectoryError):
+            except FileNotFoundError:
+                return []
+            except NotADirectoryError:
+                if strict:
+                    raise NotADirectoryError(path) from None
                 return []
         out = []
         try:

@@ -488,8 +488,9 @@ class ObjectStoreFileIO(FileIO):
         return FileStatus(f"{bucket}/{p}", p.rsplit("/", 1)[-1], int(m.get("size") or 0),
                           int(lm.timestamp() * 1000) if lm is not None else 0, False)
 
-    def list_status(self, path: str, include_symlinks: bool = False) -> list[FileStatus]:
-        """Direct children (one LIST per 1,000 keys, with last-modified times); [] if nothing is there."""
+    def list_status(self, path: str, include_symlinks: bool = False, strict: bool = False) -> list[FileStatus]:
+        """Direct children (one LIST per 1,000 keys, with last-modified times); [] if nothing is there. (`strict` has
+        nothing to check: an object named like the directory hides none of the keys under its prefix.)"""
         import obstore
         k = self.key(path)
         try:

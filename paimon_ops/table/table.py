@@ -38,9 +38,11 @@ def list_metadata_dir(io: FileIO, directory: str, prefix: str) -> list:
     directory when it exists (a file in its place hides every snapshot or tag: CorruptMetadataError), and an entry
     with the metadata prefix that is a symbolic link is refused (UnsafeOperationError) — silently skipping it would
     hide a snapshot or tag, and with it the protection of its files."""
-    entries = io.list_status(directory, include_symlinks=True)
-    if not entries and io.exists(directory) and not io.is_dir(directory):
-        raise CorruptMetadataError(directory, "is not a directory, so the table's history in it cannot be read")
+    try:
+        entries = io.list_status(directory, include_symlinks=True, strict=True)  # no extra request when listed
+    except NotADirectoryError:
+        raise CorruptMetadataError(directory, "is not a directory, so the table's history in it cannot be read") \
+            from None
     for st in entries:
         if st.is_symlink and st.name.startswith(prefix):
             raise UnsafeOperationError(f"{st.path} is a symbolic link -> {st.link_target}; paimon-ops never follows "

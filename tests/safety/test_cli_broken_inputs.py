@@ -53,16 +53,19 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
     missing = os.path.join(root, "no-such-warehouse")
     out: list[tuple[str, list[str], str]] = []
     table_commands = ["snapshots", "tags", "files", "options", "compact", "expire-snapshots", "expire-tags",
-                      "expire-partitions", "compact-manifests", "remove-orphans", "auto-tag", "rollback"]
+                      "expire-partitions", "compact-manifests", "remove-orphans", "auto-tag", "rollback",
+                      "compact-postpone", "rescale"]
     for c in table_commands:
         extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"]}.get(c, [])
         out.append((f"{c}-no-warehouse", [c, missing, T, *extra], "no-such-warehouse"))
         out.append((f"{c}-no-table", [c, w, "shop.nope", *extra], "shop.nope"))
         out.append((f"{c}-bad-identifier", [c, w, "nodot", *extra], "nodot"))
         out.append((f"{c}-unknown-flag", [c, w, T, "--bogus", *extra], "--bogus"))
-        if c not in ("tags", "options", "expire-tags", "rollback"):  # (these never read the damaged snapshot)
+        # (these never read the damaged snapshot; postpone compaction and rescale refuse a fixed-bucket table first)
+        if c not in ("tags", "options", "expire-tags", "rollback", "compact-postpone", "rescale"):
             out.append((f"{c}-damaged-table", [c, w, "shop.broken", *extra], "snapshot-"))
     damaged = max(int(p.name.split("-")[1]) for p in (wh / "shop.db" / "broken" / "snapshot").glob("snapshot-*"))
+    out.append(("compact-postpone-not-postpone", ["compact-postpone", w, T], "bucket"))
     out.append(("rollback-to-damaged", ["rollback", w, "shop.broken", "--snapshot", str(damaged), "--yes"],
                 f"snapshot-{damaged}"))
     for c, args in (("create-tag", ["v1"]), ("delete-tag", ["t"]), ("rename-tag", ["a", "b"])):
