@@ -67,7 +67,7 @@ from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action
+from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
@@ -267,6 +267,7 @@ def check_postpone_table(table: Table, what: str) -> None:
                                  "columns of the primary key (without partition columns)", table.options.where)
 
 
+@planner("compact_postpone")  # a saved plan is re-planned with its recorded arguments before it runs
 def plan_postpone_compaction(table: Table | str, partitions: Sequence[Mapping[str, Any] | str] | None = None,
                              where: str | None = None, memory_budget: int | None = None) -> PostponeCompactionPlan:
     """Plan moving every postpone row of the selected partitions into real buckets (reads metadata only)."""

@@ -61,7 +61,7 @@ from paimon_ops.errors import CompactionTaskError, InvalidArgumentError, Unsuppo
 from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import FileKind, ManifestEntry
-from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action
+from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges
@@ -174,6 +174,7 @@ def _new_bucket_num(table: Table, bucket_num: int | None) -> int:
     return n
 
 
+@planner("rescale")  # a saved plan is re-planned with its recorded arguments before it runs
 def plan_rescale(table: Table | str, bucket_num: int | None = None,
                  partitions: Sequence[Mapping[str, Any] | str] | None = None, where: str | None = None,
                  memory_budget: int | None = None) -> RescalePlan:

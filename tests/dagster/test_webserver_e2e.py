@@ -228,7 +228,12 @@ def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
                            {"ops": {"paimon_primary_key_tables": {"config": {"dry_run": True,
                                                                              "compact": {"mode": "full"}}}}})
     run = ui.wait_for_run(port, run_id, procs, timeout=120)
-    assert {"key": "paimon/operations", "value": "compact"} in run["tags"], run["tags"]  # the job's tag
+    assert not any(t["key"] == "paimon/operations" for t in run["tags"]), run["tags"]  # its config decides
+    # each job's launchpad scaffolds exactly its operation's knobs, with their defaults
+    compaction = ui.launchpad_defaults(port, LOCATION, "paimon_compaction")
+    assert "compact:" in compaction and "mode: minor" in compaction and "retain_min" not in compaction, compaction
+    expiry = ui.launchpad_defaults(port, LOCATION, "paimon_expire_snapshots")
+    assert "retain_min" in expiry and "max_deletes" in expiry and "compact:" not in expiry, expiry
     steps.mark("dry-run compaction succeeded")
 
     def table_events():

@@ -343,6 +343,20 @@ def launch_run(port: int, location: str, job: str, asset_path: Sequence[str], ru
     return out["run"]["runId"]
 
 
+LAUNCHPAD_QUERY = """
+query($s: PipelineSelector!) { runConfigSchemaOrError(selector: $s) {
+  __typename ... on RunConfigSchema { rootDefaultYaml } } }
+"""
+
+
+def launchpad_defaults(port: int, location: str, job: str) -> str:
+    """The config the launchpad scaffolds for `job` (its run config schema's defaults, as YAML)."""
+    out = graphql(port, LAUNCHPAD_QUERY, {"s": {"repositoryLocationName": location, "repositoryName": "__repository__",
+                                               "pipelineName": job}})["runConfigSchemaOrError"]
+    assert out["__typename"] == "RunConfigSchema", out
+    return out["rootDefaultYaml"]
+
+
 def wait_for_run(port: int, run_id: str, procs: Sequence[ManagedProcess], timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     run: dict = {}
