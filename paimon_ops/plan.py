@@ -29,7 +29,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, PaimonOpsError, StalePlanError
+from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
 
 # Kinds of files a plan touches (used as report keys too).
 DATA = "data"
@@ -438,7 +438,7 @@ def decode(tp: Any, v: Any, where: str = "") -> Any:
         _expect(v, dict, where)
         cls = _PRECONDITIONS.get(v.get("kind"))
         if cls is None:
-            raise ValueError(f"unknown precondition kind {v.get('kind')!r}")
+            raise FormatError(f"unknown precondition kind {v.get('kind')!r}")
         return decode(cls, {k: x for k, x in v.items() if k != "kind"}, where)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         _expect(v, dict, where)
@@ -454,7 +454,7 @@ def decode(tp: Any, v: Any, where: str = "") -> Any:
         if len(targs) == 2 and targs[1] is Ellipsis:
             return tuple(decode(targs[0], x, f"{where}[{i}]") for i, x in enumerate(v))
         if len(v) != len(targs):
-            raise ValueError(f"{where or 'value'}: expected {len(targs)} items, got {len(v)}")
+            raise FormatError(f"{where or 'value'}: expected {len(targs)} items, got {len(v)}")
         return tuple(decode(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(targs, v)))
     if origin in (list, collections.abc.Sequence, collections.abc.Iterable):
         _expect(v, list, where)
@@ -642,7 +642,7 @@ def decode_param(v: Any) -> Any:
                 if k == "$date" and isinstance(x, str):
                     return _dt.date.fromisoformat(x)
             except (ValueError, OverflowError) as e:
-                raise ValueError(f"{k}: {e}") from None
+                raise FormatError(f"{k}: {e}") from None
         return {k: decode_param(x) for k, x in v.items()}
     return v
 
