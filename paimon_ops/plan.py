@@ -27,7 +27,7 @@ import time
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
 
@@ -587,10 +587,6 @@ class PlanBuilder:
                    planned_at=iso(now_ms()), preconditions=tuple(self.preconditions), steps=tuple(self.steps),
                    details=dict(details), warnings=tuple(self.warnings) + tuple(warnings),
                    options_override=_plan_options(table.options_override))
-
-
-def iter_steps(plan: Plan, action: str) -> Iterator[Step]:
-    return (s for s in plan.steps if s.action == action)
 
 
 # ---------------------------------------------------------------------------------------------- planners

@@ -77,17 +77,6 @@ class DeletionVector:
         if positions is not None:
             self.delete_many(positions)
 
-    @classmethod
-    def from_bitmap(cls, bitmap: BitMap | BitMap64) -> DeletionVector:
-        """Wrap an existing pyroaring bitmap (not copied); its type decides the variant."""
-        if not isinstance(bitmap, (BitMap, BitMap64)):
-            raise TypeError(f"expected pyroaring BitMap or BitMap64, got {type(bitmap).__name__}")
-        dv = cls(bitmap64=isinstance(bitmap, BitMap64))
-        if dv.is_64bit and len(bitmap) and bitmap.max() > MAX_POSITION_64:
-            raise FormatError(f"position {bitmap.max()} exceeds the 64-bit deletion-vector maximum {MAX_POSITION_64}")
-        dv._bm = bitmap
-        return dv
-
     @property
     def bitmap(self) -> BitMap | BitMap64:
         """The underlying pyroaring bitmap (live object; mutate only through this class)."""
