@@ -155,9 +155,9 @@ class Maintenance:
                                      retain_max=retain_max, older_than=_instant(older_than, "older_than"),
                                      time_retained=_age(min_age, "min_age"), max_deletes=max_deletes)
 
-    def expire_partitions(self, *, expiration_time: Age | None = None, now: Instant | None = None,
-                          strategy: str | None = None, timestamp_formatter: str | None = None,
-                          timestamp_pattern: str | None = None, max_expires: int | None = None) -> Plan:
+    def expire_partitions(self, *, expiration_time: Age | None = None, strategy: str | None = None,
+                          timestamp_formatter: str | None = None, timestamp_pattern: str | None = None,
+                          max_expires: int | None = None, now: Instant | None = None) -> Plan:
         """Dropping partitions older than `expiration_time` (an age; default the table's `partition.expiration-time`)
         in one OVERWRITE commit, by `strategy` values-time (the time in the partition values, read with
         `timestamp_pattern` / `timestamp_formatter`) or update-time (the newest file). The plan lists which partitions
@@ -174,11 +174,18 @@ class Maintenance:
         from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
         return plan_compact_manifests(self._t)
 
-    def expire_tags(self, *, older_than: Instant | None = None, now: Instant | None = None) -> Plan:
-        """Tag expiry: retention (`tagTimeRetained`), `tag.num-retained-max`, and tags created before `older_than`."""
+    def expire_tags(self, *, older_than: Instant | None = None, min_age: Age | None = None,
+                    now: Instant | None = None) -> Plan:
+        """Tag expiry: retention (`tagTimeRetained`), `tag.num-retained-max`, and tags created before `older_than` (an
+        instant) or more than `min_age` ago (an age); not both."""
         from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
-        return plan_expire_tags(self._t, now_millis=_instant(now, "now"),
-                                older_than=_instant(older_than, "older_than"))
+        from paimon_ops.timeutil import now_ms
+        if older_than is not None and min_age is not None:
+            raise InvalidArgumentError(f"give {arg('older_than')} (an instant) or {arg('min_age')} (an age), not both")
+        older = _instant(older_than, "older_than")
+        if min_age is not None:
+            older = now_ms(now) - age_ms(min_age, "min_age")
+        return plan_expire_tags(self._t, now_millis=_instant(now, "now"), older_than=older)
 
     def delete_tags(self, names: Iterable[str], /, *, missing_ok: bool = False) -> Plan:
         """Deleting tags, reclaiming the files only they kept alive."""

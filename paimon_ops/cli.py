@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, NoReturn, Sequence
 
 from paimon_ops.errors import CancelledError, InvalidOptionError, PaimonOpsError, cli_words
+from paimon_ops.operations import BOOL, CHOICE, FLOAT, INT, NAMES, OPERATIONS, PARTITIONS, TASKS, Operation, by_plan_type
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
@@ -189,10 +190,6 @@ def _runner(args: argparse.Namespace):
     return AutoRunner(connect_timeout_s=args.connect_timeout)
 
 
-def _now(args: argparse.Namespace) -> int | None:
-    return getattr(args, "now_ms", None)
-
-
 def _facade(args: argparse.Namespace):
     from paimon_ops.api import Catalog
     return Catalog(args.warehouse, options=_warehouse_options(args)).get_table(args.table)
@@ -212,139 +209,22 @@ def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) 
     _emit(args, report.to_dict(), lambda: print(report.summary()))
 
 
-def _instant_arg(args: argparse.Namespace, name: str, flag: str) -> int | None:
-    from paimon_ops.timeutil import parse_instant
-    value = getattr(args, name, None)
-    if value is None:
-        return None
-    from paimon_ops.options import looks_like_duration
-    text = str(value).strip()
-    if looks_like_duration(text):
-        raise PaimonOpsError(f"{flag} {value!r} is an age; {flag} takes an instant (2026-11-20T00:00:00Z or epoch "
-                             "ms): use --min-age for an age")
-    return parse_instant(text, flag)
+def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], None]:
+    """The command of a registered operation: its flags, converted and validated by the registry (errors name the
+    flags), plan on the facade, then dry run or execute."""
 
+    def command(args: argparse.Namespace) -> None:
+        t = _facade(args)
+        values = {p.name: getattr(args, p.name) for p in op.params if p.cli}
+        if op.takes_now:
+            values["now"] = getattr(args, "now_ms", None)
+        plan = op.plan(t, values, {**op.cli_words(), "now": "--now-ms"})
+        if op.cli_check is not None:
+            op.cli_check(plan, t)
+        _run(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes)
 
-def _age_arg(args: argparse.Namespace, name: str, flag: str):
-    from paimon_ops.options import parse_duration
-    value = getattr(args, name, None)
-    return None if value is None else parse_duration(value, flag)
-
-
-def cmd_compact(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.maintenance.compact(
-        mode=args.mode, partitions=[_partition_arg(p) for p in args.partition] if args.partition else None,
-        where=args.where, order_by=args.order_by.split(",") if args.order_by else None, strategy=args.strategy,
-        threshold=args.threshold, force=args.force, now=_now(args))
-    _run(args, plan, f"compact {t.identifier}")
-
-
-def cmd_compact_postpone(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.maintenance.compact_postpone(
-        partitions=[_partition_arg(p) for p in args.partition] if args.partition else None, where=args.where)
-    _run(args, plan, f"compact-postpone {t.identifier}")
-
-
-def cmd_rescale(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.maintenance.rescale(
-        bucket_num=args.bucket_num, partitions=[_partition_arg(p) for p in args.partition] if args.partition else None,
-        where=args.where)
-    _run(args, plan, f"rescale {t.identifier}")
-
-
-def _partition_arg(text: str) -> dict[str, str]:
-    out = {}
-    for part in text.split(","):
-        if "=" not in part:
-            raise PaimonOpsError(f"--partition {text!r}: expected key=value[,key=value]")
-        k, v = part.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
-def cmd_expire_snapshots(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.maintenance.expire_snapshots(
-        retain_min=args.retain_min, retain_max=args.retain_max,
-        older_than=_instant_arg(args, "older_than", "--older-than"), min_age=_age_arg(args, "min_age", "--min-age"),
-        max_deletes=args.max_deletes, now=_now(args))
-    _run(args, plan, f"expire {t.identifier}")
-
-
-def cmd_expire_partitions(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.maintenance.expire_partitions(
-        expiration_time=_age_arg(args, "expiration_time", "--expiration-time"), now=_now(args),
-        strategy=args.strategy, timestamp_formatter=args.timestamp_formatter,
-        timestamp_pattern=args.timestamp_pattern, max_expires=args.max_expires)
-    _run(args, plan, f"expire partitions {t.identifier}")
-
-
-def cmd_compact_manifests(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    _run(args, t.maintenance.compact_manifests(), f"compact manifests {t.identifier}")
-
-
-def cmd_expire_tags(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    older = _instant_arg(args, "older_than", "--older-than")
-    age = _age_arg(args, "min_age", "--min-age")
-    if older is not None and age is not None:
-        raise PaimonOpsError("give --older-than (an instant) or --min-age (an age), not both")
-    if age is not None:
-        from paimon_ops.timeutil import now_ms
-        older = now_ms(_now(args)) - int(age.total_seconds() * 1000)
-    _run(args, t.maintenance.expire_tags(older_than=older, now=_now(args)), f"expire tags {t.identifier}")
-
-
-def cmd_remove_orphans(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.maintenance.remove_orphans(
-        older_than=_instant_arg(args, "older_than", "--older-than"), min_age=_age_arg(args, "min_age", "--min-age"),
-        allow_short=args.allow_short, now=_now(args))
-    _run(args, plan, f"orphans {t.identifier}")
-
-
-def cmd_create_tag(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.tags.create(args.name, snapshot_id=args.snapshot,
-                         timestamp=_instant_arg(args, "timestamp", "--timestamp"),
-                         time_retained=_age_arg(args, "time_retained", "--time-retained"), replace=args.replace,
-                         now=_now(args))
-    _run(args, plan, f"create tag {t.identifier}")
-
-
-def cmd_delete_tag(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    _run(args, t.tags.delete(*args.names), f"delete tags {t.identifier}")
-
-
-def cmd_rename_tag(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    _run(args, t.tags.rename(args.old, args.new, resume=args.resume), f"rename tag {t.identifier}")
-
-
-def cmd_auto_tag(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.maintenance.create_auto_tags(periods=[args.period] if args.period else None, now=_now(args))
-    if args.period:
-        from paimon_ops.errors import PeriodCannotBeTaggedError, PeriodNotDueError
-        d = plan.details["periods"][0]
-        if d["status"] == "not-due":
-            raise PeriodNotDueError(f"the tag of period {d['period']} of {t.identifier} is not due yet: {d['reason']}")
-        if d["status"] in ("expired", "too-late"):
-            raise PeriodCannotBeTaggedError(f"period {d['period']} of {t.identifier} cannot be tagged: {d['reason']}")
-    _run(args, plan, f"auto tag {t.identifier}")
-
-
-def cmd_rollback(args: argparse.Namespace) -> None:
-    t = _facade(args)
-    plan = t.maintenance.rollback(snapshot_id=args.snapshot, tag=args.tag,
-                                  timestamp=_instant_arg(args, "timestamp", "--timestamp"))
-    _run(args, plan, f"rollback {t.identifier}", confirm=args.yes)
+    command.__doc__ = op.summary
+    return command
 
 
 def cmd_apply(args: argparse.Namespace) -> None:
@@ -357,7 +237,8 @@ def cmd_apply(args: argparse.Namespace) -> None:
     from paimon_ops.plan import Plan
     plan = Plan.from_json(text, where=path)
     args.dry_run = False
-    _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=plan.operation != "rollback" or args.yes)
+    op = by_plan_type(plan.operation)
+    _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=op is None or not op.confirm or args.yes)
 
 
 def cmd_sample(args: argparse.Namespace) -> None:
@@ -369,25 +250,10 @@ def cmd_sample(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------------- parser
 # Per command: the flag that stands for each keyword argument of the engine, so that its messages speak the
-# command line's words (errors.arg).
+# command line's words (errors.arg); derived from the registry's parameters.
 _COMMON_WORDS = {"dry_run": "--dry-run"}
 WORDS: dict[str, dict[str, str]] = {
-    "compact": {"mode": "--mode", "partitions": "--partition", "where": "--where", "order_by": "--order-by",
-                "strategy": "--strategy", "threshold": "--threshold", "force": "--force"},
-    "compact-postpone": {"partitions": "--partition", "where": "--where"},
-    "rescale": {"bucket_num": "--bucket-num", "partitions": "--partition", "where": "--where"},
-    "expire-snapshots": {"retain_min": "--retain-min", "retain_max": "--retain-max", "older_than": "--older-than",
-                         "time_retained": "--min-age", "min_age": "--min-age", "max_deletes": "--max-deletes"},
-    "expire-tags": {"older_than": "--older-than", "min_age": "--min-age"},
-    "expire-partitions": {"expiration_time": "--expiration-time", "strategy": "--strategy",
-                          "timestamp_formatter": "--timestamp-formatter", "timestamp_pattern": "--timestamp-pattern",
-                          "max_expires": "--max-expires"},
-    "remove-orphans": {"older_than": "--older-than", "min_age": "--min-age", "allow_short": "--allow-short"},
-    "create-tag": {"snapshot_id": "--snapshot", "timestamp_millis": "--timestamp", "timestamp": "--timestamp",
-                   "time_retained": "--time-retained", "replace": "--replace"},
-    "rename-tag": {"resume": "--resume"},
-    "auto-tag": {"periods": "--period"},
-    "rollback": {"snapshot_id": "--snapshot", "tag": "--tag", "timestamp": "--timestamp", "confirm": "--yes"},
+    **{op.command: {**op.cli_words(), **({"confirm": "--yes"} if op.confirm else {})} for op in OPERATIONS.values()},
     "apply": {"confirm": "--yes"},
 }
 
@@ -467,88 +333,12 @@ def build_parser() -> argparse.ArgumentParser:
             execution(sp)
         return sp
 
-    c = maint("compact", cmd_compact, "compact a table (full, minor, dv-ratio, sort, small-files)")
-    instant = "an instant: ISO 8601 with a zone (2026-11-20T00:00:00Z) or epoch ms"
-    c.add_argument("--mode", choices=["full", "minor", "dv-ratio", "sort", "small-files"], default="full",
-                   help="full (default, like Paimon's compact procedure): everything to the max level; minor: what "
-                        "Paimon's own compaction trigger picks per bucket (universal / lookup compaction, deletion "
-                        "vectors, changelog) — what a dedicated compaction job runs; dv-ratio: files with many "
-                        "deleted rows; sort / small-files: append tables")
-    c.add_argument("--partition", action="append", metavar="K=V[,K2=V2]",
-                   help="only this partition; repeat for several")
-    c.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
-    c.add_argument("--order-by", metavar="COLS", help="sort mode: comma-separated columns")
-    c.add_argument("--strategy", choices=["order", "zorder", "hilbert"], default="order",
-                   help="sort mode: how rows are ordered (default order)")
-    c.add_argument("--threshold", type=float, help="dv-ratio mode: deleted-row ratio above which a file is rewritten")
-    c.add_argument("--force", action="store_true", help=argparse.SUPPRESS)  # write-only tables need no flag any more
-    cp = maint("compact-postpone", cmd_compact_postpone,
-               "postpone-bucket tables (bucket = -2): move the rows waiting in bucket-postpone into real buckets")
-    cp.add_argument("--partition", action="append", metavar="K=V[,K2=V2]", help="only this partition; repeatable")
-    cp.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
-    rs = maint("rescale", cmd_rescale, "change the bucket count of a table or of chosen partitions (one OVERWRITE)")
-    rs.add_argument("--bucket-num", type=int, metavar="N",
-                    help="the new number of buckets (default: the table's bucket option; required for bucket = -2)")
-    rs.add_argument("--partition", action="append", metavar="K=V[,K2=V2]", help="only this partition; repeatable")
-    rs.add_argument("--where", help="predicate on partition columns, e.g. \"dt >= '2024-01-01'\"")
-    e = maint("expire-snapshots", cmd_expire_snapshots, "expire snapshots and reclaim their files")
-    e.add_argument("--retain-min", type=int, metavar="N", help="always keep this many (snapshot.num-retained.min)")
-    e.add_argument("--retain-max", type=int, metavar="N", help="never keep more (snapshot.num-retained.max)")
-    g = e.add_mutually_exclusive_group()
-    g.add_argument("--older-than", metavar="INSTANT",
-                   help=f"expire snapshots superseded before this ({instant})")
-    g.add_argument("--min-age", metavar="AGE",
-                   help="expire snapshots superseded more than this long ago, e.g. '1 d' (snapshot.time-retained)")
-    e.add_argument("--max-deletes", type=int, metavar="N", help="at most this many snapshots (snapshot.expire.limit)")
-    et = maint("expire-tags", cmd_expire_tags, "expire tags by retention and count, reclaiming files")
-    g = et.add_mutually_exclusive_group()
-    g.add_argument("--older-than", metavar="INSTANT", help=f"also delete tags created before this ({instant})")
-    g.add_argument("--min-age", metavar="AGE", help="also delete tags created more than this long ago, e.g. '30 d'")
-    ep = maint("expire-partitions", cmd_expire_partitions,
-               "drop expired partitions in one OVERWRITE commit (snapshot expiry reclaims their files)", spark=False)
-    ep.add_argument("--expiration-time", metavar="AGE",
-                    help="partitions older than this expire, e.g. '7 d' (partition.expiration-time)")
-    ep.add_argument("--strategy", choices=["values-time", "update-time"],
-                    help="where a partition's time comes from: its values or its newest file "
-                         "(partition.expiration-strategy, default values-time)")
-    ep.add_argument("--timestamp-formatter", metavar="PATTERN",
-                    help="Java DateTimeFormatter pattern of the partition time, e.g. yyyyMMdd "
-                         "(partition.timestamp-formatter)")
-    ep.add_argument("--timestamp-pattern", metavar="PATTERN",
-                    help="how partition values make the time string, e.g. '$dt $hour:00:00' "
-                         "(partition.timestamp-pattern; default: the first partition value)")
-    ep.add_argument("--max-expires", type=int, metavar="N",
-                    help="drop at most this many partitions per run (partition.expiration-max-num, default 100)")
-    maint("compact-manifests", cmd_compact_manifests,
-          "merge the latest snapshot's manifests into few (a COMPACT snapshot; data unchanged)", spark=False)
-    o = maint("remove-orphans", cmd_remove_orphans, "delete files nothing references")
-    g = o.add_mutually_exclusive_group()
-    g.add_argument("--older-than", metavar="INSTANT", help=f"only files last modified before this ({instant})")
-    g.add_argument("--min-age", metavar="AGE", help="only files last modified more than this long ago (default 3 d)")
-    o.add_argument("--allow-short", action="store_true", help="allow an age below 1 day")
-    ct = maint("create-tag", cmd_create_tag, "create a tag", spark=False)
-    ct.add_argument("name", help="tag name")
-    g = ct.add_mutually_exclusive_group()
-    g.add_argument("--snapshot", type=int, metavar="ID", help="tag this snapshot (default: the latest)")
-    g.add_argument("--timestamp", metavar="INSTANT", help=f"tag the snapshot current at this time ({instant})")
-    ct.add_argument("--time-retained", metavar="AGE", help="keep the tag this long, e.g. '7 d'")
-    ct.add_argument("--replace", action="store_true", help="move the tag if it already exists")
-    dt_ = maint("delete-tag", cmd_delete_tag, "delete tags, reclaiming files only they kept alive")
-    dt_.add_argument("names", nargs="+", help="tag names")
-    rt = maint("rename-tag", cmd_rename_tag, "rename a tag", spark=False)
-    rt.add_argument("old", help="current tag name")
-    rt.add_argument("new", help="new tag name")
-    rt.add_argument("--resume", action="store_true",
-                    help="finish an interrupted rename (NEW already exists with OLD's content)")
-    at = maint("auto-tag", cmd_auto_tag, "create the automatic tags that are due", spark=False)
-    at.add_argument("--period", help="create (or backfill) the tag of one period, e.g. 2026-11-21")
-    rb = maint("rollback", cmd_rollback, "roll back to a snapshot, tag or point in time (metadata only)", spark=False)
-    g = rb.add_mutually_exclusive_group(required=True)
-    g.add_argument("--snapshot", type=int, metavar="ID", help="roll back to this snapshot")
-    g.add_argument("--tag", help="roll back to this tag")
-    g.add_argument("--timestamp", metavar="INSTANT",
-                   help=f"roll back to the latest snapshot committed at or before this ({instant})")
-    rb.add_argument("--yes", action="store_true", help="confirm: snapshots and tags newer than the target are removed")
+    for op in OPERATIONS.values():
+        sp = maint(op.command, _maintenance_command(op), op.summary, spark=op.placement == TASKS)
+        _add_params(sp, op)
+        if op.confirm:
+            sp.add_argument("--yes", action="store_true", help=f"confirm: {op.title} cannot be undone (snapshots and "
+                                                               "tags newer than the target are removed)")
 
     ap = sub.add_parser("apply", help="execute a plan saved with --dry-run --json (refused if the table changed)")
     ap.add_argument("plan", help="plan file (or - for standard input)")
@@ -564,6 +354,40 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--json", action="store_true", help="machine-readable output")
     sample.set_defaults(fn=cmd_sample)
     return p
+
+
+def _add_params(sp: argparse.ArgumentParser, op: Operation) -> None:
+    """The flags (and positional names) of a registered operation's parameters."""
+    groups: dict[str, Any] = {}
+    for p in op.params:
+        if not p.cli:
+            continue
+        target: Any = sp
+        if p.group:
+            if p.group not in groups:
+                groups[p.group] = sp.add_mutually_exclusive_group(required=p.group in op.required_groups)
+            target = groups[p.group]
+        help_text = argparse.SUPPRESS if p.cli_hidden else p.described
+        if p.positional:
+            target.add_argument(p.name, nargs="+" if p.kind == NAMES else None, help=help_text)
+            continue
+        kw: dict[str, Any] = {"dest": p.name, "help": help_text}
+        if p.kind == BOOL:
+            kw["action"] = "store_true"
+        else:
+            kw["metavar"] = p.metavar
+            if p.kind == PARTITIONS:
+                kw["action"] = "append"
+            elif p.kind == INT:
+                kw["type"] = int
+            elif p.kind == FLOAT:
+                kw["type"] = float
+            elif p.kind == CHOICE:
+                kw.update(choices=list(p.choices), metavar=None)
+            if p.default is not None and p.kind != BOOL:
+                kw["default"] = p.default
+                kw["help"] = help_text if p.cli_hidden else f"{help_text} (default {p.default})"
+        target.add_argument(p.cli_flag, **kw)
 
 
 def _error_payload(e: BaseException) -> dict[str, Any]:

@@ -61,6 +61,20 @@ class UnsupportedError(PaimonOpsError):
     """A table feature paimon-ops does not (yet) handle; refusing is safer than guessing."""
 
 
+class FormatError(PaimonOpsError, ValueError):
+    """A value or bytes that do not fit the format: an encoder refusing a value (a decimal too wide, a row of the
+    wrong arity), a decoder refusing bytes or text. Also a ValueError: the codecs' own callers catch those of the
+    libraries underneath (pyarrow, fastavro) with it."""
+
+
+class PartitionTimeError(PaimonOpsError):
+    """A partition's time text the formatter cannot parse (Java: DateTimeParseException)."""
+
+
+class PatternError(InvalidArgumentError):
+    """A partition timestamp formatter or pattern that is invalid or not supported (Java: IllegalArgumentException)."""
+
+
 class CommitConflictError(PaimonOpsError):
     """Our commit conflicts with what others committed since our base snapshot."""
 

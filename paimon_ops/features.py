@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from paimon_ops.errors import UnsupportedError
+from paimon_ops.errors import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
     from paimon_ops.format.schema import TableSchema
@@ -358,7 +358,7 @@ def require(table: Table, operation: str, uses: Iterable[Use] | None = None, *, 
     """Refuse `operation` on `table` (UnsupportedError, one line) if it uses a feature the operation does not
     handle. `uses` defaults to the options, plus (with `deep`) the latest snapshot's metadata."""
     if operation not in ALL_OPS:
-        raise ValueError(f"unknown operation {operation!r} for the feature gate")
+        raise InvalidArgumentError(f"unknown operation {operation!r} for the feature gate")
     if uses is None:
         uses = option_uses(table)
         msg = refusal(table, operation, uses)

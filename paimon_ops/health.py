@@ -160,16 +160,6 @@ def measure_files(table: Table, scanner: TableScanner | None = None) -> FileHeal
     return FileHealth(table.identifier, result.snapshot.id, pk, threshold, small_thr, tuple(out))
 
 
-def partitions_of(buckets: list[BucketStat]) -> list[dict[str, str]]:
-    """Distinct partitions (as column -> value text) of some buckets, in order."""
-    seen, out = set(), []
-    for b in buckets:
-        k = tuple(b.partition.items())
-        if k not in seen:
-            seen.add(k)
-            out.append(dict(b.partition))
-    return out
-
 
 def bucket_groups(buckets: list[BucketStat]) -> list[tuple[list[dict[str, str]], list[int]]]:
     """Partitions grouped by their exact set of buckets: each (partitions, buckets) pair, as a compaction filter

@@ -245,10 +245,6 @@ class Options:
         return self.enum("changelog-producer", ("none", "input", "full-compaction", "lookup"), "none")
 
     @property
-    def write_only(self) -> _Bool:
-        return self.bool("write-only")
-
-    @property
     def data_file_prefix(self) -> _Str:
         return self.str("data-file.prefix", "data-")  # type: ignore[return-value]
 

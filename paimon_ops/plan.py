@@ -27,9 +27,9 @@ import time
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, PaimonOpsError, StalePlanError
+from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
 
 # Kinds of files a plan touches (used as report keys too).
 DATA = "data"
@@ -259,23 +259,17 @@ class TagIs(Precondition):
 
 # ---------------------------------------------------------------------------------------------- plans
 _PLANS: dict[str, type[Plan]] = {}
-# Which module defines (and registers) each operation's plan type and step actions; imported on `from_json`.
-OPERATION_MODULES = {
-    "expire_snapshots": "paimon_ops.lifecycle.expire",
-    "delete_tags": "paimon_ops.lifecycle.tag_deletion",
-    "expire_tags": "paimon_ops.lifecycle.tag_expiry",
-    "auto_tag": "paimon_ops.lifecycle.autotag",
-    "create_tag": "paimon_ops.lifecycle.tags",
-    "replace_tag": "paimon_ops.lifecycle.tags",
-    "rename_tag": "paimon_ops.lifecycle.tags",
-    "remove_orphans": "paimon_ops.lifecycle.orphans",
-    "rollback": "paimon_ops.lifecycle.rollback",
-    "compact": "paimon_ops.compact.api",
-    "expire_partitions": "paimon_ops.lifecycle.partition_expiry",
-    "compact_manifests": "paimon_ops.lifecycle.manifest_compaction",
-    "compact_postpone": "paimon_ops.compact.postpone",
-    "rescale": "paimon_ops.compact.rescale",
-}
+
+
+def plan_type(op: str) -> type[Plan] | None:
+    """The plan class of a saved plan's operation: the registry (paimon_ops.operations) names the module defining
+    it, imported on demand."""
+    from paimon_ops.operations import by_plan_type
+    registered = by_plan_type(op) if isinstance(op, str) else None
+    if registered is None:
+        return None
+    importlib.import_module(registered.plan_module)
+    return _PLANS.get(op)
 
 
 @dataclass(frozen=True)
@@ -385,11 +379,9 @@ class Plan:
             raise CorruptMetadataError(where, f"not a paimon-ops plan (expected \"format\": \"{PLAN_FORMAT}\"); make "
                                               "one with --dry-run --json")
         op = d.get("operation")
-        module = OPERATION_MODULES.get(op)  # type: ignore[arg-type]
-        if module is None:
+        cls = plan_type(op)  # type: ignore[arg-type]
+        if cls is None:
             raise CorruptMetadataError(where, f"unknown operation {op!r} in plan")
-        importlib.import_module(module)
-        cls = _PLANS[op]  # type: ignore[index]
         try:
             return decode(cls, {k: v for k, v in d.items() if k not in ("format", "operation")})
         except RecursionError:
@@ -446,7 +438,7 @@ def decode(tp: Any, v: Any, where: str = "") -> Any:
         _expect(v, dict, where)
         cls = _PRECONDITIONS.get(v.get("kind"))
         if cls is None:
-            raise ValueError(f"unknown precondition kind {v.get('kind')!r}")
+            raise FormatError(f"unknown precondition kind {v.get('kind')!r}")
         return decode(cls, {k: x for k, x in v.items() if k != "kind"}, where)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         _expect(v, dict, where)
@@ -462,7 +454,7 @@ def decode(tp: Any, v: Any, where: str = "") -> Any:
         if len(targs) == 2 and targs[1] is Ellipsis:
             return tuple(decode(targs[0], x, f"{where}[{i}]") for i, x in enumerate(v))
         if len(v) != len(targs):
-            raise ValueError(f"{where or 'value'}: expected {len(targs)} items, got {len(v)}")
+            raise FormatError(f"{where or 'value'}: expected {len(targs)} items, got {len(v)}")
         return tuple(decode(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(targs, v)))
     if origin in (list, collections.abc.Sequence, collections.abc.Iterable):
         _expect(v, list, where)
@@ -597,10 +589,6 @@ class PlanBuilder:
                    options_override=_plan_options(table.options_override))
 
 
-def iter_steps(plan: Plan, action: str) -> Iterator[Step]:
-    return (s for s in plan.steps if s.action == action)
-
-
 # ---------------------------------------------------------------------------------------------- planners
 # A plan is a review artifact, not an authority (design.md §1). Every operation's planner is registered here; the
 # plan it returns records the arguments it was called with (`planned_with`). A plan that did not come straight from
@@ -650,7 +638,7 @@ def decode_param(v: Any) -> Any:
                 if k == "$date" and isinstance(x, str):
                     return _dt.date.fromisoformat(x)
             except (ValueError, OverflowError) as e:
-                raise ValueError(f"{k}: {e}") from None
+                raise FormatError(f"{k}: {e}") from None
         return {k: decode_param(x) for k, x in v.items()}
     return v
 
@@ -708,9 +696,7 @@ def replan(plan: Plan, table: Any) -> Plan:
     """The plan `plan`'s operation makes now, on `table`, with the recorded arguments — refused (StalePlanError, which
     lists the differences) unless it decides exactly what `plan` says. Nothing is changed either way."""
     op = plan.operation
-    module = OPERATION_MODULES.get(op)
-    if module:
-        importlib.import_module(module)
+    plan_type(op)
     fn = _PLANNERS.get(op)
     if fn is None:
         raise PaimonOpsError(f"no planner for operation {op!r}")
@@ -831,7 +817,7 @@ def _list_diff(kind: str, a: list, b: list) -> list[str]:
 
 __all__ = ["Plan", "Step", "FileAction", "Precondition", "LatestSnapshotIs", "SnapshotIs", "EarliestSnapshotIs",
            "TagsAre", "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
-           "declare_step_action", "OPERATION_MODULES", "InvalidArgumentError", "planner", "replan", "decision",
+           "declare_step_action", "plan_type", "InvalidArgumentError", "planner", "replan", "decision",
            "decision_diff", "encode_param", "decode_param"]
 
 

@@ -1,8 +1,6 @@
-"""The maintenance operations the Airflow provider offers, as one declarative table: operation name -> the facade
-method (`paimon_ops.api`) that plans it. Everything else — each operator's parameters, their types, defaults and
-documentation — is read from the facade's signature and docstring with `inspect`, so the operators take exactly what
-the facade (and the CLI built on it) takes. When the operation registry lands (issue 20), `FACADE` is replaced by it
-here and nowhere else.
+"""The maintenance operations the Airflow provider offers: the operation registry (`paimon_ops.operations`), as
+Airflow operators see it. Each operator's parameters, their defaults and documentation come from the registry (which
+a test checks against the facade); the annotation shown in an operator's documentation is the facade's own.
 
 This module does not import Airflow (it is the part a test can check against the facade without it).
 """
@@ -10,31 +8,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import inspect
-import json
-import operator
-import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from paimon_ops import api
-from paimon_ops.errors import InvalidArgumentError
+from paimon_ops import operations as registry
 
-# operation name -> facade method, as `<attribute of po.Table>.<method>`
-FACADE: dict[str, str] = {
-    "compact": "maintenance.compact",
-    "expire_snapshots": "maintenance.expire_snapshots",
-    "expire_tags": "maintenance.expire_tags",
-    "expire_partitions": "maintenance.expire_partitions",
-    "remove_orphans": "maintenance.remove_orphans",
-    "compact_manifests": "maintenance.compact_manifests",
-    "create_tag": "tags.create",
-    "delete_tags": "maintenance.delete_tags",
-    "rename_tag": "tags.rename",
-    "create_auto_tags": "maintenance.create_auto_tags",
-    "rollback": "maintenance.rollback",
-    "compact_postpone": "maintenance.compact_postpone",
-    "rescale": "maintenance.rescale",
-}
+# operation name -> facade method, as `<attribute of po.Table>.<method>` (from the registry)
+FACADE: dict[str, str] = {name: op.facade for name, op in registry.OPERATIONS.items()}
 
 _OWNERS: dict[str, type] = {"maintenance": api.Maintenance, "tags": api.Tags}
 REQUIRED = inspect.Parameter.empty
@@ -44,9 +25,10 @@ REQUIRED = inspect.Parameter.empty
 class Parameter:
     name: str
     annotation: str     # the facade's annotation, as written
-    default: Any        # REQUIRED when the facade has none
+    default: Any        # REQUIRED for the names the facade takes positionally
     positional: bool    # a name the facade takes positionally (tag names)
-    doc: str            # the facade docstring's sentences about it ("" when it says nothing specific)
+    doc: str            # the registry's documentation of it
+    param: registry.Param
 
     @property
     def required(self) -> bool:
@@ -56,35 +38,7 @@ class Parameter:
         """The value as the facade takes it, from what a DAG gives (rendered templates are strings): instants as
         ISO 8601 with an offset or epoch ms, ages as Paimon durations ('3 d'), numbers and booleans from text,
         sequences from JSON lists."""
-        if value is None or not isinstance(value, str):
-            return value
-        text = value.strip()
-        a = self.annotation
-        if "Instant" in a:
-            from paimon_ops.timeutil import parse_instant
-            return parse_instant(text, self.name)
-        if "Age" in a:
-            from paimon_ops.options import parse_duration
-            return parse_duration(text, self.name)
-        if re.match(r"^(int|float)\b", a):
-            try:
-                return (int if a.startswith("int") else float)(text)
-            except ValueError:
-                raise InvalidArgumentError(f"{self.name}={value!r}: expected a number") from None
-        if a.startswith("bool"):
-            if text.lower() in ("true", "1", "yes"):
-                return True
-            if text.lower() in ("false", "0", "no", ""):
-                return False
-            raise InvalidArgumentError(f"{self.name}={value!r}: expected true or false")
-        if a.startswith(("Sequence", "Iterable", "list")):
-            if text.startswith("["):
-                try:
-                    return json.loads(text)
-                except ValueError as e:
-                    raise InvalidArgumentError(f"{self.name}={value!r}: not a JSON list: {e}") from None
-            return [text]
-        return value
+        return self.param.coerce(value, self.name)
 
 
 @dataclass(frozen=True)
@@ -93,6 +47,7 @@ class Operation:
     facade: str                         # "maintenance.compact"
     doc: str                            # the facade method's docstring
     parameters: tuple[Parameter, ...]
+    registered: registry.Operation
 
     @property
     def summary(self) -> str:
@@ -105,51 +60,23 @@ class Operation:
         raise KeyError(name)
 
     def plan(self, table: api.Table, arguments: Mapping[str, Any]) -> Any:
-        """The plan of this operation on `table` with these arguments (checked and coerced; None means the
-        facade's default)."""
-        known = {p.name for p in self.parameters}
-        unknown = sorted(set(arguments) - known)
-        if unknown:
-            raise InvalidArgumentError(f"{self.name} takes no argument {', '.join(unknown)}; it takes "
-                                       + (", ".join(sorted(known)) or "none"))
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for p in self.parameters:
-            value = p.coerce(arguments.get(p.name))
-            if p.positional:
-                if value is None:
-                    raise InvalidArgumentError(f"{self.name} needs {p.name}")
-                args.append(value)
-            elif value is not None:
-                kwargs[p.name] = value
-        method: Callable[..., Any] = operator.attrgetter(self.facade)(table)
-        return method(*args, **kwargs)
+        """The plan of this operation on `table` with these arguments (checked and coerced by the registry; None
+        means the default)."""
+        return self.registered.plan(table, arguments, {p.name: p.name for p in self.parameters})
 
 
-def _doc_about(doc: str, name: str) -> str:
-    """The docstring's sentences that name `name` (in backticks)."""
-    sentences = re.split(r"(?<=\.)\s+(?=[A-Z`(])", " ".join(doc.split()))
-    return " ".join(s for s in sentences if f"`{name}`" in s)
-
-
-def from_facade(name: str, path: str) -> Operation:
-    owner, _, method_name = path.partition(".")
+def from_registry(op: registry.Operation) -> Operation:
+    owner, _, method_name = op.facade.partition(".")
     method = getattr(_OWNERS[owner], method_name)
-    doc = inspect.getdoc(method) or ""
-    params = []
-    for p in inspect.signature(method).parameters.values():
-        if p.name == "self":
-            continue
-        positional = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-        default = p.default
-        if p.kind is p.VAR_POSITIONAL:
-            default = REQUIRED
-        annotation = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
-        params.append(Parameter(p.name, annotation, default, positional, _doc_about(doc, p.name)))
-    return Operation(name, path, doc, tuple(params))
+    annotations = {p.name: p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
+                   for p in inspect.signature(method).parameters.values()}
+    params = [*op.params, *([registry.INSTANT_PARAM] if op.takes_now else [])]
+    return Operation(op.name, op.facade, inspect.getdoc(method) or "", tuple(
+        Parameter(p.name, annotations.get(p.name, ""), REQUIRED if p.positional else p.default, p.positional,
+                  p.described, p) for p in params), op)
 
 
-OPERATIONS: dict[str, Operation] = {name: from_facade(name, path) for name, path in FACADE.items()}
+OPERATIONS: dict[str, Operation] = {name: from_registry(op) for name, op in registry.OPERATIONS.items()}
 
 
 def jsonable(value: Any) -> Any:
@@ -163,4 +90,4 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["FACADE", "OPERATIONS", "Operation", "Parameter", "REQUIRED", "from_facade", "jsonable"]
+__all__ = ["FACADE", "OPERATIONS", "Operation", "Parameter", "REQUIRED", "from_registry", "jsonable"]

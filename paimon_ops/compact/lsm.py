@@ -3,7 +3,7 @@
 The driver planned the unit's steps in key order (compact.levels). Per step:
 
 * ``upgrade``: nothing to do here — a metadata-only level change the driver commits;
-* ``rewrite``: the step's files are merged by the streaming k-way merge (bounded memory, rewrite.merge_slices) and
+* ``rewrite``: the step's files are merged by the streaming k-way merge (bounded memory, task_context.merge_slices) and
   written as new files at the output level (a new rolling writer per step, so outputs never overlap the files
   upgraded between steps);
 * ``read``: one level-0 file is read through the lookup / changelog wrapper; its rows are rewritten, or the file is
@@ -47,6 +47,7 @@ from paimon_ops.compact.dv import dv_index_path, write_dv_index
 from paimon_ops.compact.levels import FIRST_ROW, FULL_MERGE, LOOKUP_MERGE, READ, REWRITE, UPGRADE, Step
 from paimon_ops.compact.lookup import HigherLevels
 from paimon_ops.compact.model import InputFile, index_entry_from_json, index_entry_to_json
+from paimon_ops.compact.task_context import TaskContext, merge_slices
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.deletion_vectors import DeletionVector
 
@@ -56,7 +57,7 @@ LEVEL = "_LEVEL"
 
 
 class _Lsm:
-    def __init__(self, ctx: Any, files: list[InputFile]):
+    def __init__(self, ctx: TaskContext, files: list[InputFile]):
         from paimon_ops.merge import MergeSpec
 
         self.ctx = ctx
@@ -151,8 +152,6 @@ class _Lsm:
 
     # ------------------------------------------------------------------ the unit
     def run(self) -> dict[str, Any]:
-        from paimon_ops.compact.rewrite import merge_slices
-
         for step in self.steps:
             if step.op == UPGRADE:
                 self.stats["files_upgraded"] += 1
@@ -217,7 +216,7 @@ class _Lsm:
         return out
 
 
-def run_lsm(ctx: Any, files: list[InputFile]) -> dict[str, Any]:
+def run_lsm(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
     return _Lsm(ctx, files).run()
 
 

@@ -267,7 +267,7 @@ def check_postpone_table(table: Table, what: str) -> None:
                                  "columns of the primary key (without partition columns)", table.options.where)
 
 
-@planner("compact_postpone")
+@planner("compact_postpone")  # a saved plan is re-planned with its recorded arguments before it runs
 def plan_postpone_compaction(table: Table | str, partitions: Sequence[Mapping[str, Any] | str] | None = None,
                              where: str | None = None, memory_budget: int | None = None) -> PostponeCompactionPlan:
     """Plan moving every postpone row of the selected partitions into real buckets (reads metadata only)."""

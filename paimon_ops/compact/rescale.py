@@ -174,7 +174,7 @@ def _new_bucket_num(table: Table, bucket_num: int | None) -> int:
     return n
 
 
-@planner("rescale")
+@planner("rescale")  # a saved plan is re-planned with its recorded arguments before it runs
 def plan_rescale(table: Table | str, bucket_num: int | None = None,
                  partitions: Sequence[Mapping[str, Any] | str] | None = None, where: str | None = None,
                  memory_budget: int | None = None) -> RescalePlan:
@@ -273,11 +273,11 @@ def plan_rescale(table: Table | str, bucket_num: int | None = None,
 # ---------------------------------------------------------------------------------------------- split task
 def run_split_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
     """Executor entry point: one old bucket's rows (merged, DVs applied) into the new buckets."""
-    from paimon_ops.compact.rewrite import _Ctx, _file_rows_with_seq, merge_slices
+    from paimon_ops.compact.task_context import TaskContext, file_rows_with_seq, merge_slices
     from paimon_ops.format.binary_row import bucket_ids
 
     started = time.time()
-    ctx = _Ctx(table_location, task)
+    ctx = TaskContext(table_location, task)
     table = ctx.table
     schema = table.schema
     n = int(task["num_buckets"])
@@ -310,7 +310,7 @@ def run_split_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
                 out(merge_records(records, spec, True))
         else:
             for f in sorted(files, key=lambda f: meta_from_json(f.meta).min_sequence_number):
-                for t in _file_rows_with_seq(ctx, f, ctx.batch_rows([f], 1)):
+                for t in file_rows_with_seq(ctx, f, ctx.batch_rows([f], 1)):
                     stats["rows_read"] += t.num_rows
                     out(t)
         for w in writers.values():

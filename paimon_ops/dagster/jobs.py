@@ -1,7 +1,12 @@
-"""Jobs — a constant number, whatever the number of tables: one asset job per maintenance kind over every table
-asset. A run selects the tables it maintains (sensors and schedules select one table per run); the job's run tag
-`paimon/operations` tells the tables' op what to do, and the config of the run (typed by the kind of table) sits
-under the op of the tables' kind in the launchpad (`ops: {paimon_primary_key_tables: {config: …}}`).
+"""Jobs — a constant number, whatever the number of tables: one asset job per maintenance operation of the registry
+(`paimon_ops.operations`: each operation naming a `dagster_job`), the nightly job (the operations marked `nightly`, in
+stage order) and an observation job, each over every table asset. A run selects the tables it maintains (sensors and
+schedules select one table per run).
+
+Each job's run config is its own: exactly its operations' knobs, with their defaults and docs, under the op of each
+kind of table (`ops: {paimon_primary_key_tables: {config: {compact: {mode: full}}}}`), typed by the kind. A config
+mapping (`job_config`) turns it into the tables' op config, where the sections it fills are what runs: nothing
+editable (no run tag) names the operations.
 
 | job | operations (in order) |
 |---|---|
@@ -17,48 +22,71 @@ under the op of the tables' kind in the launchpad (`ops: {paimon_primary_key_tab
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from dagster import AssetsDefinition, AssetSelection
+from dagster import AssetsDefinition, AssetSelection, ConfigMapping, Field, Permissive, Shape
+from dagster._config import Noneable
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from paimon_ops.dagster.operations import (
-    COMPACT,
-    COMPACT_MANIFESTS,
-    CREATE_TAGS,
-    EXPIRE_PARTITIONS,
-    EXPIRE_SNAPSHOTS,
-    EXPIRE_TAGS,
-    OPERATIONS_TAG,
-    REMOVE_ORPHANS,
-)
+from paimon_ops.dagster.operations import DAGSTER_OPERATIONS
+from paimon_ops.operations import OPERATIONS
 
 IMPLICIT_ASSET_JOB_NAME = "__ASSET_JOB"  # the job Dagster builds over every asset (what the asset page launches)
 COMPACTION_JOB = "paimon_compaction"
 NIGHTLY_JOB = "paimon_nightly"
 OBSERVE_JOB = "paimon_observe"
 
-JOBS: dict[str, tuple[tuple[str, ...], str]] = {
-    COMPACTION_JOB: ((COMPACT,), "Compaction (mode, partitions and buckets in each table's config)."),
-    "paimon_expire_snapshots": ((EXPIRE_SNAPSHOTS,), "Snapshot expiry by each table's retention options, reclaiming "
-                                                     "the files nothing retained references."),
-    "paimon_expire_tags": ((EXPIRE_TAGS,), "Tag expiry (tag.num-retained-max, tag retention), with reclamation."),
-    "paimon_remove_orphans": ((REMOVE_ORPHANS,), "Removal of files no snapshot, tag, branch or changelog references."),
-    "paimon_expire_partitions": ((EXPIRE_PARTITIONS,), "Partition expiry (partition.expiration-time and the other "
-                                                       "partition.expiration-* options): one OVERWRITE commit "
-                                                       "dropping the expired partitions."),
-    "paimon_compact_manifests": ((COMPACT_MANIFESTS,), "Manifest compaction: merge the latest snapshot's manifests "
-                                                       "into few, as a COMPACT snapshot."),
-    NIGHTLY_JOB: ((CREATE_TAGS, EXPIRE_PARTITIONS, EXPIRE_SNAPSHOTS, EXPIRE_TAGS, REMOVE_ORPHANS),
-                  "Nightly maintenance: create the due automatic tags, expire partitions (tables with "
-                  "partition.expiration-time), expire snapshots, expire tags, remove orphan files."),
-    OBSERVE_JOB: ((), "Observe the tables and run their checks (changes nothing)."),
-}
+
+def _jobs() -> dict[str, tuple[tuple[str, ...], str]]:
+    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    for op in OPERATIONS.values():  # in the registry's order
+        if op.dagster_job:
+            out[op.dagster_job] = ((op.dagster_key,), f"{op.title.capitalize()}: {op.summary}.")
+    nightly = tuple(name for name, op in DAGSTER_OPERATIONS.items() if op.nightly)
+    out[NIGHTLY_JOB] = (nightly, "Nightly maintenance: " + ", ".join(DAGSTER_OPERATIONS[n].title for n in nightly)
+                        + " (each where it applies to the table).")
+    out[OBSERVE_JOB] = ((), "Observe the tables and run their checks (changes nothing).")
+    return out
+
+
+# job name -> (its operations, in run order; description)
+JOBS: dict[str, tuple[tuple[str, ...], str]] = _jobs()
 
 
 def job_for(operation: str) -> str:
     """The job that runs exactly `operation`."""
     return next(name for name, (ops, _) in JOBS.items() if ops == (operation,))
+
+
+_PASSED_ON = ("resources", "loggers", "execution")  # run config a job passes on unchanged
+
+
+def job_config(operations: Sequence[str], table_ops: Mapping[str, Any]) -> ConfigMapping:
+    """The run config of a job running `operations`: per op of tables (`table_ops`: op name -> its config schema),
+    `dry_run` and the operations' sections, each with its fields' defaults — mapped onto the op's config with
+    exactly those sections set (what runs)."""
+    ops_fields = {}
+    for op_name, schema in table_ops.items():
+        fields = schema.config_type.fields
+        shape = {"dry_run": fields["dry_run"]}
+        for name in operations:
+            section = fields[name]
+            inner = section.config_type.inner_type if isinstance(section.config_type, Noneable) else section.config_type
+            shape[name] = Field(inner, is_required=False, description=section.description)
+        ops_fields[op_name] = Field(Shape({"config": Field(Shape(shape), is_required=False)}), is_required=False)
+    schema = {"ops": Field(Shape(ops_fields), is_required=False),
+              **{k: Field(Permissive(), is_required=False) for k in _PASSED_ON}}
+
+    def to_op_config(given: Mapping[str, Any]) -> Mapping[str, Any]:
+        out: dict[str, Any] = {k: given[k] for k in _PASSED_ON if given.get(k)}
+        given_ops = given.get("ops") or {}
+        out["ops"] = {op_name: {"config": {"dry_run": bool(cfg.get("dry_run")),
+                                           **{name: dict(cfg.get(name) or {}) for name in operations}}}
+                      for op_name in table_ops
+                      for cfg in [(given_ops.get(op_name) or {}).get("config") or {}]}
+        return out
+
+    return ConfigMapping(config_fn=to_op_config, config_schema=schema)
 
 
 def build_jobs(table_assets: Sequence[AssetsDefinition]) -> list[Any]:
@@ -68,7 +96,7 @@ def build_jobs(table_assets: Sequence[AssetsDefinition]) -> list[Any]:
     ops, and 5,000 tables have 30,000 checks). A run selecting tables gets their checks added by Dagster (as the
     asset page does); a run of the whole job evaluates them in the tables' op (`table_asset.run_tables`).
 
-    The jobs differ only in name, description and tags, so they are resolved once: Dagster resolves every asset job
+    The jobs differ only in name, description and run config, so they are resolved once: Dagster resolves every asset job
     on its own (an asset graph of the job, the job's graph, its resource requirements — a quarter of a second each
     over 5,000 tables), and the others are copies of the first over the same graph (`_SharedResolution`)."""
     if not table_assets:
@@ -80,14 +108,15 @@ def build_jobs(table_assets: Sequence[AssetsDefinition]) -> list[Any]:
         def resolve(self, asset_graph: Any, default_executor_def: Any = None, resource_defs: Any = None) -> Any:
             return shared.resolve(self, asset_graph, default_executor_def, resource_defs)
 
+    table_ops = {ad.node_def.name: ad.op.config_schema for ad in table_assets}
     return [_MaintenanceJob(name=name, selection=selection, description=description,
-                            tags={OPERATIONS_TAG: ",".join(ops)} if ops else {})
+                            config=job_config(ops, table_ops))
             for name, (ops, description) in JOBS.items()]
 
 
 class _SharedResolution:
     """The resolution of the first of a build's jobs over an asset graph; each other job of that build, over the same
-    graph, a copy of it under its own name, description and tags (Dagster's `JobDefinition._copy`, what its
+    graph, a copy of it under its own name, description, tags and run config (Dagster's `JobDefinition._copy`, what its
     `with_*` methods use). Keyed by the asset graph, which Dagster builds once per repository."""
 
     def __init__(self) -> None:
@@ -102,4 +131,4 @@ class _SharedResolution:
             self._graph, self._job = weakref.ref(asset_graph), base
             return base
         return base._copy(name=job.name, description=job.description, tags=job.tags, run_tags=job.run_tags,
-                          metadata=job.metadata or {})
+                          metadata=job.metadata or {}, config=job.config)

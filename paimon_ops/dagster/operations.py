@@ -1,28 +1,45 @@
-"""Maintenance operations, table-driven: each is a name, a config field and a function that *plans* it on the
-engine's facade (`po.Table.maintenance`). The table asset's op runs the operations its run asks for (the run tag
-`paimon/operations`, set by the paimon_* jobs), plans each, starts a runner only for plans with work, and records
-one observation on the table. Adding an operation = one `Operation` entry, one config field, one job line.
+"""The maintenance operations in Dagster, derived from the operation registry (`paimon_ops.operations`): each
+registered operation with a Dagster job (or a place in the nightly job) is a *section* of the tables' op config, typed
+from the operation's parameters for the kind of table (the launchpad offers only what is valid for the table: a
+primary-key table compacts `minor` | `full` | `dv-ratio`, an unaware-bucket append table `small-files` | `full` |
+`sort` with `order_by` and `strategy`, a fixed-bucket append table `small-files` | `full`).
 
-Typed config per kind of table (the launchpad offers only what is valid for the table): primary-key tables compact
-`minor` | `full` | `dv-ratio`; unaware-bucket append tables `small-files` | `full` | `sort` (with `order_by` and
-`strategy` order | zorder | hilbert); fixed-bucket append tables `small-files` | `full`.
+What a run does is its config: the op runs the operations whose section is given, in the registry's stage order
+(tags before anything expires, orphans last). The paimon_* jobs map their own run config — exactly their operations'
+knobs, with defaults and docs (`jobs.job_config`) — onto those sections; a run of the tables from the asset page
+observes them unless its config names a section. No run tag decides what runs.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Literal, Optional
 
 from dagster import Config
-from pydantic import Field
+from pydantic import Field, create_model
 
 from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec
-from paimon_ops.errors import InvalidArgumentError
-from paimon_ops.options import parse_duration
+from paimon_ops.errors import cli_words
+from paimon_ops.operations import (
+    AGE,
+    BOOL,
+    CHOICE,
+    FLOAT,
+    INSTANT,
+    INT,
+    INTS,
+    OPERATIONS,
+    PARTITIONS,
+    STRINGS,
+    Operation,
+    Param,
+)
 
-OPERATIONS_TAG = "paimon/operations"  # run tag: comma-separated operation names (none: observe only)
+# The operations Dagster runs (by their Dagster names), in the order a run of several runs them.
+DAGSTER_OPERATIONS: dict[str, Operation] = {
+    op.dagster_key: op for op in sorted((op for op in OPERATIONS.values() if op.dagster_job or op.nightly),
+                                         key=lambda op: op.stage)}
 
-CREATE_TAGS = "create_tags"
+CREATE_TAGS = OPERATIONS["create_auto_tags"].dagster_key
 COMPACT = "compact"
 EXPIRE_SNAPSHOTS = "expire_snapshots"
 EXPIRE_TAGS = "expire_tags"
@@ -37,77 +54,82 @@ def now_millis() -> int:
 
 
 # ---------------------------------------------------------------------------------------------- config
-class CompactPrimaryKey(Config):
-    mode: Literal["minor", "full", "dv-ratio"] = Field(
-        default="minor", description="minor: Paimon's own LSM pick per bucket (lookups, deletion vectors, "
-                                     "changelog); full: everything to the max level; dv-ratio: rewrite files with many deleted rows")
-    partitions: list[dict[str, str]] = Field(default_factory=list, description="partition specs, e.g. "
-                                             "[{'dt': '2024-01-01'}]; empty: every partition")
-    buckets: list[int] = Field(default_factory=list, description="only these buckets; empty: every bucket")
-    where: Optional[str] = Field(default=None, description="predicate on partition columns, e.g. dt >= '2024-01-01'")
+_KIND_CLASS = {PRIMARY_KEY: "PrimaryKey", APPEND: "Append", APPEND_FIXED: "FixedBucketAppend", None: ""}
 
 
-class CompactFixedBucketAppend(Config):
-    mode: Literal["small-files", "full"] = Field(default="small-files", description="small-files: bin-pack small "
-                                                                                    "files; full: rewrite every bucket")
-    partitions: list[dict[str, str]] = Field(default_factory=list, description="partition specs; empty: all")
-    buckets: list[int] = Field(default_factory=list, description="only these buckets; empty: every bucket")
-    where: Optional[str] = Field(default=None, description="predicate on partition columns")
+def _field(p: Param, kind: str | None) -> tuple[Any, Any] | None:
+    """(annotation, pydantic Field) of a parameter in the config of a kind of table; None: not offered there."""
+    if not p.dagster or p.positional:
+        return None
+    choices, default = p.choices, p.default
+    if p.by_table_kind is not None:
+        if kind is None or kind not in p.by_table_kind:
+            return None
+        choices, default = p.by_table_kind[kind]
+    doc = p.described
+    if p.kind == AGE:
+        doc += " — an age such as '3 d' or '36 h'"
+    elif p.kind == INSTANT:
+        doc += " — ISO 8601 with a zone or epoch ms"
+    if p.kind in (PARTITIONS, STRINGS, INTS):
+        item = {PARTITIONS: dict[str, str], STRINGS: str, INTS: int}[p.kind]
+        return list[item], Field(default_factory=list, description=doc)  # type: ignore[valid-type]
+    if p.kind == BOOL:
+        return bool, Field(default=bool(default), description=doc)
+    if p.kind == CHOICE and choices and default is not None:
+        return Literal[tuple(choices)], Field(default=default, description=doc)  # type: ignore[return-value]
+    if p.kind == CHOICE and choices:  # Dagster has no optional enum: text, checked by the engine
+        doc += f" — one of {', '.join(choices)}"
+    tp = {INT: int, FLOAT: float}.get(p.kind, str)
+    return (tp if default is not None else Optional[tp]), Field(default=default, description=doc)
 
 
-class CompactAppend(Config):
-    mode: Literal["small-files", "full", "sort"] = Field(
-        default="small-files", description="small-files: bin-pack small files; full: rewrite everything; sort: "
-                                           "rewrite sorted by order_by")
-    partitions: list[dict[str, str]] = Field(default_factory=list, description="partition specs; empty: all")
-    buckets: list[int] = Field(default_factory=list, description="only these buckets; empty: every bucket")
-    where: Optional[str] = Field(default=None, description="predicate on partition columns")
-    order_by: list[str] = Field(default_factory=list, description="sort mode: columns to sort by")
-    strategy: Literal["order", "zorder", "hilbert"] = Field(default="order", description="sort mode: curve")
+_SECTIONS: dict[tuple[str, str | None], type[Config]] = {}
 
 
-class RemoveOrphans(Config):
-    older_than: Optional[str] = Field(default=None, description="only files older than this age ('3 d', '36 h'); "
-                                                        "default 3 days")
-    allow_short: bool = Field(default=False, description="allow older_than under 1 day (only when no writer can be active)")
-
-
-class ExpirePartitions(Config):
-    expiration_time: Optional[str] = Field(default=None, description="drop partitions older than this age ('30 d'); "
-                                                                     "default the table's partition.expiration-time")
-    max_expires: Optional[int] = Field(default=None, description="at most this many partitions per run; default "
-                                                                 "partition.expiration-max-num (100)")
+def section_class(op: Operation, kind: str | None) -> type[Config]:
+    """The config of one operation for one kind of table (a Config class built once from its parameters)."""
+    key = (op.dagster_key, kind)
+    if key not in _SECTIONS:
+        fields = {p.name: f for p in op.params if (f := _field(p, kind)) is not None}
+        name = "".join(w.capitalize() for w in op.dagster_key.split("_")) + _KIND_CLASS[kind]
+        cls = create_model(name, __base__=Config, **fields)  # type: ignore[call-overload]
+        cls.__doc__ = f"{op.title.capitalize()}: {op.summary}."
+        _SECTIONS[key] = cls
+    return _SECTIONS[key]
 
 
 class TableConfig(Config):
-    """Config of a table asset run. Which operations run is the run's `paimon/operations` tag (the paimon_* jobs
-    set it); without it the run observes the table and evaluates its checks."""
+    """Config of a tables' op: `dry_run`, and one section per operation to run (absent: not run). The paimon_* jobs
+    fill the sections of their operations; without any, a run observes the tables and evaluates their checks."""
 
-    dry_run: bool = Field(default=False, description="plan only: record what would be written and deleted (would_* keys) "
-                                             "as an observation; change nothing, never start Spark")
-    remove_orphans: RemoveOrphans = Field(default_factory=lambda: RemoveOrphans())
-    expire_partitions: ExpirePartitions = Field(default_factory=lambda: ExpirePartitions())
-
-
-class PrimaryKeyTableConfig(TableConfig):
-    compact: CompactPrimaryKey = Field(default_factory=lambda: CompactPrimaryKey())
+    dry_run: bool = Field(default=False, description="plan only: record what would be written and deleted "
+                                                     "(would_* keys) as an observation; change nothing, never start "
+                                                     "Spark")
 
 
-class AppendTableConfig(TableConfig):
-    compact: CompactAppend = Field(default_factory=lambda: CompactAppend())
+def _table_config(kind: str | None) -> type[TableConfig]:
+    fields = {name: (Optional[section_class(op, kind)], Field(default=None, description=section_class(op, kind).__doc__))
+              for name, op in DAGSTER_OPERATIONS.items()}
+    cls = create_model(f"{_KIND_CLASS[kind]}TableConfig" if kind else "UnloadableTableConfig", __base__=TableConfig,
+                       **fields)  # type: ignore[call-overload]
+    cls.__doc__ = TableConfig.__doc__
+    return cls
 
 
-class FixedBucketAppendTableConfig(TableConfig):
-    compact: CompactFixedBucketAppend = Field(default_factory=lambda: CompactFixedBucketAppend())
+PrimaryKeyTableConfig = _table_config(PRIMARY_KEY)
+AppendTableConfig = _table_config(APPEND)
+FixedBucketAppendTableConfig = _table_config(APPEND_FIXED)
+UnloadableTableConfig = _table_config(None)
 
-
-CONFIG_BY_KIND: dict[str, type[TableConfig]] = {
+CONFIG_BY_KIND: dict[str | None, type[TableConfig]] = {
     PRIMARY_KEY: PrimaryKeyTableConfig, APPEND: AppendTableConfig, APPEND_FIXED: FixedBucketAppendTableConfig,
+    None: UnloadableTableConfig,
 }
 
 
 def config_class(spec: TableSpec) -> type[TableConfig]:
-    return TableConfig if spec.broken else CONFIG_BY_KIND[spec.kind]
+    return CONFIG_BY_KIND[None if spec.broken else spec.kind]
 
 
 def default_compaction_mode(spec: TableSpec) -> str:
@@ -116,65 +138,33 @@ def default_compaction_mode(spec: TableSpec) -> str:
     return "minor" if spec.is_primary_key else "small-files"
 
 
-# ---------------------------------------------------------------------------------------------- operations
-@dataclass(frozen=True)
-class Operation:
-    name: str
-    title: str
-    plan: Callable[[Any, Any, int], Any]  # (po.Table, run config, now millis) -> Plan
-    applies: Callable[[TableSpec, Any], bool] = lambda spec, cfg: True  # (spec, run config)
-    reclaims: bool = True  # its deletes free storage (compaction's inputs leave the table; expiry reclaims them)
+def operations_of(config: Any) -> list[str]:
+    """The operations a run's config asks for (its sections), in run order."""
+    return [name for name in DAGSTER_OPERATIONS if getattr(config, name, None) is not None]
 
 
-def _compact(t: Any, cfg: Any, now: int) -> Any:
-    c = cfg.compact
-    if c.mode == "minor" and t.options.get("bucket") == "-2":
-        # Paimon's compaction of a postpone-bucket table: the rows waiting in bucket-postpone move into real buckets
-        # (and real buckets with level-0 files are compacted), what the small-files sensor asks for there
-        return t.maintenance.compact_postpone(partitions=list(c.partitions) or None, where=c.where or None)
-    kw: dict[str, Any] = dict(mode=c.mode, partitions=list(c.partitions) or None, where=c.where or None,
-                              buckets=list(c.buckets) or None, now=now)
-    if c.mode == "sort":
-        kw.update(order_by=list(c.order_by), strategy=c.strategy)
-    return t.maintenance.compact(**kw)
+def applies(name: str, spec: TableSpec, config: Any) -> bool:
+    op = DAGSTER_OPERATIONS[name]
+    return op.applies is None or op.applies(spec, getattr(config, name))
 
 
-def _remove_orphans(t: Any, cfg: Any, now: int) -> Any:
-    o = cfg.remove_orphans
-    age = parse_duration(o.older_than, "remove_orphans.older_than") if o.older_than else None
-    return t.maintenance.remove_orphans(min_age=age, allow_short=o.allow_short, now=now)
-
-
-def _expire_partitions(t: Any, cfg: Any, now: int) -> Any:
-    e = cfg.expire_partitions
-    age = parse_duration(e.expiration_time, "expire_partitions.expiration_time") if e.expiration_time else None
-    if e.max_expires is not None and e.max_expires < 1:
-        raise InvalidArgumentError(f"expire_partitions.max_expires must be at least 1, got {e.max_expires}")
-    return t.maintenance.expire_partitions(expiration_time=age, max_expires=e.max_expires, now=now)
-
-
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    Operation(CREATE_TAGS, "automatic tags that are due", lambda t, cfg, now: t.maintenance.create_auto_tags(now=now),
-              applies=lambda spec, cfg: spec.has_expected_tags),
-    Operation(COMPACT, "compaction", _compact, reclaims=False),
-    Operation(EXPIRE_SNAPSHOTS, "snapshot expiry", lambda t, cfg, now: t.maintenance.expire_snapshots(now=now)),
-    Operation(EXPIRE_TAGS, "tag expiry", lambda t, cfg, now: t.maintenance.expire_tags(now=now)),
-    Operation(REMOVE_ORPHANS, "orphan removal", _remove_orphans),
-    # the dropped partitions' files stay until the snapshots that still read them expire: nothing is reclaimed now
-    Operation(EXPIRE_PARTITIONS, "partition expiry", _expire_partitions, reclaims=False,
-              applies=lambda spec, cfg: bool(spec.partition_keys) and (spec.expires_partitions
-                                                                       or bool(cfg.expire_partitions.expiration_time))),
-    Operation(COMPACT_MANIFESTS, "manifest compaction", lambda t, cfg, now: t.maintenance.compact_manifests(),
-              reclaims=False),
-)}
-
-
-def operations_of(tags: Any) -> list[str]:
-    """The operations a run asks for (its `paimon/operations` tag), validated."""
-    text = (tags or {}).get(OPERATIONS_TAG, "") or ""
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in OPERATIONS]
-    if unknown:
-        raise InvalidArgumentError(f"unknown operation(s) {', '.join(unknown)} in run tag {OPERATIONS_TAG}; "
-                                   f"known: {', '.join(OPERATIONS)}")
-    return names
+def plan(name: str, table: Any, config: Any, now: int) -> Any:
+    """The plan of operation `name` on `table` (a `po.Table`) with its section of the run config; errors name the
+    config fields (`remove_orphans.min_age`)."""
+    op = DAGSTER_OPERATIONS[name]
+    section = getattr(config, name)
+    values = {k: (v or None) if isinstance(v, (list, str)) else v for k, v in section.model_dump().items()}
+    if name == COMPACT:
+        if values.get("mode") == "minor" and table.options.get("bucket") == "-2":
+            # Paimon's compaction of a postpone-bucket table: the rows waiting in bucket-postpone move into real
+            # buckets (and real buckets with level-0 files are compacted), what the small-files sensor asks for there
+            op = OPERATIONS["compact_postpone"]
+            values = {k: values.get(k) for k in ("partitions", "where")}
+        elif values.get("mode") != "sort":
+            values.pop("order_by", None)
+            values.pop("strategy", None)
+    if op.takes_now:
+        values["now"] = now
+    words = {p.name: f"{name}.{p.name}" for p in op.params}
+    with cli_words(words):
+        return op.plan(table, values, words)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from paimon_ops.errors import PaimonOpsError
+from paimon_ops.errors import InvalidOptionError, PaimonOpsError
 from paimon_ops.health import SMALL_FILES_THRESHOLD
 from paimon_ops.table.table import Table
 
@@ -129,7 +129,7 @@ _OFFSET = re.compile(r"^(?:GMT|UTC)?([+-])(\d{1,2})(?::?(\d{2}))?$")
 
 def iana_zone(text: str) -> str:
     """The IANA name Dagster needs (partitions, execution_timezone) for the engine's zone text; fixed whole-hour
-    offsets ('+08:00', 'GMT+8') become 'Etc/GMT-8'. Raises ValueError otherwise."""
+    offsets ('+08:00', 'GMT+8') become 'Etc/GMT-8'. Raises InvalidOptionError otherwise."""
     text = text.strip()
     try:
         ZoneInfo(text)
@@ -140,8 +140,8 @@ def iana_zone(text: str) -> str:
     if m and not int(m.group(3) or 0) and int(m.group(2)) <= 14:
         hours = int(m.group(2))
         return "UTC" if hours == 0 else f"Etc/GMT{'-' if m.group(1) == '+' else '+'}{hours}"
-    raise ValueError(f"time zone {text!r} has no IANA equivalent Dagster can schedule in; use a region name such as "
-                     "'Asia/Shanghai'")
+    raise InvalidOptionError("tag.create-time-zone", text, "a time zone with an IANA equivalent Dagster can schedule "
+                                                           "in, e.g. a region name such as 'Asia/Shanghai'")
 
 
 def _date_in_zone(millis: int, zone: str) -> _dt.date:

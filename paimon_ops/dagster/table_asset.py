@@ -5,8 +5,8 @@ writers materialise it; we observe it); the tables' checks are the check specs o
 selects the tables it maintains (sensors and the schedule: one per run); the op does exactly the selected tables.
 
 Per selected table the op holds the table's pool slot (`instance.table_slot`: `paimon/<db>.<table>`, limit 1) and
-runs the maintenance operations its run asks for (run tag `paimon/operations`, set by the paimon_* jobs; none:
-observe only). Per operation it plans first (metadata only), then — unless a dry run — gets a runner only when the
+runs the maintenance operations its run config asks for (the sections the paimon_* jobs fill, `jobs.job_config`;
+none: observe only). Per operation it plans first (metadata only), then — unless a dry run — gets a runner only when the
 plan has work, and executes. It then records ONE observation on the table: the table's figures after the run, bytes
 reclaimed by the run and in total, per-operation figures and the reports (dry runs: `would_*` keys and the plans).
 The table's checks then evaluate the new state (in the checks' op, after this one; in a run of a whole paimon_* job,
@@ -47,10 +47,13 @@ from paimon_ops.dagster.observe import RECLAIMED_TOTAL, reclaimed_total, table_s
 from paimon_ops.dagster.operations import (
     CONFIG_BY_KIND,
     CREATE_TAGS,
-    OPERATIONS,
-    TableConfig,
+    DAGSTER_OPERATIONS,
+    applies,
     now_millis,
     operations_of,
+)
+from paimon_ops.dagster.operations import (
+    plan as plan_operation,
 )
 from paimon_ops.dagster.refs import TableRef
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, runner_for
@@ -110,7 +113,7 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
     after the tables' op by its lower priority."""
     refs = {ref.key: ref for ref, _ in members}
     order = {ref.key: i for i, (ref, _) in enumerate(members)}
-    cfg_cls = TableConfig if kind is None else CONFIG_BY_KIND[kind]
+    cfg_cls = CONFIG_BY_KIND[kind]
 
     @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True,
                  description=f"Paimon {OP_DESCRIPTIONS[kind]}: observes and maintains the selected tables, each in "
@@ -180,10 +183,7 @@ def run_each(context: Any, refs: Mapping[AssetKey, TableRef], keys: Sequence[Ass
 
 def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef], order: Mapping[AssetKey, int],
                config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> Iterator[Any]:
-    try:
-        names = operations_of(context.run.tags)
-    except PaimonOpsError as e:
-        raise Failure(description=str(e), allow_retries=False) from e
+    names = operations_of(config)
     keys, _, _ = selected_tables(context, refs, order)
     # The paimon_* jobs hold no checks (see build_table_assets). A run of one selecting tables has their checks
     # added by Dagster (they run in the checks' op, after this one); a run of a whole job has none: it evaluates the
@@ -222,12 +222,12 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
     done: list[str] = []
     reclaimed = deleted = written = written_bytes = 0
     for name in names:
-        op = OPERATIONS[name]
-        if not op.applies(spec, config):
+        op = DAGSTER_OPERATIONS[name]
+        if not applies(name, spec, config):
             context.log.info(f"{spec.identifier}: {op.title} does not apply to this table; skipped")
             continue
         table = po.Table(raw)
-        plan = call_engine(spec, op.title, partial(op.plan, table, config, now_millis()))
+        plan = call_engine(spec, op.title, partial(plan_operation, name, table, config, now_millis()))
         done.append(name)
         if dry:
             context.log.info(f"dry run of {op.title} on {spec.identifier}:\n{plan.summary()}")

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from paimon_ops.errors import CorruptMetadataError, UnsupportedError
+from paimon_ops.errors import CorruptMetadataError, FormatError, UnsupportedError
 from paimon_ops.format.types import DataType
 
 __all__ = [
@@ -97,14 +97,14 @@ def decimal_to_unscaled(value: Any, precision: int, scale: int) -> int:
         # numpy / pyarrow scalars and other numbers: go through their exact string form
         d = Decimal(str(value))
     if not d.is_finite():
-        raise ValueError(f"{value!r} is not a finite decimal")
+        raise FormatError(f"{value!r} is not a finite decimal")
     try:
         q = d.quantize(Decimal((0, (1,), -scale)), context=_DEC_CTX)
         unscaled = int(q.scaleb(scale, context=_DEC_CTX))
     except decimal.InvalidOperation as e:
-        raise ValueError(f"{value!r} does not fit DECIMAL({precision}, {scale})") from e
+        raise FormatError(f"{value!r} does not fit DECIMAL({precision}, {scale})") from e
     if abs(unscaled) >= 10**precision:
-        raise ValueError(f"{value!r} does not fit DECIMAL({precision}, {scale})")
+        raise FormatError(f"{value!r} does not fit DECIMAL({precision}, {scale})")
     return unscaled
 
 
@@ -142,7 +142,7 @@ def timestamp_to_millis_nanos(value: Any, ltz: bool = False) -> tuple[int, int]:
     if isinstance(value, datetime):
         if value.tzinfo is not None:
             if not ltz:
-                raise ValueError(f"TIMESTAMP (without time zone) needs a naive datetime, got {value!r}")
+                raise FormatError(f"TIMESTAMP (without time zone) needs a naive datetime, got {value!r}")
             value = value.astimezone(timezone.utc).replace(tzinfo=None)
         micros = (
             ((value.toordinal() - _EPOCH_ORDINAL) * 86400 + value.hour * 3600 + value.minute * 60 + value.second)
@@ -555,7 +555,7 @@ class RowCodec:
     def _encode(self, values: Sequence[Any]) -> bytearray:
         fields = self._fields
         if len(values) != self._arity:
-            raise ValueError(f"row has {len(values)} values but the row type has {self._arity} fields")
+            raise FormatError(f"row has {len(values)} values but the row type has {self._arity} fields")
         buf = bytearray(self._fixed)
         slot = self._width
         i = 0
@@ -574,7 +574,7 @@ class RowCodec:
         except UnsupportedError:
             raise
         except (struct.error, OverflowError, TypeError, ValueError, AttributeError, decimal.InvalidOperation) as e:
-            raise ValueError(f"cannot encode field {i} ({self.types[i]}) value {values[i]!r}: {e}") from e
+            raise FormatError(f"cannot encode field {i} ({self.types[i]}) value {values[i]!r}: {e}") from e
         return buf
 
     # -- decoding
@@ -703,7 +703,7 @@ def row_hash(row_bytes: bytes) -> int:
     as a signed int32."""
     n = len(row_bytes)
     if n & 3:
-        raise ValueError(f"BinaryRow bytes must be a multiple of 4 long, got {n}")
+        raise FormatError(f"BinaryRow bytes must be a multiple of 4 long, got {n}")
     return _fmix(_mix_words(42, row_bytes, n), n)
 
 
@@ -725,7 +725,7 @@ def hash_bytes(data: bytes) -> int:
 def bucket_of(row_bytes: bytes, num_buckets: int) -> int:
     """Default bucket function: Java Math.abs(hash % n) (== abs(hash) % n in Python, also for -2**31)."""
     if num_buckets <= 0:
-        raise ValueError(f"number of buckets must be positive, got {num_buckets}")
+        raise FormatError(f"number of buckets must be positive, got {num_buckets}")
     return abs(row_hash(row_bytes)) % num_buckets
 
 
@@ -733,7 +733,7 @@ def mod_bucket(value: Any, num_buckets: int) -> int:
     """`bucket-function.type = mod` (1.3+): Math.floorMod(value, n) of the single INT/BIGINT bucket key.
     A null key reads as 0 from the BinaryRow in Java, hence bucket 0."""
     if num_buckets <= 0:
-        raise ValueError(f"number of buckets must be positive, got {num_buckets}")
+        raise FormatError(f"number of buckets must be positive, got {num_buckets}")
     return 0 if value is None else int(value) % num_buckets
 
 
@@ -761,7 +761,7 @@ def _hive_decimal_hash(unscaled: int, scale: int) -> int:
         scale -= 1
     int_digits = len(str(abs(unscaled))) - scale
     if int_digits > 38:
-        raise ValueError("decimal has more than 38 integer digits, Hive cannot hash it")
+        raise FormatError("decimal has more than 38 integer digits, Hive cannot hash it")
     max_scale = min(38, 38 - int_digits, scale)
     if scale > max_scale:
         q = _unscaled_to_decimal(unscaled, scale).quantize(Decimal((0, (1,), -max_scale)), context=_DEC_CTX)
@@ -810,7 +810,7 @@ def hive_bucket(values: Sequence[Any], types: Sequence[DataType], num_buckets: i
     """`bucket-function.type = hive` (1.4+, HiveBucketFunction): h = 31 * h + fieldHash over the bucket-key
     fields (seed 0), then (h & 0x7fffffff) % n."""
     if num_buckets <= 0:
-        raise ValueError(f"number of buckets must be positive, got {num_buckets}")
+        raise FormatError(f"number of buckets must be positive, got {num_buckets}")
     h = 0
     for v, t in zip(values, types, strict=True):
         h = (31 * h + _hive_field_hash(v, t)) & _MASK32
@@ -1107,10 +1107,10 @@ def row_hashes(columns: Sequence[Any], types: Sequence[DataType]) -> np.ndarray:
     types = list(types)
     cols = [_as_array(c) for c in columns]
     if len(cols) != len(types):
-        raise ValueError(f"{len(cols)} columns for {len(types)} types")
+        raise FormatError(f"{len(cols)} columns for {len(types)} types")
     n = len(cols[0]) if cols else 0
     if any(len(c) != n for c in cols):
-        raise ValueError("columns have different lengths")
+        raise FormatError("columns have different lengths")
     if not cols:
         return np.full(0, 0, dtype=np.int32)
     if all(_vectorisable(t) for t in types):
@@ -1137,14 +1137,14 @@ def bucket_ids(
     function: `bucket-function.type` — "default" (abs(hash % n), vectorised via `row_hashes`), "mod"
     (floorMod of the single INT/BIGINT key, vectorised) or "hive" (per-row Python loop)."""
     if num_buckets <= 0:
-        raise ValueError(f"number of buckets must be positive, got {num_buckets}")
+        raise FormatError(f"number of buckets must be positive, got {num_buckets}")
     function = function.lower()
     if function == "default":
         h = row_hashes(columns, types).astype(np.int64)
         return (np.abs(h) % num_buckets).astype(np.int32)
     if function == "mod":
         if len(types) != 1 or types[0].root not in ("INT", "BIGINT"):
-            raise ValueError("the mod bucket function needs exactly one INT or BIGINT bucket key")
+            raise FormatError("the mod bucket function needs exactly one INT or BIGINT bucket key")
         vals = _numbers(_as_array(columns[0]), pa.int64(), np.int64)  # nulls read as 0 like Java
         return np.mod(vals, num_buckets).astype(np.int32)
     if function == "hive":
@@ -1153,4 +1153,4 @@ def bucket_ids(
             (hive_bucket(r, types, num_buckets) for r in _pylist_rows(cols)), dtype=np.int32,
             count=len(cols[0]) if cols else 0,
         )
-    raise ValueError(f"unknown bucket function {function!r} (expected default, mod or hive)")
+    raise FormatError(f"unknown bucket function {function!r} (expected default, mod or hive)")

@@ -21,7 +21,7 @@ from typing import Union
 import numpy as np
 from pyroaring import BitMap, BitMap64
 
-from paimon_ops.errors import CorruptMetadataError
+from paimon_ops.errors import CorruptMetadataError, FormatError
 
 __all__ = [
     "DV_INDEX_VERSION",
@@ -77,17 +77,6 @@ class DeletionVector:
         if positions is not None:
             self.delete_many(positions)
 
-    @classmethod
-    def from_bitmap(cls, bitmap: BitMap | BitMap64) -> DeletionVector:
-        """Wrap an existing pyroaring bitmap (not copied); its type decides the variant."""
-        if not isinstance(bitmap, (BitMap, BitMap64)):
-            raise TypeError(f"expected pyroaring BitMap or BitMap64, got {type(bitmap).__name__}")
-        dv = cls(bitmap64=isinstance(bitmap, BitMap64))
-        if dv.is_64bit and len(bitmap) and bitmap.max() > MAX_POSITION_64:
-            raise ValueError(f"position {bitmap.max()} exceeds the 64-bit deletion-vector maximum {MAX_POSITION_64}")
-        dv._bm = bitmap
-        return dv
-
     @property
     def bitmap(self) -> BitMap | BitMap64:
         """The underlying pyroaring bitmap (live object; mutate only through this class)."""
@@ -108,7 +97,7 @@ class DeletionVector:
     def delete(self, pos: int) -> None:
         pos = int(pos)
         if pos < 0 or pos > self.max_position:
-            raise ValueError(self._range_message(pos))
+            raise FormatError(self._range_message(pos))
         self._bm.add(pos)
 
     def delete_many(self, positions: Positions) -> None:
@@ -117,7 +106,7 @@ class DeletionVector:
             return
         lo, hi = int(arr.min()), int(arr.max())
         if lo < 0 or hi > self.max_position:
-            raise ValueError(self._range_message(lo if lo < 0 else hi))
+            raise FormatError(self._range_message(lo if lo < 0 else hi))
         # array.array goes through pyroaring's buffer fast path; a numpy array would be iterated per element.
         if self.is_64bit:
             self._bm.update(array("Q", arr.astype(np.uint64).tobytes()))
@@ -142,7 +131,7 @@ class DeletionVector:
         Positions at or beyond ``num_rows`` are ignored (they cannot refer to a row of this file).
         """
         if num_rows < 0:
-            raise ValueError(f"num_rows must be >= 0, got {num_rows}")
+            raise FormatError(f"num_rows must be >= 0, got {num_rows}")
         mask = np.ones(num_rows, dtype=np.bool_)
         pos = self.positions()
         mask[pos[: np.searchsorted(pos, num_rows)]] = False
@@ -201,7 +190,7 @@ def serialize_dv(dv: DeletionVector, bitmap64: bool) -> tuple[bytes, int]:
     else:
         payload = _MAGIC_32_BYTES + _bitmap32_bytes(dv)
     if len(payload) + 8 > _MAX_INT32:
-        raise ValueError("deletion vector too large: Java cannot serialise an entry over 2 GiB")
+        raise FormatError("deletion vector too large: Java cannot serialise an entry over 2 GiB")
     crc = zlib.crc32(payload) & 0xFFFFFFFF
     entry = struct.pack(">i", len(payload)) + payload + struct.pack(">I", crc)
     return entry, (len(entry) if bitmap64 else len(payload))
@@ -222,7 +211,7 @@ def write_dv_index_file(dvs: Mapping[str, DeletionVector], bitmap64: bool) -> tu
         offset += len(entry)
     if offset > _MAX_INT32:
         # f1 is an Avro int: entries beyond 2 GiB cannot be addressed.
-        raise ValueError(f"deletion-vector index file would be {offset} bytes; offsets must fit in int32")
+        raise FormatError(f"deletion-vector index file would be {offset} bytes; offsets must fit in int32")
     return b"".join(parts), ranges
 
 
@@ -230,7 +219,7 @@ def _bitmap32_bytes(dv: DeletionVector) -> bytes:
     if dv.is_64bit:
         pos = dv.positions()
         if pos.size and int(pos[-1]) > MAX_POSITION_32:
-            raise ValueError(
+            raise FormatError(
                 f"row position {int(pos[-1])} does not fit a 32-bit deletion vector (max {MAX_POSITION_32});"
                 " write with bitmap64=True (deletion-vectors.bitmap64)"
             )
@@ -327,7 +316,7 @@ def read_dv(data: Buffer, offset: int, length: int | None, path: str) -> Deletio
         else:
             used = _portable_size(buf, body_start, body_end)
             if used != body_end - body_start:
-                raise ValueError(f"bitmap uses {used} bytes but the entry holds {body_end - body_start}")
+                raise FormatError(f"bitmap uses {used} bytes but the entry holds {body_end - body_start}")
             bm = BitMap.deserialize(bytes(buf[body_start:body_end]))
     except ValueError as e:
         raise CorruptMetadataError(
@@ -378,29 +367,29 @@ def _walk_bitmap64(
     Java's checks (count in int range, keys ascending and <= Integer.MAX_VALUE - 1).
     """
     if end - start < 8:
-        raise ValueError("64-bit bitmap truncated before its 8-byte bitmap count")
+        raise FormatError("64-bit bitmap truncated before its 8-byte bitmap count")
     (count,) = struct.unpack_from("<q", buf, start)
     # Each per-key bitmap needs >= 12 bytes (key + empty bitmap): bounds a corrupt count before looping.
     if count < 0 or count > (end - start - 8) // 12:
-        raise ValueError(f"invalid bitmap count {count} for {end - start} bytes")
+        raise FormatError(f"invalid bitmap count {count} for {end - start} bytes")
     p = start + 8
     last_key = -1
     out: list[tuple[int, int, int]] = []
     for _ in range(count):  # per 2^32-row key, not per row
         if p + 4 > end:
-            raise ValueError(f"truncated before key at +{p - start}")
+            raise FormatError(f"truncated before key at +{p - start}")
         (key,) = struct.unpack_from("<i", buf, p)
         if key < 0 or key > _MAX_KEY_64:
-            raise ValueError(f"invalid key {key} at +{p - start}")
+            raise FormatError(f"invalid key {key} at +{p - start}")
         if key <= last_key:
-            raise ValueError(f"keys not in ascending order ({key} after {last_key}) at +{p - start}")
+            raise FormatError(f"keys not in ascending order ({key} after {last_key}) at +{p - start}")
         p += 4
         n = _portable_size(buf, p, end)
         out.append((key, p, p + n))
         p += n
         last_key = key
     if require_exact and p != end:
-        raise ValueError(f"64-bit bitmap uses {p - start} bytes but the entry holds {end - start}")
+        raise FormatError(f"64-bit bitmap uses {p - start} bytes but the entry holds {end - start}")
     return out
 
 
@@ -412,7 +401,7 @@ def _portable_size(buf: memoryview, start: int, end: int) -> int:
 
     def need(pos: int, n: int, what: str) -> None:
         if pos + n > end:
-            raise ValueError(f"roaring bitmap truncated in {what} at +{pos - start}")
+            raise FormatError(f"roaring bitmap truncated in {what} at +{pos - start}")
 
     need(start, 4, "cookie")
     (cookie,) = struct.unpack_from("<I", buf, start)
@@ -430,17 +419,17 @@ def _portable_size(buf: memoryview, start: int, end: int) -> int:
         (n,) = struct.unpack_from("<I", buf, p)
         p += 4
         if n > 65536:
-            raise ValueError(f"container count {n} exceeds 65536")
+            raise FormatError(f"container count {n} exceeds 65536")
         is_run = np.zeros(n, dtype=np.bool_)
         has_offsets = True
     else:
-        raise ValueError(f"unknown roaring cookie 0x{cookie:08x}")
+        raise FormatError(f"unknown roaring cookie 0x{cookie:08x}")
     need(p, 4 * n, "container headers")
     header = np.frombuffer(buf[p : p + 4 * n], dtype="<u2").reshape(n, 2)
     keys = header[:, 0].astype(np.int64)
     cards = header[:, 1].astype(np.int64) + 1
     if n > 1 and not bool(np.all(np.diff(keys) > 0)):
-        raise ValueError("container keys not strictly ascending")
+        raise FormatError("container keys not strictly ascending")
     p += 4 * n
     if has_offsets:
         need(p, 4 * n, "container offsets")
@@ -466,7 +455,7 @@ def _as_positions(positions: Positions) -> np.ndarray:
         if arr.dtype.kind not in "iu":
             raise TypeError(f"row positions must be integers, got dtype {arr.dtype}")
         if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-            raise ValueError(f"row position {int(arr.max())} out of range")
+            raise FormatError(f"row position {int(arr.max())} out of range")
         return arr.astype(np.int64, copy=False)
     try:
         if isinstance(positions, range):
@@ -475,4 +464,4 @@ def _as_positions(positions: Positions) -> np.ndarray:
             return np.asarray(positions, dtype=np.int64).ravel()
         return np.fromiter(positions, dtype=np.int64)
     except OverflowError as e:
-        raise ValueError(f"row position out of range: {e}") from e
+        raise FormatError(f"row position out of range: {e}") from e

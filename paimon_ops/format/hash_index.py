@@ -10,7 +10,7 @@ from typing import Union
 
 import numpy as np
 
-from paimon_ops.errors import CorruptMetadataError
+from paimon_ops.errors import CorruptMetadataError, FormatError
 
 __all__ = ["read_hash_index", "write_hash_index"]
 
@@ -45,10 +45,10 @@ def write_hash_index(hashes: np.ndarray | Iterable[int]) -> bytes:
         try:
             arr = np.fromiter(hashes, dtype=np.int64)
         except OverflowError as e:
-            raise ValueError(f"hash out of int32 range: {e}") from e
+            raise FormatError(f"hash out of int32 range: {e}") from e
     if arr.size:
         lo, hi = int(arr.min()), int(arr.max())
         if lo < -(2**31) or hi > 2**31 - 1:
             bad = lo if lo < -(2**31) else hi
-            raise ValueError(f"hash {bad} out of int32 range (hashes are Java's signed BinaryRow.hashCode())")
+            raise FormatError(f"hash {bad} out of int32 range (hashes are Java's signed BinaryRow.hashCode())")
     return arr.astype(_BE_INT32).tobytes()

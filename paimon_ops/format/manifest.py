@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import fastavro
 
-from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, UnsupportedError
+from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidOptionError, UnsupportedError
 from paimon_ops.format.names import is_plain_name, require_plain_name
 
 __all__ = [
@@ -414,12 +414,12 @@ def _parsed_schema(fs: FieldSet) -> Any:
 def _resolve(field_set: FieldSet | Layout, kind: str | None) -> FieldSet:
     if isinstance(field_set, Layout):
         if kind is None:
-            raise ValueError("a Layout needs the file kind")
+            raise FormatError("a Layout needs the file kind")
         return field_set.of(kind)
     if not isinstance(field_set, FieldSet):
         raise TypeError(f"expected FieldSet or Layout, got {type(field_set).__name__}")
     if kind is not None and field_set.kind != kind:
-        raise ValueError(f"field set of a {field_set.kind} file used to write a {kind} file")
+        raise FormatError(f"field set of a {field_set.kind} file used to write a {kind} file")
     return field_set
 
 

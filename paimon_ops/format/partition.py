@@ -21,7 +21,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Sequence
 
-from paimon_ops.errors import InvalidArgumentError, UnsupportedError
+from paimon_ops.errors import FormatError, InvalidArgumentError, UnsupportedError
 from paimon_ops.format.binary_row import (
     date_to_days,
     decimal_to_unscaled,
@@ -310,7 +310,7 @@ def partition_spec(
     """InternalRowPartitionComputer.generatePartValues: name -> rendered value (unescaped), null or
     blank values replaced by `default_name`."""
     if not len(values) == len(names) == len(types):
-        raise ValueError(f"{len(values)} partition values for {len(names)} keys and {len(types)} types")
+        raise FormatError(f"{len(values)} partition values for {len(names)} keys and {len(types)} types")
     out: dict[str, str] = {}
     for v, n, t in zip(values, names, types):
         s = partition_value_string(v, t, legacy)
@@ -358,7 +358,7 @@ def parse_partition_dir(path: str) -> dict[str, str]:
             continue
         name, sep, value = part.partition("=")
         if not sep:
-            raise ValueError(f"partition directory component {part!r} of {path!r} is not name=value")
+            raise FormatError(f"partition directory component {part!r} of {path!r} is not name=value")
         out[unescape_path_name(name)] = unescape_path_name(value)
     return out
 
@@ -381,7 +381,7 @@ _FALSE = {"false", "f", "no", "n", "0"}
 def _parse_timestamp(text: str, ltz: bool) -> Any:
     m = _TS_RE.match(text)
     if not m:
-        raise ValueError("expected YYYY-MM-DD[ HH:MM[:SS[.fffffffff]]] (or with 'T')")
+        raise FormatError("expected YYYY-MM-DD[ HH:MM[:SS[.fffffffff]]] (or with 'T')")
     y, mo, d, h, mi, s, frac = m.groups()
     frac = (frac or "").ljust(9, "0")
     dt = datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0), int(frac[:6]))
@@ -416,12 +416,12 @@ def parse_partition_value(
                 return True
             if low in _FALSE:
                 return False
-            raise ValueError("expected true or false")
+            raise FormatError("expected true or false")
         if r in _INT_RANGES:
             v = int(s)
             lo, hi = _INT_RANGES[r]
             if not lo <= v <= hi:
-                raise ValueError(f"out of range [{lo}, {hi}]")
+                raise FormatError(f"out of range [{lo}, {hi}]")
             return v
         if r == "FLOAT":
             f = float(s)
@@ -440,7 +440,7 @@ def parse_partition_value(
             if re.fullmatch(r"\d+", s):
                 ms = int(s)
                 if ms >= 86_400_000:
-                    raise ValueError("more millis than a day has")
+                    raise FormatError("more millis than a day has")
                 return time(ms // 3_600_000, ms // 60_000 % 60, ms // 1000 % 60, ms % 1000 * 1000)
             return time.fromisoformat(s)
         if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):

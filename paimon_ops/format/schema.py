@@ -52,10 +52,6 @@ class TableSchema:
         return [self.field(n) for n in names]
 
     @property
-    def partition_type(self) -> DataType:
-        return row_type(self.fields_of(self.partition_keys))
-
-    @property
     def key_type(self) -> DataType:
         return row_type(self.fields_of(self.trimmed_primary_keys))
 

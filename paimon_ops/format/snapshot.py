@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
 
-from paimon_ops.errors import CorruptMetadataError
+from paimon_ops.errors import CorruptMetadataError, FormatError
 from paimon_ops.format.names import require_plain_name
 
 __all__ = [
@@ -310,7 +310,7 @@ def _parse_duration(v: Any, path: str) -> _dt.timedelta:
     """Jackson DurationDeserializer: a number of seconds (decimal = seconds.nanos), or ISO-8601 text."""
     try:
         if isinstance(v, bool):
-            raise ValueError(v)
+            raise FormatError(v)
         if isinstance(v, int):
             return _dt.timedelta(seconds=v)
         if isinstance(v, float):
@@ -349,13 +349,13 @@ def _parse_local_datetime(v: Any, path: str) -> tuple[_dt.datetime, int]:
     try:
         if isinstance(v, list):
             if len(v) < 5 or len(v) > 7 or any(isinstance(x, bool) for x in v):
-                raise ValueError(v)
+                raise FormatError(v)
             parts = [int(x) for x in v]
             y, mo, d, h, mi = parts[:5]
             s = parts[5] if len(parts) > 5 else 0
             nanos = parts[6] if len(parts) > 6 else 0
             if not 0 <= nanos < 1_000_000_000:
-                raise ValueError(v)
+                raise FormatError(v)
             return _dt.datetime(y, mo, d, h, mi, s, nanos // 1000), nanos
         if isinstance(v, str):
             m = _ISO_LOCAL_DT.fullmatch(v.strip())

@@ -18,7 +18,6 @@ MAX_LENGTH = 2147483647
 # Roots whose string form carries no parameters.
 _SIMPLE = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "VARIANT", "BLOB"}
 _ALIASES = {"INTEGER": "INT", "DOUBLE PRECISION": "DOUBLE", "NUMERIC": "DECIMAL", "DEC": "DECIMAL"}
-COMPOSITE_ROOTS = {"ARRAY", "MULTISET", "MAP", "ROW", "VECTOR"}
 INTEGER_ROOTS = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
 STRING_ROOTS = {"CHAR", "VARCHAR"}
 BINARY_ROOTS = {"BINARY", "VARBINARY", "BLOB"}
@@ -42,10 +41,6 @@ class DataType:
 
     def with_nullable(self, nullable: bool) -> DataType:
         return replace(self, nullable=nullable)
-
-    @property
-    def is_composite(self) -> bool:
-        return self.root in COMPOSITE_ROOTS
 
     @property
     def is_string(self) -> bool:

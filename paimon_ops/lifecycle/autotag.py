@@ -375,7 +375,7 @@ def plan_auto_tags(table: Table, now_millis: int | None = None, periods: Iterabl
         if periods is not None:
             raise InvalidArgumentError(f"{table.identifier} uses tag.automatic-creation=batch, which has no periods")
         from paimon_ops.lifecycle.batch_tags import plan_batch_tag
-        return plan_batch_tag(table, sched, now_ms)
+        return plan_batch_tag(table, sched, now_ms, AutoTagPlan)
     ctx = _Context(table, sched, now_ms)
     if periods is None:
         todo, warnings = ctx.due_periods()

@@ -21,13 +21,13 @@ def batch_tag_name(table: Table, sched: TagSchedule, latest: Snapshot) -> str:
     return f"batch-write-{local.strftime('%Y-%m-%d')}"
 
 
-def plan_batch_tag(table: Table, sched: TagSchedule, now_ms: int) -> Plan:
-    from paimon_ops.lifecycle.autotag import AutoTagPlan
+def plan_batch_tag(table: Table, sched: TagSchedule, now_ms: int, plan_type: type[Plan]) -> Plan:
+    """The batch tag's plan, as a `plan_type` (the automatic tags' plan)."""
     latest = table.snapshots.latest()
     b = PlanBuilder()
     if latest is None:
         b.warn("the table has no snapshot; no batch tag")
-        return b.build(AutoTagPlan, table, {"mode": "batch"})
+        return b.build(plan_type, table, {"mode": "batch"})
     name = batch_tag_name(table, sched, latest)
     validate_tag_name(name)
     details = {"mode": "batch", "tag": name, "snapshot_id": latest.id}
@@ -36,7 +36,7 @@ def plan_batch_tag(table: Table, sched: TagSchedule, now_ms: int) -> Plan:
     if table.tags.exists(name):
         old = table.tags.tag(name)
         if old.id == latest.id:
-            return b.build(AutoTagPlan, table, {**details, "status": EXISTS})
+            return b.build(plan_type, table, {**details, "status": EXISTS})
         # Java deletes the old batch tag (reclaiming what only it kept alive) before re-creating it
         deletion = plan_delete_tags(table, [name])
         b.steps.extend(deletion.steps)
@@ -48,7 +48,7 @@ def plan_batch_tag(table: Table, sched: TagSchedule, now_ms: int) -> Plan:
         details["status"] = CREATE
     b.require(LatestSnapshotIs(latest.id))
     b.step("batch tag", WRITE_FILES, contents=[tag.to_json()], mode="create").add(write)
-    return b.build(AutoTagPlan, table, details)
+    return b.build(plan_type, table, details)
 
 
 __all__ = ["plan_batch_tag", "batch_tag_name"]

@@ -29,7 +29,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from paimon_ops.errors import CorruptMetadataError, PaimonOpsError
+from paimon_ops.errors import CorruptMetadataError, FormatError, PaimonOpsError
 from paimon_ops.plan import DELETE_FILES, JOURNAL, LEFTOVER, FileAction, PlanBuilder
 from paimon_ops.table.table import Table
 
@@ -150,7 +150,7 @@ def pending(table: Table, now_ms: int | None = None) -> tuple[list[Pending], lis
         try:
             data = json.loads(gzip.decompress(table.io.read_bytes(st.path)))
             if not isinstance(data, dict) or data.get("format") != FORMAT:
-                raise ValueError("not a paimon-ops journal")
+                raise FormatError("not a paimon-ops journal")
             deletes = [p for p in data.get("deletes") or [] if isinstance(p, str)]
             writes = [w for w in data.get("writes") or []
                       if isinstance(w, dict) and isinstance(w.get("dir"), str) and isinstance(w.get("token"), str)

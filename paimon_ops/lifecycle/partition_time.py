@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from paimon_ops.errors import PartitionTimeError, PatternError  # raised here; defined with every other error
+
 __all__ = ["LocalDateTime", "PartitionTimeExtractor", "PartitionTimeError", "PatternError", "JavaDateTimeFormatter",
            "days_from_civil", "civil_from_days"]
 
@@ -34,12 +36,6 @@ NANOS_PER_DAY = 86_400_000_000_000
 _YEAR_MIN, _YEAR_MAX = -999_999_999, 999_999_999
 
 
-class PartitionTimeError(ValueError):
-    """A timestamp string the formatter cannot parse (Java: DateTimeParseException)."""
-
-
-class PatternError(ValueError):
-    """A formatter or timestamp pattern that is invalid or not supported (Java: IllegalArgumentException)."""
 
 
 # ---------------------------------------------------------------------------------------------- calendar

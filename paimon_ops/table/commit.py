@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
-from paimon_ops.errors import CommitConflictError, InvalidOptionError, PaimonOpsError, UnsupportedError
+from paimon_ops.errors import CommitConflictError, InvalidArgumentError, InvalidOptionError, PaimonOpsError, UnsupportedError
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row, serialize_row
 from paimon_ops.format.manifest import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats
@@ -90,7 +90,7 @@ class FileStoreCommit:
                now_millis: int | None = None) -> Snapshot:
         """Commit `changes` planned against `base_snapshot_id`; retries lost races, raises on conflicts."""
         if kind not in ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE"):
-            raise ValueError(f"unknown commit kind {kind}")
+            raise InvalidArgumentError(f"unknown commit kind {kind}")
         return self.commit_snapshot(
             lambda latest: self.check_conflicts(changes, latest, base_snapshot_id, kind),
             lambda latest, written: self._build_snapshot(changes, kind, latest, identifier, properties, written,

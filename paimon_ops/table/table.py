@@ -260,10 +260,6 @@ class ConsumerManager:
             out[st.name[len(CONSUMER_PREFIX):]] = (Consumer.from_json(self.io.read_bytes(st.path), st.path), st.mtime_millis)
         return out
 
-    def min_next_snapshot(self) -> int | None:
-        cs = self.consumers()
-        return min((c.next_snapshot for c, _ in cs.values()), default=None)
-
 
 @dataclass(frozen=True)
 class Identifier:

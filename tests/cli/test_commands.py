@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from tests.cli.conftest import cli
 from tests.safety.util import age, tree_digest
 

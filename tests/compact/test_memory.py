@@ -21,7 +21,7 @@ def _big_table(warehouse: str, name: str, rows: int = 30_000, files: int = 4, op
                                                        "fields.v.aggregate-function": "sum",
                                                        "fields.n.aggregate-function": "max", **(options or {})})
     rng = np.random.default_rng(7)
-    for i in range(files):
+    for _ in range(files):
         ks = rng.integers(0, rows, rows)
         write_rows(t, {"k": ks, "s": np.char.add("s", (ks % 7).astype(str)).tolist(), "v": rng.random(rows),
                        "n": rng.integers(0, 1000, rows).astype(np.int32)})

@@ -150,7 +150,7 @@ def test_nightly_creates_due_tags_before_expiring(warehouse, spark_res, fresh_in
 
 
 def test_executing_the_table_asset_observes_it(warehouse, fresh_instance):
-    """From the asset page (the implicit job, no paimon/operations tag): an observation and the checks, nothing
+    """From the asset page (the implicit job, no operation in its config): an observation and the checks, nothing
     else — no materialisation, no change."""
     build_events(warehouse)
     files = table_files(Catalog(warehouse).get_table(EVENTS))
@@ -274,7 +274,7 @@ def test_config_is_typed_per_kind_of_table(warehouse, spark_res, instance):
     with pytest.raises(DagsterInvalidConfigError, match="zorder-everything"):
         run_job(defs, "paimon_compaction", EVENTS, instance, {"compact": {"mode": "sort", "strategy":
                                                                           "zorder-everything"}})
-    result = run_job(defs, "paimon_remove_orphans", EVENTS, instance, {"remove_orphans": {"older_than": "1 h"}},
+    result = run_job(defs, "paimon_remove_orphans", EVENTS, instance, {"remove_orphans": {"min_age": "1 h"}},
                      raise_on_error=False)
     assert not result.success
     msg = _failure_message(result)

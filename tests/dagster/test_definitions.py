@@ -71,14 +71,17 @@ def test_the_table_is_the_asset(full_warehouse, caplog):
     assert ops == {"paimon/shop/orders": "paimon_primary_key_tables", "paimon/shop/events": "paimon_append_tables",
                    "paimon/shop/broken": "paimon_unloadable_tables", "paimon/shop/badtime": "paimon_unloadable_tables",
                    "paimon/shop/orders/tags": "paimon_daily_tags"}
-    # the jobs share one resolution (copies under their own name, description and tags)
+    # the jobs share one resolution (copies under their own name, description and run config); no run tag decides
+    # what runs: each job's run config holds exactly its operations' sections, under the op of each kind of table
     from paimon_ops.dagster.jobs import JOBS as OPS_BY_JOB
     for name, (ops, description) in OPS_BY_JOB.items():
         job = repo.get_job(name)
-        assert (job.name, job.description, job.tags.get("paimon/operations", "")) == (name, description, ",".join(ops))
+        assert (job.name, job.description) == (name, description) and "paimon/operations" not in job.tags
         assert sorted(n.name for n in job.graph.nodes) == ["paimon_append_tables", "paimon_primary_key_tables"]
+        op_fields = job.run_config_schema.config_type.fields["ops"].config_type.fields
+        for op in ("paimon_append_tables", "paimon_primary_key_tables"):
+            assert sorted(op_fields[op].config_type.fields["config"].config_type.fields) == sorted(["dry_run", *ops])
     compaction = repo.get_job("paimon_compaction")
-    assert compaction.tags["paimon/operations"] == "compact"
     assert {k.to_user_string() for k in compaction.asset_layer.executable_asset_keys} == {
         "paimon/shop/orders", "paimon/shop/events"}  # broken tables are in no job
 

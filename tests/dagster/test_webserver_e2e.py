@@ -228,7 +228,15 @@ def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
                            {"ops": {"paimon_primary_key_tables": {"config": {"dry_run": True,
                                                                              "compact": {"mode": "full"}}}}})
     run = ui.wait_for_run(port, run_id, procs, timeout=120)
-    assert {"key": "paimon/operations", "value": "compact"} in run["tags"], run["tags"]  # the job's tag
+    assert not any(t["key"] == "paimon/operations" for t in run["tags"]), run["tags"]  # its config decides
+    # each job's launchpad offers exactly its operation's knobs, with their defaults and docs
+    scaffold, fields = ui.launchpad(port, LOCATION, "paimon_compaction")
+    assert "compact:" in scaffold and "mode: minor" in scaffold, scaffold
+    assert {"compact", "mode", "partitions", "buckets", "where"} <= set(fields) and "retain_min" not in fields
+    scaffold, fields = ui.launchpad(port, LOCATION, "paimon_expire_snapshots")
+    assert {"expire_snapshots", "retain_min", "retain_max", "older_than", "min_age", "max_deletes"} <= set(fields)
+    assert "compact" not in fields and "mode" not in fields and "compact:" not in scaffold, sorted(fields)
+    assert "snapshot.num-retained.min" in fields["retain_min"]["description"], fields["retain_min"]
     steps.mark("dry-run compaction succeeded")
 
     def table_events():

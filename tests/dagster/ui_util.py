@@ -343,6 +343,36 @@ def launch_run(port: int, location: str, job: str, asset_path: Sequence[str], ru
     return out["run"]["runId"]
 
 
+LAUNCHPAD_QUERY = """
+query($s: PipelineSelector!) { runConfigSchemaOrError(selector: $s) {
+  __typename ... on RunConfigSchema { rootDefaultYaml rootConfigType { key }
+    allConfigTypes { key typeParamKeys
+      ... on CompositeConfigType { fields { name description configTypeKey defaultValueAsJson } } } } } }
+"""
+
+
+def launchpad(port: int, location: str, job: str) -> tuple[str, dict[str, dict]]:
+    """What the launchpad of `job` offers: the config it scaffolds (YAML) and every config field reachable from the
+    job's root config type, by name (description, default)."""
+    out = graphql(port, LAUNCHPAD_QUERY, {"s": {"repositoryLocationName": location, "repositoryName": "__repository__",
+                                               "pipelineName": job}})["runConfigSchemaOrError"]
+    assert out["__typename"] == "RunConfigSchema", out
+    types = {t["key"]: t for t in out["allConfigTypes"]}
+    fields: dict[str, dict] = {}
+    todo, seen = [out["rootConfigType"]["key"]], set()
+    while todo:
+        key = todo.pop()
+        if key in seen or key not in types:
+            continue
+        seen.add(key)
+        t = types[key]
+        todo += t.get("typeParamKeys") or []
+        for f in t.get("fields") or ():
+            fields[f["name"]] = f
+            todo.append(f["configTypeKey"])
+    return out["rootDefaultYaml"], fields
+
+
 def wait_for_run(port: int, run_id: str, procs: Sequence[ManagedProcess], timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     run: dict = {}

@@ -19,7 +19,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_ops.errors import InvalidOptionError, CorruptMetadataError, InvalidArgumentError, UnsupportedError
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, InvalidOptionError, UnsupportedError
 from paimon_ops.format import datafile as df
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import BIGINT, INT, STRING, DataField, DataType, to_arrow_type

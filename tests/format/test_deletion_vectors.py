@@ -66,7 +66,7 @@ def ref_portable32(values: list[int]) -> bytes:
         run = plain_size > 2 + 4 * len(runs)
         is_run.append(run)
         if run:
-            bodies.append(struct.pack("<H", len(runs)) + b"".join(struct.pack("<HH", s, l) for s, l in runs))
+            bodies.append(struct.pack("<H", len(runs)) + b"".join(struct.pack("<HH", start, length) for start, length in runs))
         elif len(lows) <= 4096:
             bodies.append(struct.pack(f"<{len(lows)}H", *lows))
         else:

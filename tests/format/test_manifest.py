@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paimon_ops.format.names import is_plain_name
 from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, UnsupportedError
 from paimon_ops.format.manifest import (
     EMPTY_STATS,
@@ -46,6 +45,7 @@ from paimon_ops.format.manifest import (
     write_manifest_list,
     writer_schema,
 )
+from paimon_ops.format.names import is_plain_name
 from paimon_ops.format.snapshot import Snapshot
 
 # Exact schemas Java master generates (format.md §4.3-4.5), verbatim.

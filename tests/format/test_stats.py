@@ -28,10 +28,14 @@ from paimon_ops.format import datafile as df
 from paimon_ops.format import stats as st
 from paimon_ops.format.binary_row import serialize_row
 from paimon_ops.format.manifest import EMPTY_STATS, SimpleStats
-from paimon_ops.format.types import BIGINT, INT, STRING, BYTES, DataType
+from paimon_ops.format.types import BIGINT, BYTES, INT, STRING, DataType
 from tests import pypaimon_util as pp
 from tests.format.test_datafile import (
-    FORMATS, build_pypaimon_warehouse, data_file_paths, manifest_files, _schema_of,
+    FORMATS,
+    _schema_of,
+    build_pypaimon_warehouse,
+    data_file_paths,
+    manifest_files,
 )
 
 

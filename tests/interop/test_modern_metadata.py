@@ -155,7 +155,7 @@ def de_table(tmp_path_factory):
 def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry_tags_rollback(de_table):
     wh, ext = de_table
     table = Catalog(wh).get_table("db.de")
-    snap = table.snapshots.latest()
+    table.snapshots.latest()  # readable
     new_part = next(e.partition for e in _live(table).values()
                     if TableScanner(table).partition_values(e.partition) == [NEW])
     (ext / "index-global-0").write_bytes(b"global")

@@ -19,7 +19,15 @@ from paimon_ops.table.table import Catalog
 from tests.interop import java_harness as jh
 from tests.interop.conftest import DB, READ_ONLY
 from tests.interop.interop_util import (
-    by_name, canon, java_files, java_index, merge_rows, our_files_as_java, our_index_as_java, our_scan, raw_rows,
+    by_name,
+    canon,
+    java_files,
+    java_index,
+    merge_rows,
+    our_files_as_java,
+    our_index_as_java,
+    our_scan,
+    raw_rows,
 )
 
 pytestmark = [pytest.mark.java,

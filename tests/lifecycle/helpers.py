@@ -328,7 +328,7 @@ class Sim:
             return None
         result = self.scanner.scan(latest)
         cands = []
-        for (partition, bucket), files in sorted(result.buckets().items()):
+        for _, files in sorted(result.buckets().items()):
             used = {f.level for f in files}
             for f in sorted(files, key=lambda f: f.name):
                 if f.level == 0:

@@ -10,14 +10,35 @@ import pytest
 
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError
 from paimon_ops.lifecycle.autotag import (
-    CONFLICT, CREATE, EMPTY, EXISTS, EXPIRED, IDLE, NOT_DUE, TOO_LATE, PeriodCannotBeTaggedError,
-    PeriodNotDueError, create_auto_tags, create_tag_for_period, expected_tag_periods, latest_expected_tag,
-    period_for_date, plan_auto_tags, tag_schedule,
+    CONFLICT,
+    CREATE,
+    EMPTY,
+    EXISTS,
+    EXPIRED,
+    IDLE,
+    NOT_DUE,
+    TOO_LATE,
+    PeriodCannotBeTaggedError,
+    PeriodNotDueError,
+    create_auto_tags,
+    create_tag_for_period,
+    expected_tag_periods,
+    latest_expected_tag,
+    period_for_date,
+    plan_auto_tags,
+    tag_schedule,
 )
 from paimon_ops.lifecycle.periods import PeriodHandler
 from paimon_ops.table.table import Table
 from tests.lifecycle.test_tags_util import (
-    add_fake_snapshot, commit_rows, drop_snapshots_below, fake_history, hours, ms, real_table, tag_dir_listing,
+    add_fake_snapshot,
+    commit_rows,
+    drop_snapshots_below,
+    fake_history,
+    hours,
+    ms,
+    real_table,
+    tag_dir_listing,
     tag_ids,
 )
 

@@ -9,8 +9,8 @@ import pytest
 
 from paimon_ops.errors import InvalidOptionError
 from paimon_ops.lifecycle.autotag import create_auto_tags
-from paimon_ops.lifecycle.tag_expiry import expire_tags, plan_expire_tags
 from paimon_ops.lifecycle.expire import expire_snapshots
+from paimon_ops.lifecycle.tag_expiry import expire_tags, plan_expire_tags
 from paimon_ops.lifecycle.tags import create_tag
 from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner

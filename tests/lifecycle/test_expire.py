@@ -10,14 +10,25 @@ import posixpath
 
 import pytest
 
-from paimon_ops.errors import StalePlanError, CorruptMetadataError, InvalidArgumentError, PaimonOpsError
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, PaimonOpsError, StalePlanError
 from paimon_ops.executor import execute as execute_expire
 from paimon_ops.lifecycle.expire import expire_snapshots, plan_expire_snapshots
 from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.runner import LocalRunner
 from paimon_ops.table.table import Table
-from tests.lifecycle.helpers import (HOUR_MS, MetaSim, Sim, all_files, check_references, create_branch_from_tag,
-                                     leaks, new_table, rel_files, tag_snapshot, write_consumer)
+from tests.lifecycle.helpers import (
+    HOUR_MS,
+    MetaSim,
+    Sim,
+    all_files,
+    check_references,
+    create_branch_from_tag,
+    leaks,
+    new_table,
+    rel_files,
+    tag_snapshot,
+    write_consumer,
+)
 
 
 @pytest.fixture

@@ -16,13 +16,12 @@ import pytest
 
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.lifecycle.rollback import rollback
+from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.table.fileio import InjectedFault, fault_after
 from paimon_ops.table.table import Table
 from tests import pypaimon_util as pu
-from tests.lifecycle.helpers import (HOUR_MS, Sim, age_files, check_references, fast_tmpdir, new_table,
-                                     rel_files, view_of, views)
+from tests.lifecycle.helpers import HOUR_MS, Sim, age_files, check_references, fast_tmpdir, new_table, rel_files, view_of, views
 
 NOW_WALL = int(time.time() * 1000)
 

@@ -23,10 +23,9 @@ from hypothesis import strategies as st
 
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.lifecycle.rollback import rollback
-from tests.lifecycle.helpers import (DAY_MS, MetaSim, Sim, check_references, fast_tmpdir, leaks,
-                                     new_table, write_consumer)
+from paimon_ops.lifecycle.tag_deletion import delete_tags
+from tests.lifecycle.helpers import DAY_MS, MetaSim, Sim, check_references, fast_tmpdir, leaks, new_table, write_consumer
 
 PROPS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -14,8 +14,7 @@ from paimon_ops.lifecycle.orphans import plan_remove_orphans, remove_orphans
 from paimon_ops.lifecycle.rollback import rollback
 from paimon_ops.table.table import Table
 from tests import pypaimon_util as pu
-from tests.lifecycle.helpers import (HOUR_MS, MetaSim, Sim, age_files, check_references, create_branch_from_tag,
-                                     leaks, new_table, rel_files)
+from tests.lifecycle.helpers import HOUR_MS, MetaSim, Sim, age_files, check_references, create_branch_from_tag, leaks, new_table, rel_files
 
 DAY_S = 86400
 

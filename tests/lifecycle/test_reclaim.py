@@ -10,8 +10,7 @@ import pytest
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.tag_deletion import delete_tags, plan_delete_tags
-from tests.lifecycle.helpers import (HOUR_MS, MetaSim, Sim, all_files, check_references, copy_table, leaks,
-                                     new_table, rel_files)
+from tests.lifecycle.helpers import HOUR_MS, MetaSim, Sim, all_files, check_references, copy_table, leaks, new_table, rel_files
 
 
 @pytest.fixture
@@ -192,7 +191,7 @@ def test_long_lived_changelogs_protect_their_files(wh, producer):
     opts = {"changelog-producer": producer, "snapshot.num-retained.min": "1", "changelog.num-retained.min": "20"}
     sim = MetaSim(new_table(wh, kind="append", options=opts))
     t = sim.table
-    for i in range(3):
+    for _ in range(3):
         sim.write(0, extra=True, changelog=producer == "input")
     sim.tag("t2", 2)
     sim.compact(0)

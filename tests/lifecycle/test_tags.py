@@ -11,7 +11,14 @@ from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.format.snapshot import Tag
 from paimon_ops.lifecycle import tags as tg
 from paimon_ops.lifecycle.tags import (
-    create_tag, delete_tags, find_snapshot, list_tags, plan_create_tag, rename_tag, replace_tag, snapshot_current_at,
+    create_tag,
+    delete_tags,
+    find_snapshot,
+    list_tags,
+    plan_create_tag,
+    rename_tag,
+    replace_tag,
+    snapshot_current_at,
 )
 from paimon_ops.table.table import Table
 from tests.lifecycle.test_tags_util import drop_snapshots_below, fake_history, ms, real_table, tag_dir_listing, tag_ids

@@ -9,10 +9,10 @@ from paimon_ops.compact import compact
 from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError, UnsupportedError
 from paimon_ops.lifecycle.orphans import remove_orphans
 from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tags import create_tag, rename_tag
+from paimon_ops.lifecycle.tags import create_tag
 from paimon_ops.table.table import Catalog
 from paimon_ops.table.writer import TableWriter, create_table
-from tests.cli.conftest import cli, sample, sample_src  # noqa: F401 - fixtures
+from tests.cli.conftest import cli
 
 
 def _err(r) -> str:

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from paimon_ops.cli import main
-from tests.cli.conftest import cli, sample_src  # noqa: F401 - fixture
+from tests.cli.conftest import cli
 from tests.safety.util import partitioned_table, tree_digest
 
 T = "shop.orders"
@@ -90,6 +90,8 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
         ("compact-bad-threshold", ["compact", w, T, "--mode", "dv-ratio", "--threshold", "2"], "--threshold"),
         ("compact-bad-partition", ["compact", w, T, "--partition", "nokv"], "--partition"),
         ("compact-bad-where", ["compact", w, T, "--where", "dt >>> (("], "--where"),
+        ("compact-postpone-bad-partition", ["compact-postpone", w, T, "--partition", "nokv"], "--partition"),
+        ("rescale-bad-partition", ["rescale", w, T, "--partition", "nokv"], "--partition"),
         ("compact-bad-master", ["compact", w, T, "--spark-master", "not-a-master://x"], "--spark-master"),
         ("compact-bad-remote", ["compact", w, T, "--spark-remote", "http://x"], "--spark-remote"),
         ("compact-bad-timeout", ["compact", w, T, "--spark-master", "spark://127.0.0.1:1", "--connect-timeout",

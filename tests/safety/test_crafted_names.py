@@ -19,8 +19,8 @@ from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.lifecycle.rollback import rollback
+from paimon_ops.lifecycle.tag_deletion import delete_tags
 from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -70,6 +70,7 @@ def _build(tmp_path) -> Table:
     table.tags.write("t1", Tag.from_snapshot(table.snapshots.snapshot(2)))
     compact(table, mode="full", runner=LocalRunner())
     import pyarrow as pa
+
     from paimon_ops.table.writer import TableWriter
     w = TableWriter(table.refresh())
     w.write(pa.table({"dt": ["2024-01-03"], "k": [1], "v": ["x"]}))

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.table.table import Table
 from tests.dagster import ui_util as ui
-from tests.dagster.util import op_name
 from tests.safety.util import slow_compaction_table, tree_digest
 
 pytestmark = pytest.mark.webserver
@@ -52,7 +50,7 @@ def test_terminating_a_dagster_run_cleans_up(tmp_path):
         ui.wait_for_http(port, procs, timeout=180)
         ui.wait_for_location(port, "paimon_ops", procs, timeout=180)
         run_id = ui.launch_run(port, "paimon_ops", "paimon_compaction", ["paimon", "shop", "big"],
-                               {"ops": {op_name(build_paimon_definitions(str(wh)), "shop.big"): {"config": {"compact": {"mode": "full"}}}}})
+                               {"ops": {"paimon_primary_key_tables": {"config": {"compact": {"mode": "full"}}}}})
         # until the compaction's tasks have written files: then terminate, as the UI's button does
         deadline = time.monotonic() + 240
         while not any(p.name.startswith("data-") and str(p) not in before_files for p in t.glob("bucket-*/*")):

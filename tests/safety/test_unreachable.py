@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tests.cli.conftest import cli, sample, sample_src  # noqa: F401 - fixtures
+from tests.cli.conftest import cli
 
 LIMIT_S = 30
 

@@ -17,7 +17,14 @@ from paimon_ops.errors import CorruptMetadataError, MissingFileError, TableNotFo
 from paimon_ops.table.table import Catalog, Table
 from tests import pypaimon_util as pu
 from tests.table.bad_input_cases import (
-    Damage, a_data_file, check_damage, first_manifest, garble, latest_snapshot_json, listing, truncate,
+    Damage,
+    a_data_file,
+    check_damage,
+    first_manifest,
+    garble,
+    latest_snapshot_json,
+    listing,
+    truncate,
 )
 
 IDENT = "db.t"

@@ -1,0 +1,37 @@
+"""Compaction of primary-key and append tables."""
+from paimon_ops.operations import AGE, BOOL, CHOICE, FLOAT, INT, INTS, PARTITIONS, STR, STRINGS, Operation, Param
+
+# Kinds of table (as paimon_ops.dagster.spec names them): the Dagster config offers each the modes valid for it.
+_PK, _APPEND, _APPEND_FIXED = "primary-key", "append", "append-fixed-bucket"
+
+OPERATION = Operation(
+    name="compact", title="compaction", summary="compact a table (full, minor, dv-ratio, sort, small-files)",
+    facade="maintenance.compact", plan_module="paimon_ops.compact.api", plan_types=("compact",), takes_now=True,
+    dagster_job="paimon_compaction", reclaims=False,
+    params=(
+        Param("mode", CHOICE, "full (like Paimon's compact procedure): everything to the max level; minor: what "
+                              "Paimon's own compaction trigger picks per bucket (universal / lookup compaction, deletion "
+                              "vectors, changelog) — what a dedicated compaction job runs; dv-ratio: files with many "
+                              "deleted rows; sort / small-files: append tables",
+              default="full", choices=("full", "minor", "dv-ratio", "sort", "small-files"),
+              by_table_kind={_PK: (("minor", "full", "dv-ratio"), "minor"),
+                             _APPEND: (("small-files", "full", "sort"), "small-files"),
+                             _APPEND_FIXED: (("small-files", "full"), "small-files")}),
+        Param("partitions", PARTITIONS, "only these partitions (K=V[,K2=V2]; repeat for several); none: every "
+                                        "partition", flag="--partition", metavar="K=V[,K2=V2]"),
+        Param("where", STR, "predicate on partition columns, e.g. \"dt >= '2024-01-01'\""),
+        Param("order_by", STRINGS, "sort mode: the columns to sort by (comma-separated)", metavar="COLS",
+              by_table_kind={_APPEND: ((), None)}),
+        Param("strategy", CHOICE, "sort mode: how rows are ordered", default="order",
+              choices=("order", "zorder", "hilbert"), by_table_kind={_APPEND: (("order", "zorder", "hilbert"), "order")}),
+        Param("threshold", FLOAT, "dv-ratio mode: deleted-row ratio above which a file is rewritten",
+              option="compaction.delete-ratio-threshold", dagster=False),
+        Param("buckets", INTS, "only these buckets; none: every bucket", cli=False),
+        Param("partition_idle_time", AGE, "full mode: only partitions without a write for this long", cli=False,
+              dagster=False),
+        Param("min_files", INT, "small-files mode: compact a bucket with at least this many small files", cli=False,
+              dagster=False),
+        Param("memory_budget", INT, "bytes a compaction task may hold in memory", cli=False, dagster=False),
+        Param("force", BOOL, "no effect (kept for old command lines)", cli_hidden=True, dagster=False),
+    ),
+)

@@ -1,0 +1,15 @@
+"""Compaction of postpone-bucket tables (`bucket = -2`)."""
+from paimon_ops.operations import INT, PARTITIONS, STR, Operation, Param
+
+OPERATION = Operation(
+    name="compact_postpone", title="postpone-bucket compaction",
+    summary="postpone-bucket tables (bucket = -2): move the rows waiting in bucket-postpone into real buckets",
+    facade="maintenance.compact_postpone", plan_module="paimon_ops.compact.postpone", plan_types=("compact_postpone",),
+    reclaims=False,
+    manual_why="in Dagster, the compaction job's minor mode runs it on postpone-bucket tables",
+    params=(
+        Param("partitions", PARTITIONS, "only this partition; repeatable", flag="--partition", metavar="K=V[,K2=V2]"),
+        Param("where", STR, "predicate on partition columns, e.g. \"dt >= '2024-01-01'\""),
+        Param("memory_budget", INT, "bytes a compaction task may hold in memory", cli=False, dagster=False),
+    ),
+)

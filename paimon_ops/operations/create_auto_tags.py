@@ -1,0 +1,31 @@
+"""The automatic tags that are due (tag.create-time or Paimon's auto-tag options), or a backfill."""
+from typing import Any
+
+from paimon_ops.operations import METADATA, STRINGS, Operation, Param
+
+
+def _one_period(plan: Any, table: Any) -> None:
+    """`--period`: that period's tag is made, or the command says why not (exit 2)."""
+    from paimon_ops.errors import PeriodCannotBeTaggedError, PeriodNotDueError
+    periods = plan.details.get("periods") or []
+    if len(periods) != 1:
+        return
+    d = periods[0]
+    if d["status"] == "not-due":
+        raise PeriodNotDueError(f"the tag of period {d['period']} of {table.identifier} is not due yet: {d['reason']}")
+    if d["status"] in ("expired", "too-late"):
+        raise PeriodCannotBeTaggedError(f"period {d['period']} of {table.identifier} cannot be tagged: {d['reason']}")
+
+
+OPERATION = Operation(
+    nightly=True, stage=10,
+    name="create_auto_tags", title="automatic tags", summary="create the automatic tags that are due",
+    facade="maintenance.create_auto_tags", plan_module="paimon_ops.lifecycle.autotag", plan_types=("auto_tag",),
+    placement=METADATA, takes_now=True, cli_name="auto-tag", dagster_name="create_tags",
+    manual_why="run by the nightly job and the daily tags asset (on time, per period)",
+    cli_check=_one_period, applies=lambda spec, section: bool(spec.has_expected_tags),
+    params=(
+        Param("periods", STRINGS, "create (or backfill) the tags of these periods, e.g. 2026-11-21 (default: the "
+                                  "tags that are due)", flag="--period", metavar="PERIOD", dagster=False),
+    ),
+)

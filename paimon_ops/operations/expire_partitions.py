@@ -1,0 +1,33 @@
+"""Partition expiry: one OVERWRITE commit dropping the expired partitions."""
+from typing import Any
+
+from paimon_ops.operations import AGE, CHOICE, INT, METADATA, STR, Operation, Param
+
+
+def _applies(spec: Any, section: Any) -> bool:
+    """Partitioned tables with partition.expiration-time, or given an expiration_time."""
+    return bool(spec.partition_keys) and (spec.expires_partitions or bool(getattr(section, "expiration_time", None)))
+
+
+OPERATION = Operation(
+    nightly=True, stage=20,
+    name="expire_partitions", title="partition expiry",
+    summary="drop expired partitions in one OVERWRITE commit (snapshot expiry reclaims their files)",
+    facade="maintenance.expire_partitions", plan_module="paimon_ops.lifecycle.partition_expiry",
+    plan_types=("expire_partitions",), placement=METADATA, takes_now=True, dagster_job="paimon_expire_partitions",
+    reclaims=False,  # the dropped partitions' files stay until the snapshots that still read them expire
+    applies=_applies,
+    params=(
+        Param("expiration_time", AGE, "partitions older than this expire, e.g. '7 d'",
+              option="partition.expiration-time", metavar="AGE"),
+        Param("strategy", CHOICE, "where a partition's time comes from: its values or its newest file",
+              choices=("values-time", "update-time"), option="partition.expiration-strategy"),
+        Param("timestamp_formatter", STR, "Java DateTimeFormatter pattern of the partition time, e.g. yyyyMMdd",
+              option="partition.timestamp-formatter", metavar="PATTERN"),
+        Param("timestamp_pattern", STR, "how partition values make the time string, e.g. '$dt $hour:00:00' (default: "
+                                        "the first partition value)", option="partition.timestamp-pattern",
+              metavar="PATTERN"),
+        Param("max_expires", INT, "drop at most this many partitions per run", option="partition.expiration-max-num",
+              metavar="N"),
+    ),
+)

@@ -1,0 +1,13 @@
+"""Renaming a tag."""
+from paimon_ops.operations import BOOL, METADATA, NAME, Operation, Param
+
+OPERATION = Operation(
+    name="rename_tag", title="tag rename", summary="rename a tag", facade="tags.rename",
+    plan_module="paimon_ops.lifecycle.tags", plan_types=("rename_tag",), placement=METADATA,
+    manual_why="a one-off decision about a named tag",
+    params=(
+        Param("old", NAME, "current tag name"),
+        Param("new", NAME, "new tag name"),
+        Param("resume", BOOL, "finish an interrupted rename (NEW already exists with OLD's content)", default=False),
+    ),
+)

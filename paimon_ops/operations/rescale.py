@@ -1,0 +1,15 @@
+"""Rescaling a table's (or partitions') bucket count."""
+from paimon_ops.operations import INT, PARTITIONS, STR, Operation, Param
+
+OPERATION = Operation(
+    name="rescale", title="rescale",
+    summary="change the bucket count of a table or of chosen partitions (one OVERWRITE)",
+    facade="maintenance.rescale", plan_module="paimon_ops.compact.rescale", plan_types=("rescale",), reclaims=False,
+    manual_why="a one-off decision about one table (the new bucket count), not recurring maintenance",
+    params=(
+        Param("bucket_num", INT, "the new number of buckets (required for bucket = -2)", option="bucket",
+              metavar="N"),
+        Param("partitions", PARTITIONS, "only this partition; repeatable", flag="--partition", metavar="K=V[,K2=V2]"),
+        Param("where", STR, "predicate on partition columns, e.g. \"dt >= '2024-01-01'\""),
+    ),
+)

@@ -1,0 +1,161 @@
+"""The operation registry (`paimon_ops.operations`) is the one declaration of every operation: derived from it, each
+operation has a CLI subcommand with its flags, a facade method with exactly its parameters, a plan type `apply` finds
+and executes after a JSON round trip (on real tables, in-process), and — where it changes a table — a Dagster job whose
+run config holds exactly its knobs (or a stated reason why it has none)."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import inspect
+import json
+import operator
+
+import pyarrow as pa
+import pytest
+
+import paimon_ops as po
+from paimon_ops import operations as registry
+from paimon_ops.plan import plan_type
+from paimon_ops.table.writer import TableWriter, create_table
+
+T0 = 1_780_000_000_000  # commit times of the writes (2026-05-28), "now" of the plans a day later
+NOW = T0 + 86_400_000
+
+
+def test_the_registry_lists_one_module_per_operation():
+    import pkgutil
+
+    modules = {m.name for m in pkgutil.iter_modules(registry.__path__)}
+    assert modules == set(registry.MODULES) == set(registry.OPERATIONS)
+    for op in registry.OPERATIONS.values():
+        assert op.plan_types and all(registry.by_plan_type(t) is op for t in op.plan_types)
+        for t in op.plan_types:  # `apply` finds the plan type through the registry
+            cls = plan_type(t)
+            assert cls is not None and cls.operation == t
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    from paimon_ops.cli import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_operation_has_its_cli_subcommand_and_flags():
+    commands = _subcommands()
+    for op in registry.OPERATIONS.values():
+        sp = commands[op.command]
+        flags = {o for a in sp._actions for o in a.option_strings}
+        dests = {a.dest for a in sp._actions}
+        for p in op.params:
+            if p.cli:
+                assert (p.name in dests) if p.positional else (p.cli_flag in flags), (op.name, p.name)
+        assert ("--spark-master" in flags) == (op.placement == registry.TASKS), op.name
+        assert ("--yes" in flags) == op.confirm, op.name
+
+
+def test_every_operation_has_a_facade_method_taking_exactly_its_parameters():
+    owners = {"maintenance": po.Maintenance, "tags": po.Tags}
+    for op in registry.OPERATIONS.values():
+        owner, _, method = op.facade.partition(".")
+        fn = getattr(owners[owner], method)
+        sig = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+        want = [p.name for p in op.params] + (["now"] if op.takes_now else [])
+        assert [p.name for p in sig] == want, op.name
+        for p, declared in zip(sig, op.params):
+            if declared.positional:
+                assert p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL), (op.name, p.name)
+            else:
+                assert p.kind is p.KEYWORD_ONLY and p.default == declared.default, (op.name, p.name)
+        assert inspect.getdoc(fn), op.name
+
+
+def test_every_table_changing_operation_has_a_dagster_job_with_its_own_config():
+    from paimon_ops.dagster.jobs import JOBS, job_config
+    from paimon_ops.dagster.operations import CONFIG_BY_KIND, DAGSTER_OPERATIONS
+    from paimon_ops.dagster.spec import PRIMARY_KEY
+
+    schema = CONFIG_BY_KIND[PRIMARY_KEY].to_config_schema().as_field()
+    for op in registry.OPERATIONS.values():
+        if not op.changes_table:
+            continue
+        if op.dagster_job is None:
+            assert op.manual_why, f"{op.name}: changes tables but has no Dagster job and says not why"
+            continue
+        ops, _ = JOBS[op.dagster_job]
+        assert ops == (op.dagster_key,) and DAGSTER_OPERATIONS[op.dagster_key] is op
+        mapping = job_config(ops, {"paimon_primary_key_tables": schema})
+        fields = mapping.config_schema.config_type.fields["ops"].config_type.fields["paimon_primary_key_tables"]
+        config = fields.config_type.fields["config"].config_type.fields
+        assert sorted(config) == sorted(["dry_run", op.dagster_key]), op.name
+        knobs = set(config[op.dagster_key].config_type.fields)
+        assert knobs == {p.name for p in op.params if p.dagster and not p.positional and
+                         (p.by_table_kind is None or PRIMARY_KEY in p.by_table_kind)}, op.name
+
+
+# ------------------------------------------------------------------------------------- apply round trip
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    wh = str(tmp_path_factory.mktemp("registry") / "wh")
+    pk = create_table(wh, "db.pk", [("dt", "STRING"), ("id", "INT"), ("v", "STRING")], partition_keys=["dt"],
+                      primary_keys=["dt", "id"], options={"bucket": "1", "tag.create-time": "00:00",
+                                                          "partition.timestamp-formatter": "yyyy-MM-dd"})
+    for i in range(3):
+        w = TableWriter(pk)
+        w.write(pa.table({"dt": ["2026-05-01", "2026-05-28"], "id": pa.array([i, i], pa.int32()),
+                          "v": [f"v{i}", f"w{i}"]}))
+        w.commit(now_millis=T0 + i * 60_000)
+    create_table(wh, "db.pp", [("id", "INT"), ("v", "STRING")], primary_keys=["id"], options={"bucket": "-2"})
+    return po.Catalog(wh)
+
+
+# An example of each operation, in the order they run on the tables: (table, positional names, keyword values).
+EXAMPLES: list[tuple[str, str, tuple, dict]] = [
+    ("create_tag", "db.pk", ("t1",), {"snapshot_id": 2}),
+    ("rename_tag", "db.pk", ("t1", "t2"), {}),
+    ("rollback", "db.pk", (), {"snapshot_id": 2}),
+    ("delete_tags", "db.pk", (["t2"],), {}),
+    ("create_auto_tags", "db.pk", (), {"now": NOW}),
+    ("compact", "db.pk", (), {"mode": "full", "now": NOW}),
+    ("compact_manifests", "db.pk", (), {}),
+    ("expire_snapshots", "db.pk", (), {"retain_min": 1, "retain_max": 1, "now": NOW}),
+    ("expire_tags", "db.pk", (), {"now": NOW}),
+    ("remove_orphans", "db.pk", (), {"now": NOW}),
+    ("rescale", "db.pk", (), {"bucket_num": 2}),
+    ("expire_partitions", "db.pk", (), {"expiration_time": dt.timedelta(days=7), "now": NOW}),
+    ("compact_postpone", "db.pp", (), {}),
+]
+
+
+def test_examples_cover_every_operation():
+    assert sorted(name for name, *_ in EXAMPLES) == sorted(registry.OPERATIONS)
+
+
+def test_every_operation_round_trips_through_json_and_apply(tables):
+    """Planned through the facade, saved as JSON, loaded as `apply` does (`po.load_plan`), executed in-process."""
+    for name, ident, args, kw in EXAMPLES:
+        op = registry.OPERATIONS[name]
+        table = tables.get_table(ident)
+        plan = operator.attrgetter(op.facade)(table)(*args, **kw)
+        text = plan.to_json()
+        assert json.loads(text)["operation"] in op.plan_types, name
+        loaded = po.load_plan(text)
+        assert type(loaded) is type(plan) and loaded.to_dict() == plan.to_dict(), name
+        report = loaded.execute(runner=po.LocalRunner())
+        assert not report.dry_run, name
+    t = tables.get_table("db.pk")
+    assert t.raw.options.bucket == 2 and [tag.name for tag in t.tags.list()] == ["2026-05-28"]  # the auto tag
+
+
+def test_values_from_text_are_converted_and_refused_in_the_callers_words():
+    exp = registry.OPERATIONS["expire_snapshots"]
+    got = exp.coerce({"retain_min": "3", "min_age": "1 d", "older_than": None})
+    assert got == {"retain_min": 3, "min_age": dt.timedelta(days=1)}
+    with pytest.raises(po.InvalidArgumentError, match="--older-than '1 d' is an age.*use --min-age"):
+        exp.coerce({"older_than": "1 d"}, exp.cli_words())
+    with pytest.raises(po.InvalidArgumentError, match="give older_than or min_age, not both"):
+        exp.coerce({"older_than": 1, "min_age": "1 d"})
+    with pytest.raises(po.InvalidArgumentError, match="takes no argument bogus"):
+        exp.coerce({"bogus": 1})
+    assert registry.OPERATIONS["compact"].coerce({"partitions": ["dt=1,h=2"]}) == {
+        "partitions": [{"dt": "1", "h": "2"}]}
