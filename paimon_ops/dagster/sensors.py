@@ -504,7 +504,7 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
             continue
         try:
             files = health.measure_files(table)
-            md = table_state(table, files)
+            md = table_state(table, files, merge_budget=0)  # a tick reads metadata only
         except READ_ERRORS as e:
             notes.append(f"{ref.ident} cannot be measured: {e}")
             continue

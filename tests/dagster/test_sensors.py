@@ -188,7 +188,9 @@ def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, f
     md = {k: v.value for k, v in o.metadata.items()}
     assert o.asset_key == table_key(ORDERS)
     assert md["snapshots"] == 4 and md["tags"] == 1 and md["files"] == 4 and md["level0_files"] == 2
-    assert md["dagster/row_count"] == 50 - 16 and md["deleted_rows"] == 16 and md["dv_ratio"] == 16 / 50
+    # DV table: readers skip level 0 (ids 100..109), so the row count is pypaimon's 24, not 50 - 16
+    assert md["dagster/row_count"] == read(warehouse, ORDERS).num_rows == 24
+    assert md["rows_before_merge"] == 50 - 16 and md["deleted_rows"] == 16 and md["dv_ratio"] == 16 / 50
     evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
     assert set(evals) == {"metadata_readable", "small_files", "dv_ratio", "snapshot_retention", "manifest_count",
                           "latest_tag_present"}
@@ -258,3 +260,30 @@ def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vect
     rows = {r["id"]: r for r in sorted_rows(read(warehouse, ORDERS), ["id"])}
     assert all(rows[i]["amount"] == 7 for i in range(20, 30)) and rows[5000]["amount"] == 7
     assert len(rows) == 3001
+
+
+def test_row_count_is_never_the_unmerged_sum(warehouse, fresh_instance):
+    """A merge-on-read primary-key table with overlapping level-0 files: a sensor tick (metadata only) records
+    `rows_before_merge` and no `dagster/row_count`; observing it in a run merges the overlapping bucket and records
+    pypaimon's row count."""
+    from dagster import materialize
+
+    from paimon_ops.dagster import PaimonSpark, PaimonWarehouse
+    from paimon_ops.table.writer import create_table
+    from tests.dagster.util import everything
+    t = create_table(warehouse, "shop.customers", [("id", "INT"), ("name", "STRING")], primary_keys=["id"],
+                     options={"bucket": "1"})
+    write(t, {"id": list(range(10)), "name": ["a"] * 10}, ms(2026, 3, 26, 10))
+    write(t, {"id": list(range(5, 15)), "name": ["b"] * 10}, ms(2026, 3, 26, 11))
+    defs = build_paimon_definitions(warehouse)
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance)
+    (o,) = [e for e in out.asset_events if type(e).__name__ == "AssetObservation"]
+    md = {k: v.value for k, v in o.metadata.items()}
+    assert "dagster/row_count" not in md and md["rows_before_merge"] == 20
+    assert md["row_count_basis"].startswith("unknown")
+    key = table_key("shop.customers")
+    result = materialize(everything(defs), selection=[key], instance=fresh_instance,
+                         resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
+    (obs,) = observations(result, key)
+    assert obs["dagster/row_count"] == read(warehouse, "shop.customers").num_rows == 15
+    assert obs["rows_before_merge"] == 20 and obs["row_count_basis"] == "merged 1 bucket(s)"
