@@ -23,6 +23,7 @@ from dagster import (
     AssetSpec,
     DailyPartitionsDefinition,
     DefaultSensorStatus,
+    Failure,
     MaterializeResult,
     MetadataValue,
     RunRequest,
@@ -43,6 +44,8 @@ from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.dagster.table_asset import call_engine, run_each, selected_tables
 from paimon_ops.dagster.translator import PaimonTranslator
+
+TAG_REMOVED = "paimon/tag_removed"  # run tag: the partition's tag vanished from the table (the observation sensor)
 
 
 def tags_partitions(spec: TableSpec) -> Optional[DailyPartitionsDefinition]:
@@ -160,6 +163,12 @@ def _create(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, paim
 
     table = paimon.open_table(spec.identifier)
     now = now_millis()
+    removed = context.run.tags.get(TAG_REMOVED)
+    if removed is not None and context.has_partition_key and removed not in table.tags.names():
+        # the observation sensor saw this day's tag vanish: the partition turns failed (a backfill recreates it)
+        raise Failure(description=f"tag {removed} no longer exists in {spec.identifier} (deleted or expired): "
+                                  f"tags partition {context.partition_key} is not materialised any more; backfill it "
+                                  "(failed and missing partitions) to create the tag again", allow_retries=False)
     if context.has_partition_key:  # the tag of that day (its period), idempotently
         day = datetime.date.fromisoformat(context.partition_key)
         report = call_engine(spec, f"tagging day {day}", lambda: autotag.create_tag_for_period(table, day, now))

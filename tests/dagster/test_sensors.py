@@ -38,10 +38,10 @@ def _tick(defs, name, instance, cursor=None) -> SensorResult:
     return out
 
 
-def _run(defs, request, instance):
+def _run(defs, request, instance, **kw):
     job = defs.resolve_job_def(request.job_name)
     return job.execute_in_process(instance=instance, run_config=request.run_config, tags=request.tags,
-                                  asset_selection=request.asset_selection)
+                                  asset_selection=request.asset_selection, partition_key=request.partition_key, **kw)
 
 
 def _dvs(warehouse, identifier):
@@ -287,3 +287,80 @@ def test_row_count_is_never_the_unmerged_sum(warehouse, fresh_instance):
     (obs,) = observations(result, key)
     assert obs["dagster/row_count"] == read(warehouse, "shop.customers").num_rows == 15
     assert obs["rows_before_merge"] == 20 and obs["row_count_basis"] == "merged 1 bucket(s)"
+
+
+def test_deleted_tag_turns_its_partition_failed_and_a_backfill_refills_it(warehouse, fresh_instance):
+    """The tags asset reflects the table: a tag deleted outside Dagster turns its partition failed (the observation
+    sensor requests a run of it that fails naming the vanished tag — Dagster's storages cannot wipe one partition back
+    to missing), `latest_tag_present` names it, a backfill of the failed and missing partitions creates it again on
+    the same snapshot."""
+    from dagster import materialize
+
+    from paimon_ops.api import Table as FacadeTable
+    from paimon_ops.dagster import PaimonWarehouse
+    from paimon_ops.lifecycle import autotag
+    t = build_orders(warehouse)
+    for day in ("2026-03-26", "2026-03-27", "2026-03-28"):
+        autotag.create_tag_for_period(t, day)
+    defs = build_paimon_definitions(warehouse)
+    pd = defs.get_repository_def().asset_graph.get(ORDERS_TAGS).partitions_def
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance)
+    for e in out.asset_events:
+        fresh_instance.report_runless_asset_event(e)
+    days = ["2026-03-26", "2026-03-27", "2026-03-28"]
+    assert set(fresh_instance.get_materialized_partitions(ORDERS_TAGS)) == set(days) and not out.run_requests
+    evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
+    assert evals["latest_tag_present"].passed
+
+    FacadeTable.open(t.location).tags.delete("2026-03-27").execute()  # as `paimon-ops delete-tag` / Java would
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    for e in out.asset_events:
+        fresh_instance.report_runless_asset_event(e)
+    evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
+    check = evals["latest_tag_present"]
+    assert not check.passed and "2026-03-27" in check.description and check.metadata["missing"].value == "2026-03-27"
+    (req,) = out.run_requests
+    assert req.partition_key == "2026-03-27" and req.asset_selection == [ORDERS_TAGS]
+    assert req.tags["paimon/tag_removed"] == "2026-03-27"
+    result = _run(defs, req, fresh_instance, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "tag 2026-03-27 no longer exists in shop.orders" in failure.event_specific_data.error.message
+    assert "2026-03-27" not in Catalog(warehouse).get_table(ORDERS).tags.names()  # the run created nothing
+    status = fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd)
+    assert status == {"2026-03-26": AssetPartitionStatus.MATERIALIZED, "2026-03-27": AssetPartitionStatus.FAILED,
+                      "2026-03-28": AssetPartitionStatus.MATERIALIZED}
+    again = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    assert not again.run_requests  # once
+
+    # the backfill of the failed and missing partitions refills the gap, on the snapshot the tag had
+    refill = [d for d, s in fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd).items()
+              if s != AssetPartitionStatus.MATERIALIZED]
+    assert refill == ["2026-03-27"]
+    tags_def = defs.get_assets_def(ORDERS_TAGS)
+    for day in refill:
+        assert materialize([tags_def], selection=[ORDERS_TAGS], instance=fresh_instance, partition_key=day,
+                           resources={"paimon": PaimonWarehouse(uri=warehouse)}).success
+    assert {n: s.id for n, s in Catalog(warehouse).get_table(ORDERS).tags.tags()} == \
+        {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
+    assert set(fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd).values()) == \
+        {AssetPartitionStatus.MATERIALIZED}
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    assert not out.run_requests
+    assert not [e for e in out.asset_events if e.asset_key == ORDERS_TAGS and type(e).__name__ != "AssetCheckEvaluation"]
+    evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
+    assert evals["latest_tag_present"].passed
+
+
+def test_tags_partitions_cover_the_tags_the_table_already_has(warehouse, fresh_instance):
+    """A day-named tag older than the table's schema and snapshots (kept while its snapshots expired, or copied in):
+    the tags partitions start at its day, and the observation sensor shows it materialised."""
+    from paimon_ops.api import Table as FacadeTable
+    t = build_orders(warehouse)
+    FacadeTable.open(t.location).tags.create("2026-02-14", snapshot_id=1).execute()
+    defs = build_paimon_definitions(warehouse)
+    pd = defs.get_repository_def().asset_graph.get(ORDERS_TAGS).partitions_def
+    assert pd.get_first_partition_key() == "2026-02-14"
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance)
+    mats = [e for e in out.asset_events if type(e).__name__ == "AssetMaterialization" and e.asset_key == ORDERS_TAGS]
+    assert [m.partition for m in mats] == ["2026-02-14"]
