@@ -36,7 +36,7 @@ import json
 import posixpath
 import time
 import zlib
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from functools import partial
@@ -225,12 +225,11 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
     seen: dict[str, str] = cursor["tables"]
     refs = [r for r in refs if not r.spec.broken]
     if not refs:
-        return SensorResult(skip_reason=SkipReason("no tables to evaluate"))
+        return SensorResult(skip_reason=_skip(context, "no tables to evaluate"))
     try:
         catalog = warehouse.catalog()
     except READ_ERRORS as e:
-        return SensorResult(skip_reason=SkipReason(_truncate(f"warehouse {warehouse.uri} cannot be read: {e}",
-                                                             MAX_SKIP_LEN)))
+        return SensorResult(skip_reason=_skip(context, f"warehouse {warehouse.uri} cannot be read: {e}"))
     busy = busy_tables(context, refs)
     started = time.monotonic()
     requests: list[RunRequest] = []
@@ -280,8 +279,13 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
         return SensorResult(run_requests=requests, cursor=new_cursor)
     if unchanged and len(refs) > 1:
         notes.insert(0, f"{unchanged} of {len(refs)} tables {not_due}")
-    return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes) or "nothing to do", MAX_SKIP_LEN)),
-                        cursor=new_cursor)
+    return SensorResult(skip_reason=_skip(context, "; ".join(notes) or "nothing to do"), cursor=new_cursor)
+
+
+def _skip(context: SensorEvaluationContext, message: str) -> SkipReason:
+    """A skip reason, also written to the tick's log (the UI shows skip reasons only on hover)."""
+    context.log.info(message)
+    return SkipReason(_truncate(message, MAX_SKIP_LEN))
 
 
 def _labels(buckets: list[health.BucketStat]) -> str:
@@ -438,6 +442,7 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
     events: list[Any] = []
     requests: list[RunRequest] = []
     notes: list[str] = []
+    observed_idents: list[str] = []
     if instance is not None and refs:
         missing = unlimited_pools(instance, [r.pool for r in refs[:1] if r.pool])
         if missing:
@@ -534,6 +539,7 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
             requests += removed
         seen[ref.ident] = state
         observed += 1
+        observed_idents.append(ref.ident)
     if resume < len(order):
         notes.append(f"time budget of {budget_s:g} s used; {len(order) - resume} table(s) next tick")
     done = resume
@@ -541,13 +547,22 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
     new_cursor = _dump_cursor(cursor)
     if not events and not requests:
         notes.insert(0, f"no table changed since the last observation ({len(refs)} tables)")
-        return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes), MAX_SKIP_LEN)), cursor=new_cursor)
-    context.log.info(f"observed {observed} table(s); {len(events)} event(s)")
+        return SensorResult(skip_reason=_skip(context, "; ".join(notes)), cursor=new_cursor)
+    kinds = Counter(type(e).__name__ for e in events)
+    names = observed_idents[:5] + (["…"] if len(observed_idents) > 5 else [])
+    what = (f"observed {observed} table(s) ({', '.join(names)}): {kinds['AssetObservation']} observation(s), "
+            f"{kinds['AssetCheckEvaluation']} check evaluation(s), {kinds['AssetMaterialization']} materialisation(s) "
+            "synced from the tables' history")
+    context.log.info(what + "".join(f"; {n}" for n in notes))
     from paimon_ops.dagster.tags_asset import TAG_REMOVED
     for r in requests:
         context.log.info(f"{r.tags['paimon/table']}: tag {r.tags[TAG_REMOVED]} is gone from the table: its tags "
                          f"partition {r.partition_key} is marked failed (backfill it to create the tag again)")
-    return SensorResult(asset_events=events, run_requests=requests, cursor=new_cursor)
+    if requests:
+        return SensorResult(asset_events=events, run_requests=requests, cursor=new_cursor)
+    # no run: the tick says what it did (Dagster shows "returned an empty result" otherwise)
+    return SensorResult(asset_events=events, skip_reason=SkipReason(_truncate("; ".join([what, *notes]),
+                                                                              MAX_SKIP_LEN)), cursor=new_cursor)
 
 
 class _LoadedOptions:

@@ -37,7 +37,7 @@ from dagster import (
 
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
-from paimon_ops.dagster.metadata import report_metadata
+from paimon_ops.dagster.metadata import report_line, report_metadata
 from paimon_ops.dagster.operations import now_millis
 from paimon_ops.dagster.refs import TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
@@ -100,6 +100,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
             last = None
         cursor = json.dumps({"evaluated_at": now})
         if last is None:  # a tick that passed before the sensor ran is not caught up (as Dagster's automation)
+            context.log.info("first evaluation: tags are requested from the next tag time on")
             return SensorResult(skip_reason=SkipReason("first evaluation: tags are requested from the next tag "
                                                        "time on"), cursor=cursor)
         requests: list[RunRequest] = []
@@ -118,6 +119,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
                     tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": TAG_AUTOMATION_SENSOR}))
         if not requests:
             times = ", ".join(sorted(labels.values())[:10]) + (" …" if len(labels) > 10 else "")
+            context.log.info(f"no tag time passed since the last evaluation ({times})")  # in the tick log too
             return SensorResult(skip_reason=SkipReason(f"no tag time passed since the last evaluation ({times})"),
                                 cursor=cursor)
         context.log.info("tag time passed: " + "; ".join(due))
@@ -175,12 +177,12 @@ def _create(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, paim
         status = report.details.get("status", "")
         if status not in ("create", "exists"):
             context.log.warning(f"{spec.identifier} day {day}: {status}: {report.details.get('reason', '')}")
-        context.log.info(report.summary())
+        context.log.info(report_line(report))
         return MaterializeResult(asset_key=key, metadata={
             **report_metadata(report), "tag": str(report.details.get("period", day)), "status": status,
             "tagged_snapshot": str(report.details.get("snapshot_id")), "synced_from_table": False})
     # periods that are not days (tag.create-interval > 1 d, hourly ...): every due tag since the last one
     report = call_engine(spec, "automatic tagging", lambda: autotag.create_auto_tags(table, now))
-    context.log.info(report.summary())
+    context.log.info(report_line(report))
     return MaterializeResult(asset_key=key, metadata={**report_metadata(report),
                                        "created": MetadataValue.json(list(report.details.get("created", [])))})

@@ -5,6 +5,7 @@ observation sensor records observations, check evaluations and existing tags wit
 from __future__ import annotations
 
 import json
+import uuid
 
 from dagster import AssetKey, AssetPartitionStatus, DagsterRunStatus, SensorResult, build_sensor_context
 
@@ -262,6 +263,20 @@ def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vect
     assert len(rows) == 3001
 
 
+def _tick_logs(defs, name, instance, cursor=None) -> tuple[SensorResult, list[str]]:
+    """One tick, and the lines of its tick log (what the UI shows under the tick's logs)."""
+    from dagster._core.definitions.instigation_logger import get_instigation_log_records
+    repo = defs.get_repository_def()
+    log_key = [repo.name, name, uuid.uuid4().hex]  # what the daemon passes
+    ctx = build_sensor_context(instance=instance, cursor=cursor, repository_def=repo, sensor_name=name,
+                               resources=dict(repo.get_top_level_resources()))
+    # build_sensor_context takes neither; the daemon's SensorEvaluationContext gets both (the tick log's storage)
+    ctx._log_key, ctx._instance_ref = log_key, instance.get_ref()
+    with ctx:
+        out = repo.get_sensor_def(name)(ctx)
+    return out, [r["msg"] for r in get_instigation_log_records(instance, log_key)]
+
+
 def test_row_count_is_never_the_unmerged_sum(warehouse, fresh_instance):
     """A merge-on-read primary-key table with overlapping level-0 files: a sensor tick (metadata only) records
     `rows_before_merge` and no `dagster/row_count`; observing it in a run merges the overlapping bucket and records
@@ -276,11 +291,17 @@ def test_row_count_is_never_the_unmerged_sum(warehouse, fresh_instance):
     write(t, {"id": list(range(10)), "name": ["a"] * 10}, ms(2026, 3, 26, 10))
     write(t, {"id": list(range(5, 15)), "name": ["b"] * 10}, ms(2026, 3, 26, 11))
     defs = build_paimon_definitions(warehouse)
-    out = _tick(defs, "paimon_observation_sensor", fresh_instance)
+    out, logs = _tick_logs(defs, "paimon_observation_sensor", fresh_instance)
     (o,) = [e for e in out.asset_events if type(e).__name__ == "AssetObservation"]
     md = {k: v.value for k, v in o.metadata.items()}
     assert "dagster/row_count" not in md and md["rows_before_merge"] == 20
     assert md["row_count_basis"].startswith("unknown")
+    # the tick says what it did (not Dagster's "returned an empty result"), in its skip reason and its log
+    said = "observed 1 table(s) (shop.customers): 1 observation(s), 4 check evaluation(s), 1 materialisation(s)"
+    assert out.skip_reason.skip_message.startswith(said)
+    assert any(said in line for line in logs)
+    again, logs = _tick_logs(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    assert "no table changed" in again.skip_reason.skip_message and again.skip_reason.skip_message in logs
     key = table_key("shop.customers")
     result = materialize(everything(defs), selection=[key], instance=fresh_instance,
                          resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
