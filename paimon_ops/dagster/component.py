@@ -10,14 +10,18 @@
       options:                                     # table options applied on top of every table's own
         snapshot.num-retained.min: "5"
       automation: true                             # start sensors, the nightly schedule and the tag automation
+
+`dg scaffold defs paimon_ops.dagster.PaimonComponent paimon --warehouse s3://bucket/warehouse` writes a defs.yaml
+that validates as it is: the warehouse given, or `{{ env.PAIMON_OPS_WAREHOUSE }}` without `--warehouse`.
 """
 from __future__ import annotations
 
 from typing import Literal, Optional, Union
 
 from dagster import ComponentLoadContext, Definitions
-from dagster.components import Component, Model, Resolvable
-from pydantic import Field
+from dagster.components import Component, Model, Resolvable, Scaffolder, ScaffoldRequest, scaffold_with
+from dagster.components.component_scaffolding import scaffold_component
+from pydantic import BaseModel, Field
 
 from paimon_ops.dagster.factory import build_paimon_definitions
 
@@ -35,6 +39,28 @@ def options_text(d: dict[str, OptionValue]) -> dict[str, str]:
     return {k: option_text(v) for k, v in d.items()}
 
 
+class PaimonScaffoldParams(BaseModel):
+    warehouse: Optional[str] = Field(default=None, description="Warehouse location (default: the environment "
+                                                               "variable PAIMON_OPS_WAREHOUSE, read at load)")
+    automation: bool = Field(default=False, description="start the sensors and schedules by default")
+
+
+class PaimonScaffolder(Scaffolder[PaimonScaffoldParams]):
+    """`dg scaffold defs paimon_ops.dagster.PaimonComponent <path> [--warehouse …] [--automation]`."""
+
+    @classmethod
+    def get_scaffold_params(cls) -> type[PaimonScaffoldParams]:
+        return PaimonScaffoldParams
+
+    def scaffold(self, request: ScaffoldRequest[PaimonScaffoldParams]) -> None:
+        params = request.params or PaimonScaffoldParams()
+        attributes: dict[str, object] = {"warehouse": params.warehouse or "{{ env.PAIMON_OPS_WAREHOUSE }}"}
+        if params.automation:
+            attributes["automation"] = True
+        scaffold_component(request, attributes)
+
+
+@scaffold_with(PaimonScaffolder)
 class PaimonComponent(Component, Model, Resolvable):
     """Maintenance of every table of a Paimon warehouse: one asset per table (observed, with checks), daily tags
     assets, maintenance jobs, sensors and the nightly schedule."""

@@ -279,6 +279,37 @@ def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
     shots.take_checked("table-checks", {n: text(n) for n in (
         "metadata_readable", "small_files", "snapshot_retention", "referenced_files_present")})
     steps.mark("table asset page: schema, row count, plots, checks, events")
+    _compaction_shows_its_work(port, procs, steps, driver, shots, table_events)
+
+
+def _compaction_shows_its_work(port, procs, steps, driver, shots, table_events):
+    """A real compaction run logs its plan (tasks, bytes, where it runs and why) before the work and progress while
+    it runs, in order, and its run page shows them; the plan is also an observation on the table."""
+    run_id = ui.launch_run(port, LOCATION, "paimon_compaction", TABLE_PATH,
+                           {"ops": {"paimon_primary_key_tables": {"config": {"compact": {"mode": "full"}}}}})
+    ui.wait_for_run(port, run_id, procs, timeout=120)
+    events = ui.graphql(port, ui.RUN_LOGS_QUERY, {"runId": run_id})["logsForRun"]["events"]
+    messages = [e.get("message") or "" for e in events if e["__typename"] == "LogMessageEvent"]
+    prefix = f"compaction on {ui.ORDERS}: "
+    planned = [i for i, m in enumerate(messages) if m.startswith(prefix) and "planned on snapshot" in m]
+    progress = [i for i, m in enumerate(messages) if re.match(re.escape(prefix) + r"\d+/\d+ \(\d+%\)", m)]
+    done = [i for i, m in enumerate(messages) if m.startswith(f"compact on {ui.ORDERS}: wrote ")]
+    assert planned and progress and done, messages
+    assert planned[0] < progress[0] <= progress[-1] < done[0], messages
+    assert "task(s) reading" in messages[planned[0]] and "runs in-process" in messages[planned[0]], messages[planned[0]]
+    assert re.search(r"(\d+)/\1 \(100%\)", messages[progress[-1]]), messages[progress[-1]]
+    plan_obs = [o for o in table_events()["assetObservations"] if o["runId"] == run_id
+                and "plan/tasks" in {m["label"] for m in o["metadataEntries"]}]
+    assert plan_obs, "the plan recorded as an observation on the table"
+    driver.get(f"http://127.0.0.1:{port}/runs/{run_id}")
+    box = ui.wait_for(driver, "the run log's filter", lambda: ui.visible(driver, "//input[starts-with(@placeholder, "
+                                                                                 "'Filter')]")[0])
+    box.send_keys(f"on {ui.ORDERS}: ")  # the run's own lines: plan, progress, report
+    shots.take_checked("compaction-run-plan-and-progress", {
+        "the plan": f"//*[starts-with(normalize-space(text()), '{prefix}planned on snapshot')]",
+        "the progress": f"//*[starts-with(normalize-space(text()), '{messages[progress[-1]][:len(prefix) + 12]}')]",
+        "the report line": f"//*[starts-with(normalize-space(text()), 'compact on {ui.ORDERS}: wrote ')]"})
+    steps.mark("compaction run: plan and progress in the run log")
 
 
 def visible_or_scrolled(driver, xpath: str):
