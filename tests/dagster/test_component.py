@@ -62,3 +62,28 @@ def test_dg_scaffold_writes_a_template_that_validates(warehouse, monkeypatch):
         with sandbox.load_component_and_build_defs(defs_path=path) as (component, defs):
             assert component.warehouse == warehouse
             assert AssetKey(["paimon", "shop", "orders"]) in defs.get_repository_def().asset_graph.get_all_asset_keys()
+
+
+def test_translation_in_yaml(warehouse):
+    """`translation:` as dagster-dbt's and dagster-sling's components take it, templated with the table."""
+    build_orders(warehouse)
+    body = yaml.safe_load(f"""
+        type: paimon_ops.dagster.PaimonComponent
+        attributes:
+          warehouse: {warehouse}
+          translation:
+            key: "lake/{{{{ table.database }}}}/{{{{ table.table }}}}"
+            group_name: "lake_{{{{ table.database }}}}"
+            tags:
+              team: data-platform
+            owners: ["team:lake"]
+    """)
+    with create_defs_folder_sandbox() as sandbox:
+        path = sandbox.scaffold_component(component_cls=PaimonComponent, defs_path="paimon", defs_yaml_contents=body)
+        with sandbox.load_component_and_build_defs(defs_path=path) as (component, defs):
+            graph = defs.get_repository_def().asset_graph
+            node = graph.get(AssetKey(["lake", "shop", "orders"]))
+            assert node.group_name == "lake_shop" and node.owners == ["team:lake"]
+            assert node.tags["team"] == "data-platform" and node.kinds == {"paimon", "spark"}  # defaults kept
+            assert AssetKey(["paimon", "shop", "orders"]) not in graph.get_all_asset_keys()
+            assert AssetKey(["lake", "shop", "orders", "tags"]) in graph.get_all_asset_keys()  # follows the table
