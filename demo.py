@@ -85,7 +85,9 @@ def _say_run(result, indent: str = "     ") -> None:
     for key, meta in _events(result, "ASSET_OBSERVATION"):
         for op in [o.strip() for o in str(meta.get("operations", "")).split(",") if o.strip() != "observe"]:
             _say(f"{indent}{key} {op}: {_op_summary(meta, op)}")
-        _say(f"{indent}{key} observed: {meta.get('dagster/row_count')} rows, {meta.get('files')} files "
+        rows = meta.get("dagster/row_count")
+        rows_text = f"{rows} rows" if rows is not None else f"{meta.get('rows_before_merge')} rows before merge"
+        _say(f"{indent}{key} observed: {rows_text}, {meta.get('files')} files "
              f"({meta.get('level0_files')} level 0), {meta.get('snapshots')} snapshots, {meta.get('tags')} tags; "
              f"reclaimed {human_bytes(meta.get('bytes_reclaimed') or 0)} "
              f"(total {human_bytes(meta.get('bytes_reclaimed_total') or 0)})")

@@ -102,6 +102,27 @@ class Table:
     def latest_snapshot_id(self) -> int | None:
         return self.raw.snapshots.latest_id()
 
+    # ------------------------------------------------------------------ inspection (read-only)
+    def snapshots(self) -> list[Any]:
+        """Every live snapshot, oldest first, as `SnapshotInfo` rows (`committed_at` timezone-aware)."""
+        from paimon_ops.inspection import snapshots
+        return snapshots(self.raw)
+
+    def files(self, *, snapshot: int | None = None, tag: str | None = None) -> Any:
+        """The live data files of the latest snapshot (or `snapshot`, or `tag`) as a `pyarrow.Table`: partition,
+        bucket, level, file, path, rows, size, deleted_rows (DV), … (`paimon_ops.inspection.FILE_FIELDS`)."""
+        if snapshot is not None and tag is not None:
+            raise InvalidArgumentError(f"give either {arg('snapshot')} or {arg('tag')}, not both")
+        from paimon_ops.inspection import files
+        return files(self.raw, snapshot, tag)
+
+    def health(self, *, merge_budget: int = 0, now: Instant | None = None) -> Any:
+        """What the checks measure (`TableHealth`): the exact row count (`merge_budget`: data bytes it may read to
+        merge overlapping level-0 files; 0 = metadata only), files per bucket, snapshot retention, refused
+        operations."""
+        from paimon_ops.inspection import health
+        return health(self.raw, merge_budget, _instant(now, "now"))
+
     def __repr__(self) -> str:
         return f"Table({self.identifier!r} at {self.location!r}, branch={self.branch!r})"
 

@@ -290,7 +290,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from paimon_ops import __version__
     p = _Parser(prog="paimon-ops", description="Maintenance for Apache Paimon tables")
+    p.add_argument("--version", action="version", version=f"paimon-ops {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = p.add_subparsers(dest="command", required=True)
 

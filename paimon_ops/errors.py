@@ -185,3 +185,22 @@ def cli_words(flags: dict[str, str]) -> Iterator[None]:
 class ObjectStoreError(PaimonOpsError, OSError):
     """An object store could not be reached or used (endpoint, credentials, bucket); names the location and endpoint,
     never a secret. Also an OSError, so I/O error handling treats it as one."""
+
+
+class MissingExtraError(PaimonOpsError, ImportError):
+    """An optional dependency is not installed: the message names the extra to install (one line)."""
+
+    def __init__(self, what: str, extra: str, module: str):
+        self.extra, self.module = extra, module
+        super().__init__(f"{what} needs {module}, which is not installed: pip install 'paimon-ops[{extra}]'")
+
+
+def require_module(module: str, extra: str, what: str) -> None:
+    """Raise MissingExtraError unless `module` can be imported (looked up, not imported)."""
+    import importlib.util
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise MissingExtraError(what, extra, module)

@@ -581,7 +581,11 @@ class LazySparkRunner:
         return f"Spark {self.remote or self.master}"
 
     def probe(self) -> None:
-        """Fail fast (within the connect timeout) if the configured master / Connect server does not answer."""
+        """Fail fast (within the connect timeout) if the configured master / Connect server does not answer — or,
+        first, if PySpark is not installed (one line naming the extra)."""
+        from paimon_ops.errors import require_module
+        require_module("pyspark", "spark",
+                       self.what or ("--spark-remote" if self.remote else f"Spark (master {self.master})"))
         if not self.remote:
             check_master_url(self.master, self.what or "--spark-master")
         elif not self.remote.startswith("sc://"):

@@ -10,7 +10,13 @@ observations; checks hang off it) and, with automatic tags, its daily tags asset
 ops, jobs, schedules and sensors are constant in number. The engine (`paimon_ops` outside this package) never
 imports Dagster.
 """
-from paimon_ops.dagster.component import PaimonComponent
+import importlib.util as _util
+
+if _util.find_spec("dagster") is None:  # one line naming the extra, not a bare ModuleNotFoundError deep inside
+    raise ModuleNotFoundError("paimon_ops.dagster needs Dagster, which is not installed: "
+                              "pip install 'paimon-ops[dagster]'", name="dagster")
+
+from paimon_ops.dagster.component import PaimonComponent  # noqa: E402
 from paimon_ops.dagster.factory import PaimonDefinitions, build_paimon_definitions, build_paimon_parts, load_specs
 from paimon_ops.dagster.instance import DAGSTER_YAML, write_dagster_home
 from paimon_ops.dagster.operations import (

@@ -9,7 +9,7 @@
 | `snapshot_retention` | table | WARN | the table holds more snapshots than its retention allows: expiry is due |
 | `manifest_count` | table | WARN | manifest compaction is due: the latest snapshot reads `manifest.compaction-trigger` manifests |
 | `partition_expiry` | table (expiring) | WARN / ERROR | WARN: partitions are due to expire; ERROR: a partition time is unreadable |
-| `latest_tag_present` | tags | WARN | the tag of the latest period that has ended is missing |
+| `latest_tag_present` | tags | WARN | a tag of the retained window is missing (deleted or expired, snapshot still known) |
 
 Needs-compaction and needs-expiry are routine states, hence WARN; ERROR is for what needs a person. Every check
 turns an unreadable table into an ERROR result, never a crash. Checks run inside the table asset's runs (after
@@ -63,8 +63,9 @@ _DESCRIPTIONS = {
     FEATURES: "Every maintenance operation can run on {ident}: the table uses no feature (row tracking, data "
               "evolution, BLOB, postpone bucket, ...) that paimon-ops refuses for an operation (WARN otherwise: that "
               "operation's work is not done).",
-    LATEST_TAG: "The tag of the latest period of {ident} that has ended exists (WARN otherwise: backfill the "
-                "missing day).",
+    LATEST_TAG: "Every tag of {ident}'s retained window exists — the latest period that ended and each earlier one "
+                "the tag retention keeps whose snapshot is still known (WARN otherwise: backfill the "
+                "missing days).",
 }
 
 
@@ -273,17 +274,25 @@ def _referenced_files(spec: TableSpec, m: _Measure) -> Outcome:
 
 
 def _latest_tag(spec: TableSpec, m: _Measure) -> Outcome:
-    from paimon_ops.lifecycle.autotag import latest_expected_tag
-    name = latest_expected_tag(m.table, m.now_millis)
+    from paimon_ops.lifecycle.autotag import retained_window
+    w = retained_window(m.table, m.now_millis)
     names = m.table.tags.names()
-    if name is None:
-        return Outcome(LATEST_TAG, True, AssetCheckSeverity.WARN, "no tag is expected yet",
-                       {"tags": MetadataValue.int(len(names))})
-    present = name in names
-    return Outcome(LATEST_TAG, present, AssetCheckSeverity.WARN,
-                   f"tag {name} " + ("exists" if present else "is missing: materialise (or backfill) the tags asset"),
-                   {"expected_tag": name, "tags": MetadataValue.int(len(names)),
-                    "latest_tags": ", ".join(names[-5:]) or "none"})
+    md: dict[str, Any] = {"tags": MetadataValue.int(len(names)), "expected_tags": MetadataValue.int(len(w.expected)),
+                          "missing_tags": MetadataValue.int(len(w.missing)),
+                          "latest_tags": ", ".join(names[-5:]) or "none"}
+    if not w.expected:
+        return Outcome(LATEST_TAG, True, AssetCheckSeverity.WARN, "no tag is expected yet", md)
+    md["expected_tag"] = w.expected[0]
+    md["window"] = f"{w.oldest} .. {w.expected[0]}"
+    if not w.missing:
+        return Outcome(LATEST_TAG, True, AssetCheckSeverity.WARN,
+                       f"tag {w.expected[0]} exists, and every tag of the retained window ({len(w.expected)} since "
+                       f"{w.oldest})", md)
+    shown = ", ".join(w.missing[:10]) + (" …" if len(w.missing) > 10 else "")
+    md["missing"] = ", ".join(w.missing[:MAX_ROWS]) + (" …" if len(w.missing) > MAX_ROWS else "")
+    return Outcome(LATEST_TAG, False, AssetCheckSeverity.WARN,
+                   f"{len(w.missing)} tag(s) of the retained window missing: {shown} — deleted or never made; their "
+                   "snapshots are still known: backfill the missing partitions of the tags asset", md)
 
 
 def _features(spec: TableSpec, m: _Measure) -> Outcome:

@@ -10,16 +10,26 @@
       options:                                     # table options applied on top of every table's own
         snapshot.num-retained.min: "5"
       automation: true                             # start sensors, the nightly schedule and the tag automation
+      translation:                                 # the table assets' attributes, as dbt / sling components take
+        group_name: "lake_{{ table.database }}"    # them ({{ table }}: the TableSpec; {{ spec }}: the default spec)
+        tags: {team: data-platform}
+
+`dg scaffold defs paimon_ops.dagster.PaimonComponent paimon --warehouse s3://bucket/warehouse` writes a defs.yaml
+that validates as it is: the warehouse given, or `{{ env.PAIMON_OPS_WAREHOUSE }}` without `--warehouse`.
 """
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+from typing import Annotated, Any, Callable, Literal, Optional, Union
 
-from dagster import ComponentLoadContext, Definitions
-from dagster.components import Component, Model, Resolvable
-from pydantic import Field
+from dagster import AssetSpec, ComponentLoadContext, Definitions
+from dagster.components import Component, Model, Resolvable, Scaffolder, ScaffoldRequest, scaffold_with
+from dagster.components.component_scaffolding import scaffold_component
+from dagster.components.utils.translation import TranslationFnResolver
+from pydantic import BaseModel, Field
 
 from paimon_ops.dagster.factory import build_paimon_definitions
+from paimon_ops.dagster.spec import TableSpec
+from paimon_ops.dagster.translator import PaimonTranslator
 
 OptionValue = Union[str, bool, int, float]  # YAML (and the component templating) turn "5" into 5: taken as text
 
@@ -35,6 +45,38 @@ def options_text(d: dict[str, OptionValue]) -> dict[str, str]:
     return {k: option_text(v) for k, v in d.items()}
 
 
+class PaimonScaffoldParams(BaseModel):
+    warehouse: Optional[str] = Field(default=None, description="Warehouse location (default: the environment "
+                                                               "variable PAIMON_OPS_WAREHOUSE, read at load)")
+    automation: bool = Field(default=False, description="start the sensors and schedules by default")
+
+
+class PaimonScaffolder(Scaffolder[PaimonScaffoldParams]):
+    """`dg scaffold defs paimon_ops.dagster.PaimonComponent <path> [--warehouse …] [--automation]`."""
+
+    @classmethod
+    def get_scaffold_params(cls) -> type[PaimonScaffoldParams]:
+        return PaimonScaffoldParams
+
+    def scaffold(self, request: ScaffoldRequest[PaimonScaffoldParams]) -> None:
+        params = request.params or PaimonScaffoldParams()
+        attributes: dict[str, object] = {"warehouse": params.warehouse or "{{ env.PAIMON_OPS_WAREHOUSE }}"}
+        if params.automation:
+            attributes["automation"] = True
+        scaffold_component(request, attributes)
+
+
+class _TranslatedTables(PaimonTranslator):
+    """The default translator with the component's `translation:` applied to each table asset's spec."""
+
+    def __init__(self, fn: Callable[[AssetSpec, TableSpec], AssetSpec]):
+        self.fn = fn
+
+    def get_asset_spec(self, table: TableSpec) -> AssetSpec:
+        return self.fn(super().get_asset_spec(table), table)
+
+
+@scaffold_with(PaimonScaffolder)
 class PaimonComponent(Component, Model, Resolvable):
     """Maintenance of every table of a Paimon warehouse: one asset per table (observed, with checks), daily tags
     assets, maintenance jobs, sensors and the nightly schedule."""
@@ -59,10 +101,16 @@ class PaimonComponent(Component, Model, Resolvable):
     observation_interval_seconds: int = Field(default=60, description="minimum interval of the observation sensor")
     sensor_tick_budget_seconds: float = Field(default=20.0, description="time a sensor tick spends measuring tables "
                                               "before leaving the rest to its next ticks (Dagster's timeout is 60 s)")
+    translation: Optional[Annotated[
+        Callable[[AssetSpec, TableSpec], AssetSpec],
+        TranslationFnResolver(template_vars_for_translation_fn=lambda table: {"table": table}),
+    ]] = Field(default=None, description="asset attributes of each table asset (key, group_name, tags, owners, "
+                                         "description, metadata, deps …), templated with {{ table }}")
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
+        translator: Any = _TranslatedTables(self.translation) if self.translation is not None else None
         return build_paimon_definitions(
-            self.warehouse, include=self.include, exclude=self.exclude, options_override=options_text(self.options),
+            self.warehouse, translator, include=self.include, exclude=self.exclude, options_override=options_text(self.options),
             table_options_override={t: options_text(o) for t, o in self.table_options.items()},
             spark_master=self.spark_master, spark_remote=self.spark_remote, spark_conf=options_text(self.spark_conf),
             spark_placement=self.spark_placement, automation_running=self.automation,

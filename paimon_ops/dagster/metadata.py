@@ -27,40 +27,81 @@ def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | 
     return "\n".join(lines)
 
 
-def report_markdown(report: Report) -> str:
-    title = f"**{report.operation}** on `{report.table}`" + (" (dry run)" if report.dry_run else "") + \
-        f" — {report.duration_s:.2f} s" + (f", committed snapshot {report.snapshot_id}" if report.snapshot_id else "")
-    kinds = sorted(set(report.deleted) | set(report.written))
-    parts = [title, ""]
-    if kinds:
-        rows = [(k, report.written.get(k, 0), human_bytes(report.written_bytes.get(k, 0)),
-                 report.deleted.get(k, 0), human_bytes(report.deleted_bytes.get(k, 0))) for k in kinds]
-        rows.append(("**total**", sum(report.written.values()), human_bytes(sum(report.written_bytes.values())),
-                     report.total_deleted, human_bytes(report.total_deleted_bytes)))
-        words = report.deleted_words  # the same words as the CLI's report ("replaced …" for compaction)
-        parts.append(md_table(["kind", "written", "written bytes", words,
-                               "bytes" if report.deleted_as else f"{words} bytes"], rows))
-    else:
-        parts.append("Nothing written or deleted.")
-    if report.details:
-        parts += ["", md_table(["detail", "value"], [(k, _detail(v)) for k, v in report.details.items()], "ll")]
-    if report.warnings:
-        parts += ["", *[f"- ⚠ {w}" for w in report.warnings]]
-    if report.files:
-        shown = report.files[:MAX_FILES_LISTED]
-        parts += ["", md_table(["file", "kind", "reason"], [(f.path.rsplit("/", 1)[-1], f.kind, f.reason)
-                                                             for f in shown], "lll")]
-        if len(report.files) > len(shown):
-            parts.append(f"\n… and {len(report.files) - len(shown)} more")
-    return "\n".join(parts)
-
-
 def _detail(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return ", ".join(map(str, v[:10])) + (f" … (+{len(v) - 10})" if len(v) > 10 else "")
     if isinstance(v, Mapping):
         return ", ".join(f"{k}={x}" for k, x in list(v.items())[:10])
     return str(v)
+
+
+INTERNAL_DETAILS = frozenset({"task_pids", "merge_slices", "task_seconds", "settings", "units", "dv_ratios"})
+
+
+def _human_detail(key: str, v: Any) -> str:
+    if isinstance(v, bool) or not isinstance(v, int):
+        return _detail(v)
+    return human_bytes(v) if key.endswith("bytes") or key.startswith("bytes_") or key.endswith("_bytes_in") \
+        else f"{v:,}"
+
+
+def split_details(details: Mapping[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """(the figures a person reads — scalars, sizes human-readable —, everything else for the JSON entry)."""
+    shown: list[tuple[str, str]] = []
+    rest: dict[str, Any] = {}
+    for k, v in details.items():
+        if k in INTERNAL_DETAILS or isinstance(v, (list, tuple, set, Mapping)) or (isinstance(v, str) and len(v) > 200):
+            rest[k] = v
+        else:
+            shown.append((k.replace("_", " "), _human_detail(k, v)))
+    return shown, rest
+
+
+def report_line(report: Report) -> str:
+    """One line for the run log, effects first: what was written and deleted / replaced, then where it ran."""
+    what = []
+    if report.written:
+        what.append("wrote " + ", ".join(f"{n} {k} ({human_bytes(report.written_bytes.get(k, 0))})"
+                                         for k, n in sorted(report.written.items())))
+    if report.deleted:
+        what.append(f"{report.deleted_words} " + ", ".join(
+            f"{n} {k} ({human_bytes(report.deleted_bytes.get(k, 0))})" for k, n in sorted(report.deleted.items())))
+    return (f"{report.operation} on {report.table}: " + ("; ".join(what) or "nothing written or deleted")
+            + (f" — committed snapshot {report.snapshot_id}" if report.snapshot_id else "")
+            + f" in {report.duration_s:.2f} s" + (f", ran {report.runner['where']}" if report.runner else "")
+            + "".join(f"; warning: {w}" for w in report.warnings))
+
+
+def report_markdown(report: Report) -> str:
+    """What the operation wrote and deleted / replaced first (by kind, sizes human-readable), then the figures a
+    person reads; internals (per-task ids, settings, lists) are in the JSON entry `<operation>/details`."""
+    title = f"**{report.operation}** on `{report.table}`" + (" (dry run)" if report.dry_run else "") + \
+        f" — {report.duration_s:.2f} s" + (f", committed snapshot {report.snapshot_id}" if report.snapshot_id else "")
+    kinds = sorted(set(report.deleted) | set(report.written))
+    parts = [title, ""]
+    if kinds:
+        words = report.deleted_words  # the same words as the CLI's report ("replaced …" for compaction)
+        rows = [(k, report.written.get(k, 0), human_bytes(report.written_bytes.get(k, 0)),
+                 report.deleted.get(k, 0), human_bytes(report.deleted_bytes.get(k, 0))) for k in kinds]
+        rows.append(("**total**", sum(report.written.values()), human_bytes(sum(report.written_bytes.values())),
+                     report.total_deleted, human_bytes(report.total_deleted_bytes)))
+        parts.append(md_table(["kind", "written", "size", words, "size"], rows))
+    else:
+        parts.append("Nothing written or deleted.")
+    if report.warnings:
+        parts += ["", *[f"- ⚠ {w}" for w in report.warnings]]
+    if report.runner:
+        parts += ["", f"Ran {report.runner['where']}: {report.runner['why']}."]
+    shown, _ = split_details(report.details)
+    if shown:
+        parts += ["", md_table(["figure", "value"], shown, "lr")]
+    if report.files:
+        listed = report.files[:MAX_FILES_LISTED]
+        parts += ["", md_table(["file", "kind", "reason", "size"], [
+            (f.path.rsplit("/", 1)[-1], f.kind, f.reason, human_bytes(f.size or 0)) for f in listed], "lllr")]
+        if len(report.files) > len(listed):
+            parts.append(f"\n… and {len(report.files) - len(listed)} more")
+    return "\n".join(parts)
 
 
 def report_metadata(report: Report, prefix: str = "") -> dict[str, Any]:
@@ -81,6 +122,8 @@ def report_metadata(report: Report, prefix: str = "") -> dict[str, Any]:
     if report.runner:  # where the work ran (in-process / Spark …) and why: the placement decision, for review
         md[f"{prefix}ran_on"] = MetadataValue.text(str(report.runner["where"]))
         md[f"{prefix}ran_on_why"] = MetadataValue.text(str(report.runner["why"]))
+    if report.details:  # everything, internals included, as JSON
+        md[f"{prefix}details"] = MetadataValue.json(_jsonable(report.details))
     return md
 
 
@@ -100,33 +143,43 @@ def plan_metadata(plan: Any, prefix: str = "") -> dict[str, Any]:
         md[f"{prefix}would_delete/{k}"] = MetadataValue.int(n)
     for k, n in sorted(count_by_kind(writes).items()):
         md[f"{prefix}would_write/{k}"] = MetadataValue.int(n)
+    if plan.details:
+        md[f"{prefix}plan_details"] = MetadataValue.json(_jsonable(plan.details))
     return md
 
 
 def plan_markdown(plan: Any) -> str:
-    """A dry run for review: what the plan would delete and write, with kinds and reasons."""
+    """A dry run for review: what the plan would write and delete (by kind, with byte totals), then the figures a
+    person reads, then the files with kinds and reasons; internals are in the JSON entry `<operation>/plan_details`."""
     deletes, writes = plan.deletes, plan.writes
     parts = [f"**{plan.operation}** on `{plan.table}` (dry run, planned on snapshot {plan.base_snapshot})", ""]
     kinds = sorted(set(count_by_kind(deletes)) | set(count_by_kind(writes)))
     if kinds:
         d, w = count_by_kind(deletes), count_by_kind(writes)
-        parts.append(md_table(["kind", "would write", "would delete"], [(k, w.get(k, 0), d.get(k, 0)) for k in kinds]))
+
+        def size(actions: Iterable[Any], kind: str | None = None) -> str:
+            return human_bytes(sum(a.size or 0 for a in actions if kind is None or a.kind == kind))
+        rows = [(k, w.get(k, 0), size(writes, k), d.get(k, 0), size(deletes, k)) for k in kinds]
+        rows.append(("**total**", len(writes), size(writes), len(deletes), size(deletes)))
+        parts.append(md_table(["kind", "would write", "size", "would delete / replace", "size"], rows))
     else:
         parts.append("Nothing to do.")
     tasks = getattr(plan, "tasks", None)
     if tasks:
-        parts += ["", f"{len(tasks)} compaction task(s)"]
-    if plan.details:
-        parts += ["", md_table(["detail", "value"], [(k, _detail(v)) for k, v in plan.details.items()], "ll")]
+        parts += ["", f"{len(tasks)} compaction task(s) reading "
+                      f"{human_bytes(sum(int(getattr(t, 'bytes_in', 0)) for t in tasks))}"]
     if plan.warnings:
         parts += ["", *[f"- ⚠ {w}" for w in plan.warnings]]
+    shown, _ = split_details(plan.details)
+    if shown:
+        parts += ["", md_table(["figure", "value"], shown, "lr")]
     files = list(deletes) + list(writes)
     if files:
-        shown = files[:MAX_FILES_LISTED]
-        parts += ["", md_table(["file", "kind", "reason"], [(f.path.rsplit("/", 1)[-1], f.kind, f.reason)
-                                                             for f in shown], "lll")]
-        if len(files) > len(shown):
-            parts.append(f"\n… and {len(files) - len(shown)} more")
+        listed = files[:MAX_FILES_LISTED]
+        parts += ["", md_table(["file", "kind", "reason", "size"], [
+            (f.path.rsplit("/", 1)[-1], f.kind, f.reason, human_bytes(f.size or 0)) for f in listed], "lllr")]
+        if len(files) > len(listed):
+            parts.append(f"\n… and {len(files) - len(listed)} more")
     return "\n".join(parts)
 
 

@@ -1,6 +1,11 @@
-"""What an observation of a table records (metadata only: snapshot JSON, manifests, the index manifest, tag names):
+"""What an observation of a table records (metadata: snapshot JSON, manifests, the index manifest, tag names):
 rows, bytes, files, level-0 files, snapshots, tags and the deleted-row ratio — plotted by Dagster over time — plus
-`bytes_reclaimed_total`, carried from observation to observation so the cumulative curve never drops."""
+`bytes_reclaimed_total`, carried from observation to observation so the cumulative curve never drops.
+
+`dagster/row_count` is recorded only when it is exact (`paimon_ops.rowcount`): from the file layout, or — in runs,
+never in sensor ticks, which read metadata only — by merging the buckets whose sorted runs overlap, within a byte
+budget. Primary-key tables also get `rows_before_merge` (file rows minus deleted rows, level-0 duplicates
+included), which is not a row count and is never recorded under that name."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,21 +16,32 @@ from paimon_ops.dagster import health
 from paimon_ops.dagster.metadata import md_table
 from paimon_ops.lifecycle.manifest_compaction import manifest_count
 from paimon_ops.plan import human_bytes
+from paimon_ops.rowcount import MERGE_BUDGET_BYTES, count_rows
 from paimon_ops.table.table import Table
 
 RECLAIMED_TOTAL = "bytes_reclaimed_total"
 
 
-def table_state(table: Table, files: health.FileHealth | None = None) -> dict[str, Any]:
-    """The chartable figures of a table's latest snapshot (`files`: its measurement, if already made)."""
+def table_state(table: Table, files: health.FileHealth | None = None,
+                merge_budget: int = MERGE_BUDGET_BYTES) -> dict[str, Any]:
+    """The chartable figures of a table's latest snapshot (`files`: its measurement, if already made;
+    `merge_budget`: data bytes an exact row count may read, 0 for metadata only)."""
     h = files or health.measure_files(table)
-    rows = sum(b.rows for b in h.buckets)
     deleted = sum(b.deleted_rows for b in h.buckets)
     nbytes = sum(b.bytes for b in h.buckets)
     snapshots = table.snapshots.list_ids()
     tags = table.tags.names()
-    md: dict[str, Any] = {
-        "dagster/row_count": MetadataValue.int(rows - deleted),
+    md: dict[str, Any] = {}
+    if h.snapshot_id is None:
+        md["dagster/row_count"] = MetadataValue.int(0)
+    else:
+        count = count_rows(table, snapshot_id=h.snapshot_id, merge_budget=merge_budget)
+        if count.exact is not None:
+            md["dagster/row_count"] = MetadataValue.int(count.exact)
+        if table.is_primary_key:
+            md["rows_before_merge"] = MetadataValue.int(count.rows_before_merge)
+            md["row_count_basis"] = count.how
+    md.update({
         "bytes": MetadataValue.int(nbytes),
         "files": MetadataValue.int(h.total_files),
         "level0_files": MetadataValue.int(sum(b.level0_files for b in h.buckets)),
@@ -39,7 +55,7 @@ def table_state(table: Table, files: health.FileHealth | None = None) -> dict[st
         "max_file_dv_ratio": MetadataValue.float(round(h.max_dv_ratio, 6)),
         "snapshot_id": MetadataValue.int(h.snapshot_id if h.snapshot_id is not None else 0),
         "size": human_bytes(nbytes),
-    }
+    })
     if tags:
         md["latest_tags"] = ", ".join(tags[-5:])
     if h.buckets:

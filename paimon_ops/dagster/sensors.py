@@ -36,7 +36,7 @@ import json
 import posixpath
 import time
 import zlib
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from functools import partial
@@ -61,6 +61,7 @@ from dagster import (
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster import health
 from paimon_ops.dagster.instance import POOL_WARNING, unlimited_pools
+from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.observe import (
     NOT_FETCHED,
     RECLAIMED_TOTAL,
@@ -224,12 +225,11 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
     seen: dict[str, str] = cursor["tables"]
     refs = [r for r in refs if not r.spec.broken]
     if not refs:
-        return SensorResult(skip_reason=SkipReason("no tables to evaluate"))
+        return SensorResult(skip_reason=_skip(context, "no tables to evaluate"))
     try:
         catalog = warehouse.catalog()
     except READ_ERRORS as e:
-        return SensorResult(skip_reason=SkipReason(_truncate(f"warehouse {warehouse.uri} cannot be read: {e}",
-                                                             MAX_SKIP_LEN)))
+        return SensorResult(skip_reason=_skip(context, f"warehouse {warehouse.uri} cannot be read: {e}"))
     busy = busy_tables(context, refs)
     started = time.monotonic()
     requests: list[RunRequest] = []
@@ -279,8 +279,13 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
         return SensorResult(run_requests=requests, cursor=new_cursor)
     if unchanged and len(refs) > 1:
         notes.insert(0, f"{unchanged} of {len(refs)} tables {not_due}")
-    return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes) or "nothing to do", MAX_SKIP_LEN)),
-                        cursor=new_cursor)
+    return SensorResult(skip_reason=_skip(context, "; ".join(notes) or "nothing to do"), cursor=new_cursor)
+
+
+def _skip(context: SensorEvaluationContext, message: str) -> SkipReason:
+    """A skip reason, also written to the tick's log (the UI shows skip reasons only on hover)."""
+    context.log.info(message)
+    return SkipReason(_truncate(message, MAX_SKIP_LEN))
 
 
 def _labels(buckets: list[health.BucketStat]) -> str:
@@ -419,7 +424,9 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
     @sensor(name=OBSERVATION_SENSOR, minimum_interval_seconds=observation_interval_s, default_status=status,
             description="Observes every table that changed (rows, bytes, files, level-0 files, snapshots, tags, "
                         "deleted-row ratio), evaluates its cheap checks and reports the tags that exist in the "
-                        "table as materialised tags partitions. Launches no runs.")
+                        "table as materialised tags partitions; a tags partition whose tag is gone gets a run that "
+                        "fails saying so (the partition turns failed). Launches no other runs.",
+            job_name=IMPLICIT_ASSET_JOB_NAME)
     def observation_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
         return observe_tables(context, paimon, refs, budget_s)
 
@@ -433,7 +440,9 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
     seen: dict[str, str] = cursor["tables"]
     instance = _instance(context)
     events: list[Any] = []
+    requests: list[RunRequest] = []
     notes: list[str] = []
+    observed_idents: list[str] = []
     if instance is not None and refs:
         missing = unlimited_pools(instance, [r.pool for r in refs[:1] if r.pool])
         if missing:
@@ -504,7 +513,7 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
             continue
         try:
             files = health.measure_files(table)
-            md = table_state(table, files)
+            md = table_state(table, files, merge_budget=0)  # a tick reads metadata only
         except READ_ERRORS as e:
             notes.append(f"{ref.ident} cannot be measured: {e}")
             continue
@@ -525,19 +534,35 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
         if ref.tags_key is not None:
             events += [o.evaluation(ref.tags_key) for o in checks_mod.evaluate(
                 ref.spec, partial(_same, table), checks_mod.tags_check_names(ref.spec), now_millis())]
-            events += sync_tags(instance, ref, table)
+            synced_tags, removed = sync_tags(instance, ref, table)
+            events += synced_tags
+            requests += removed
         seen[ref.ident] = state
         observed += 1
+        observed_idents.append(ref.ident)
     if resume < len(order):
         notes.append(f"time budget of {budget_s:g} s used; {len(order) - resume} table(s) next tick")
     done = resume
     cursor["next"] = (start + done) % max(len(refs), 1)
     new_cursor = _dump_cursor(cursor)
-    if not events:
+    if not events and not requests:
         notes.insert(0, f"no table changed since the last observation ({len(refs)} tables)")
-        return SensorResult(skip_reason=SkipReason(_truncate("; ".join(notes), MAX_SKIP_LEN)), cursor=new_cursor)
-    context.log.info(f"observed {observed} table(s); {len(events)} event(s)")
-    return SensorResult(asset_events=events, cursor=new_cursor)
+        return SensorResult(skip_reason=_skip(context, "; ".join(notes)), cursor=new_cursor)
+    kinds = Counter(type(e).__name__ for e in events)
+    names = observed_idents[:5] + (["…"] if len(observed_idents) > 5 else [])
+    what = (f"observed {observed} table(s) ({', '.join(names)}): {kinds['AssetObservation']} observation(s), "
+            f"{kinds['AssetCheckEvaluation']} check evaluation(s), {kinds['AssetMaterialization']} materialisation(s) "
+            "synced from the tables' history")
+    context.log.info(what + "".join(f"; {n}" for n in notes))
+    from paimon_ops.dagster.tags_asset import TAG_REMOVED
+    for r in requests:
+        context.log.info(f"{r.tags['paimon/table']}: tag {r.tags[TAG_REMOVED]} is gone from the table: its tags "
+                         f"partition {r.partition_key} is marked failed (backfill it to create the tag again)")
+    if requests:
+        return SensorResult(asset_events=events, run_requests=requests, cursor=new_cursor)
+    # no run: the tick says what it did (Dagster shows "returned an empty result" otherwise)
+    return SensorResult(asset_events=events, skip_reason=SkipReason(_truncate("; ".join([what, *notes]),
+                                                                              MAX_SKIP_LEN)), cursor=new_cursor)
 
 
 class _LoadedOptions:
@@ -572,30 +597,40 @@ def _instance(context: SensorEvaluationContext) -> Any:
         return None
 
 
-def sync_tags(instance: Any, ref: TableRef, table: Any) -> list[AssetMaterialization]:
-    """Materialisations for the daily tags the table holds that Dagster does not know as materialised."""
-    from paimon_ops.dagster.tags_asset import tags_partitions
+def sync_tags(instance: Any, ref: TableRef, table: Any) -> tuple[list[AssetMaterialization], list[RunRequest]]:
+    """Make the tags asset's daily partitions reflect the table's tags: materialisations for the tags the table holds
+    that Dagster does not know as materialised; for each partition Dagster shows as materialised whose tag is gone
+    (deleted, expired — by Java, the CLI or a job), a run of that partition that fails naming the vanished tag, so the
+    partition turns failed and a "failed and missing" backfill selects it (Dagster's own storages cannot wipe one
+    partition back to missing: `wipe_asset_partitions` is not implemented for SQLite / Postgres)."""
+    from paimon_ops.dagster.tags_asset import TAG_REMOVED, tags_partitions
 
     pd = tags_partitions(ref.spec)
     if pd is None or ref.tags_key is None or instance is None:
-        return []
+        return [], []
     last = pd.get_last_partition_key()
     wanted: dict[str, tuple[str, int]] = {}
     for name, tag in table.tags.tags():
         key = partition_key_of(ref.spec, name)
         if key is not None and ref.spec.partitions_start <= key and (last is None or key <= last):
             wanted[key] = (name, tag.id)
-    if not wanted:
-        return []
-    status = instance.get_status_by_partition(ref.tags_key, sorted(wanted), pd) or {}  # None: no events yet
-    out = []
-    for key, (name, sid) in sorted(wanted.items()):
-        if status.get(key) == AssetPartitionStatus.MATERIALIZED:
-            continue
-        out.append(AssetMaterialization(
-            asset_key=ref.tags_key, partition=key, description=f"tag {name} exists in {ref.ident}",
-            metadata={"tag": name, "tagged_snapshot": str(sid), "synced_from_table": True}))
-    return out
+    try:
+        materialized = set(instance.get_materialized_partitions(ref.tags_key)) & set(pd.get_partition_keys())
+    except Exception:  # noqa: BLE001 - a storage that cannot tell: nothing to compare
+        materialized = set()
+    asked = sorted(set(wanted) | materialized)
+    status = (instance.get_status_by_partition(ref.tags_key, asked, pd) or {}) if asked else {}  # None: no events
+    mats = [AssetMaterialization(
+        asset_key=ref.tags_key, partition=key, description=f"tag {name} exists in {ref.ident}",
+        metadata={"tag": name, "tagged_snapshot": str(sid), "synced_from_table": True})
+        for key, (name, sid) in sorted(wanted.items()) if status.get(key) != AssetPartitionStatus.MATERIALIZED]
+    gone = sorted(k for k in materialized - set(wanted) if status.get(k) == AssetPartitionStatus.MATERIALIZED)
+    runs = [RunRequest(
+        run_key=f"tag_removed:{ref.ident}:{key}:{table.snapshots.latest_id()}", job_name=IMPLICIT_ASSET_JOB_NAME,
+        asset_selection=[ref.tags_key], partition_key=key,
+        tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": OBSERVATION_SENSOR,
+              TAG_REMOVED: ref.spec.period_name(key)}) for key in gone]
+    return mats, runs
 
 
 __all__ = ["build_sensors", "TableRef", "evaluate", "observe_tables", "sync_tags", "busy_tables",

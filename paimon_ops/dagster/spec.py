@@ -201,7 +201,9 @@ def load_spec(table: Table) -> TableSpec:
 
 
 def _partitions_start(table: Table, schema, zone: str) -> str:
-    """The day (yyyy-MM-dd, in the tag zone) the table was created or its earliest snapshot, whichever is older."""
+    """The day (yyyy-MM-dd, in the tag zone) the table was created, its earliest snapshot or its earliest dated tag
+    (tags outlive expired snapshots, and may be older than the schema), whichever is oldest."""
+    import re as _re
     times = [schema.time_millis] if schema.time_millis else []
     try:
         s0 = schema if schema.id == 0 else table.schemas.schema(0)
@@ -213,6 +215,16 @@ def _partitions_start(table: Table, schema, zone: str) -> str:
     if earliest is not None:
         times.append(earliest.time_millis)
     start = _date_in_zone(min(times), zone) if times else _dt.date.today() - _dt.timedelta(days=30)
+    floor = start - _dt.timedelta(days=3660)  # a stray name ('0001-01-01') must not make millions of partitions
+    for name in table.tags.names():  # a day-named tag (either formatter) before that day: start there
+        m = _re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", name)
+        if m:
+            try:
+                day = _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            except ValueError:
+                continue
+            if day >= floor:
+                start = min(start, day)
     return start.isoformat()
 
 

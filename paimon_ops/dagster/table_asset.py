@@ -42,7 +42,13 @@ import paimon_ops as po
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster.instance import PRIORITY_TAG, table_slot
 from paimon_ops.dagster.jobs import JOBS
-from paimon_ops.dagster.metadata import plan_markdown, plan_metadata, report_markdown, report_metadata
+from paimon_ops.dagster.metadata import (
+    plan_markdown,
+    plan_metadata,
+    report_line,
+    report_markdown,
+    report_metadata,
+)
 from paimon_ops.dagster.observe import RECLAIMED_TOTAL, reclaimed_total, table_state
 from paimon_ops.dagster.operations import (
     CONFIG_BY_KIND,
@@ -55,8 +61,9 @@ from paimon_ops.dagster.operations import (
 from paimon_ops.dagster.operations import (
     plan as plan_operation,
 )
+from paimon_ops.dagster.progress import RunProgress, placement, plan_event
 from paimon_ops.dagster.refs import TableRef
-from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, runner_for
+from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, plan_has_work, runner_for
 from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec, partition_key_of
 from paimon_ops.errors import PaimonOpsError
 
@@ -235,8 +242,17 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
             sections.append(plan_markdown(plan))
             continue
         runner = runner_for(plan, spark, raw.options)
-        report = call_engine(spec, op.title, partial(plan.execute, table=raw, runner=runner))
-        context.log.info(report.summary())
+        progress = None
+        if plan_has_work(plan):  # the plan before the work, then progress while it runs
+            observation, line = plan_event(key, op.title, plan, placement(plan, runner, raw.options))
+            context.log.info(line)
+            context.log_event(observation)
+            progress = RunProgress(context.log, f"{op.title} on {spec.identifier}", plan)
+        else:
+            context.log.info(f"{op.title} on {spec.identifier}: nothing to do (planned on snapshot "
+                             f"{plan.base_snapshot})")
+        report = call_engine(spec, op.title, partial(plan.execute, table=raw, runner=runner, progress=progress))
+        context.log.info(report_line(report))
         run_md.update(report_metadata(report, prefix=f"{name}/"))
         sections.append(report_markdown(report))
         if op.reclaims:
@@ -253,17 +269,19 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
         state = table_state(raw)
     except (PaimonOpsError, OSError, ValueError) as e:
         state = {"state_error": f"{type(e).__name__}: {e}"}
-    md: dict[str, Any] = {**state, "operations": ", ".join(done) or "observe", "dry_run": dry}
+    # what the run did first (effects, then the report), then the table's figures, then per-operation figures
+    md: dict[str, Any] = {"operations": ", ".join(done) or "observe", "dry_run": dry}
     previous_total = reclaimed_total(context.instance, key)
     if dry:
         for k in ("would_delete", "would_delete_bytes", "would_write", "would_write_bytes"):
             md[k] = MetadataValue.int(sum(int(v.value) for kk, v in run_md.items() if kk.endswith("/" + k)))
     elif done:
-        md.update({"bytes_reclaimed": MetadataValue.int(reclaimed), "files_deleted": MetadataValue.int(deleted),
-                   "files_written": MetadataValue.int(written), "bytes_written": MetadataValue.int(written_bytes)})
-    md[RECLAIMED_TOTAL] = MetadataValue.int(previous_total + (0 if dry else reclaimed))
-    md.update(run_md)
+        md.update({"files_written": MetadataValue.int(written), "bytes_written": MetadataValue.int(written_bytes),
+                   "files_deleted": MetadataValue.int(deleted), "bytes_reclaimed": MetadataValue.int(reclaimed)})
     if sections:
         md["report" if not dry else "plan"] = MetadataValue.md("\n\n---\n\n".join(sections))
+    md.update(state)
+    md[RECLAIMED_TOTAL] = MetadataValue.int(previous_total + (0 if dry else reclaimed))
+    md.update(run_md)
     what = ("dry run of " if dry else "") + (", ".join(done) or "observation")
     context.log_event(AssetObservation(asset_key=key, metadata=md, description=f"{what} of {spec.identifier}"))

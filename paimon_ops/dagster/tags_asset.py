@@ -23,6 +23,7 @@ from dagster import (
     AssetSpec,
     DailyPartitionsDefinition,
     DefaultSensorStatus,
+    Failure,
     MaterializeResult,
     MetadataValue,
     RunRequest,
@@ -36,13 +37,15 @@ from dagster import (
 
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
-from paimon_ops.dagster.metadata import report_metadata
+from paimon_ops.dagster.metadata import report_line, report_metadata
 from paimon_ops.dagster.operations import now_millis
 from paimon_ops.dagster.refs import TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.dagster.table_asset import call_engine, run_each, selected_tables
 from paimon_ops.dagster.translator import PaimonTranslator
+
+TAG_REMOVED = "paimon/tag_removed"  # run tag: the partition's tag vanished from the table (the observation sensor)
 
 
 def tags_partitions(spec: TableSpec) -> Optional[DailyPartitionsDefinition]:
@@ -97,6 +100,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
             last = None
         cursor = json.dumps({"evaluated_at": now})
         if last is None:  # a tick that passed before the sensor ran is not caught up (as Dagster's automation)
+            context.log.info("first evaluation: tags are requested from the next tag time on")
             return SensorResult(skip_reason=SkipReason("first evaluation: tags are requested from the next tag "
                                                        "time on"), cursor=cursor)
         requests: list[RunRequest] = []
@@ -115,6 +119,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
                     tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": TAG_AUTOMATION_SENSOR}))
         if not requests:
             times = ", ".join(sorted(labels.values())[:10]) + (" …" if len(labels) > 10 else "")
+            context.log.info(f"no tag time passed since the last evaluation ({times})")  # in the tick log too
             return SensorResult(skip_reason=SkipReason(f"no tag time passed since the last evaluation ({times})"),
                                 cursor=cursor)
         context.log.info("tag time passed: " + "; ".join(due))
@@ -160,18 +165,24 @@ def _create(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, paim
 
     table = paimon.open_table(spec.identifier)
     now = now_millis()
+    removed = context.run.tags.get(TAG_REMOVED)
+    if removed is not None and context.has_partition_key and removed not in table.tags.names():
+        # the observation sensor saw this day's tag vanish: the partition turns failed (a backfill recreates it)
+        raise Failure(description=f"tag {removed} no longer exists in {spec.identifier} (deleted or expired): "
+                                  f"tags partition {context.partition_key} is not materialised any more; backfill it "
+                                  "(failed and missing partitions) to create the tag again", allow_retries=False)
     if context.has_partition_key:  # the tag of that day (its period), idempotently
         day = datetime.date.fromisoformat(context.partition_key)
         report = call_engine(spec, f"tagging day {day}", lambda: autotag.create_tag_for_period(table, day, now))
         status = report.details.get("status", "")
         if status not in ("create", "exists"):
             context.log.warning(f"{spec.identifier} day {day}: {status}: {report.details.get('reason', '')}")
-        context.log.info(report.summary())
+        context.log.info(report_line(report))
         return MaterializeResult(asset_key=key, metadata={
             **report_metadata(report), "tag": str(report.details.get("period", day)), "status": status,
             "tagged_snapshot": str(report.details.get("snapshot_id")), "synced_from_table": False})
     # periods that are not days (tag.create-interval > 1 d, hourly ...): every due tag since the last one
     report = call_engine(spec, "automatic tagging", lambda: autotag.create_auto_tags(table, now))
-    context.log.info(report.summary())
+    context.log.info(report_line(report))
     return MaterializeResult(asset_key=key, metadata={**report_metadata(report),
                                        "created": MetadataValue.json(list(report.details.get("created", [])))})

@@ -470,7 +470,47 @@ def latest_expected_tag(table: Table, now_millis: int | None = None) -> str | No
     return None
 
 
+MAX_WINDOW = 1000  # periods a retained-window check walks back at most
+
+
+@dataclass(frozen=True)
+class RetainedWindow:
+    """The periods of the retained window that should carry a tag by now, newest first, and those without one."""
+    expected: tuple[str, ...]
+    missing: tuple[str, ...]  # each one a backfill would create (its snapshot is still known)
+    oldest: str | None  # the oldest period looked at
+
+
+def retained_window(table: Table, now_millis: int | None = None) -> RetainedWindow:
+    """From the latest due period back to the first the live snapshots can still tag, within the tag retention
+    (`tag.num-retained-max` periods that should carry a tag, periods due within `tag.default-time-retained`): which
+    should carry a tag (create / exists / conflict) and which do not (create). A deleted or expired tag whose
+    snapshot is still known is missing; one whose snapshot expired cannot be made again and is not expected."""
+    sched = require_periodic(table)
+    ctx = _Context(table, sched, now_millis_or_clock(now_millis))
+    p, first = ctx.latest_due(), ctx.first_possible()
+    expected: list[str] = []
+    missing: list[str] = []
+    oldest = None
+    limit = sched.num_retained_max or MAX_WINDOW
+    since = ctx.now_ms - int(sched.default_retained.total_seconds() * 1000) if sched.default_retained else None
+    for _ in range(MAX_WINDOW):
+        if p is None or first is None or p.local_start_millis < first.local_start_millis or len(expected) >= limit:
+            break
+        if since is not None and p.due_millis < since:
+            break
+        oldest = p.name
+        d = ctx.decide(p)
+        if d.status in (CREATE, EXISTS, CONFLICT):
+            expected.append(p.name)
+            if d.status == CREATE:
+                missing.append(p.name)
+        p = sched.prev(p)
+    return RetainedWindow(tuple(expected), tuple(missing), oldest)
+
+
 __all__ = [
+    "RetainedWindow", "retained_window",
     "AutoTagPlan", "PeriodDecision", "period_for_date", "expected_tag_periods", "plan_auto_tags", "create_auto_tags",
     "create_tag_for_period", "latest_expected_tag", "auto_tag_matcher", "tag_schedule", "TagSchedule",
     "PeriodNotDueError", "PeriodCannotBeTaggedError", "CREATE", "EXISTS", "CONFLICT", "IDLE", "EXPIRED", "EMPTY",

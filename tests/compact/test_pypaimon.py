@@ -5,6 +5,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_ops.compact import compact, plan_compaction
+from paimon_ops.rowcount import count_rows
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
@@ -46,9 +47,11 @@ def test_full_compaction_of_pypaimon_table(warehouse, name):
     _write_history(t)
     before = _rows(warehouse, ident)
     table = Catalog(warehouse).get_table(ident)
+    assert count_rows(table).exact == len(before)  # the row count Dagster reports is pypaimon's (merged)
     report = compact(table)
     assert report.snapshot_id is not None and report.details["files_in"] > report.details["files_out"]
     assert _rows(warehouse, ident) == before
+    assert count_rows(table.refresh()).exact == len(before)
     result = TableScanner(table.refresh()).scan_latest()
     assert {f.level for f in result.files} == {table.options.num_levels - 1}
     assert all(f.meta.file_source == 1 for f in result.files)
@@ -71,8 +74,10 @@ def test_dv_table_written_by_pypaimon_becomes_visible(warehouse):
     _write_history(pu_dv)
     _write_history(pu_plain)
     expected = _rows(warehouse, "db.plain")
+    assert count_rows(Catalog(warehouse).get_table("db.dv")).exact == len(_rows(warehouse, "db.dv")) == 0
     compact(Catalog(warehouse).get_table("db.dv"))
     assert _rows(warehouse, "db.dv") == expected
+    assert count_rows(Catalog(warehouse).get_table("db.dv")).exact == len(expected)
 
 
 def test_partitions_and_where_filters(warehouse):

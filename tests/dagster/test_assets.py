@@ -50,6 +50,20 @@ def test_full_compaction_records_its_report_on_the_table(warehouse, spark_res, i
     assert obs["files"] == 2 and obs["level0_files"] == 0 and obs["dv_ratio"] == 0.0
     assert obs["dagster/row_count"] == 34 and obs["snapshot_id"] == before_latest + 1
     assert "| data |" in obs["report"] and "compact" in obs["report"]
+    # the report reads for people: effects first, sizes human-readable, internals only in the JSON entry
+    assert obs["report"].index("| kind | written | size |") < obs["report"].index("| figure | value |")
+    assert "task_pids" not in obs["report"] and "task_pids" in obs["compact/details"]
+    assert list(obs)[:2] == ["operations", "dry_run"] and list(obs).index("report") < list(obs).index("files")
+    # the plan was logged before the work (an observation with the tasks, bytes and placement) and progress during
+    (plan,) = observations(result, ORDERS_KEY, planned=True)
+    assert plan["plan/tasks"] == 2 and plan["plan/bytes_to_read"] > 0 and plan["plan/files_to_delete"] == 4
+    assert plan["plan/runs_on"] and "task(s) reading" in plan["plan/runs_on_why"]
+    assert "| partition | bucket | files | rows | size | why |" in plan["plan"]
+    logs = [r.user_message for r in instance.all_logs(result.run_id) if r.user_message]
+    planned = next(i for i, m in enumerate(logs) if "planned on snapshot" in m and "runs " in m)
+    progress = [i for i, m in enumerate(logs) if m.startswith("compaction on shop.orders: ") and "/2 (" in m]
+    done = next(i for i, m in enumerate(logs) if m.startswith("compact on shop.orders: wrote "))
+    assert planned < progress[0] and progress[-1] < done and "2/2 (100%)" in logs[progress[-1]]
     assert "| replaced (the old files stay on disk until snapshot expiry) |" in obs["report"]  # the CLI's words
     assert not [k for k in obs if k.startswith("would_")]
 

@@ -5,6 +5,7 @@ observation sensor records observations, check evaluations and existing tags wit
 from __future__ import annotations
 
 import json
+import uuid
 
 from dagster import AssetKey, AssetPartitionStatus, DagsterRunStatus, SensorResult, build_sensor_context
 
@@ -38,10 +39,10 @@ def _tick(defs, name, instance, cursor=None) -> SensorResult:
     return out
 
 
-def _run(defs, request, instance):
+def _run(defs, request, instance, **kw):
     job = defs.resolve_job_def(request.job_name)
     return job.execute_in_process(instance=instance, run_config=request.run_config, tags=request.tags,
-                                  asset_selection=request.asset_selection)
+                                  asset_selection=request.asset_selection, partition_key=request.partition_key, **kw)
 
 
 def _dvs(warehouse, identifier):
@@ -188,7 +189,9 @@ def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, f
     md = {k: v.value for k, v in o.metadata.items()}
     assert o.asset_key == table_key(ORDERS)
     assert md["snapshots"] == 4 and md["tags"] == 1 and md["files"] == 4 and md["level0_files"] == 2
-    assert md["dagster/row_count"] == 50 - 16 and md["deleted_rows"] == 16 and md["dv_ratio"] == 16 / 50
+    # DV table: readers skip level 0 (ids 100..109), so the row count is pypaimon's 24, not 50 - 16
+    assert md["dagster/row_count"] == read(warehouse, ORDERS).num_rows == 24
+    assert md["rows_before_merge"] == 50 - 16 and md["deleted_rows"] == 16 and md["dv_ratio"] == 16 / 50
     evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
     assert set(evals) == {"metadata_readable", "small_files", "dv_ratio", "snapshot_retention", "manifest_count",
                           "latest_tag_present"}
@@ -258,3 +261,127 @@ def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vect
     rows = {r["id"]: r for r in sorted_rows(read(warehouse, ORDERS), ["id"])}
     assert all(rows[i]["amount"] == 7 for i in range(20, 30)) and rows[5000]["amount"] == 7
     assert len(rows) == 3001
+
+
+def _tick_logs(defs, name, instance, cursor=None) -> tuple[SensorResult, list[str]]:
+    """One tick, and the lines of its tick log (what the UI shows under the tick's logs)."""
+    from dagster._core.definitions.instigation_logger import get_instigation_log_records
+    repo = defs.get_repository_def()
+    log_key = [repo.name, name, uuid.uuid4().hex]  # what the daemon passes
+    ctx = build_sensor_context(instance=instance, cursor=cursor, repository_def=repo, sensor_name=name,
+                               resources=dict(repo.get_top_level_resources()))
+    # build_sensor_context takes neither; the daemon's SensorEvaluationContext gets both (the tick log's storage)
+    ctx._log_key, ctx._instance_ref = log_key, instance.get_ref()
+    with ctx:
+        out = repo.get_sensor_def(name)(ctx)
+    return out, [r["msg"] for r in get_instigation_log_records(instance, log_key)]
+
+
+def test_row_count_is_never_the_unmerged_sum(warehouse, fresh_instance):
+    """A merge-on-read primary-key table with overlapping level-0 files: a sensor tick (metadata only) records
+    `rows_before_merge` and no `dagster/row_count`; observing it in a run merges the overlapping bucket and records
+    pypaimon's row count."""
+    from dagster import materialize
+
+    from paimon_ops.dagster import PaimonSpark, PaimonWarehouse
+    from paimon_ops.table.writer import create_table
+    from tests.dagster.util import everything
+    t = create_table(warehouse, "shop.customers", [("id", "INT"), ("name", "STRING")], primary_keys=["id"],
+                     options={"bucket": "1"})
+    write(t, {"id": list(range(10)), "name": ["a"] * 10}, ms(2026, 3, 26, 10))
+    write(t, {"id": list(range(5, 15)), "name": ["b"] * 10}, ms(2026, 3, 26, 11))
+    defs = build_paimon_definitions(warehouse)
+    out, logs = _tick_logs(defs, "paimon_observation_sensor", fresh_instance)
+    (o,) = [e for e in out.asset_events if type(e).__name__ == "AssetObservation"]
+    md = {k: v.value for k, v in o.metadata.items()}
+    assert "dagster/row_count" not in md and md["rows_before_merge"] == 20
+    assert md["row_count_basis"].startswith("unknown")
+    # the tick says what it did (not Dagster's "returned an empty result"), in its skip reason and its log
+    said = "observed 1 table(s) (shop.customers): 1 observation(s), 4 check evaluation(s), 1 materialisation(s)"
+    assert out.skip_reason.skip_message.startswith(said)
+    assert any(said in line for line in logs)
+    again, logs = _tick_logs(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    assert "no table changed" in again.skip_reason.skip_message and again.skip_reason.skip_message in logs
+    key = table_key("shop.customers")
+    result = materialize(everything(defs), selection=[key], instance=fresh_instance,
+                         resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
+    (obs,) = observations(result, key)
+    assert obs["dagster/row_count"] == read(warehouse, "shop.customers").num_rows == 15
+    assert obs["rows_before_merge"] == 20 and obs["row_count_basis"] == "merged 1 bucket(s)"
+
+
+def test_deleted_tag_turns_its_partition_failed_and_a_backfill_refills_it(warehouse, fresh_instance):
+    """The tags asset reflects the table: a tag deleted outside Dagster turns its partition failed (the observation
+    sensor requests a run of it that fails naming the vanished tag — Dagster's storages cannot wipe one partition back
+    to missing), `latest_tag_present` names it, a backfill of the failed and missing partitions creates it again on
+    the same snapshot."""
+    from dagster import materialize
+
+    from paimon_ops.api import Table as FacadeTable
+    from paimon_ops.dagster import PaimonWarehouse
+    from paimon_ops.lifecycle import autotag
+    t = build_orders(warehouse)
+    for day in ("2026-03-26", "2026-03-27", "2026-03-28"):
+        autotag.create_tag_for_period(t, day)
+    defs = build_paimon_definitions(warehouse)
+    pd = defs.get_repository_def().asset_graph.get(ORDERS_TAGS).partitions_def
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance)
+    for e in out.asset_events:
+        fresh_instance.report_runless_asset_event(e)
+    days = ["2026-03-26", "2026-03-27", "2026-03-28"]
+    assert set(fresh_instance.get_materialized_partitions(ORDERS_TAGS)) == set(days) and not out.run_requests
+    evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
+    assert evals["latest_tag_present"].passed
+
+    FacadeTable.open(t.location).tags.delete("2026-03-27").execute()  # as `paimon-ops delete-tag` / Java would
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    for e in out.asset_events:
+        fresh_instance.report_runless_asset_event(e)
+    evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
+    check = evals["latest_tag_present"]
+    assert not check.passed and "2026-03-27" in check.description and check.metadata["missing"].value == "2026-03-27"
+    (req,) = out.run_requests
+    assert req.partition_key == "2026-03-27" and req.asset_selection == [ORDERS_TAGS]
+    assert req.tags["paimon/tag_removed"] == "2026-03-27"
+    result = _run(defs, req, fresh_instance, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "tag 2026-03-27 no longer exists in shop.orders" in failure.event_specific_data.error.message
+    assert "2026-03-27" not in Catalog(warehouse).get_table(ORDERS).tags.names()  # the run created nothing
+    status = fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd)
+    assert status == {"2026-03-26": AssetPartitionStatus.MATERIALIZED, "2026-03-27": AssetPartitionStatus.FAILED,
+                      "2026-03-28": AssetPartitionStatus.MATERIALIZED}
+    again = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    assert not again.run_requests  # once
+
+    # the backfill of the failed and missing partitions refills the gap, on the snapshot the tag had
+    refill = [d for d, s in fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd).items()
+              if s != AssetPartitionStatus.MATERIALIZED]
+    assert refill == ["2026-03-27"]
+    tags_def = defs.get_assets_def(ORDERS_TAGS)
+    for day in refill:
+        assert materialize([tags_def], selection=[ORDERS_TAGS], instance=fresh_instance, partition_key=day,
+                           resources={"paimon": PaimonWarehouse(uri=warehouse)}).success
+    assert {n: s.id for n, s in Catalog(warehouse).get_table(ORDERS).tags.tags()} == \
+        {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
+    assert set(fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd).values()) == \
+        {AssetPartitionStatus.MATERIALIZED}
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
+    assert not out.run_requests
+    assert not [e for e in out.asset_events if e.asset_key == ORDERS_TAGS and type(e).__name__ != "AssetCheckEvaluation"]
+    evals = {e.check_name: e for e in out.asset_events if type(e).__name__ == "AssetCheckEvaluation"}
+    assert evals["latest_tag_present"].passed
+
+
+def test_tags_partitions_cover_the_tags_the_table_already_has(warehouse, fresh_instance):
+    """A day-named tag older than the table's schema and snapshots (kept while its snapshots expired, or copied in):
+    the tags partitions start at its day, and the observation sensor shows it materialised."""
+    from paimon_ops.api import Table as FacadeTable
+    t = build_orders(warehouse)
+    FacadeTable.open(t.location).tags.create("2026-02-14", snapshot_id=1).execute()
+    defs = build_paimon_definitions(warehouse)
+    pd = defs.get_repository_def().asset_graph.get(ORDERS_TAGS).partitions_def
+    assert pd.get_first_partition_key() == "2026-02-14"
+    out = _tick(defs, "paimon_observation_sensor", fresh_instance)
+    mats = [e for e in out.asset_events if type(e).__name__ == "AssetMaterialization" and e.asset_key == ORDERS_TAGS]
+    assert [m.partition for m in mats] == ["2026-02-14"]

@@ -5,7 +5,11 @@ the launchpad would, headless Chromium checks the table asset page — schema, r
 observation plots, the checks on the table — then opens the tags asset, where the existing tag shows as
 materialised, launches a backfill of three more days from the partition dialog, the daemon runs it, and the tags
 must then exist in the table, each on the snapshot of its day, and show as materialised; the last day stays missing.
-Every screenshot is taken once the elements it is about are on the page, and checked.
+Before that, a real compaction run's page shows its plan, progress and report lines in order. After it, one of the
+backfilled tags is deleted outside Dagster: the observation sensor's run of its partition fails naming it, the
+partition shows as failed, and a "Failed and missing" backfill from the dialog creates it again on its day's
+snapshot (and the never-tagged last day). Every screenshot is taken once the elements it is about are on the page,
+and checked.
 
 Screenshots of every step and the webserver / daemon logs go to tests/artifacts/webserver_e2e/ (gitignored), the
 screenshots also to the test's tmp dir; the last one (the backfill's runs, all succeeded) is also kept as
@@ -123,8 +127,6 @@ def test_table_asset_dry_run_and_tags_backfill_in_the_ui(stack):
 
 
 def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, picked):
-    from selenium.webdriver.common.keys import Keys
-
     want = [d.isoformat() for d in picked]
     first, last = want[0], want[-1]
 
@@ -141,35 +143,7 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
 
     _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days)
 
-    # -- the asset page, without a first-visit dialog in the way
-    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(ASSET_PATH)}")
-    materialize = "//button[starts-with(normalize-space(.), 'Materialize')]"
-    ui.wait_for(driver, "the Materialize button", lambda: ui.visible(driver, materialize))
-    assert not ui.visible(driver, DIALOG), "a dialog covers the asset page (setNuxSeen did not dismiss the NUX?)"
-    shots.take("asset-page")
-    steps.mark("asset page open")
-
-    # -- the partition dialog: a custom range of three days, then "Launch backfill"
-    ui.click(driver, materialize, "the Materialize button")
-    ui.wait_for(driver, "the launch dialog's partition selection",
-                lambda: ui.visible(driver, DIALOG + "//*[normalize-space(text())='Partition selection']"))
-    box = ui.wait_for(driver, "the partition range input",
-                      lambda: ui.visible(driver, DIALOG + "//input[@type='text']")[0])
-    box.click()
-    box.send_keys(Keys.CONTROL, "a")
-    box.send_keys(f"[{first}...{last}]", Keys.ENTER)
-    ui.wait_for(driver, f"'{len(picked)} partitions' selected",
-                lambda: ui.visible(driver, DIALOG + f"//*[normalize-space(text())='{len(picked)} partitions']"),
-                timeout=20)
-    shots.take("partitions-selected")
-    ui.click(driver, DIALOG + "//button[normalize-space(.)='Launch backfill']", "the Launch backfill button")
-    toast = ui.wait_for(driver, "the 'Created backfill' toast",
-                        lambda: ui.visible(driver, "//*[starts-with(normalize-space(.), 'Created backfill ')]"))
-    match = re.search(r"Created backfill (\S+)", toast[-1].text)
-    assert match, f"toast without a backfill id: {toast[-1].text!r}"
-    backfill_id = match.group(1)
-    shots.take("backfill-created")
-    steps.mark(f"backfill {backfill_id} launched from the UI")
+    backfill_id = _backfill_from_the_dialog(port, steps, driver, shots, first, last, len(picked))
 
     bf = ui.get_backfill(port, backfill_id)
     assert bf["isAssetBackfill"] and bf["assetSelection"] == [{"path": ASSET_PATH}], bf
@@ -216,6 +190,86 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
         "the last (missing) day": f"//*[normalize-space(text())='{all_days[-1]}']"})
     shutil.copy(final, ui.ARTIFACTS / "webserver_e2e.png")  # the artefact to keep, under a stable name
     steps.mark(f"backfill {bf['status']}; artefact {final}")
+    _deleted_tag_turns_failed_and_a_backfill_refills_it(port, procs, steps, driver, wh, shots, all_days, picked[0])
+
+
+def _backfill_from_the_dialog(port, steps, driver, shots, first: str, last: str, n: int, step: str = "",
+                              button: str | None = None) -> str:
+    """The tags asset page's Materialize dialog: a custom range (or the selection `button` makes, e.g. "Failed and
+    missing"), then "Launch backfill"; the backfill's id."""
+    from selenium.webdriver.common.keys import Keys
+
+    # -- the asset page, without a first-visit dialog in the way
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(ASSET_PATH)}")
+    materialize = "//button[starts-with(normalize-space(.), 'Materialize')]"
+    ui.wait_for(driver, "the Materialize button", lambda: ui.visible(driver, materialize))
+    assert not ui.visible(driver, DIALOG), "a dialog covers the asset page (setNuxSeen did not dismiss the NUX?)"
+    shots.take(f"{step}asset-page")
+    steps.mark("asset page open")
+
+    # -- the partition dialog: a custom range of days, then "Launch backfill"
+    ui.click(driver, materialize, "the Materialize button")
+    ui.wait_for(driver, "the launch dialog's partition selection",
+                lambda: ui.visible(driver, DIALOG + "//*[normalize-space(text())='Partition selection']"))
+    if button is not None:
+        ui.click(driver, DIALOG + f"//button[normalize-space(.)='{button}']", f"the '{button}' button")
+    else:
+        box = ui.wait_for(driver, "the partition range input",
+                          lambda: ui.visible(driver, DIALOG + "//input[@type='text']")[0])
+        box.click()
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(f"[{first}...{last}]", Keys.ENTER)
+    label = f"{n} partitions" if n > 1 else "1 partition"
+    ui.wait_for(driver, f"'{label}' selected",
+                lambda: ui.visible(driver, DIALOG + f"//*[normalize-space(text())='{label}']"), timeout=20)
+    shots.take(f"{step}partitions-selected")
+    ui.click(driver, DIALOG + "//button[normalize-space(.)='Launch backfill']", "the Launch backfill button")
+    toast = ui.wait_for(driver, "the 'Created backfill' toast",
+                        lambda: ui.visible(driver, "//*[starts-with(normalize-space(.), 'Created backfill ')]"))
+    match = re.search(r"Created backfill (\S+)", toast[-1].text)
+    assert match, f"toast without a backfill id: {toast[-1].text!r}"
+    shots.take(f"{step}backfill-created")
+    steps.mark(f"backfill {match.group(1)} launched from the UI")
+    return match.group(1)
+
+
+def _deleted_tag_turns_failed_and_a_backfill_refills_it(port, procs, steps, driver, wh, shots, all_days, day):
+    """A tag deleted outside Dagster: the observation sensor's run of its partition fails naming it, the partition
+    shows as failed (not materialised); a backfill of it from the dialog creates the tag again on its day's snapshot."""
+    import paimon_ops as po
+    name = day.isoformat()
+    sid = wh.snapshot_for_day(day)
+    po.Catalog(wh.path).get_table(ui.ORDERS).tags.delete(name).execute()  # as `paimon-ops delete-tag` would
+
+    def stats() -> dict:
+        return ui.graphql(port, ui.ASSET_QUERY, {"path": ASSET_PATH})["assetNodeOrError"]["partitionStats"]
+
+    ui.wait_until(f"the partition of the deleted tag {name} failed", lambda: stats()["numFailed"] == 1, procs,
+                  timeout=120)
+    assert stats()["numMaterialized"] == len(all_days) - 2, stats()  # all but the deleted day and the last one
+    steps.mark(f"deleted tag {name}: its partition failed")
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(ASSET_PATH)}?view=partitions")
+    shots.take_checked("tags-partition-of-deleted-tag-failed", {
+        "'Failed (1)'": "//*[normalize-space(text())='Failed (1)']",
+        f"'Materialized ({len(all_days) - 2})'": f"//*[normalize-space(text())='Materialized ({len(all_days) - 2})']"})
+
+    # the dialog's "Failed and missing": the deleted day and the day never tagged
+    gaps = [name, all_days[-1]]
+    backfill_id = _backfill_from_the_dialog(port, steps, driver, shots, name, name, 2, step="refill-",
+                                            button="Failed and missing")
+    assert ui.get_backfill(port, backfill_id)["partitionNames"] == gaps
+    ui.wait_for_backfill_runs(port, backfill_id, gaps, all_days, procs, timeout=RUNS_TIMEOUT_S)
+    from paimon_ops.table.table import Catalog
+    table = Catalog(wh.path).get_table(ui.ORDERS)
+    assert table.tags.tag(name).id == sid, f"tag {name} made again on snapshot {table.tags.tag(name).id}, not {sid}"
+    assert table.tags.names() == all_days, table.tags.names()
+    ui.wait_until("every partition materialised", lambda: stats()["numFailed"] == 0 and (
+        stats()["numMaterialized"] == len(all_days)), procs, timeout=60)
+    driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(ASSET_PATH)}?view=partitions")
+    shots.take_checked("tags-partitions-refilled", {
+        f"'Materialized ({len(all_days)})'": f"//*[normalize-space(text())='Materialized ({len(all_days)})']",
+        "'Failed (0)'": "//*[normalize-space(text())='Failed (0)']"})
+    steps.mark(f"backfill of the failed and missing partitions refilled {name} on snapshot {sid}")
 
 
 def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
@@ -287,6 +341,37 @@ def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
     shots.take_checked("table-checks", {n: text(n) for n in (
         "metadata_readable", "small_files", "snapshot_retention", "referenced_files_present")})
     steps.mark("table asset page: schema, row count, plots, checks, events")
+    _compaction_shows_its_work(port, procs, steps, driver, shots, table_events)
+
+
+def _compaction_shows_its_work(port, procs, steps, driver, shots, table_events):
+    """A real compaction run logs its plan (tasks, bytes, where it runs and why) before the work and progress while
+    it runs, in order, and its run page shows them; the plan is also an observation on the table."""
+    run_id = ui.launch_run(port, LOCATION, "paimon_compaction", TABLE_PATH,
+                           {"ops": {"paimon_primary_key_tables": {"config": {"compact": {"mode": "full"}}}}})
+    ui.wait_for_run(port, run_id, procs, timeout=120)
+    events = ui.graphql(port, ui.RUN_LOGS_QUERY, {"runId": run_id})["logsForRun"]["events"]
+    messages = [e.get("message") or "" for e in events if e["__typename"] == "LogMessageEvent"]
+    prefix = f"compaction on {ui.ORDERS}: "
+    planned = [i for i, m in enumerate(messages) if m.startswith(prefix) and "planned on snapshot" in m]
+    progress = [i for i, m in enumerate(messages) if re.match(re.escape(prefix) + r"\d+/\d+ \(\d+%\)", m)]
+    done = [i for i, m in enumerate(messages) if m.startswith(f"compact on {ui.ORDERS}: wrote ")]
+    assert planned and progress and done, messages
+    assert planned[0] < progress[0] <= progress[-1] < done[0], messages
+    assert "task(s) reading" in messages[planned[0]] and "runs in-process" in messages[planned[0]], messages[planned[0]]
+    assert re.search(r"(\d+)/\1 \(100%\)", messages[progress[-1]]), messages[progress[-1]]
+    plan_obs = [o for o in table_events()["assetObservations"] if o["runId"] == run_id
+                and "plan/tasks" in {m["label"] for m in o["metadataEntries"]}]
+    assert plan_obs, "the plan recorded as an observation on the table"
+    driver.get(f"http://127.0.0.1:{port}/runs/{run_id}")
+    box = ui.wait_for(driver, "the run log's filter", lambda: ui.visible(driver, "//input[starts-with(@placeholder, "
+                                                                                 "'Filter')]")[0])
+    box.send_keys(f"on {ui.ORDERS}: ")  # the run's own lines: plan, progress, report
+    shots.take_checked("compaction-run-plan-and-progress", {
+        "the plan": f"//*[starts-with(normalize-space(text()), '{prefix}planned on snapshot')]",
+        "the progress": f"//*[starts-with(normalize-space(text()), '{messages[progress[-1]][:len(prefix) + 12]}')]",
+        "the report line": f"//*[starts-with(normalize-space(text()), 'compact on {ui.ORDERS}: wrote ')]"})
+    steps.mark("compaction run: plan and progress in the run log")
 
 
 def visible_or_scrolled(driver, xpath: str):

@@ -161,14 +161,16 @@ def run_job(defs, job_name: str, identifier: str, instance, config: dict | None 
                                   run_config=run_config, **kw)
 
 
-def observations(result, key) -> list[dict]:
-    """Metadata (plain values) of the observations a run recorded on `key`."""
+def observations(result, key, planned: bool = False) -> list[dict]:
+    """Metadata (plain values) of the observations a run recorded on `key` (`planned`: the plans it logged before
+    executing, instead of its final observations)."""
     out = []
     for e in result.all_events:
         if e.event_type_value == "ASSET_OBSERVATION":
             obs = e.event_specific_data.asset_observation
-            if obs.asset_key == key:
-                out.append({k: v.value for k, v in obs.metadata.items()})
+            md = {k: v.value for k, v in obs.metadata.items()}
+            if obs.asset_key == key and (md.get("phase") == "planned") == planned:
+                out.append(md)
     return out
 
 
