@@ -79,16 +79,35 @@ def allowed_roots(table: Table) -> list[str]:
 
 
 def check_paths(roots: Sequence[str], paths: Sequence[str]) -> None:
+    """Refuse (UnsafeOperationError, as ensure_within words it for the first root) any path outside every root:
+    the roots are normalised once, then one normpath and one prefix test per path."""
+    norm_roots = [posixpath.normpath(r) for r in roots]
+    exact = set(norm_roots)
+    prefixes = tuple(r.rstrip("/") + "/" for r in norm_roots)
+    normpath = posixpath.normpath
     for p in paths:
-        errors = []
-        for r in roots:
-            try:
-                ensure_within(r, p)
-                break
-            except PaimonOpsError as e:
-                errors.append(e)
+        n = normpath(p)
+        if n.startswith(prefixes) or n in exact:
+            continue
+        ensure_within(roots[0], p)  # raises, naming the path
+        raise UnsafeOperationError(f"refusing to touch {p}: outside the table root {roots[0]}")  # (unreachable)
+
+
+def by_directory(actions: Sequence[FileAction]) -> list[FileAction]:
+    """The actions of one phase grouped by parent directory (in order of first appearance, order kept within a
+    directory): each directory is then opened and checked once, not once per file when the planned paths
+    alternate between partitions. Only for phases whose order does not matter (DELETE_FILES)."""
+    groups: dict[str, list[FileAction]] = {}
+    for a in actions:
+        d = a.path.rpartition("/")[0]
+        g = groups.get(d)
+        if g is None:
+            groups[d] = [a]
         else:
-            raise errors[0]
+            g.append(a)
+    if len(groups) <= 1:
+        return list(actions)
+    return [a for g in groups.values() for a in g]
 
 
 # ---------------------------------------------------------------------------------------------- preflight
@@ -415,6 +434,7 @@ class Deleter:
         if not actions:
             return [], 0
         check_paths(self.roots, [a.path for a in actions])
+        actions = by_directory(actions)
         use_runner = self.runner is not None and self.table.io.fault_hook is None and \
             len(actions) >= self.parallel_threshold
         if self.table.io.bulk_delete:
