@@ -92,6 +92,22 @@ def _pylist(col: Any, n: int, ints: bool = False) -> list:
     return col.to_pylist()
 
 
+def _repeated(col: Any, n: int) -> list:
+    """A column of few distinct values (partitions) as a list sharing one Python object per value: converted
+    through its dictionary (less to convert, less to hold)."""
+    if n < 64 or col.null_count:
+        return col.to_pylist()
+    import operator
+
+    import pyarrow.compute as pc
+    enc = pc.dictionary_encode(col).combine_chunks()
+    values = enc.dictionary.to_pylist()
+    idx = enc.indices.to_numpy().tolist()
+    if len(values) == 1:
+        return values * n
+    return list(operator.itemgetter(*idx)(values))
+
+
 def _batch_columns(table: Any) -> tuple[list, mf.ManifestColumns]:
     """(_VERSION, the lifecycle columns) of a whole decoded batch: one conversion per column, none per entry
     beyond building the Python list (statistics columns are never converted)."""
@@ -109,7 +125,7 @@ def _batch_columns(table: Any) -> tuple[list, mf.ManifestColumns]:
     else:
         extra = [()] * n
     cols = mf.ManifestColumns(
-        _pylist(table.column("_KIND"), n, True), table.column("_PARTITION").to_pylist(),
+        _pylist(table.column("_KIND"), n, True), _repeated(table.column("_PARTITION"), n),
         _pylist(table.column("_BUCKET"), n, True), field("_LEVEL", True), f.field("_FILE_NAME").to_pylist(),
         field("_FILE_SIZE", True), extra, field("_EMBEDDED_FILE_INDEX"), field("_EXTERNAL_PATH"),
         field("_FILE_SOURCE", True))
