@@ -24,7 +24,7 @@ Measured, each side in a fresh process (wall time from start to exit, peak RSS f
 
 Run: .venv/bin/python benchmarks/bench_scale.py [--files 100000 --files 1000000] [--entries 10000000]
      [--workdir DIR] [--no-java]
-(2 cores: the 1M-file table takes ~20 min to build; 10M entries ~3 min to write.)
+(2 shared cores: the 1M-file table takes ~10 min to build, the 10M-entry table ~15 min to write.)
 """
 from __future__ import annotations
 
