@@ -67,7 +67,7 @@ ENSURE_HINTS = "ensure-hints"        # params: hints [{dir, name, source}]: repa
 PLAN_FORMAT = "paimon-ops-plan/1"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (slots: a plan can hold millions of them)
 class FileAction:
     path: str
     kind: str
