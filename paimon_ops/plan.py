@@ -67,7 +67,7 @@ ENSURE_HINTS = "ensure-hints"        # params: hints [{dir, name, source}]: repa
 PLAN_FORMAT = "paimon-ops-plan/1"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (slots: a plan can hold millions of them)
 class FileAction:
     path: str
     kind: str
@@ -403,6 +403,11 @@ class Plan:
 # ---------------------------------------------------------------------------------------------- codec
 def encode(v: Any) -> Any:
     """Plain JSON values of plan data (dataclasses by field, preconditions tagged with their kind)."""
+    if type(v) is FileAction:  # the bulk of a large plan or report: four plain fields, no reflection
+        return {"path": v.path, "kind": v.kind, "reason": v.reason, "size": v.size}
+    if isinstance(v, (list, tuple)) and v and type(v[0]) is FileAction:
+        return [{"path": a.path, "kind": a.kind, "reason": a.reason, "size": a.size} if type(a) is FileAction
+                else encode(a) for a in v]
     if isinstance(v, Precondition):
         return {"kind": v.kind, **{f.name: encode(getattr(v, f.name)) for f in dataclasses.fields(v)}}
     if dataclasses.is_dataclass(v) and not isinstance(v, type):

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import fastavro
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidOptionError, UnsupportedError
-from paimon_ops.format.names import is_plain_name, require_plain_name
+from paimon_ops.format.names import first_unplain, require_plain_name
 
 __all__ = [
     "SimpleStats",
@@ -59,6 +59,8 @@ __all__ = [
     "read_manifest_list",
     "write_manifest_list",
     "read_manifest",
+    "ManifestColumns",
+    "read_manifest_columns",
     "write_manifest",
     "read_index_manifest",
     "write_index_manifest",
@@ -539,11 +541,16 @@ def _open_avro(data: bytes, path: str, kind: str) -> tuple[Any, FieldSet]:
     """A fastavro reader over ``data`` plus the file's field set; CorruptMetadataError if unreadable."""
     try:
         reader = fastavro.reader(io.BytesIO(data), return_record_name=False)
-        schema = json.loads(reader.metadata["avro.schema"])
-        fs = FieldSet.of_schema(kind, schema)
+        fs = _field_set_of(kind, reader.metadata["avro.schema"])
     except Exception as e:  # noqa: BLE001 - any decoding failure means the file is unusable
         raise CorruptMetadataError(path, f"not a readable Avro manifest: {type(e).__name__}: {e}") from None
     return reader, fs
+
+
+@lru_cache(maxsize=64)
+def _field_set_of(kind: str, schema_json: str) -> FieldSet:
+    """A table's metadata files share a handful of writer schemas: each is parsed and walked once."""
+    return FieldSet.of_schema(kind, json.loads(schema_json))
 
 
 def _require(fs: FieldSet, path: str, required: dict[str, Sequence[str]]) -> None:
@@ -683,13 +690,37 @@ _FILE_REQUIRED = ("_FILE_NAME", "_FILE_SIZE", "_ROW_COUNT", "_MIN_KEY", "_MAX_KE
                   "_MIN_SEQUENCE_NUMBER", "_MAX_SEQUENCE_NUMBER", "_SCHEMA_ID", "_LEVEL", "_EXTRA_FILES")
 
 
+_MANIFEST_REQUIRED: dict[str, Sequence[str]] = {
+    "": ("_VERSION", "_KIND", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS", "_FILE"), "_FILE": _FILE_REQUIRED,
+    "_FILE._KEY_STATS": _STATS_REQUIRED, "_FILE._VALUE_STATS": _STATS_REQUIRED}
+
+
+def _check_entries(path: str, kinds: Sequence[int], names: Sequence[Any], extras: Sequence[Any]) -> None:
+    """Entry kinds and file names of a whole manifest, validated in bulk (a few C-level operations per manifest,
+    not a Python loop per entry, let alone per character); `extras` holds (file name, its _EXTRA_FILES) where that
+    array is not empty."""
+    if not {0, 1}.issuperset(kinds):
+        bad = next(k for k in kinds if k not in (0, 1))
+        raise CorruptMetadataError(path, f"invalid _KIND {bad!r} (expected 0 = ADD or 1 = DELETE)")
+    i = first_unplain(names)
+    if i is not None:
+        require_plain_name(names[i], path, "data file name")
+    if extras:
+        if first_unplain([x for _, xs in extras for x in xs]) is not None:
+            for owner, xs in extras:
+                j = first_unplain(xs)
+                if j is not None:
+                    require_plain_name(xs[j], path, f"extra file of {owner}")
+
+
 def read_manifest(data: bytes, path: str) -> tuple[list[ManifestEntry], FieldSet]:
     reader, fs = _open_avro(data, path, MANIFEST)
-    _require(fs, path, {"": ("_VERSION", "_KIND", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS", "_FILE"),
-                        "_FILE": _FILE_REQUIRED,
-                        "_FILE._KEY_STATS": _STATS_REQUIRED, "_FILE._VALUE_STATS": _STATS_REQUIRED})
+    _require(fs, path, _MANIFEST_REQUIRED)
     out: list[ManifestEntry] = []
     append = out.append
+    kinds: list[int] = []
+    names: list[str] = []
+    extras: list[Any] = []
     # Hot loop: ~100k entries per large manifest; keep per-entry work to plain dict lookups + constructors.
     with _gc_paused():
         try:
@@ -697,17 +728,14 @@ def read_manifest(data: bytes, path: str) -> tuple[list[ManifestEntry], FieldSet
                 if r["_VERSION"] != MANIFEST_VERSION:
                     _check_version(r["_VERSION"], MANIFEST_VERSION, path, "manifest entry")
                 kind = r["_KIND"]
-                if kind != 0 and kind != 1:
-                    raise CorruptMetadataError(path, f"invalid _KIND {kind!r} (expected 0 = ADD or 1 = DELETE)")
+                kinds.append(kind)
                 f = r["_FILE"]
                 g = f.get
                 name = f["_FILE_NAME"]
-                if not is_plain_name(name):
-                    require_plain_name(name, path, "data file name")
+                names.append(name)
                 extra = f["_EXTRA_FILES"]
-                for x in extra:
-                    if not is_plain_name(x):
-                        require_plain_name(x, path, f"extra file of {name}")
+                if extra:
+                    extras.append((name, extra))
                 ks = f["_KEY_STATS"]
                 vs = f["_VALUE_STATS"]
                 knc = ks.get("_NULL_COUNTS")
@@ -732,7 +760,83 @@ def read_manifest(data: bytes, path: str) -> tuple[list[ManifestEntry], FieldSet
             raise
         except Exception as e:  # noqa: BLE001
             raise _decode_error(path, e) from None
+    _check_entries(path, kinds, names, extras)
     return out, fs
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestColumns:
+    """What file-lifecycle decisions (expiry, orphan removal) need of a manifest, decoded column-wise: one list per
+    field, row i of every list is entry i. No object per entry, no statistics decoded into Python values.
+
+    A file's identity when entries are merged is (partition, bucket, level, file_name, extra_files, embedded_index,
+    external_path), as ManifestEntry.identifier."""
+
+    kind: list[int]
+    partition: list[bytes]
+    bucket: list[int]
+    level: list[int]
+    file_name: list[str]
+    file_size: list[int]
+    extra_files: list[tuple[str, ...]]
+    embedded_index: list[bytes | None]
+    external_path: list[str | None]
+    file_source: list[int | None]
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def identifier(self, i: int) -> tuple:
+        return (self.partition[i], self.bucket[i], self.level[i], self.file_name[i], self.extra_files[i],
+                self.embedded_index[i], self.external_path[i])
+
+
+_NO_EXTRA: tuple[str, ...] = ()
+
+
+def read_manifest_columns(data: bytes, path: str) -> ManifestColumns:
+    """The lifecycle columns of a manifest (validated exactly as read_manifest validates them)."""
+    reader, fs = _open_avro(data, path, MANIFEST)
+    _require(fs, path, _MANIFEST_REQUIRED)
+    kinds: list[int] = []
+    parts: list[bytes] = []
+    buckets: list[int] = []
+    levels: list[int] = []
+    names: list[str] = []
+    sizes: list[int] = []
+    extra_col: list[tuple[str, ...]] = []
+    extras: list[Any] = []
+    embedded: list[bytes | None] = []
+    external: list[str | None] = []
+    sources: list[int | None] = []
+    with _gc_paused():
+        try:
+            for r in reader:
+                if r["_VERSION"] != MANIFEST_VERSION:
+                    _check_version(r["_VERSION"], MANIFEST_VERSION, path, "manifest entry")
+                f = r["_FILE"]
+                g = f.get
+                kinds.append(r["_KIND"])
+                parts.append(r["_PARTITION"])
+                buckets.append(r["_BUCKET"])
+                levels.append(f["_LEVEL"])
+                names.append(f["_FILE_NAME"])
+                sizes.append(f["_FILE_SIZE"])
+                x = f["_EXTRA_FILES"]
+                if x:
+                    extras.append((names[-1], x))
+                    extra_col.append(tuple(x))
+                else:
+                    extra_col.append(_NO_EXTRA)
+                embedded.append(g("_EMBEDDED_FILE_INDEX"))
+                external.append(g("_EXTERNAL_PATH"))
+                sources.append(g("_FILE_SOURCE"))
+        except CorruptMetadataError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise _decode_error(path, e) from None
+    _check_entries(path, kinds, names, extras)
+    return ManifestColumns(kinds, parts, buckets, levels, names, sizes, extra_col, embedded, external, sources)
 
 
 def _file_drop_values(f: DataFileMeta) -> Iterable[tuple[str, str, Any]]:

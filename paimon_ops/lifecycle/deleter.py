@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from paimon_ops.errors import PaimonOpsError, PreflightError, UnsafeOperationError
+from paimon_ops.format.names import first_unplain
 from paimon_ops.plan import (
     CHANGELOG,
     CONTENT_KINDS,
@@ -79,16 +80,43 @@ def allowed_roots(table: Table) -> list[str]:
 
 
 def check_paths(roots: Sequence[str], paths: Sequence[str]) -> None:
+    """Refuse (UnsafeOperationError, as ensure_within words it for the first root) any path outside every root:
+    the roots are normalised once, then one normpath and one prefix test per path."""
+    norm_roots = [posixpath.normpath(r) for r in roots]
+    exact = set(norm_roots)
+    prefixes = tuple(r.rstrip("/") + "/" for r in norm_roots)
+    normpath = posixpath.normpath
+    inside: set[str] = set()  # normalised directories inside a root: a plain name below one is inside too
     for p in paths:
-        errors = []
-        for r in roots:
-            try:
-                ensure_within(r, p)
-                break
-            except PaimonOpsError as e:
-                errors.append(e)
+        d, _, name = p.rpartition("/")
+        if d in inside and name not in ("", ".", ".."):
+            continue
+        n = normpath(p)
+        if n.startswith(prefixes):  # strictly below a root: its directory is the root or below it
+            if n == p:
+                inside.add(d)
+            continue
+        if n in exact:
+            continue
+        ensure_within(roots[0], p)  # raises, naming the path
+        raise UnsafeOperationError(f"refusing to touch {p}: outside the table root {roots[0]}")  # (unreachable)
+
+
+def by_directory(actions: Sequence[FileAction]) -> list[FileAction]:
+    """The actions of one phase grouped by parent directory (in order of first appearance, order kept within a
+    directory): each directory is then opened and checked once, not once per file when the planned paths
+    alternate between partitions. Only for phases whose order does not matter (DELETE_FILES)."""
+    groups: dict[str, list[FileAction]] = {}
+    for a in actions:
+        d = a.path.rpartition("/")[0]
+        g = groups.get(d)
+        if g is None:
+            groups[d] = [a]
         else:
-            raise errors[0]
+            g.append(a)
+    if len(groups) <= 1:
+        return list(actions)
+    return [a for g in groups.values() for a in g]
 
 
 # ---------------------------------------------------------------------------------------------- preflight
@@ -244,31 +272,22 @@ def preflight(table: Table, steps: Iterable[Step], check_references: bool = True
     ident = table.identifier
     io = table.io.with_roots(roots[1:])  # (configured external data paths are roots too)
     local = io.is_local
-    by_dir: dict[str, list[FileAction]] = {}
+    limit = PATH_MAX if local else OBJECT_KEY_MAX
+    by_dir = _bulk_checked(layout, roots, actions, limit)
+    if by_dir is None:  # something may be wrong: the exact per-path checks name the first offending path
+        by_dir = {}
+        for a in actions:
+            d = _check_one(layout, ident, a, limit)
+            by_dir.setdefault(d, []).append(a)
+        try:
+            check_paths(roots, [a.path for a in actions])
+        except UnsafeOperationError as e:
+            raise PreflightError(ident, _first_outside(roots, actions), str(e)) from None
     for a in actions:
-        path = a.path
-        if not isinstance(path, str) or "\x00" in path:
-            raise PreflightError(ident, repr(path), "not a path")
-        norm = posixpath.normpath(path)
-        if norm != path.rstrip("/") or ".." in norm.split("/"):
-            raise PreflightError(ident, path, "not a normalised path")
-        d, name = posixpath.split(norm)
-        why = bad_name(name) or layout.name_problem(a.kind, name) or (
-            layout.leftover_problem(d, name) if a.kind == LEFTOVER else
-            layout.where_problem(a.kind, norm if a.kind == DIRECTORY else d))
-        if why is None and (len(norm.encode("utf-8", "surrogateescape")) > (PATH_MAX if local else OBJECT_KEY_MAX)):
-            why = "the path is too long for the file system"
-        if why is not None:
-            raise PreflightError(ident, path, why)
-        by_dir.setdefault(d, []).append(a)
         if a.kind in OWNER_KINDS:
-            out.owners.append(norm)
+            out.owners.append(posixpath.normpath(a.path))
         elif a.kind in CONTENT_KINDS:
             out.content.append(a)
-    try:
-        check_paths(roots, [a.path for a in actions])
-    except UnsafeOperationError as e:
-        raise PreflightError(ident, _first_outside(roots, actions), str(e)) from None
     if local and io.roots:
         for d, items in by_dir.items():
             _check_local_dir(io, ident, d, items)
@@ -277,6 +296,77 @@ def preflight(table: Table, steps: Iterable[Step], check_references: bool = True
         check_history(table, "deleting files")
         check_unreferenced(table, out.content, out.owners)
     return out
+
+
+def _check_one(layout: Layout, ident: str, a: FileAction, limit: int) -> str:
+    """Where one path is, what its name is, how long it is (module docstring); its directory, or PreflightError."""
+    path = a.path
+    if not isinstance(path, str) or "\x00" in path:
+        raise PreflightError(ident, repr(path), "not a path")
+    norm = posixpath.normpath(path)
+    if norm != path.rstrip("/") or ".." in norm.split("/"):
+        raise PreflightError(ident, path, "not a normalised path")
+    d, name = posixpath.split(norm)
+    why = bad_name(name) or layout.name_problem(a.kind, name) or (
+        layout.leftover_problem(d, name) if a.kind == LEFTOVER else
+        layout.where_problem(a.kind, norm if a.kind == DIRECTORY else d))
+    if why is None and len(norm.encode("utf-8", "surrogateescape")) > limit:
+        why = "the path is too long for the file system"
+    if why is not None:
+        raise PreflightError(ident, path, why)
+    return d
+
+
+# Kinds whose checks depend only on the directory and the name's characters (no per-kind name rules): checked per
+# directory and per batch of names by `_bulk_checked`; the others (few per plan) one by one.
+_BULK_KINDS = frozenset((DATA, EXTRA, CHANGELOG, MANIFEST, MANIFEST_LIST, INDEX_MANIFEST, INDEX, STATISTICS, ORPHAN))
+
+
+def _bulk_checked(layout: Layout, roots: Sequence[str], actions: Sequence[FileAction],
+                  limit: int) -> dict[str, list[FileAction]] | None:
+    """The checks of `_check_one` and `check_paths` for every action, done per directory (normalised, inside a
+    root, the right place for the kind) and per batch of names (one join and a few C-level scans: plain, printable,
+    short enough): the actions grouped by directory, or None when anything may fail, so that the exact per-path
+    loop names the first offending path. Certifies nothing it did not check: on any doubt, None."""
+    by_dir: dict[str, list[FileAction]] = {}
+    names: list[str] = []
+    ident = layout.table.identifier
+    try:
+        for a in actions:
+            d, _, name = a.path.rpartition("/")
+            names.append(name)
+            g = by_dir.get(d)
+            if g is None:
+                by_dir[d] = [a]
+            else:
+                g.append(a)
+    except (AttributeError, TypeError):  # not a str path
+        return None
+    joined = "".join(names)
+    if first_unplain(names) is not None or not joined.isprintable() or not joined.isascii() or \
+            max(map(len, names)) > NAME_MAX:
+        return None
+    norm_roots = [posixpath.normpath(r) for r in roots]
+    exact = set(norm_roots)
+    prefixes = tuple(r.rstrip("/") + "/" for r in norm_roots)
+    for d, items in by_dir.items():
+        if not d or d == "/" or posixpath.normpath(d) != d or ".." in d.split("/") or "\x00" in d or \
+                not d.isascii() or not (d in exact or (d + "/").startswith(prefixes)):
+            return None
+        if max(len(a.path) for a in items) > limit:  # (ASCII: characters are bytes)
+            return None
+        for kind in {a.kind for a in items}:
+            if kind in _BULK_KINDS:
+                if layout.where_problem(kind, d) is not None:
+                    return None
+                continue
+            try:
+                for a in items:
+                    if a.kind == kind:
+                        _check_one(layout, ident, a, limit)
+            except PreflightError:
+                return None
+    return by_dir
 
 
 def _first_outside(roots: Sequence[str], actions: Sequence[FileAction]) -> str:
@@ -313,13 +403,13 @@ def _check_local_dir(io: FileIO, ident: str, d: str, items: Sequence[FileAction]
         if len(items) > LISTING_THRESHOLD:
             listing = {}
             with os.scandir(fd) as it:
-                for entry in it:
-                    if entry.is_symlink():
+                for entry in it:  # (regular files first: one call for the common case; a link is never one)
+                    if entry.is_file(follow_symlinks=False):
+                        listing[entry.name] = _stat.S_IFREG
+                    elif entry.is_symlink():
                         listing[entry.name] = _stat.S_IFLNK
                     elif entry.is_dir(follow_symlinks=False):
                         listing[entry.name] = _stat.S_IFDIR
-                    elif entry.is_file(follow_symlinks=False):
-                        listing[entry.name] = _stat.S_IFREG
                     else:
                         listing[entry.name] = 0
         for a in items:
@@ -418,21 +508,27 @@ class Deleter:
         use_runner = self.runner is not None and self.table.io.fault_hook is None and \
             len(actions) >= self.parallel_threshold
         if self.table.io.bulk_delete:
-            return self._delete_bulk(actions, use_runner)
+            return self._delete_bulk(by_directory(actions), use_runner)
         if not use_runner:
-            done, missing = [], 0
-            step = self.batch_size
-            for start in range(0, len(actions), step):
-                chunk = actions[start:start + step]
-                outcome = self.io.delete_files([a.path for a in chunk])
-                for a, ok in zip(chunk, outcome):
-                    if ok:
-                        done.append(a)
-                    else:
-                        missing += 1
+            done, missing, n_done = [], 0, 0
+            for directory, group, names in self._directories(actions):
+                if names is not None:  # a local directory: opened (and listed) once for all its files
+                    outcome = self.io.delete_in_directory(directory, names)
+                else:
+                    outcome = self.io.delete_files([a.path for a in group])
+                if all(outcome):
+                    done += group
+                else:
+                    for a, ok in zip(group, outcome):
+                        if ok:
+                            done.append(a)
+                        else:
+                            missing += 1
+                n_done += len(group)
                 if self.progress:
-                    self.progress(min(start + step, len(actions)), len(actions))
+                    self.progress(n_done, len(actions))
             return done, missing
+        actions = by_directory(actions)  # (each task then touches few directories)
         batches = [actions[i:i + self.batch_size] for i in range(0, len(actions), self.batch_size)]
         tasks = [{"roots": self.roots, "paths": [a.path for a in b]} for b in batches]
         results = self.runner.run("paimon_ops.lifecycle.deleter.delete_task", self.table.location, tasks,  # type: ignore[union-attr]
@@ -444,6 +540,29 @@ class Deleter:
         missing = sum(r["missing"] for r in results)
         # Which individual files were missing is not reported back; counts are exact.
         return list(actions), missing
+
+    def _directories(self, actions: Sequence[FileAction]
+                     ) -> Iterable[tuple[str, list[FileAction], list[str] | None]]:
+        """The actions grouped by parent directory (first appearance order), at most batch_size files a group
+        unless they share one directory: (directory, actions, plain names) where the directory is normalised,
+        confined and local — `FileIO.delete_in_directory` then deletes them; names None: the generic path."""
+        groups: dict[str, list[FileAction]] = {}
+        for a in actions:
+            d = a.path.rpartition("/")[0]
+            g = groups.get(d)
+            if g is None:
+                groups[d] = [a]
+            else:
+                g.append(a)
+        local = self.io.is_local
+        for d, group in groups.items():
+            names = [a.path.rpartition("/")[2] for a in group]
+            if not (local and d and posixpath.normpath(d) == d and {"", ".", ".."}.isdisjoint(names)
+                    and self.io._confined(d + "/" + names[0])):
+                for i in range(0, len(group), self.batch_size):
+                    yield d, group[i:i + self.batch_size], None
+                continue
+            yield d, group, names
 
     def delete_ordered(self, actions: Sequence[FileAction]) -> tuple[list[FileAction], int]:
         """One by one on the driver, in the given order (snapshot, tag and changelog files)."""

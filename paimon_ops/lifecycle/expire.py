@@ -34,7 +34,7 @@ import logging
 import posixpath
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from paimon_ops.errors import (
     CorruptMetadataError,
@@ -62,8 +62,8 @@ from paimon_ops.lifecycle.protection import (
     tag_set,
 )
 from paimon_ops.lifecycle.reclaim import (
-    data_actions,
     empty_dir_actions,
+    extra_file_path,
     file_size,
     plan_index_and_stats,
     plan_manifest_list,
@@ -71,9 +71,11 @@ from paimon_ops.lifecycle.reclaim import (
 from paimon_ops.options import format_duration, parse_duration
 from paimon_ops.plan import (
     CHANGELOG,
+    DATA,
     DELETE_DIRS,
     DELETE_FILES,
     ENSURE_HINTS,
+    EXTRA,
     HINT,
     LONG_CHANGELOG,
     SNAPSHOT,
@@ -288,20 +290,68 @@ def _changelog_path(table: Table, snapshot_id: int) -> str:
     return table.changelogs.path(snapshot_id)
 
 
-def delta_candidates(scanner: TableScanner, entries: list) -> dict[str, Any]:
+def delta_candidates(scanner: TableScanner, manifests: Iterable[mf.ManifestColumns]) -> dict[str, tuple]:
     """Data files a delta removes, keyed by full path and walked in order (checklist 2): a DELETE makes a
-    candidate, a later ADD of the same path (level upgrade, file-index rewrite) takes it back."""
-    cands: dict[str, Any] = {}
-    for e in entries:
-        path = scanner.data_file_path(e.partition, e.bucket, e.file)
-        if e.kind == mf.FileKind.DELETE:
-            cands[path] = e
-        else:
-            cands.pop(path, None)
+    candidate, a later ADD of the same path (level upgrade, file-index rewrite) takes it back. Values are
+    (manifest columns, row): the entry is read from its columns only if it is planned."""
+    cands: dict[str, tuple] = {}
+    delete = mf.FileKind.DELETE
+    for cols in manifests:
+        for i, (path, kind) in enumerate(zip(scanner.data_file_paths(cols), cols.kind)):
+            if kind == delete:
+                cands[path] = (cols, i)
+            else:
+                cands.pop(path, None)
     return cands
 
 
-def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, Any], owner: str, owner_id: int,
+# Snapshots whose delta manifests are decoded together (one native read); bounds what is held at once.
+DELTA_BATCH = 64
+
+
+def _deltas(store: ManifestStore, owners: list[tuple[int, Snapshot]], what: str
+            ) -> Iterator[tuple[int, list[mf.ManifestColumns], CorruptMetadataError | None]]:
+    """(id, its delta's manifests as columns, None) or (id, [], the error that made the delta unreadable) for each
+    owner in order; the manifests of DELTA_BATCH owners are decoded at once. A crafted file name raises."""
+    for i in range(0, len(owners), DELTA_BATCH):
+        chunk = owners[i:i + DELTA_BATCH]
+        lists: dict[int, list[str] | CorruptMetadataError] = {}
+        for sid, s in chunk:
+            try:
+                lists[sid] = [m.file_name for m in store.manifest_list(s.delta_manifest_list, f"{what} {sid}")]
+            except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+                raise
+            except CorruptMetadataError as e:
+                lists[sid] = e
+        wanted = [n for v in lists.values() if not isinstance(v, CorruptMetadataError) for n in v]
+        try:
+            cols = store.columns_many(wanted, what)
+        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+            raise
+        except CorruptMetadataError:
+            cols = {}  # one unreadable manifest: find whose, one manifest at a time
+        for sid, s in chunk:
+            names = lists[sid]
+            if isinstance(names, CorruptMetadataError):
+                yield sid, [], names
+                continue
+            delta = []
+            error: CorruptMetadataError | None = None
+            for n in names:
+                c = cols.get(n)
+                if c is None:
+                    try:
+                        c = store.manifest_columns(n, s.delta_manifest_list)
+                    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+                        raise
+                    except CorruptMetadataError as e:
+                        error = e
+                        break
+                delta.append(c)
+            yield sid, ([] if error else delta), error
+
+
+def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, tuple], owner: str, owner_id: int,
                         tags: list, skipper: Any, others: Any, buckets: set, keep_append_files: bool = False) -> None:
     """Plan the data files `owner`'s delta removed, except those the nearest tag below it still holds (checklist
     1: compared by (partition, bucket, file name), never by level) or another branch uses. An unreadable tag
@@ -317,15 +367,21 @@ def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, 
         b.warn(f"data files deleted by {owner} are kept: tag {tag[0] if tag else ''} is unreadable ({e})")
         return
     why = f"deleted by {owner}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
-    for entry in cands.values():
-        key = (entry.partition, entry.bucket, entry.file.file_name)
-        if key in protect or others.protects_data(key):
-            continue
-        if keep_append_files and entry.file.file_source in (None, 0):
+    other_data = others.data
+    add = b.add
+    for path, (cols, i) in cands.items():
+        partition, bucket = cols.partition[i], cols.bucket[i]
+        if protect or other_data:
+            key = (partition, bucket, cols.file_name[i])
+            if key in protect or key in other_data:
+                continue
+        if keep_append_files and cols.file_source[i] in (None, 0):
             continue  # with changelog-producer=none these files are the changelog (§2.8)
-        for a in data_actions(scanner, entry, why):
-            b.add(a)
-        buckets.add((entry.partition, entry.bucket))
+        add(FileAction(path, DATA, why, cols.file_size[i]))
+        for x in cols.extra_files[i]:
+            xp = extra_file_path(path, x)
+            add(FileAction(xp, EXTRA, why, file_size(scanner.table, xp)))
+        buckets.add((partition, bucket))
 
 
 def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,
@@ -456,18 +512,11 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
     b.step("data files", DELETE_FILES)
     skipper = DataSkipper(store)
     buckets: set[tuple[bytes, int]] = set()
-    for sid in sorted(snaps):
-        if sid <= begin:
+    for sid, delta, error in _deltas(store, [(sid, snaps[sid]) for sid in sorted(snaps) if sid > begin], "snapshot"):
+        if error is not None:
+            b.warn(f"data files deleted by snapshot {sid} are kept: its delta is unreadable ({error})")
             continue
-        s = snaps[sid]
-        try:
-            entries = list(store.entries_of_list(s.delta_manifest_list, f"snapshot {sid}"))
-        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
-            raise
-        except CorruptMetadataError as e:
-            b.warn(f"data files deleted by snapshot {sid} are kept: its delta is unreadable ({e})")
-            continue
-        _plan_delta_deletes(b, scanner, delta_candidates(scanner, entries), f"snapshot {sid}", sid, tags, skipper,
+        _plan_delta_deletes(b, scanner, delta_candidates(scanner, delta), f"snapshot {sid}", sid, tags, skipper,
                             others, buckets, keep_append_files)
 
     # ---- changelog files (only when not decoupled; tags do not protect them)
@@ -536,18 +585,18 @@ def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: 
         return
     for m in metas:
         try:
-            entries = store.manifest(m.file_name, list_name)
+            cols = store.manifest_columns(m.file_name, list_name)
         except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
             raise
         except CorruptMetadataError as e:
             if not isinstance(e, MissingFileError):
                 b.warn(f"{why}: manifest {m.file_name} unreadable, its files are kept ({e.problem})")
             continue
-        for entry in entries:
-            if entry.kind == mf.FileKind.ADD and entry.file.file_name not in others.names:
-                p = scanner.data_file_path(entry.partition, entry.bucket, entry.file)
-                b.add(FileAction(p, kind, why, entry.file.file_size))
-                buckets.add((entry.partition, entry.bucket))
+        other_names = others.names
+        for i, p in enumerate(scanner.data_file_paths(cols)):
+            if cols.kind[i] == mf.FileKind.ADD and cols.file_name[i] not in other_names:
+                b.add(FileAction(p, kind, why, cols.file_size[i]))
+                buckets.add((cols.partition[i], cols.bucket[i]))
 
 
 def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
@@ -620,16 +669,13 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
         if c.changelog_manifest_list:
             _plan_added_in(b, table, store, scanner, c.changelog_manifest_list, f"changelog {cid} expired", buckets,
                            CHANGELOG, others)
+    plain = [(cid, cls[cid]) for cid in sorted(cls) if not cls[cid].changelog_manifest_list]
+    for cid, delta, error in _deltas(store, plain, "changelog"):
+        if error is not None:
+            if not isinstance(error, MissingFileError):
+                b.warn(f"data files deleted by changelog {cid} are kept: its delta is unreadable ({error.problem})")
             continue
-        try:
-            entries = list(store.entries_of_list(c.delta_manifest_list, f"changelog {cid}"))
-        except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
-            raise
-        except CorruptMetadataError as e:
-            if not isinstance(e, MissingFileError):
-                b.warn(f"data files deleted by changelog {cid} are kept: its delta is unreadable ({e.problem})")
-            continue
-        _plan_delta_deletes(b, scanner, delta_candidates(scanner, entries), f"changelog {cid}", cid, tags, skipper,
+        _plan_delta_deletes(b, scanner, delta_candidates(scanner, delta), f"changelog {cid}", cid, tags, skipper,
                             others, buckets)
     if cfg.clean_empty_dirs:
         b.step("changelog stage: empty directories", DELETE_DIRS)

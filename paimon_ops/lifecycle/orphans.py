@@ -138,6 +138,11 @@ def resolve_threshold(older_than: Any, now_millis: int, allow_short: bool, min_a
 # ---------------------------------------------------------------------------------------------- used names
 
 
+# Manifests queued before they are decoded together (bounds what is held: names only, never entries).
+PENDING_MANIFESTS = 512
+DECODE_BATCH = 32  # manifests decoded at once (what is held: their lifecycle columns)
+
+
 class _Used:
     """Names referenced by every snapshot, tag and long-lived changelog of every branch."""
 
@@ -145,9 +150,10 @@ class _Used:
         self.main = main
         self.store = ManifestStore(main, capacity=STORE_CAPACITY)
         self.names: set[str] = set()
-        self._lists: set[str] = set()
+        self._lists: dict[str, list[str]] = {}
         self._manifests: set[str] = set()
         self._indexes: set[str] = set()
+        self._pending: list[tuple[str, str, Callable[[], bool], bool]] = []
         self.owners = 0
 
     def _missing(self, what: str, name: str, owner: str, still_there: Callable[[], bool]) -> bool:
@@ -161,30 +167,43 @@ class _Used:
 
     def add_list(self, name: str, owner: str, still_there: Callable[[], bool], tolerate_missing: bool) -> bool:
         self.names.add(name)
-        if name in self._lists:
-            return True
-        try:
-            metas = self.store.manifest_list(name, owner)
-        except MissingFileError:
-            if tolerate_missing:
-                return True
-            return self._missing("manifest list", name, owner, still_there)
-        for m in metas:
-            self.names.add(m.file_name)
-            if m.file_name in self._manifests:
-                continue
+        manifests = self._lists.get(name)
+        if manifests is None:
             try:
-                entries = self.store.manifest(m.file_name, name)
+                metas = self.store.manifest_list(name, owner)
             except MissingFileError:
                 if tolerate_missing:
-                    continue
-                return self._missing("manifest", m.file_name, owner, still_there)
-            for e in entries:  # ADD and DELETE alike (§4.2 step 4)
-                self.names.add(e.file.file_name)
-                self.names.update(e.file.extra_files)
-            self._manifests.add(m.file_name)
-        self._lists.add(name)
+                    return True
+                return self._missing("manifest list", name, owner, still_there)
+            manifests = self._lists[name] = [m.file_name for m in metas]
+            self.names.update(manifests)
+        # every owner of a manifest not read yet is queued with it: a missing one is judged per owner
+        self._pending += [(m, owner, still_there, tolerate_missing) for m in manifests if m not in self._manifests]
+        if len(self._pending) >= PENDING_MANIFESTS:
+            self.flush()
         return True
+
+    def flush(self) -> None:
+        """Read the manifests queued by add_list, DECODE_BATCH at a time (one native decode each, names taken
+        column-wise, nothing kept but the names); a missing one is judged per referencing owner."""
+        pending, self._pending = self._pending, []
+        todo = list(dict.fromkeys(p[0] for p in pending if p[0] not in self._manifests))
+        missing: set[str] = set()
+        for i in range(0, len(todo), DECODE_BATCH):
+            chunk = todo[i:i + DECODE_BATCH]
+            got = self.store.columns_many(chunk, "a manifest list")
+            for mname in chunk:
+                cols = got.get(mname)
+                if cols is None:
+                    missing.add(mname)
+                    continue
+                # ADD and DELETE alike (§4.2 step 4); a manifest's names go into the set in one C-level update
+                self.names.update(cols.file_name)
+                self.names.update(x for xs in cols.extra_files if xs for x in xs)
+                self._manifests.add(mname)
+        for mname, owner, still_there, tolerate in pending:
+            if mname in missing and not tolerate:
+                self._missing("manifest", mname, owner, still_there)  # raises unless the owner is gone
 
     def add_index(self, name: str, owner: str, still_there: Callable[[], bool], tolerate_missing: bool) -> None:
         self.names.add(name)
@@ -248,24 +267,36 @@ def _collect_used(main: Table, branches: list[Table]) -> _Used:
             except InvalidArgumentError:
                 continue  # deleted while we listed
             used.add_owner(t, f"{label}tag {name}", functools.partial(bt.tags.exists, name), "tag", producer_none)
+    used.flush()
     return used
 
 
 # ---------------------------------------------------------------------------------------------- candidates
 
 
-def _list(io: FileIO, path: str, b: PlanBuilder, symlinks: dict[str, str | None] | None = None) -> list[FileStatus]:
+# Directories listed at once: listing is system calls (lstat per entry) that release the GIL, and on object stores
+# round trips; a thread pool overlaps them while the results are still taken in order.
+LIST_THREADS = 8
+
+
+def _list_raw(io: FileIO, path: str) -> list[FileStatus] | Exception:
+    try:
+        return io.list_status(path, include_symlinks=True)
+    except (UnsafeOperationError, OSError) as e:
+        return e
+
+
+def _accept(io: FileIO, path: str, entries: list[FileStatus] | Exception, b: PlanBuilder,
+            symlinks: dict[str, str | None] | None) -> list[FileStatus]:
     """Children of `path`, never through a symlink: symlinks found are recorded in `symlinks` (reported with their
     target, left alone) and never returned as candidates."""
-    try:
-        entries = io.list_status(path, include_symlinks=True)
-    except UnsafeOperationError as e:  # the directory itself is reached through a symlink
+    if isinstance(entries, UnsafeOperationError):  # the directory itself is reached through a symlink
         if symlinks is not None and io.is_symlink(path) and path not in symlinks:
             symlinks[path] = os.readlink(path)
-        b.warn(f"not listing {path}: {e}")
+        b.warn(f"not listing {path}: {entries}")
         return []
-    except OSError as e:
-        b.warn(f"cannot list {path} ({e}); its files are not considered")
+    if isinstance(entries, Exception):
+        b.warn(f"cannot list {path} ({entries}); its files are not considered")
         return []
     out = []
     for st in entries:
@@ -276,6 +307,21 @@ def _list(io: FileIO, path: str, b: PlanBuilder, symlinks: dict[str, str | None]
             continue
         out.append(st)
     return out
+
+
+def _list(io: FileIO, path: str, b: PlanBuilder, symlinks: dict[str, str | None] | None = None) -> list[FileStatus]:
+    return _accept(io, path, _list_raw(io, path), b, symlinks)
+
+
+def _list_many(io: FileIO, paths: list[str], b: PlanBuilder,
+               symlinks: dict[str, str | None] | None = None) -> list[list[FileStatus]]:
+    """`_list` of each path (same results, same warnings in the same order), the listings done in parallel."""
+    if len(paths) < 2:
+        return [_list(io, p, b, symlinks) for p in paths]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(min(LIST_THREADS, len(paths)), thread_name_prefix="paimon-ops-list") as pool:
+        raw = list(pool.map(functools.partial(_list_raw, io), paths))
+    return [_accept(io, p, r, b, symlinks) for p, r in zip(paths, raw)]
 
 
 def _data_dirs(table: Table, b: PlanBuilder, symlinks: dict[str, str | None],
@@ -289,15 +335,15 @@ def _data_dirs(table: Table, b: PlanBuilder, symlinks: dict[str, str | None],
     children: dict[str, list[str]] = {}
     for _ in range(depth):
         nxt = []
-        for d in level:
-            kids = [st.path for st in _list(io, d, b, symlinks) if st.is_dir and _PARTITION_DIR.match(st.name)]
+        for d, listed in zip(level, _list_many(io, level, b, symlinks)):
+            kids = [st.path for st in listed if st.is_dir and _PARTITION_DIR.match(st.name)]
             if d != root:
                 children[d] = kids
             nxt += kids
         level = nxt
     dirs: list[str] = []
-    for d in level:
-        buckets = [st.path for st in _list(io, d, b, symlinks) if st.is_dir and st.name.startswith("bucket-")]
+    for d, listed in zip(level, _list_many(io, level, b, symlinks)):
+        buckets = [st.path for st in listed if st.is_dir and st.name.startswith("bucket-")]
         if d != root:
             children[d] = buckets
         if buckets:
@@ -386,8 +432,8 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     roots = allowed_roots(main)
     candidates: list[FileStatus] = []
     listing: dict[str, list[FileStatus]] = {}
-    for d in cand_dirs + data_dirs:
-        entries = _list(io, d, b, symlinks)
+    scan_dirs = cand_dirs + data_dirs
+    for d, entries in zip(scan_dirs, _list_many(io, scan_dirs, b, symlinks)):
         listing[d] = entries
         # (managed BLOB packs are referenced from data, never from manifests: never candidates, as in Java)
         candidates += [st for st in entries if not st.is_dir and st.mtime_millis < threshold
@@ -411,12 +457,11 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
             "table without history (Java deletes them all: apache/paimon#7710)")
     age_h = (now - threshold) / 3_600_000
     b.step("orphan files", DELETE_FILES)
-    for st in sorted(candidates, key=lambda s: s.path):
-        if st.name in used.names:
-            continue
-        check_paths(roots, [st.path])
-        b.add(FileAction(st.path, ORPHAN, f"referenced by no snapshot, tag or changelog of any branch; "
-                                          f"older than {age_h:.0f} h", st.size))
+    orphans = [st for st in sorted(candidates, key=lambda s: s.path) if st.name not in used.names]
+    check_paths(roots, [st.path for st in orphans])
+    reason = f"referenced by no snapshot, tag or changelog of any branch; older than {age_h:.0f} h"
+    for st in orphans:
+        b.add(FileAction(st.path, ORPHAN, reason, st.size))
     b.step("temporary metadata files", DELETE_FILES)
     for st in sorted(temps, key=lambda s: s.path):
         ensure_within(main.root, st.path)

@@ -40,7 +40,7 @@ UNSUPPORTED_STORES = {"gs": "Google Cloud Storage", "gcs": "Google Cloud Storage
                       "oss": "Alibaba OSS", "cosn": "Tencent COS", "obs": "Huawei OBS"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (slots: an orphan scan lists millions)
 class FileStatus:
     path: str
     name: str
@@ -81,6 +81,45 @@ def _named(e: OSError, path: str) -> OSError:
         return type(e)(e.errno, e.strerror or str(e), path)
     except TypeError:  # an OSError subclass with its own constructor
         return e
+
+
+def _split_normalised(paths: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """(normpath of each path, posixpath.split of it): a path whose directory was already seen normalised and whose
+    name is a plain component is normalised as it is (a lookup instead of a normpath per file)."""
+    norm: list[str] = []
+    split: list[tuple[str, str]] = []
+    normal_dirs: set[str] = set()
+    for p in paths:
+        d, sep, name = p.rpartition("/")
+        if d not in normal_dirs or name in ("", ".", ".."):
+            n = posixpath.normpath(p)
+            if n != p:
+                norm.append(n)
+                split.append(posixpath.split(n))
+                continue
+            normal_dirs.add(d)
+        norm.append(p)
+        split.append((d or sep, name))
+    return norm, split
+
+
+DELETE_LISTING_RUN = 32  # files of one directory deleted in a row from which a listing beats an lstat per file
+
+
+def _listing(dfd: int) -> dict[str, int]:
+    """Name -> file type (S_IFREG, S_IFLNK, S_IFDIR, 0 for anything else) of a directory, never following links."""
+    out: dict[str, int] = {}
+    with os.scandir(dfd) as it:
+        for e in it:
+            if e.is_file(follow_symlinks=False):
+                out[e.name] = _stat.S_IFREG
+            elif e.is_symlink():
+                out[e.name] = _stat.S_IFLNK
+            elif e.is_dir(follow_symlinks=False):
+                out[e.name] = _stat.S_IFDIR
+            else:
+                out[e.name] = 0
+    return out
 
 
 def _readlink(name: str, dir_fd: int) -> str | None:
@@ -534,44 +573,66 @@ class FileIO:
         if not self.is_local:
             return [self._delete_remote(p) for p in paths]
         out: list[bool] = []
-        dfd: int | None = None
-        cur_dir: str | None = None
+        norm, split = _split_normalised(paths)
+        i, n = 0, len(norm)
+        while i < n:
+            directory = split[i][0]
+            j = i + 1
+            while j < n and split[j][0] == directory:
+                j += 1
+            self._require_confined(norm[i], "delete")
+            out += self.delete_in_directory(directory, [name for _, name in split[i:j]])
+            i = j
+        return out
+
+    def delete_in_directory(self, directory: str, names: Sequence[str]) -> list[bool]:
+        """Delete regular files of one local directory (False where already gone), in order; stops at the first
+        failure (raises). `directory` is normalised and confined by the caller, `names` are plain names.
+
+        The directory is opened once, without following a link on the way, and its files are unlinked relative
+        to it. For many files one listing (the types readdir reports) replaces an lstat per file; a file swapped
+        for a link or a directory after the listing is still never followed: unlink removes a link itself (never
+        its target) and refuses a directory."""
+        dfd = self._open_dir(directory, "delete")
+        if dfd is None:
+            return [False] * len(names)
+        out: list[bool] = []
+        append = out.append
+        hook = self.fault_hook
+        unlink = os.unlink
+        reg, lnk = _stat.S_IFREG, _stat.S_IFLNK
         try:
-            for p in paths:
-                p = posixpath.normpath(p)
-                directory, name = posixpath.split(p)
-                if directory != cur_dir:
-                    if dfd is not None:
-                        os.close(dfd)
-                        dfd = None
-                    self._require_confined(p, "delete")
-                    dfd = self._open_dir(directory, "delete")
-                    cur_dir = directory
-                if dfd is None:
-                    out.append(False)
-                    continue
-                try:
-                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                except FileNotFoundError:
-                    out.append(False)
-                    continue
-                except OSError as e:
-                    raise _named(e, p) from None
-                if _stat.S_ISLNK(st.st_mode):
-                    raise _symlink_error("delete", p, p, _readlink(name, dfd))
-                if not _stat.S_ISREG(st.st_mode):
+            kinds = _listing(dfd) if len(names) >= DELETE_LISTING_RUN else None
+            for name in names:
+                if kinds is not None:
+                    mode = kinds.get(name)
+                    if mode is None:
+                        append(False)
+                        continue
+                else:
+                    try:
+                        mode = _stat.S_IFMT(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode)
+                    except FileNotFoundError:
+                        append(False)
+                        continue
+                    except OSError as e:
+                        raise _named(e, posixpath.join(directory, name)) from None
+                if mode != reg:
+                    p = posixpath.join(directory, name)
+                    if mode == lnk:
+                        raise _symlink_error("delete", p, p, _readlink(name, dfd))
                     raise UnsafeOperationError(f"refusing to delete {p}: it is not a regular file")
-                self._hook("delete", p)
+                if hook is not None:
+                    hook("delete", posixpath.join(directory, name))
                 try:
-                    os.unlink(name, dir_fd=dfd)
-                    out.append(True)
+                    unlink(name, dir_fd=dfd)
+                    append(True)
                 except FileNotFoundError:
-                    out.append(False)
+                    append(False)
                 except OSError as e:
-                    raise _named(e, p) from None
+                    raise _named(e, posixpath.join(directory, name)) from None
         finally:
-            if dfd is not None:
-                os.close(dfd)
+            os.close(dfd)
         return out
 
     def _delete_remote(self, path: str) -> bool:

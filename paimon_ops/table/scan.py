@@ -52,6 +52,7 @@ class ManifestStore:
         self.table = table
         self._lists: _LRU = _LRU(capacity)
         self._manifests: _LRU = _LRU(capacity)
+        self._columns: _LRU = _LRU(capacity)
         self._index: _LRU = _LRU(capacity)
         self.field_sets: dict[str, object] = {}
 
@@ -75,6 +76,37 @@ class ManifestStore:
             self.field_sets["manifest"] = fs
             return entries
         return self._manifests.get_or(name, load)
+
+    def manifest_columns(self, name: str, referenced_by: str = "") -> mf.ManifestColumns:
+        """The lifecycle columns of a manifest (mf.read_manifest_columns): what expiry and orphan removal read."""
+        def load():
+            return mf.read_manifest_columns(self._read(name, referenced_by), self.table.manifest_path(name))
+        return self._columns.get_or(name, load)
+
+    def columns_of_list(self, list_name: str, referenced_by: str = "") -> Iterator[mf.ManifestColumns]:
+        for meta in self.manifest_list(list_name, referenced_by):
+            yield self.manifest_columns(meta.file_name, list_name)
+
+    def columns_many(self, names: Iterable[str], referenced_by: str = "") -> dict[str, mf.ManifestColumns]:
+        """The lifecycle columns of many manifests at once, decoded together (format.manifest_columns: natively,
+        many manifests per read). Manifests that do not exist are left out (the caller decides what that means);
+        any other unreadable manifest raises CorruptMetadataError. Not cached: callers walk each batch once."""
+        from paimon_ops.format.manifest_columns import read_many
+        out: dict[str, mf.ManifestColumns] = {}
+        todo, datas = [], []
+        for n in dict.fromkeys(names):
+            hit = self._columns.get(n)
+            if hit is not None:
+                out[n] = hit
+                continue
+            try:
+                datas.append(self._read(n, referenced_by))
+            except MissingFileError:
+                continue
+            todo.append(n)
+        if todo:
+            out.update(zip(todo, read_many(datas, [self.table.manifest_path(n) for n in todo])))
+        return out
 
     def index_manifest(self, name: str, referenced_by: str = "") -> list[IndexManifestEntry]:
         def load():
@@ -181,6 +213,7 @@ class TableScanner:
         self.table = table
         self.store = store or ManifestStore(table)
         self._partition_dirs: dict[bytes, str] = {}
+        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
         self._index_files: _LRU = _LRU(64)
 
     # ------------------------------------------------------------------ paths
@@ -205,13 +238,29 @@ class TableScanner:
         return d
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
-        name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
-        return posixpath.join(self.table.data_root, self.partition_dir(partition), name)
+        key = (partition, bucket)
+        d = self._bucket_dirs.get(key)
+        if d is None:
+            name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
+            d = self._bucket_dirs[key] = posixpath.join(self.table.data_root, self.partition_dir(partition), name)
+        return d
 
     def data_file_path(self, partition: bytes, bucket: int, meta: DataFileMeta) -> str:
         if meta.external_path:
             return self._checked_external(meta.external_path, meta.file_name)
-        return posixpath.join(self.bucket_dir(partition, bucket), meta.file_name)
+        return self.bucket_dir(partition, bucket) + "/" + meta.file_name  # (a plain name: checked when read)
+
+    def data_file_paths(self, cols: mf.ManifestColumns) -> list[str]:
+        """data_file_path of every row of `cols`: one dictionary lookup and one concatenation per file."""
+        dirs = self._bucket_dirs
+        bucket_dir = self.bucket_dir
+        out = [(dirs.get(k) or bucket_dir(*k)) + "/" + n
+               for k, n in zip(zip(cols.partition, cols.bucket), cols.file_name)]
+        if any(cols.external_path):
+            for i, ext in enumerate(cols.external_path):
+                if ext:
+                    out[i] = self._checked_external(ext, cols.file_name[i])
+        return out
 
     def _checked_external(self, external: str, name: str) -> str:
         """An external path from metadata, accepted only inside a configured `data-file.external-paths` entry and

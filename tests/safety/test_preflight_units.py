@@ -43,6 +43,15 @@ def _check(table: Table, path: str, kind: str, action: str = DELETE_FILES) -> No
 def test_files_only_where_their_kind_lives(table, rel, kind, why):
     with pytest.raises(PreflightError, match=why):
         _check(table, os.path.join(table.root, rel), kind)
+    # Issue 24: among many valid files (checked per directory and per batch of names), the same refusal, naming
+    # exactly the offending path
+    good = [FileAction(os.path.join(table.root, f"dt=2024-01-0{1 + i % 2}", "bucket-0", f"data-{i}.parquet"), "data",
+                       "test") for i in range(100)]
+    bad = FileAction(os.path.join(table.root, rel), kind, "test")
+    with pytest.raises(PreflightError, match=why) as e:
+        preflight(table, [Step("x", DELETE_FILES, tuple(good[:50] + [bad] + good[50:]))], check_references=False)
+    assert repr(bad.path) in str(e.value) or bad.path in str(e.value)
+    preflight(table, [Step("x", DELETE_FILES, tuple(good))], check_references=False)  # (the valid ones pass)
 
 
 def test_outside_the_table_and_live_files_are_refused(table, tmp_path):

@@ -154,3 +154,36 @@ def test_the_warehouse_root_itself_may_be_a_symlink(tmp_path):
     assert t.root == os.path.realpath(table.root)
     report = compact(t, mode="full", runner=LocalRunner())
     assert report.snapshot_id is not None
+
+
+def test_many_files_of_one_directory_are_listed_once_and_a_link_among_them_is_refused(setup):
+    """Issue 24: a directory holding many of the files to delete is listed once instead of an lstat per file; a
+    symbolic link among them (swapped in after planning) is refused exactly as before — the files before it are
+    gone, the link, the files after it and the victim stay — on FileIO.delete_files and on the Deleter's grouped
+    path (preflight bypassed: the executor's own checks)."""
+    from paimon_ops.lifecycle.deleter import Deleter
+    from paimon_ops.plan import DATA, FileAction
+    from paimon_ops.table.fileio import DELETE_LISTING_RUN
+    table, victim, _ = setup
+    bucket = os.path.join(table.root, "dt=2024-01-02", "bucket-3")
+    os.makedirs(bucket)
+    names = [f"data-many-{i:03d}.parquet" for i in range(2 * DELETE_LISTING_RUN)]
+    for n in names:
+        with open(os.path.join(bucket, n), "wb") as f:
+            f.write(b"x")
+    paths = [os.path.join(bucket, n) for n in names]
+    io, _ = FileIO.resolve(table.root)
+    assert io.delete_files(paths[:DELETE_LISTING_RUN]) == [True] * DELETE_LISTING_RUN  # the listing path
+    assert io.delete_files(paths[:3]) == [False] * 3  # quiet about missing files
+    rest = paths[DELETE_LISTING_RUN:]
+    link = rest[5]
+    os.unlink(link)
+    os.symlink(os.path.join(victim, "data-precious-1.parquet"), link)
+    before = tree_digest(victim)
+    other = os.path.join(table.root, "dt=2024-01-01", "bucket-0")
+    actions = [FileAction(p, DATA, "test") for p in rest]
+    with pytest.raises(UnsafeOperationError, match="symbolic link"):
+        Deleter(table).delete(actions)
+    assert os.path.islink(link) and all(not os.path.exists(p) for p in rest[:5])
+    assert all(os.path.isfile(p) for p in rest[6:])
+    assert tree_digest(victim) == before and os.path.isdir(other)
