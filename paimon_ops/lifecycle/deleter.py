@@ -106,6 +106,14 @@ def by_directory(actions: Sequence[FileAction]) -> list[FileAction]:
     """The actions of one phase grouped by parent directory (in order of first appearance, order kept within a
     directory): each directory is then opened and checked once, not once per file when the planned paths
     alternate between partitions. Only for phases whose order does not matter (DELETE_FILES)."""
+    groups = _group_by_parent(actions)
+    if len(groups) <= 1:
+        return list(actions)
+    return [a for g in groups.values() for a in g]
+
+
+def _group_by_parent(actions: Sequence[FileAction]) -> dict[str, list[FileAction]]:
+    """Actions by parent directory, directories in order of first appearance, order kept within each."""
     groups: dict[str, list[FileAction]] = {}
     for a in actions:
         d = a.path.rpartition("/")[0]
@@ -114,9 +122,7 @@ def by_directory(actions: Sequence[FileAction]) -> list[FileAction]:
             groups[d] = [a]
         else:
             g.append(a)
-    if len(groups) <= 1:
-        return list(actions)
-    return [a for g in groups.values() for a in g]
+    return groups
 
 
 # ---------------------------------------------------------------------------------------------- preflight
@@ -546,14 +552,7 @@ class Deleter:
         """The actions grouped by parent directory (first appearance order), at most batch_size files a group
         unless they share one directory: (directory, actions, plain names) where the directory is normalised,
         confined and local — `FileIO.delete_in_directory` then deletes them; names None: the generic path."""
-        groups: dict[str, list[FileAction]] = {}
-        for a in actions:
-            d = a.path.rpartition("/")[0]
-            g = groups.get(d)
-            if g is None:
-                groups[d] = [a]
-            else:
-                g.append(a)
+        groups = _group_by_parent(actions)
         local = self.io.is_local
         for d, group in groups.items():
             names = [a.path.rpartition("/")[2] for a in group]
