@@ -137,6 +137,16 @@ class StalePlanError(PaimonOpsError):
                          "plan again")
 
 
+class PlanAlreadyAppliedError(StalePlanError):
+    """A saved plan whose deletions are all done already: it was applied (or its files removed otherwise); nothing
+    was changed."""
+
+    def __init__(self, operation: str, table: str, where: str, deletes: int) -> None:
+        PaimonOpsError.__init__(self, f"the {operation} plan {where} was already applied to {table}: the {deletes} "
+                                      "file(s) it deletes are gone. Nothing was changed")
+        self.operation, self.table, self.changes = operation, table, ["already applied"]
+
+
 class UnreachableError(PaimonOpsError):
     """Infrastructure (a Spark master, a Spark Connect server, an object store endpoint) did not answer in time;
     nothing was changed."""
