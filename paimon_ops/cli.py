@@ -373,23 +373,33 @@ def cmd_apply(args: argparse.Namespace) -> None:
     try:
         _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=op is None or not op.confirm or args.yes)
     except StalePlanError:
-        if _already_applied(args, plan):
-            raise PlanAlreadyAppliedError(plan.operation, plan.table, path, len(plan.deletes)) from None
+        done = _already_applied(args, plan)
+        if done:
+            raise PlanAlreadyAppliedError(plan.operation, plan.table, path, done) from None
         raise
 
 
-def _already_applied(args: argparse.Namespace, plan: Any, sample: int = 200) -> bool:
-    """Whether a plan refused as stale deletes files that are all gone (it was applied before): checked on up to
-    `sample` of them. Plans deleting nothing (compaction, tag creation) are just stale."""
+def _already_applied(args: argparse.Namespace, plan: Any, sample: int = 200) -> str | None:
+    """Whether a plan refused as stale is done already: every file it deletes is gone and every file it writes with
+    given contents (tag files) holds them — checked on up to `sample` files. A plan whose outcome is decided only
+    when it runs (compaction) cannot be recognised: it stays stale."""
     from paimon_ops.table.fileio import FileIO
-    if not plan.deletes:
-        return False
+    writes = [(a, text) for s in plan.steps if s.writes and "contents" in s.params
+              for a, text in zip(s.files, s.params["contents"])]
+    if not plan.deletes and not writes or len(writes) != sum(len(s.files) for s in plan.steps if s.writes):
+        return None
     try:
         io, _ = FileIO.resolve(plan.location, options=_warehouse_options(args))
-        return not any(io.exists(a.path.split("://", 1)[1] if "://" in a.path else a.path)
-                       for a in plan.deletes[:sample])
+
+        def fs(p: str) -> str:
+            return p.split("://", 1)[1] if "://" in p else p
+        if any(io.exists(fs(a.path)) for a in plan.deletes[:sample]) or not all(
+                io.is_file(fs(a.path)) and io.read_text(fs(a.path)) == text for a, text in writes[:sample]):
+            return None
     except (OSError, PaimonOpsError):  # cannot tell: the stale-plan error stands
-        return False
+        return None
+    return " and ".join(([f"the {len(plan.deletes)} file(s) it deletes are gone"] if plan.deletes else [])
+                        + ([f"the {len(writes)} file(s) it writes are there"] if writes else []))
 
 
 def cmd_sample(args: argparse.Namespace) -> None:

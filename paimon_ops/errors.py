@@ -138,12 +138,12 @@ class StalePlanError(PaimonOpsError):
 
 
 class PlanAlreadyAppliedError(StalePlanError):
-    """A saved plan whose deletions are all done already: it was applied (or its files removed otherwise); nothing
-    was changed."""
+    """A saved plan that is done already: the files it deletes are gone, the files it writes are there (it was
+    applied before); nothing was changed."""
 
-    def __init__(self, operation: str, table: str, where: str, deletes: int) -> None:
-        PaimonOpsError.__init__(self, f"the {operation} plan {where} was already applied to {table}: the {deletes} "
-                                      "file(s) it deletes are gone. Nothing was changed")
+    def __init__(self, operation: str, table: str, where: str, evidence: str) -> None:
+        PaimonOpsError.__init__(self, f"the {operation} plan {where} was already applied to {table}: {evidence}. "
+                                      "Nothing was changed")
         self.operation, self.table, self.changes = operation, table, ["already applied"]
 
 

@@ -78,6 +78,17 @@ def test_second_apply_says_already_applied_and_non_warehouses_are_errors(sample,
     assert again.code == 2 and again.err.count("\n") == 1 and "was already applied to shop.orders" in again.err
     j = cli("apply", plan_file, "--local", "--json")
     assert j.code == 2 and j.json["error"]["type"] == "PlanAlreadyAppliedError"
+    assert "file(s) it deletes are gone" in j.json["error"]["message"]
+    tag_plan = tmp_path / "tag.json"
+    tag_plan.write_text(cli("create-tag", sample, "shop.orders", "t1", "--dry-run", "--json").out)
+    assert cli("apply", tag_plan).code == 0
+    again = cli("apply", tag_plan)
+    assert again.code == 2 and "was already applied to shop.orders: the 1 file(s) it writes are there" in again.err
+    # a plan refused for another reason stays a stale plan (the same tag made otherwise: other contents)
+    tag_plan.write_text(cli("create-tag", sample, "shop.orders", "t2", "--dry-run", "--json").out)
+    assert cli("create-tag", sample, "shop.orders", "t2", "--time-retained", "1 d").code == 0
+    stale = cli("apply", tag_plan, "--json")
+    assert stale.code == 2 and stale.json["error"]["type"] == "StalePlanError"
 
     db_dir = sample / "shop.db"
     for argv in (("tables", db_dir), ("snapshots", db_dir, "shop.orders"), ("compact", db_dir, "shop.orders")):
