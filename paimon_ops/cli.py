@@ -10,7 +10,15 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Callable, NoReturn, Sequence
 
-from paimon_ops.errors import CancelledError, InvalidOptionError, PaimonOpsError, cli_words
+from paimon_ops.errors import (
+    CancelledError,
+    InvalidOptionError,
+    PaimonOpsError,
+    PlanAlreadyAppliedError,
+    StalePlanError,
+    TableNotFoundError,
+    cli_words,
+)
 from paimon_ops.operations import BOOL, CHOICE, FLOAT, INT, NAMES, OPERATIONS, PARTITIONS, TASKS, Operation, by_plan_type
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.scan import TableScanner
@@ -68,12 +76,18 @@ def _catalog(args: argparse.Namespace) -> Catalog:
 
 
 def _table(args: argparse.Namespace) -> Table:
-    return _catalog(args).get_table(args.table)
+    catalog = _catalog(args)
+    try:
+        return catalog.get_table(args.table)
+    except TableNotFoundError:
+        _not_a_warehouse(catalog)  # the better error when the warehouse itself is wrong
+        raise
 
 
 # ---------------------------------------------------------------------- inspection commands
 def cmd_tables(args: argparse.Namespace) -> None:
     catalog = _catalog(args)
+    _not_a_warehouse(catalog)
     rows: list[dict[str, Any]] = []
     for ident in catalog.all_tables():
         try:
@@ -190,41 +204,159 @@ def _runner(args: argparse.Namespace):
     return AutoRunner(connect_timeout_s=args.connect_timeout)
 
 
-def _facade(args: argparse.Namespace):
+def _facade(args: argparse.Namespace, table: str | None = None):
     from paimon_ops.api import Catalog
-    return Catalog(args.warehouse, options=_warehouse_options(args)).get_table(args.table)
+    catalog = Catalog(args.warehouse, options=_warehouse_options(args))
+    try:
+        return catalog.get_table(table or args.table)
+    except TableNotFoundError:
+        _not_a_warehouse(catalog._catalog)  # the better error when the warehouse itself is wrong
+        raise
 
 
-def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) -> None:
-    """A dry run prints the plan (text: every file with kind and reason; --json: the plan itself, which
-    `paimon-ops apply` executes later); otherwise the plan is executed and the report printed."""
-    if args.dry_run:
-        _emit(args, plan.to_dict(), lambda: print(plan.summary()))
+TABLES_FORMAT = "paimon-ops-tables/1"  # the --json envelope of a maintenance command over a table pattern
+_GLOB = set("*?[")
+
+
+def is_pattern(table: str) -> bool:
+    return bool(_GLOB & set(table))
+
+
+def _not_a_warehouse(catalog: Catalog) -> None:
+    """A directory holding no DATABASE.db directory is not a warehouse (a database directory or an empty one given
+    by mistake): said naming it, rather than listing no tables."""
+    if not catalog.io.has_directories or catalog.databases():
         return
+    where = catalog.warehouse.rstrip("/")
+    hint = (f"; {where} looks like a database directory: give its parent as the warehouse"
+            if where.endswith(".db") else "")
+    raise PaimonOpsError(f"{catalog.warehouse} is not a Paimon warehouse: it holds no DATABASE.db directory{hint}")
+
+
+def matching_tables(catalog: Catalog, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
+    """The tables (db.table, sorted) matching an fnmatch pattern (`db.*`, `*.*`, `shop.ord*`) and none of `exclude`;
+    a pattern matching nothing is an error naming it."""
+    import fnmatch
+    _not_a_warehouse(catalog)
+    every = catalog.all_tables()
+    found = [t for t in every if fnmatch.fnmatchcase(t, pattern)]
+    if not found:
+        raise PaimonOpsError(f"table pattern {pattern!r} matches no table in {catalog.warehouse}; tables: "
+                             + (", ".join(every) or "none"))
+    kept = [t for t in found if not any(fnmatch.fnmatchcase(t, x) for x in exclude)]
+    if not kept:
+        raise PaimonOpsError(f"--exclude {' '.join(exclude)} leaves none of the {len(found)} table(s) matching "
+                             f"{pattern!r}")
+    return kept
+
+
+def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) -> tuple[dict[str, Any], str]:
+    """The plan (a dry run: text lists every file, or --limit of them, or --summary's counts) or the report of
+    executing it: as JSON and as text."""
+    if args.dry_run:
+        text = plan.summary(limit=getattr(args, "limit", None), files=not getattr(args, "summary", False))
+        return plan.to_dict(), text
     if not confirm:
         from paimon_ops.lifecycle.rollback import require_confirmation
         require_confirmation(plan, False)
     report = plan.execute(runner=_runner(args) if hasattr(args, "local") else None,
                           progress=_Progress(label, not args.json or args.progress))
-    _emit(args, report.to_dict(), lambda: print(report.summary()))
+    return report.to_dict(), report.summary()
 
 
-def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], None]:
+def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) -> None:
+    """A dry run prints the plan (text: every file with kind and reason; --json: the plan itself, which
+    `paimon-ops apply` executes later); otherwise the plan is executed and the report printed."""
+    payload, text = _result(args, plan, label, confirm)
+    _emit(args, payload, lambda: print(text))
+
+
+def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | None]:
     """The command of a registered operation: its flags, converted and validated by the registry (errors name the
-    flags), plan on the facade, then dry run or execute."""
+    flags), plan on the facade, then dry run or execute — on one table, or on each table matching a pattern."""
 
-    def command(args: argparse.Namespace) -> None:
-        t = _facade(args)
+    def one(args: argparse.Namespace, table: str | None = None) -> tuple[dict[str, Any], str]:
+        t = _facade(args, table)
         values = {p.name: getattr(args, p.name) for p in op.params if p.cli}
         if op.takes_now:
             values["now"] = getattr(args, "now_ms", None)
         plan = op.plan(t, values, {**op.cli_words(), "now": "--now-ms"})
         if op.cli_check is not None:
             op.cli_check(plan, t)
-        _run(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes)
+        return _result(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes)
+
+    def command(args: argparse.Namespace) -> int | None:
+        if (args.summary or args.limit is not None) and not args.dry_run:
+            raise PaimonOpsError(f"{'--summary' if args.summary else '--limit'} shortens a dry run: add --dry-run")
+        if args.limit is not None and args.limit < 0:
+            raise PaimonOpsError(f"--limit must be at least 0, got {args.limit}")
+        if not is_pattern(args.table):
+            if args.exclude:
+                raise PaimonOpsError(f"--exclude needs a table pattern (db.*, *.*), not the table {args.table!r}")
+            payload, text = one(args)
+            _emit(args, payload, lambda: print(text))
+            return None
+        return _each_table(args, op, one)
 
     command.__doc__ = op.summary
     return command
+
+
+def _each_table(args: argparse.Namespace, op: Operation,
+                one: Callable[[argparse.Namespace, str], tuple[dict[str, Any], str]]) -> int:
+    """Plan / run `op` on every table matching the pattern in turn: a failing table is reported and the others still
+    run. Text: each table's output, then one summary line per table; --json: one envelope listing every table.
+    Exit status 2 if any table failed (named on stderr)."""
+    tables = matching_tables(_catalog(args), args.table, args.exclude or ())
+    results: list[dict[str, Any]] = []
+    for name in tables:
+        try:
+            payload, text = one(args, name)
+        except (PaimonOpsError, OSError, ValueError) as e:
+            if isinstance(e, CancelledError):
+                raise
+            err = e if isinstance(e, PaimonOpsError) else _in_table(args, e, name)
+            results.append({"table": name, "status": "failed", **_error_payload(err)})
+            if not args.json:
+                print(f"{name}: failed: {_one_line(err)}\n")
+            continue
+        results.append({"table": name, "status": "ok", "result": payload})
+        if not args.json:
+            print(text + "\n")
+    failed = [r["table"] for r in results if r["status"] == "failed"]
+    if args.json:
+        print(json.dumps({"format": TABLES_FORMAT, "command": op.command, "pattern": args.table,
+                          "exclude": list(args.exclude or ()), "dry_run": bool(args.dry_run), "tables": results,
+                          "failed": failed}, indent=2, default=_json_default))
+    else:
+        print(f"{op.command} on {len(results)} table(s) matching {args.table!r}"
+              + (f" (excluding {', '.join(args.exclude)})" if args.exclude else "") + ":")
+        width = max(len(r["table"]) for r in results)
+        for r in results:
+            line = _table_line(args, r["result"]) if r["status"] == "ok" else f"FAILED: {r['error']['message']}"
+            print(f"  {r['table']:<{width}}  {line}")
+    if failed:
+        print(f"paimon-ops: error: {op.command} failed on {len(failed)} of {len(results)} table(s): "
+              f"{', '.join(failed)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _table_line(args: argparse.Namespace, payload: dict[str, Any]) -> str:
+    """One table's outcome in a few words, for the summary of a run over a pattern."""
+    if args.dry_run:
+        files = [f for s in payload.get("steps") or () for f in (s.get("files") or [])]
+        if not files:
+            return "nothing to do"
+        return f"would touch {len(files)} file(s), {human_bytes(sum(f.get('size') or 0 for f in files))}"
+    parts = []
+    if payload.get("snapshot_id"):
+        parts.append(f"committed snapshot {payload['snapshot_id']}")
+    for key, verb in (("deleted", "deleted"), ("written", "wrote")):
+        counts = payload.get(key) or {}
+        if counts:
+            parts.append(f"{verb} " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    return "ok: " + ("; ".join(parts) or "nothing to do")
 
 
 def cmd_apply(args: argparse.Namespace) -> None:
@@ -238,7 +370,36 @@ def cmd_apply(args: argparse.Namespace) -> None:
     plan = Plan.from_json(text, where=path)
     args.dry_run = False
     op = by_plan_type(plan.operation)
-    _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=op is None or not op.confirm or args.yes)
+    try:
+        _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=op is None or not op.confirm or args.yes)
+    except StalePlanError:
+        done = _already_applied(args, plan)
+        if done:
+            raise PlanAlreadyAppliedError(plan.operation, plan.table, path, done) from None
+        raise
+
+
+def _already_applied(args: argparse.Namespace, plan: Any, sample: int = 200) -> str | None:
+    """Whether a plan refused as stale is done already: every file it deletes is gone and every file it writes with
+    given contents (tag files) holds them — checked on up to `sample` files. A plan whose outcome is decided only
+    when it runs (compaction) cannot be recognised: it stays stale."""
+    from paimon_ops.table.fileio import FileIO
+    writes = [(a, text) for s in plan.steps if s.writes and "contents" in s.params
+              for a, text in zip(s.files, s.params["contents"])]
+    if not plan.deletes and not writes or len(writes) != sum(len(s.files) for s in plan.steps if s.writes):
+        return None
+    try:
+        io, _ = FileIO.resolve(plan.location, options=_warehouse_options(args))
+
+        def fs(p: str) -> str:
+            return p.split("://", 1)[1] if "://" in p else p
+        if any(io.exists(fs(a.path)) for a in plan.deletes[:sample]) or not all(
+                io.is_file(fs(a.path)) and io.read_text(fs(a.path)) == text for a, text in writes[:sample]):
+            return None
+    except (OSError, PaimonOpsError):  # cannot tell: the stale-plan error stands
+        return None
+    return " and ".join(([f"the {len(plan.deletes)} file(s) it deletes are gone"] if plan.deletes else [])
+                        + ([f"the {len(writes)} file(s) it writes are there"] if writes else []))
 
 
 def cmd_sample(args: argparse.Namespace) -> None:
@@ -326,9 +487,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     def maint(name: str, fn: Callable, help_text: str, spark: bool = True) -> argparse.ArgumentParser:
         sp = add(name, fn, help_text)
+        table = next(a for a in sp._actions if a.dest == "table")
+        table.help = ("DATABASE.TABLE, or a pattern (db.*, *.*, shop.ord*): each matching table in turn, a summary "
+                      "line per table, exit status 2 if any failed")
+        sp.add_argument("--exclude", action="append", metavar="PATTERN",
+                        help="with a table pattern: leave out the tables matching PATTERN (repeatable)")
         sp.add_argument("--dry-run", action="store_true",
                         help="plan only: print every file it would write or delete, with kind and reason; with --json "
                              "the plan itself, for `paimon-ops apply`")
+        sp.add_argument("--summary", action="store_true",
+                        help="with --dry-run: counts and bytes per kind of file instead of the file list")
+        sp.add_argument("--limit", type=int, metavar="N",
+                        help="with --dry-run: list the first N files, then how many more")
         sp.add_argument("--progress", action="store_true", help="progress on stderr even with --json")
         sp.add_argument("--now-ms", type=int, help=argparse.SUPPRESS)  # tests drive time
         if spark:
@@ -458,7 +628,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     log = logging.getLogger("paimon_ops.cli")
     try:
         with cli_words({**_COMMON_WORDS, **WORDS.get(args.command, {})}):
-            args.fn(args)
+            code = args.fn(args)
     except CancelledError as e:
         if getattr(args, "json", False):
             print(json.dumps(_error_payload(e), indent=2))
@@ -488,12 +658,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
         _fail(args, err if args.verbose else PaimonOpsError(f"{err} (-v shows the stack trace)"),
               prefix="internal error")
         return 2
-    return 0
+    return code or 0
 
 
-def _in_table(args: argparse.Namespace, e: BaseException) -> BaseException:
+def _in_table(args: argparse.Namespace, e: BaseException, table: str | None = None) -> BaseException:
     """An error the engine did not word itself, prefixed with the table (and, for I/O errors, the full path)."""
-    where = getattr(args, "table", None) or getattr(args, "warehouse", None) or getattr(args, "plan", None)
+    where = table or getattr(args, "table", None) or getattr(args, "warehouse", None) or getattr(args, "plan", None)
     if isinstance(e, OSError) and e.filename:
         text = f"{e.strerror or e}: {e.filename}"
     else:

@@ -137,6 +137,16 @@ class StalePlanError(PaimonOpsError):
                          "plan again")
 
 
+class PlanAlreadyAppliedError(StalePlanError):
+    """A saved plan that is done already: the files it deletes are gone, the files it writes are there (it was
+    applied before); nothing was changed."""
+
+    def __init__(self, operation: str, table: str, where: str, evidence: str) -> None:
+        PaimonOpsError.__init__(self, f"the {operation} plan {where} was already applied to {table}: {evidence}. "
+                                      "Nothing was changed")
+        self.operation, self.table, self.changes = operation, table, ["already applied"]
+
+
 class UnreachableError(PaimonOpsError):
     """Infrastructure (a Spark master, a Spark Connect server, an object store endpoint) did not answer in time;
     nothing was changed."""

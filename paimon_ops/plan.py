@@ -339,13 +339,16 @@ class Plan:
         return Report.of_plan(self, duration_s)
 
     # ------------------------------------------------------------------ text
-    def summary(self) -> str:
+    def summary(self, limit: int | None = None, files: bool = True) -> str:
+        """Every file with its kind and reason; `limit`: only the first N files, then how many more; `files`
+        False: counts and bytes per kind instead of the file list."""
         lines = [f"{self.operation} on {self.table}" + (f" (branch {self.branch})" if self.branch != "main" else "")
                  + f", planned on snapshot {self.base_snapshot}"]
         for k, v in self.details.items():
             if isinstance(v, (list, dict)) and len(str(v)) > 160:
                 v = f"{type(v).__name__} of {len(v)}"
             lines.append(f"  {k}: {v}")
+        shown = omitted = 0
         if self.preconditions:
             lines.append("  requires: " + "; ".join(p.describe() for p in self.preconditions))
         for s in self.steps:
@@ -355,10 +358,24 @@ class Plan:
                                              else "would process")
             lines.append(f"  {s.name}: {verb} {len(s.files)} file(s)")
             sign = "-" if s.deletes else "+" if s.writes else "~"  # "~": read or rewritten, left on disk
-            lines += [f"    {sign} {a.kind:<15} {a.path}  ({a.reason})" for a in s.files]
-            lines += [f"    + {a.kind:<15} {a.path}  ({a.reason})" for a in s.creates]
+            listed = [(sign, a) for a in s.files] + [("+", a) for a in s.creates]
+            if not files:
+                for part, actions in (("", s.files), (" (created)", s.creates)):
+                    n, size = count_by_kind(actions), bytes_by_kind(actions)
+                    lines += [f"    {k:<15} {n[k]} file(s){part}, {human_bytes(size[k])}" for k in sorted(n)]
+                continue
+            if limit is not None:
+                omitted += max(0, len(listed) - max(0, limit - shown))
+                listed = listed[:max(0, limit - shown)]
+            shown += len(listed)
+            lines += [f"    {sign_} {a.kind:<15} {a.path}  ({a.reason})" for sign_, a in listed]
+        if omitted:
+            lines.append(f"  … and {omitted} more file(s) (--limit {limit}; --json lists every file)")
         if not self.files:
             lines.append("  nothing to do")
+        elif self.deletes:
+            lines.append(f"  total: {len(self.deletes)} file(s) to delete, "
+                         f"{human_bytes(sum(a.size or 0 for a in self.deletes))}")
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 

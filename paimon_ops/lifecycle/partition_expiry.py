@@ -116,7 +116,7 @@ class PartitionExpiryPlan(Plan):
     def is_empty(self) -> bool:
         return not self.details.get("expired_partitions")
 
-    def summary(self) -> str:
+    def summary(self, limit: int | None = None, files: bool = True) -> str:
         d = self.details
         head = [f"{self.operation} on {self.table}" + (f" (branch {self.branch})" if self.branch != "main" else "")
                 + f", planned on snapshot {self.base_snapshot}",
@@ -133,7 +133,7 @@ class PartitionExpiryPlan(Plan):
             head.append(f"  next run {p['path']}: {p['reason']}")
         for p in d.get("unparseable_partitions", []):
             head.append(f"  no time for {p['path']}: {p['reason']} — never expired")
-        body = super().summary().split("\n")[1:]
+        body = super().summary(limit, files).split("\n")[1:]
         body = [line for line in body if not line.startswith(("  expired_partitions:", "  unparseable_partitions:",
                                                                 "  over_limit:"))]
         return "\n".join(head + body)

@@ -138,9 +138,9 @@ def test_apply_executes_exactly_the_reviewed_plan(sample, tmp_path):
     assert a.code == 0, a.err
     gone = {str(sample / p) for p in before - set(tree_digest(str(sample)))}
     assert gone == planned  # exactly the reviewed files, nothing else
-    # applied once: the reviewed decision is no longer what the operation decides, so a second apply is refused …
+    # applied once: a second apply is refused, saying it was applied …
     again = cli("apply", plan_file, "--local", "--json")
-    assert again.code == 2 and again.json["error"]["type"] == "StalePlanError", again.err
+    assert again.code == 2 and again.json["error"]["type"] == "PlanAlreadyAppliedError", again.err
     # … and the command itself converges (nothing left to expire under the same retention)
     r = cli("expire-snapshots", sample, "shop.orders", "--retain-min", "1", "--retain-max", "2", "--json")
     assert r.code == 0 and r.json["details"]["expired_snapshots"] == []
