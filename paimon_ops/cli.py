@@ -597,7 +597,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     import threading
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
-    code = _main(argv)
+    try:
+        code = _main(argv)
+    except BrokenPipeError:  # the reader went away (`… --json | head`): no traceback, and none at exit either
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a process its pipe closed
     from paimon_ops.runner import stuck_start
     if stuck_start():  # an abandoned Spark start-up would keep the interpreter from exiting: leave now
         sys.stdout.flush()

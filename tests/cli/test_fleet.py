@@ -4,7 +4,10 @@ the others still run), --summary / --limit for dry runs, a second `apply` of an 
 is not a warehouse."""
 from __future__ import annotations
 
-from tests.cli.conftest import cli
+import subprocess
+import sys
+
+from tests.cli.conftest import REPO, cli
 from tests.safety.util import tree_digest
 
 RETAIN = ("--retain-min", "1", "--retain-max", "2")
@@ -97,3 +100,14 @@ def test_second_apply_says_already_applied_and_non_warehouses_are_errors(sample,
     (tmp_path / "empty").mkdir()
     r = cli("tables", tmp_path / "empty")
     assert r.code == 2 and f"{tmp_path / 'empty'} is not a Paimon warehouse" in r.err and "(none)" not in r.out
+
+
+def test_a_reader_closing_the_pipe_gets_no_traceback(sample):
+    """`paimon-ops … --json | head -1`: the reader closes the pipe before the output is written."""
+    for args in (["snapshots", sample, "shop.orders", "--json"], ["delete-tag", sample, "shop.orders", "nosuch", "--json"]):
+        p = subprocess.Popen([sys.executable, "-m", "paimon_ops.cli", *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, cwd=REPO)
+        p.stdout.close()  # long before the interpreter has started
+        err = p.stderr.read().decode()
+        p.wait(timeout=60)
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
