@@ -55,7 +55,7 @@ from paimon_ops.plan import (
     Step,
 )
 from paimon_ops.runner import Progress, Runner
-from paimon_ops.table.fileio import FileIO, ensure_within
+from paimon_ops.table.fileio import FileIO, ensure_within, entry_types
 from paimon_ops.table.table import BRANCH_PREFIX, CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, TAG_PREFIX, Table
 
 log = logging.getLogger(__name__)
@@ -407,17 +407,7 @@ def _check_local_dir(io: FileIO, ident: str, d: str, items: Sequence[FileAction]
                                            "be deleted")
         listing: dict[str, int] | None = None
         if len(items) > LISTING_THRESHOLD:
-            listing = {}
-            with os.scandir(fd) as it:
-                for entry in it:  # (regular files first: one call for the common case; a link is never one)
-                    if entry.is_file(follow_symlinks=False):
-                        listing[entry.name] = _stat.S_IFREG
-                    elif entry.is_symlink():
-                        listing[entry.name] = _stat.S_IFLNK
-                    elif entry.is_dir(follow_symlinks=False):
-                        listing[entry.name] = _stat.S_IFDIR
-                    else:
-                        listing[entry.name] = 0
+            listing = entry_types(fd)
         for a in items:
             name = posixpath.basename(posixpath.normpath(a.path))
             if listing is not None:

@@ -106,7 +106,7 @@ def _split_normalised(paths: Sequence[str]) -> tuple[list[str], list[tuple[str, 
 DELETE_LISTING_RUN = 32  # files of one directory deleted in a row from which a listing beats an lstat per file
 
 
-def _listing(dfd: int) -> dict[str, int]:
+def entry_types(dfd: int) -> dict[str, int]:
     """Name -> file type (S_IFREG, S_IFLNK, S_IFDIR, 0 for anything else) of a directory, never following links."""
     out: dict[str, int] = {}
     with os.scandir(dfd) as it:
@@ -602,7 +602,7 @@ class FileIO:
         unlink = os.unlink
         reg, lnk = _stat.S_IFREG, _stat.S_IFLNK
         try:
-            kinds = _listing(dfd) if len(names) >= DELETE_LISTING_RUN else None
+            kinds = entry_types(dfd) if len(names) >= DELETE_LISTING_RUN else None
             for name in names:
                 if kinds is not None:
                     mode = kinds.get(name)
