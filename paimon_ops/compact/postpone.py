@@ -39,7 +39,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -520,30 +520,38 @@ class _Run:
 
 
 def _delete_quietly(table: Table, paths: Sequence[str]) -> None:
-    for p in paths:
-        try:
-            table.io.delete_file(p)
-        except OSError as e:  # an unreferenced leftover is an orphan, never a correctness problem
-            log.warning("could not delete %s: %s", p, e)
+    """Remove uncommitted output through the one deletion path (an unreferenced leftover that cannot be removed is
+    an orphan, never a correctness problem)."""
+    from paimon_ops.lifecycle.deleter import remove_written
+    remove_written(table, list(paths), "uncommitted output")
+
+
+def run_tasks(ex: Execution, function: str, items: Sequence[Any], params: Mapping[str, Any], what: str,
+              describe: Callable[[Any], str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run one task per item (`item.to_task(params)`); (results, paths written). When any task failed, what the
+    others wrote is removed and the first failure is raised, named by `describe(item)`."""
+    table = ex.table
+    tasks = [dict(it.to_task(params), task_id=i) for i, it in enumerate(items)]
+    assert ex.runner is not None
+    results = ex.runner.run(function, table.location, tasks, ex.progress,
+                            options={**table.io.task_options(), **table.options_override})
+    written = [p for r in results if r.get("ok") for p in r.get("paths", [])]
+    failed = [(items[i], r) for i, r in enumerate(results) if not r.get("ok")]
+    if failed:
+        _delete_quietly(table, written)
+        it, r = failed[0]
+        raise CompactionTaskError(f"{what} of {table.identifier} failed in {len(failed)} of {len(tasks)} task(s); "
+                                  f"nothing was committed and the files written were removed. First failure "
+                                  f"({describe(it)}): {r.get('error')}")
+    return results, written
 
 
 def _route(ex: Execution, plan: PostponeCompactionPlan) -> _Run:
-    table = ex.table
     run = _Run()
     if not plan.segments:
         return run
-    tasks = [dict(s.to_task(plan.params), task_id=i) for i, s in enumerate(plan.segments)]
-    assert ex.runner is not None
-    results = ex.runner.run(ROUTE_FUNCTION, table.location, tasks, ex.progress,
-                            options={**table.io.task_options(), **table.options_override})
-    written = [p for r in results if r.get("ok") for p in r.get("paths", [])]
-    failed = [(plan.segments[i], r) for i, r in enumerate(results) if not r.get("ok")]
-    if failed:
-        _delete_quietly(table, written)
-        s, r = failed[0]
-        raise CompactionTaskError(f"postpone compaction of {table.identifier} failed in {len(failed)} of {len(tasks)} "
-                                  f"route task(s); nothing was committed and the files written were removed. First "
-                                  f"failure (partition {s.partition_spec}): {r.get('error')}")
+    results, written = run_tasks(ex, ROUTE_FUNCTION, plan.segments, plan.params, "postpone compaction (routing)",
+                                 lambda s: f"partition {s.partition_spec}")
     run.paths += written
     for s, r in zip(plan.segments, results):
         p = bytes.fromhex(s.partition)

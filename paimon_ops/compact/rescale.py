@@ -55,6 +55,7 @@ from paimon_ops.compact.postpone import (
     known_bucket_counts,
     postpone_state_changes,
     real_state_digest,
+    run_tasks,
 )
 from paimon_ops.compact.rolling import RollingWriter
 from paimon_ops.errors import CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
@@ -344,21 +345,10 @@ def _schema_step(ex: Execution, step: Step) -> None:
 def _rewrite_step(ex: Execution, step: Step) -> None:
     plan = ex.plan
     assert isinstance(plan, RescalePlan)
-    table = ex.table
     if not plan.tasks:
         return
-    assert ex.runner is not None
-    opts = {**table.io.task_options(), **table.options_override}
-    tasks = [dict(t.to_task(plan.params), task_id=i) for i, t in enumerate(plan.tasks)]
-    results = ex.runner.run(SPLIT_FUNCTION, table.location, tasks, ex.progress, options=opts)
-    written = [p for r in results if r.get("ok") for p in r.get("paths", [])]
-    failed = [(plan.tasks[i], r) for i, r in enumerate(results) if not r.get("ok")]
-    if failed:
-        _delete_quietly(table, written)
-        t, r = failed[0]
-        raise CompactionTaskError(f"rescale of {table.identifier} failed in {len(failed)} of {len(tasks)} task(s); "
-                                  f"nothing was committed and the files written were removed. First failure "
-                                  f"(partition {t.partition_spec}, bucket {t.bucket}): {r.get('error')}")
+    results, written = run_tasks(ex, SPLIT_FUNCTION, plan.tasks, plan.params, "rescale",
+                                 lambda t: f"partition {t.partition_spec}, bucket {t.bucket}")
     outputs: dict[tuple[str, int], list[dict]] = {}
     for t, r in zip(plan.tasks, results):
         for b, metas in r["files"].items():
