@@ -33,12 +33,21 @@ def _check(hook: PaimonHook, table: str, signals: list[str]) -> dict[str, Any]:
 
 
 class _HealthPolling:
-    """The polling loop both triggers share: yields each assessment worth reporting."""
+    """What both triggers share: their arguments, serialisation and the polling loop (yields each assessment worth
+    reporting)."""
 
-    conn_id: str
-    table: str
-    signals: list[str]
-    poll_interval: float
+    def __init__(self, *, table: str, conn_id: str = DEFAULT_CONN_ID, signals: list[str] | None = None,
+                 poll_interval: float = DEFAULT_POLL_S) -> None:
+        super().__init__()
+        self.table = table
+        self.conn_id = conn_id
+        self.signals = list(signals or SIGNALS)
+        self.poll_interval = float(poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (f"{type(self).__module__}.{type(self).__qualname__}",
+                {"table": self.table, "conn_id": self.conn_id, "signals": self.signals,
+                 "poll_interval": self.poll_interval})
 
     async def assessments(self) -> AsyncIterator[dict[str, Any]]:
         hook = await PaimonHook.for_trigger(self.conn_id)
@@ -60,19 +69,6 @@ class _HealthPolling:
 class PaimonTableHealthTrigger(_HealthPolling, BaseTrigger):
     """Fires once, when any of `signals` is due on `table` (or with an error when it cannot be read)."""
 
-    def __init__(self, *, table: str, conn_id: str = DEFAULT_CONN_ID, signals: list[str] | None = None,
-                 poll_interval: float = DEFAULT_POLL_S) -> None:
-        super().__init__()
-        self.table = table
-        self.conn_id = conn_id
-        self.signals = list(signals or SIGNALS)
-        self.poll_interval = float(poll_interval)
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (f"{type(self).__module__}.{type(self).__qualname__}",
-                {"table": self.table, "conn_id": self.conn_id, "signals": self.signals,
-                 "poll_interval": self.poll_interval})
-
     async def run(self) -> AsyncIterator[TriggerEvent]:
         async for result in self.assessments():
             if result["status"] != "ok":
@@ -90,19 +86,6 @@ class PaimonTableNeedsWorkTrigger(_HealthPolling, BaseEventTrigger):
             name="shop_orders_needs_compaction", trigger=PaimonTableNeedsWorkTrigger(table="shop.orders",
             signals=["small_files", "dv_ratio"]))])
     """
-
-    def __init__(self, *, table: str, conn_id: str = DEFAULT_CONN_ID, signals: list[str] | None = None,
-                 poll_interval: float = DEFAULT_POLL_S) -> None:
-        super().__init__()
-        self.table = table
-        self.conn_id = conn_id
-        self.signals = list(signals or SIGNALS)
-        self.poll_interval = float(poll_interval)
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (f"{type(self).__module__}.{type(self).__qualname__}",
-                {"table": self.table, "conn_id": self.conn_id, "signals": self.signals,
-                 "poll_interval": self.poll_interval})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         fired: set[tuple[Any, ...]] = set()
