@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dagster import MetadataValue
 
-from paimon_ops.plan import count_by_kind, human_bytes
+from paimon_ops.plan import count_by_kind, human_bytes, removal_code
 from paimon_ops.report import Report, split_details
 
 MAX_FILES_LISTED = 20
@@ -55,7 +55,10 @@ def report_markdown(report: Report) -> str:
                  report.deleted.get(k, 0), human_bytes(report.deleted_bytes.get(k, 0))) for k in kinds]
         rows.append(("**total**", sum(report.written.values()), human_bytes(sum(report.written_bytes.values())),
                      report.total_deleted, human_bytes(report.total_deleted_bytes)))
-        parts.append(md_table(["kind", "written", "size", words, "size"], rows))
+        header = words if report.dry_run else removal_code(report.deleted_as)  # one word; what it means below
+        parts.append(md_table(["kind", "written", "size", header, "size"], rows))
+        if report.deleted and words != header:
+            parts.append(f"\n_{words}_")
     else:
         parts.append("Nothing written or deleted.")
     if report.warnings:
