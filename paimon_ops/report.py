@@ -44,8 +44,8 @@ def _human_detail(key: str, v: Any) -> str:
         return "yes" if v else "no"
     if not isinstance(v, int):
         return _detail(v)
-    return human_bytes(v) if key.endswith("bytes") or key.startswith("bytes_") or key.endswith("_bytes_in") \
-        else f"{v:,}"
+    sized = key.endswith(("bytes", "_bytes_in", "_size")) or key.startswith("bytes_")
+    return human_bytes(v) if sized else f"{v:,}"
 
 
 def split_details(details: Mapping[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
