@@ -9,9 +9,6 @@ on Spark).
 
 See `paimon_ops.api` for every operation; errors are in `paimon_ops.errors`.
 """
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _version
-
 from paimon_ops.api import Catalog, Maintenance, Table, Tags, load_plan
 from paimon_ops.errors import (
     CommitConflictError,
@@ -28,11 +25,9 @@ from paimon_ops.errors import (
 from paimon_ops.plan import Plan
 from paimon_ops.report import Report
 from paimon_ops.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner
+from paimon_ops.schemas import package_version
 
-try:
-    __version__ = _version("paimon-ops")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
+__version__ = package_version()  # also in every JSON document's `version` (paimon_ops.schemas)
 
 __all__ = [
     "Catalog", "Table", "Maintenance", "Tags", "Plan", "Report", "load_plan", "LocalRunner", "SparkRunner",

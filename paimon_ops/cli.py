@@ -21,14 +21,25 @@ from paimon_ops.errors import (
 )
 from paimon_ops.operations import BOOL, CHOICE, FLOAT, INT, NAMES, OPERATIONS, PARTITIONS, TASKS, Operation, by_plan_type
 from paimon_ops.plan import human_bytes
+from paimon_ops.schemas import ERROR, LIST, TABLES, envelope, format_of
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
+from paimon_ops.timeutil import iso
 
 
 def _ts(ms: int | None) -> str:
+    """A time for the text output (the JSON says ISO 8601, `timeutil.iso`)."""
     if ms is None:
         return "-"
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _list(args: argparse.Namespace, rows: list[dict[str, Any]], **context: Any) -> dict[str, Any]:
+    """The --json envelope of a list command (paimon-ops-list/1): which command, on what, and its rows."""
+    where = {"warehouse": args.warehouse}
+    if getattr(args, "table", None):
+        where["table"] = args.table
+    return envelope(LIST, command=args.command, **where, **context, rows=rows)
 
 
 def _print_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -98,7 +109,7 @@ def cmd_tables(args: argparse.Namespace) -> None:
                          "latest_snapshot": latest, "error": None})
         except PaimonOpsError as e:  # one broken table must not hide the others
             rows.append({"table": ident, "error": str(e)})
-    _emit(args, rows, lambda: _print_table(
+    _emit(args, _list(args, rows), lambda: _print_table(
         [{**r, "primary_keys": ",".join(r.get("primary_keys") or []) or "-",
           "partition_keys": ",".join(r.get("partition_keys") or []) or "-", "error": r["error"] or ""}
          for r in rows], ["table", "primary_keys", "partition_keys", "bucket", "latest_snapshot", "error"]))
@@ -106,21 +117,43 @@ def cmd_tables(args: argparse.Namespace) -> None:
 
 def cmd_snapshots(args: argparse.Namespace) -> None:
     t = _table(args)
-    rows = [{"id": s.id, "kind": s.commit_kind, "schema_id": s.schema_id, "time_millis": s.time_millis,
-             "time": _ts(s.time_millis), "total_records": s.total_record_count, "delta_records": s.delta_record_count,
-             "watermark": s.watermark, "commit_user": s.commit_user}
-            for s in t.snapshots.iter_snapshots()]
-    _emit(args, rows, lambda: _print_table(rows, ["id", "kind", "schema_id", "time", "total_records", "delta_records"]))
+    snapshots = list(t.snapshots.iter_snapshots())
+    rows = [{"id": s.id, "kind": s.commit_kind, "schema_id": s.schema_id, "time": iso(s.time_millis),
+             "total_records": s.total_record_count, "delta_records": s.delta_record_count,
+             "watermark": s.watermark, "commit_user": s.commit_user} for s in snapshots]
+    _emit(args, _list(args, rows), lambda: _print_table(
+        [{**r, "time": _ts(s.time_millis)} for r, s in zip(rows, snapshots)],
+        ["id", "kind", "schema_id", "time", "total_records", "delta_records"]))
 
 
 def cmd_tags(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.timeline import tag_local_zone
+    from paimon_ops.options import format_duration
+    from paimon_ops.timeutil import local_to_instant_millis, naive_to_local_millis
     t = _table(args)
-    rows = [{"name": n, "snapshot_id": tag.id, "snapshot_time": _ts(tag.time_millis),
-             "create_time": tag.tag_create_time.isoformat() if tag.tag_create_time else None,
-             "time_retained_s": tag.tag_time_retained.total_seconds() if tag.tag_time_retained else None}
-            for n, tag in t.tags.tags()]
-    _emit(args, rows, lambda: _print_table([{k: ("-" if v is None else v) for k, v in r.items()} for r in rows],
-                                           ["name", "snapshot_id", "snapshot_time", "create_time", "time_retained_s"]))
+    tags = t.tags.tags()
+    zone = tag_local_zone(t) if any(tag.tag_create_time for _, tag in tags) else None
+
+    def created(tag: Any) -> str | None:  # Paimon stores a zone-less local time: the table's tag zone gives it one
+        ct = tag.tag_create_time
+        return None if ct is None or zone is None else iso(local_to_instant_millis(naive_to_local_millis(ct), zone),
+                                                           zone)
+    rows = [{"name": n, "snapshot_id": tag.id, "snapshot_time": iso(tag.time_millis), "create_time": created(tag),
+             "time_retained_s": _seconds(tag.tag_time_retained)} for n, tag in tags]
+    text_rows = [{"name": n, "snapshot_id": tag.id, "snapshot_time": _ts(tag.time_millis),
+                  "create_time": created(tag) or "-",
+                  "time_retained": format_duration(tag.tag_time_retained) if tag.tag_time_retained else "-"}
+                 for n, tag in tags]
+    _emit(args, _list(args, rows), lambda: _print_table(
+        text_rows, ["name", "snapshot_id", "snapshot_time", "create_time", "time_retained"]))
+
+
+def _seconds(d: Any) -> int | float | None:
+    """A duration as the JSON contract says it: seconds, an integer when whole."""
+    if d is None:
+        return None
+    s = round(d.total_seconds(), 3)
+    return int(s) if s == int(s) else s
 
 
 def cmd_files(args: argparse.Namespace) -> None:
@@ -131,7 +164,7 @@ def cmd_files(args: argparse.Namespace) -> None:
     else:
         snap = t.snapshots.snapshot(args.snapshot) if args.snapshot else t.snapshots.latest()
         if snap is None:
-            _emit(args, {"snapshot_id": None, "files": []}, lambda: print("table has no snapshot"))
+            _emit(args, _list(args, [], snapshot_id=None), lambda: print("table has no snapshot"))
             return
         result = scanner.scan(snap)
     rows: list[dict[str, Any]] = []
@@ -140,17 +173,18 @@ def cmd_files(args: argparse.Namespace) -> None:
         dv_card = None
         if hit is not None:
             dv_card = hit[1].cardinality if hit[1].cardinality is not None else scanner.deletion_vector(*hit).cardinality
-        rows.append({"partition": scanner.partition_dir(f.partition).rstrip("/") or "-", "bucket": f.bucket,
+        rows.append({"partition": scanner.partition_json(f.partition), "bucket": f.bucket,
                      "level": f.level, "file": f.name, "rows": f.meta.row_count, "size": f.meta.file_size,
                      "deleted_rows": dv_card or 0, "delete_row_count": f.meta.delete_row_count,
                      "min_seq": f.meta.min_sequence_number, "max_seq": f.meta.max_sequence_number,
                      "schema_id": f.meta.schema_id})
-    payload = {"snapshot_id": result.snapshot.id, "files": rows}
+    payload = _list(args, rows, snapshot_id=result.snapshot.id)
 
     def text() -> None:
         print(f"snapshot {result.snapshot.id}: {len(rows)} files, {sum(r['rows'] for r in rows)} rows, "
               f"{human_bytes(sum(r['size'] for r in rows))}")
-        _print_table([{**r, "size": human_bytes(r["size"])} for r in rows],
+        _print_table([{**r, "size": human_bytes(r["size"]),
+                       "partition": ",".join(f"{k}={v}" for k, v in r["partition"].items()) or "-"} for r in rows],
                      ["partition", "bucket", "level", "file", "rows", "size", "deleted_rows"])
     _emit(args, payload, text)
 
@@ -158,10 +192,10 @@ def cmd_files(args: argparse.Namespace) -> None:
 def cmd_options(args: argparse.Namespace) -> None:
     t = _table(args)
     schema = t.schema
-    payload = {"table": t.identifier, "location": t.location, "schema_id": schema.id,
-               "primary_keys": list(schema.primary_keys), "partition_keys": list(schema.partition_keys),
-               "fields": [{"id": f.id, "name": f.name, "type": str(f.type)} for f in schema.fields],
-               "options": dict(sorted(schema.options.items()))}
+    payload = _list(args, [{"option": k, "value": v} for k, v in sorted(schema.options.items())],
+                    location=t.location, schema_id=schema.id, primary_keys=list(schema.primary_keys),
+                    partition_keys=list(schema.partition_keys),
+                    fields=[{"id": f.id, "name": f.name, "type": str(f.type)} for f in schema.fields])
 
     def text() -> None:
         print(f"{t.identifier} at {t.location} (schema {schema.id})")
@@ -214,7 +248,7 @@ def _facade(args: argparse.Namespace, table: str | None = None):
         raise
 
 
-TABLES_FORMAT = "paimon-ops-tables/1"  # the --json envelope of a maintenance command over a table pattern
+TABLES_FORMAT = format_of(TABLES)  # the --json envelope of a maintenance command over a table pattern
 _GLOB = set("*?[")
 
 
@@ -325,9 +359,9 @@ def _each_table(args: argparse.Namespace, op: Operation,
             print(text + "\n")
     failed = [r["table"] for r in results if r["status"] == "failed"]
     if args.json:
-        print(json.dumps({"format": TABLES_FORMAT, "command": op.command, "pattern": args.table,
-                          "exclude": list(args.exclude or ()), "dry_run": bool(args.dry_run), "tables": results,
-                          "failed": failed}, indent=2, default=_json_default))
+        print(json.dumps(envelope(TABLES, command=op.command, pattern=args.table, exclude=list(args.exclude or ()),
+                                  dry_run=bool(args.dry_run), tables=results, failed=failed),
+                         indent=2, default=_json_default))
     else:
         print(f"{op.command} on {len(results)} table(s) matching {args.table!r}"
               + (f" (excluding {', '.join(args.exclude)})" if args.exclude else "") + ":")
@@ -405,7 +439,7 @@ def _already_applied(args: argparse.Namespace, plan: Any, sample: int = 200) -> 
 def cmd_sample(args: argparse.Namespace) -> None:
     from paimon_ops.sample import build_sample_warehouse
     tables = build_sample_warehouse(args.warehouse, rounds=args.rounds)
-    _emit(args, {"warehouse": args.warehouse, "tables": tables},
+    _emit(args, _list(args, [{"table": t} for t in tables]),
           lambda: print(f"sample warehouse at {args.warehouse}: " + ", ".join(tables)))
 
 
@@ -563,6 +597,7 @@ def _add_params(sp: argparse.ArgumentParser, op: Operation) -> None:
 
 
 def _error_payload(e: BaseException) -> dict[str, Any]:
+    """`{"error": {type, message, path?, option?, endpoint?}}`: a failure, in an error envelope or per table."""
     err: dict[str, Any] = {"type": type(e).__name__, "message": _one_line(e)}
     path = getattr(e, "path", None) or (getattr(e, "filename", None) if isinstance(e, OSError) else None)
     if isinstance(path, str):
@@ -575,6 +610,11 @@ def _error_payload(e: BaseException) -> dict[str, Any]:
     return {"error": err}
 
 
+def _error_document(args: argparse.Namespace, e: BaseException) -> dict[str, Any]:
+    """The --json output of a failed command (paimon-ops-error/1)."""
+    return envelope(ERROR, command=getattr(args, "command", None), **_error_payload(e))
+
+
 def _one_line(e: BaseException) -> str:
     text = " ".join(str(e).split())
     return text or type(e).__name__
@@ -583,7 +623,7 @@ def _one_line(e: BaseException) -> str:
 def _fail(args: argparse.Namespace, e: BaseException, prefix: str = "error") -> None:
     """One line on stderr; under --json also the error as a JSON object on stdout."""
     if getattr(args, "json", False):
-        print(json.dumps(_error_payload(e), indent=2))
+        print(json.dumps(_error_document(args, e), indent=2))
     print(f"paimon-ops: {prefix}: {_one_line(e)}", file=sys.stderr)
 
 
@@ -620,6 +660,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
             sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
             sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     except UsageError as e:
+        if "--json" in argv:  # the command line asked for JSON: the error says so too
+            print(json.dumps(envelope(ERROR, command=next((a for a in argv if not a.startswith("-")), None),
+                                      **_error_payload(e)), indent=2))
         print(f"paimon-ops: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -636,7 +679,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             code = args.fn(args)
     except CancelledError as e:
         if getattr(args, "json", False):
-            print(json.dumps(_error_payload(e), indent=2))
+            print(json.dumps(_error_document(args, e), indent=2))
         print(f"paimon-ops: interrupted: {_one_line(e)}", file=sys.stderr)
         return 130
     except PaimonOpsError as e:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
+from paimon_ops.schemas import PLAN, envelope, format_of
 
 # Kinds of files a plan touches (used as report keys too).
 DATA = "data"
@@ -64,7 +65,9 @@ WRITE_FILES = "write-files"          # params: contents (text per file), mode 'c
 WRITE_HINT = "write-hint"            # params: value; advisory (readers verify hints): a failure is logged
 ENSURE_HINTS = "ensure-hints"        # params: hints [{dir, name, source}]: repaired from a listing at run time
 
-PLAN_FORMAT = "paimon-ops-plan/1"
+# The saved plan's format (paimon_ops.schemas): new fields may be added without a new major (readers ignore what
+# they do not know, so plans saved by older versions still load); a renamed or retyped field needs paimon-ops-plan/2.
+PLAN_FORMAT = format_of(PLAN)
 
 
 @dataclass(frozen=True, slots=True)  # (slots: a plan can hold millions of them)
@@ -106,14 +109,19 @@ _WRITE_ACTIONS: set[str] = set()
 _PHYSICAL_DELETES: set[str] = {DELETE_FILES, DELETE_ORDERED, DELETE_DIRS}
 _VERBS: dict[str, str] = {}
 _DONE_VERBS: dict[str, str] = {}
+_REMOVAL_CODES: dict[str, str] = {}  # the words of `verb` / `done` -> the code JSON says instead ("replaced")
+DELETED = "deleted"  # the removal code of files deleted from storage
 
 
 def declare_step_action(action: str, *, deletes: bool = False, writes: bool = False, verb: str | None = None,
-                        done: str | None = None, removes_files: bool | None = None) -> None:
+                        done: str | None = None, removes_files: bool | None = None, removal: str | None = None) -> None:
     """`verb` words the step in a plan ("would replace"), `done` its files in a report ("replaced") — for steps whose
-    "deleted" files leave the table but stay on disk. A deleting step removes its files from storage unless it says
-    `done` (they only leave the table) or `removes_files=False`; every removed file goes through the executor's
+    "deleted" files leave the table but stay on disk; `removal` is the one-word code JSON reports say for that
+    ("replaced", "moved", "dropped"; default "deleted"). A deleting step removes its files from storage unless it
+    says `done` (they only leave the table) or `removes_files=False`; every removed file goes through the executor's
     preflight before the plan's first destructive step."""
+    if removal:
+        _REMOVAL_CODES.update({w: removal for w in (verb, done) if w})
     if deletes:
         _DELETE_ACTIONS.add(action)
         if removes_files if removes_files is not None else done is None:
@@ -131,6 +139,11 @@ def removal_words(plan: Plan, dry_run: bool) -> str | None:
     for all of them), else None ("deleted")."""
     words = {(_VERBS if dry_run else _DONE_VERBS).get(s.action) for s in plan.steps if s.deletes and s.files}
     return words.pop() if len(words) == 1 and None not in words else None
+
+
+def removal_code(words: str | None) -> str:
+    """The JSON code of a report's removal words (`removal_words`): "deleted" unless a step declared another."""
+    return _REMOVAL_CODES.get(words, DELETED) if words else DELETED
 
 
 # ---------------------------------------------------------------------------------------------- preconditions
@@ -340,14 +353,20 @@ class Plan:
 
     # ------------------------------------------------------------------ text
     def summary(self, limit: int | None = None, files: bool = True) -> str:
-        """Every file with its kind and reason; `limit`: only the first N files, then how many more; `files`
-        False: counts and bytes per kind instead of the file list."""
+        """For review: what it would write and delete (by kind, with byte totals), the figures a person reads, then
+        every file with its kind and reason; `limit`: only the first N files, then how many more; `files` False:
+        counts and bytes per kind of each step instead of the file list. Internals are in the JSON only."""
+        from paimon_ops.report import effects_rows, split_details, text_table
+        deletes, writes = self.deletes, self.writes
         lines = [f"{self.operation} on {self.table}" + (f" (branch {self.branch})" if self.branch != "main" else "")
                  + f", planned on snapshot {self.base_snapshot}"]
-        for k, v in self.details.items():
-            if isinstance(v, (list, dict)) and len(str(v)) > 160:
-                v = f"{type(v).__name__} of {len(v)}"
-            lines.append(f"  {k}: {v}")
+        if deletes or writes:
+            words = removal_words(self, dry_run=True) or "would delete"
+            lines += text_table(["kind", "would write", "size", words, "size"],
+                                effects_rows(count_by_kind(writes), bytes_by_kind(writes), count_by_kind(deletes),
+                                             bytes_by_kind(deletes), sized_writes=any(a.size for a in writes)))
+        shown_details, _ = split_details(self.details)
+        lines += [f"  {k}: {v}" for k, v in shown_details]
         shown = omitted = 0
         if self.preconditions:
             lines.append("  requires: " + "; ".join(p.describe() for p in self.preconditions))
@@ -356,7 +375,8 @@ class Plan:
                 continue
             verb = _VERBS.get(s.action) or ("would delete" if s.deletes else "would write" if s.writes
                                              else "would process")
-            lines.append(f"  {s.name}: {verb} {len(s.files)} file(s)")
+            lines.append(f"  {s.name}: {verb} {len(s.files)} file(s)" + (
+                f", {human_bytes(sum(a.size or 0 for a in s.files))}" if any(a.size for a in s.files) else ""))
             sign = "-" if s.deletes else "+" if s.writes else "~"  # "~": read or rewritten, left on disk
             listed = [(sign, a) for a in s.files] + [("+", a) for a in s.creates]
             if not files:
@@ -373,9 +393,11 @@ class Plan:
             lines.append(f"  … and {omitted} more file(s) (--limit {limit}; --json lists every file)")
         if not self.files:
             lines.append("  nothing to do")
-        elif self.deletes:
-            lines.append(f"  total: {len(self.deletes)} file(s) to delete, "
-                         f"{human_bytes(sum(a.size or 0 for a in self.deletes))}")
+        elif deletes:
+            lines.append(f"  total: {len(deletes)} file(s) to delete, {human_bytes(sum(a.size or 0 for a in deletes))}"
+                         + (f"; {len(writes)} to write" + (f", {human_bytes(sum(a.size or 0 for a in writes))}"
+                                                          if any(a.size for a in writes) else "")
+                            if writes else ""))
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -383,7 +405,7 @@ class Plan:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
-        d = {"format": PLAN_FORMAT, "operation": self.operation}
+        d = envelope(PLAN, operation=self.operation)
         d.update({f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)})
         return d
 
@@ -400,7 +422,7 @@ class Plan:
         if cls is None:
             raise CorruptMetadataError(where, f"unknown operation {op!r} in plan")
         try:
-            return decode(cls, {k: v for k, v in d.items() if k not in ("format", "operation")})
+            return decode(cls, {k: v for k, v in d.items() if k not in ("format", "version", "operation")})
         except RecursionError:
             raise CorruptMetadataError(where, f"malformed {op} plan: nested too deeply") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:

@@ -1,13 +1,93 @@
 """Reports: what an execution did — counts and bytes by kind, the files, where it ran, how long it took. Built in
-one place, by the executor (or from a plan, for a dry run); the CLI prints it, Dagster records it."""
+one place, by the executor (or from a plan, for a dry run); the CLI prints it, Dagster records it.
+
+For people (`summary`, and the Dagster markdown built from the same pieces) what was written and deleted / replaced
+comes first, as a table by kind with sizes, then the scalar figures; internals (per-task ids, settings, lists) are
+only in the JSON (`to_dict`, format paimon-ops-report/1)."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from paimon_ops.plan import FileAction, Plan, bytes_by_kind, count_by_kind, encode, human_bytes, removal_words
+from paimon_ops.options import format_duration
+from paimon_ops.plan import (
+    FileAction,
+    Plan,
+    bytes_by_kind,
+    count_by_kind,
+    encode,
+    human_bytes,
+    removal_code,
+    removal_words,
+)
+from paimon_ops.schemas import REPORT, envelope
+
+# Details that are bookkeeping, not figures a person reads (in the JSON only).
+INTERNAL_DETAILS = frozenset({"task_pids", "merge_slices", "task_time_s", "settings", "units", "dv_ratios"})
+
+
+def _detail(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v[:10])) + (f" … (+{len(v) - 10})" if len(v) > 10 else "")
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}={x}" for k, x in list(v.items())[:10])
+    return str(v)
+
+
+def _human_detail(key: str, v: Any) -> str:
+    if key.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool):  # a duration in seconds
+        return format_duration(_dt.timedelta(seconds=v))
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if not isinstance(v, int):
+        return _detail(v)
+    sized = key.endswith(("bytes", "_bytes_in", "_size")) or key.startswith("bytes_")
+    return human_bytes(v) if sized else f"{v:,}"
+
+
+def split_details(details: Mapping[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """(the figures a person reads — scalars, sizes human-readable —, everything else for the JSON entry)."""
+    shown: list[tuple[str, str]] = []
+    rest: dict[str, Any] = {}
+    for k, v in details.items():
+        if v is None:  # nothing to say (the JSON keeps the null)
+            continue
+        if k in INTERNAL_DETAILS or isinstance(v, (list, tuple, set, Mapping)) or (isinstance(v, str) and len(v) > 200):
+            rest[k] = v
+        else:
+            label = k[:-2] if k.endswith("_s") and isinstance(v, (int, float)) else k
+            shown.append((label.replace("_", " "), _human_detail(k, v)))
+    return shown, rest
+
+
+def text_table(header: Sequence[str], rows: Iterable[Sequence[Any]], indent: str = "  ") -> list[str]:
+    """A plain-text table (columns padded, numbers and sizes right-aligned) as lines."""
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    right = [i > 0 and all(r[i][:1].isdigit() or r[i] == "-" for r in cells) for i in range(len(header))]
+
+    def line(r: Sequence[str]) -> str:
+        return indent + "  ".join(c.rjust(w) if right[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    return [line(list(header)).rstrip()] + [line(r).rstrip() for r in cells]
+
+
+def effects_rows(written: Mapping[str, int], written_bytes: Mapping[str, int], deleted: Mapping[str, int],
+                 deleted_bytes: Mapping[str, int], sized_writes: bool = True) -> list[tuple[Any, ...]]:
+    """Rows (kind, written, size, deleted, size) by kind plus a total row: the table every report starts with.
+    `sized_writes` False (a dry run's outputs not written yet): the written size is unknown, shown as "-"."""
+    kinds = sorted(set(deleted) | set(written))
+
+    def w_size(n: int | None) -> str:
+        return human_bytes(n) if sized_writes else "-"
+    rows: list[tuple[Any, ...]] = [(k, written.get(k, 0), w_size(written_bytes.get(k, 0)), deleted.get(k, 0),
+                                    human_bytes(deleted_bytes.get(k, 0))) for k in kinds]
+    if len(kinds) > 1:
+        rows.append(("total", sum(written.values()), w_size(sum(written_bytes.values())), sum(deleted.values()),
+                     human_bytes(sum(deleted_bytes.values()))))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -50,7 +130,11 @@ class Report:
         return self.deleted_as or ("would delete" if self.dry_run else "deleted")
 
     def to_dict(self) -> dict[str, Any]:
-        d = {f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        """The report as JSON (paimon-ops-report/1): `deleted_as` is a code ("deleted", "replaced", "moved",
+        "dropped"), the words are the text's."""
+        d = envelope(REPORT)
+        d.update({f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)})
+        d["deleted_as"] = removal_code(self.deleted_as)
         d["total_deleted"] = self.total_deleted
         d["total_deleted_bytes"] = self.total_deleted_bytes
         return d
@@ -59,25 +143,32 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent, default=str)
 
     def summary(self) -> str:
-        lines = [f"{self.operation} on {self.table}: {self.duration_s:.2f}s"
-                 + (f", committed snapshot {self.snapshot_id}" if self.snapshot_id else "")
-                 + (f", ran {self.runner['where']} ({self.runner['why']})" if self.runner else "")]
-        for k, v in self.details.items():
-            if isinstance(v, (list, dict)) and len(str(v)) > 160:
-                v = f"{type(v).__name__} of {len(v)}"
-            lines.append(f"  {k}: {v}")
-        if self.deleted:
-            lines.append(f"  {self.deleted_words}: " + ", ".join(
-                f"{n} {k} ({human_bytes(self.deleted_bytes.get(k, 0))})" for k, n in sorted(self.deleted.items())))
-        if self.written:
-            lines.append(f"  {'would write' if self.dry_run else 'wrote'}: " + ", ".join(
-                f"{n} {k} ({human_bytes(self.written_bytes.get(k, 0))})" for k, n in sorted(self.written.items())))
+        """For people: the outcome line, what was written and deleted / replaced (by kind, with sizes), the scalar
+        figures, warnings; a dry run then lists every file with its kind and reason."""
+        done = "would write" if self.dry_run else "wrote"
+        lines = [f"{self.operation} on {self.table}" + (" (dry run)" if self.dry_run else "") + ": "
+                 + (f"committed snapshot {self.snapshot_id}, " if self.snapshot_id else "")
+                 + f"{self.duration_s:.2f} s" + (f", ran {self.runner['where']} ({self.runner['why']})"
+                                                 if self.runner else "")]
+        if self.deleted or self.written:
+            code = removal_code(self.deleted_as)
+            header = self.deleted_as if self.dry_run and self.deleted_as else \
+                ("would delete" if self.dry_run else code)
+            lines += text_table(["kind", done, "size", header, "size"],
+                                effects_rows(self.written, self.written_bytes, self.deleted, self.deleted_bytes,
+                                             sized_writes=not self.dry_run or any(self.written_bytes.values())))
+            if self.deleted and self.deleted_words != header:  # what the one word means ("replaced: stay on disk")
+                lines.append(f"  {self.deleted_words}")
+        else:
+            lines.append("  nothing written or deleted")
+        shown, _ = split_details(self.details)
+        lines += [f"  {k}: {v}" for k, v in shown]
+        lines += [f"  warning: {w}" for w in self.warnings]
         if self.dry_run:  # a dry run is for review: every file, with its kind and the reason
             lines += [f"    {a.kind:<15} {a.path}  ({a.reason})" for a in self.files]
-        lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     __str__ = summary
 
 
-__all__ = ["Report"]
+__all__ = ["Report", "split_details", "text_table", "effects_rows", "INTERNAL_DETAILS"]

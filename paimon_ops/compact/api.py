@@ -286,7 +286,7 @@ def _commit(ex: Execution, step: Step) -> None:
         "bytes_out": sum(m["file_size"] for m in outs),
         "task_pids": sorted({int(r["pid"]) for r in executed.results if "pid" in r}),
         "merge_slices": sum(int(r.get("slices", 0)) for r in executed.results),
-        "task_seconds": round(sum(float(r.get("seconds", 0)) for r in executed.results), 3),
+        "task_time_s": round(sum(float(r.get("seconds", 0)) for r in executed.results), 3),
         "dv_index_files_replaced": len(dv.deleted), "dv_index_files_written": len(dv.added),
         "deletion_vectors_dropped": dv.dropped_vectors,
     }

@@ -174,7 +174,7 @@ COMPACTION_TASKS = "compaction-tasks"
 COMPACTION_COMMIT = "compaction-commit"
 METADATA_UPGRADES = "metadata-upgrades"  # listed for review; done by the commit (DELETE + ADD of the same file)
 declare_step_action(COMPACTION_TASKS, deletes=True, verb="would replace",
-                    done="replaced (the old files stay on disk until snapshot expiry)")
+                    done="replaced (the old files stay on disk until snapshot expiry)", removal="replaced")
 declare_step_action(METADATA_UPGRADES, verb="would upgrade")
 
 

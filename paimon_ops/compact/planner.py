@@ -281,12 +281,12 @@ def plan_compaction(
         with_dv = [i for i in infos if i.input.has_dv]
         if mode == "dv-ratio" or with_dv:
             for i in infos:
-                ratios_files.append({"partition": _spec_text(pdicts[p]), "bucket": b, "file": i.file.name,
+                ratios_files.append({"partition": scanner.partition_json(p), "bucket": b, "file": i.file.name,
                                      "level": i.file.level, "rows": i.file.meta.row_count, "deleted": i.deleted,
                                      "ratio": round(i.ratio, 6)})
             rows = sum(i.file.meta.row_count for i in infos)
             deleted = sum(i.deleted for i in infos)
-            ratios_buckets.append({"partition": _spec_text(pdicts[p]), "bucket": b, "files": len(infos), "rows": rows,
+            ratios_buckets.append({"partition": scanner.partition_json(p), "bucket": b, "files": len(infos), "rows": rows,
                                    "deleted": deleted, "ratio": round(deleted / rows, 6) if rows else 0.0})
         if lsm is not None:
             lsm.bucket(p, b, infos, mode, task, skip)
@@ -523,7 +523,7 @@ class _LsmPlanner:
         rewritten = sum(1 for s in steps if s.op == lv.REWRITE for _ in s.files)
         why = (f"{unit.reason}: {len(unit.files)} file(s) of levels {sorted({f.level for f in unit.files})} "
                f"-> level {unit.output_level}")
-        self.units.append({"partition": _spec_text(_partition_dict(self.scanner, p)), "bucket": b,
+        self.units.append({"partition": self.scanner.partition_json(p), "bucket": b,
                            "output_level": unit.output_level, "reason": unit.reason, "files": len(unit.files),
                            "rewritten": rewritten, "drop_delete": dd})
         task(LSM, p, b, [by_name[n] for n in in_steps], why, output_level=unit.output_level, drop_delete=dd,

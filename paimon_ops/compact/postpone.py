@@ -89,7 +89,7 @@ WRITER_MARK = "-w-"
 POSTPONE_ROUTE = "postpone-route"
 POSTPONE_COMMIT = "postpone-commit"
 declare_step_action(POSTPONE_ROUTE, deletes=True, verb="would move into real buckets",
-                    done="moved into real buckets (the postpone files stay on disk until snapshot expiry)")
+                    done="moved into real buckets (the postpone files stay on disk until snapshot expiry)", removal="moved")
 
 
 # ---------------------------------------------------------------------------------------------- bucket counts
@@ -334,8 +334,8 @@ def plan_postpone_compaction(table: Table | str, partitions: Sequence[Mapping[st
         writers = len({writer_prefix(f.name) for f in files})
         base = tuple(max_seq.get((p, b), -1) + 1 for b in range(n))
         pdir = scanner.partition_dir(p).rstrip("/") or "(unpartitioned)"
-        parts_info.append({"partition": spec, "postpone_files": len(files), "postpone_rows": rows, "writers": writers,
-                           "buckets": n, "bucket_count_from": why})
+        parts_info.append({"partition": scanner.partition_json(p), "postpone_files": len(files),
+                           "postpone_rows": rows, "writers": writers, "buckets": n, "bucket_count_from": why})
         offset, seg, seg_bytes = 0, [], 0
         for f in files:
             pb.add(FileAction(f.path, DATA, f"postpone rows of {pdir} -> {n} bucket(s) ({why})", f.meta.file_size))

@@ -77,7 +77,7 @@ RESCALE_REWRITE = "rescale-rewrite"
 RESCALE_COMMIT = "rescale-commit"
 declare_step_action(RESCALE_SCHEMA, writes=True)
 declare_step_action(RESCALE_REWRITE, deletes=True, verb="would replace",
-                    done="replaced (the old files stay on disk until snapshot expiry)")
+                    done="replaced (the old files stay on disk until snapshot expiry)", removal="replaced")
 
 
 @dataclass(frozen=True)
@@ -239,7 +239,7 @@ def plan_rescale(table: Table | str, bucket_num: int | None = None,
         for b in range(n):
             pb.creates(FileAction(scanner.bucket_dir(p, b), DATA, f"new files of {pdir} (bucket {b} of {n}, level "
                                                                   f"{max_level})"))
-        parts_info.append({"partition": spec_of(p), "from_buckets": m, "to_buckets": n, "rows": rows,
+        parts_info.append({"partition": scanner.partition_json(p), "from_buckets": m, "to_buckets": n, "rows": rows,
                            "files": sum(len(by_bucket.get((p, b), [])) for b in range(m)),
                            "merge_step": not direct})
     index = [ie for ie in result.index_entries if ie.partition in set(todo) and ie.bucket >= 0]

@@ -7,8 +7,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dagster import MetadataValue
 
-from paimon_ops.plan import count_by_kind, human_bytes
-from paimon_ops.report import Report
+from paimon_ops.plan import count_by_kind, human_bytes, removal_code
+from paimon_ops.report import Report, split_details
 
 MAX_FILES_LISTED = 20
 
@@ -25,36 +25,6 @@ def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | 
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
     lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
-
-
-def _detail(v: Any) -> str:
-    if isinstance(v, (list, tuple)):
-        return ", ".join(map(str, v[:10])) + (f" … (+{len(v) - 10})" if len(v) > 10 else "")
-    if isinstance(v, Mapping):
-        return ", ".join(f"{k}={x}" for k, x in list(v.items())[:10])
-    return str(v)
-
-
-INTERNAL_DETAILS = frozenset({"task_pids", "merge_slices", "task_seconds", "settings", "units", "dv_ratios"})
-
-
-def _human_detail(key: str, v: Any) -> str:
-    if isinstance(v, bool) or not isinstance(v, int):
-        return _detail(v)
-    return human_bytes(v) if key.endswith("bytes") or key.startswith("bytes_") or key.endswith("_bytes_in") \
-        else f"{v:,}"
-
-
-def split_details(details: Mapping[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
-    """(the figures a person reads — scalars, sizes human-readable —, everything else for the JSON entry)."""
-    shown: list[tuple[str, str]] = []
-    rest: dict[str, Any] = {}
-    for k, v in details.items():
-        if k in INTERNAL_DETAILS or isinstance(v, (list, tuple, set, Mapping)) or (isinstance(v, str) and len(v) > 200):
-            rest[k] = v
-        else:
-            shown.append((k.replace("_", " "), _human_detail(k, v)))
-    return shown, rest
 
 
 def report_line(report: Report) -> str:
@@ -85,7 +55,10 @@ def report_markdown(report: Report) -> str:
                  report.deleted.get(k, 0), human_bytes(report.deleted_bytes.get(k, 0))) for k in kinds]
         rows.append(("**total**", sum(report.written.values()), human_bytes(sum(report.written_bytes.values())),
                      report.total_deleted, human_bytes(report.total_deleted_bytes)))
-        parts.append(md_table(["kind", "written", "size", words, "size"], rows))
+        header = words if report.dry_run else removal_code(report.deleted_as)  # one word; what it means below
+        parts.append(md_table(["kind", "written", "size", header, "size"], rows))
+        if report.deleted and words != header:
+            parts.append(f"\n_{words}_")
     else:
         parts.append("Nothing written or deleted.")
     if report.warnings:

@@ -33,7 +33,7 @@ from paimon_ops.format.types import DataType
 __all__ = [
     "DEFAULT_PARTITION_NAME", "partition_path", "partition_dir", "partition_spec", "partition_value_string",
     "escape_path_name", "unescape_path_name", "parse_partition_spec", "parse_partition_value",
-    "parse_partition_dir", "java_double_to_string", "java_float_to_string",
+    "parse_partition_dir", "java_double_to_string", "java_float_to_string", "partition_json",
 ]
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
@@ -487,3 +487,28 @@ def parse_partition_spec(
         if missing:
             raise InvalidArgumentError(f"partition spec {spec!r} lacks partition keys {missing}")
     return {n: parsed[n] for n in names if n in parsed}
+
+
+def partition_json(values: Sequence[Any], names: Sequence[str], types: Sequence[DataType]) -> dict[str, Any]:
+    """Partition values as typed JSON for plans, reports and --json (the JSON contract, README "JSON output"):
+    numbers and booleans as JSON numbers / booleans, DATE as "2026-11-24", TIME as "10:30:00", TIMESTAMP as ISO 8601
+    ("2026-11-24T10:30:00", zone-less like the type; TIMESTAMP_LTZ with "Z"), DECIMAL as exact text, strings and
+    binaries as text, null as null — never the directory's text (a DATE's legacy name is its day number)."""
+    out: dict[str, Any] = {}
+    for v, n, t in zip(values, names, types):
+        r = t.root
+        if v is None:
+            out[n] = None
+        elif r == "BOOLEAN":
+            out[n] = bool(v)
+        elif r in ("TINYINT", "SMALLINT", "INT", "BIGINT"):
+            out[n] = int(v)
+        elif r in ("FLOAT", "DOUBLE"):
+            f = float(v)
+            out[n] = f if math.isfinite(f) else partition_value_string(v, t, legacy=True)  # NaN / Infinity as text
+        else:
+            s = partition_value_string(v, t, legacy=False)
+            if r in ("TIMESTAMP", "TIMESTAMP_LTZ") and s is not None:
+                s = s.replace(" ", "T", 1) + ("Z" if r == "TIMESTAMP_LTZ" else "")
+            out[n] = s
+    return out

@@ -68,7 +68,7 @@ from paimon_ops.lifecycle.reclaim import (
     plan_index_and_stats,
     plan_manifest_list,
 )
-from paimon_ops.options import format_duration, parse_duration
+from paimon_ops.options import parse_duration
 from paimon_ops.plan import (
     CHANGELOG,
     DATA,
@@ -253,13 +253,14 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
 
 
 def _settings_details(cfg: ExpireSettings) -> dict[str, Any]:
-    """The settings as plans and reports show them: instants in ISO 8601, durations as Paimon writes them."""
+    """The settings as plans and reports show them (the JSON contract): instants in ISO 8601, durations in seconds
+    (`*_s`)."""
     out: dict[str, Any] = {}
     for k, v in asdict(cfg).items():
         if k.endswith("_millis") and v is not None:
             out[k[:-len("_millis")]] = iso(v)
-        elif k.endswith("_ms") and v is not None:
-            out[k[:-len("_ms")]] = format_duration(_dt.timedelta(milliseconds=v))
+        elif k.endswith("_ms"):
+            out[k[:-len("_ms")] + "_s"] = None if v is None else v / 1000
         else:
             out[k] = v
     return out

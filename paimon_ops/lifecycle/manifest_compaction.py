@@ -51,7 +51,6 @@ from paimon_ops.plan import (
     Precondition,
     Step,
     declare_step_action,
-    human_bytes,
     planner,
 )
 from paimon_ops.report import Report
@@ -223,7 +222,7 @@ def plan_compact_manifests(table: Table, run_id: str | None = None) -> ManifestC
     b = PlanBuilder()
     plan_pending(b, table)  # first finish what an interrupted run left
     target = table.options.memory("manifest.target-file-size", DEFAULT_TARGET)
-    details: dict[str, Any] = {"target_file_size": human_bytes(target), "trigger": compaction_trigger(table)}
+    details: dict[str, Any] = {"target_file_size": target, "trigger": compaction_trigger(table)}
     if latest is None:
         details.update({"manifests_before": 0, "merged": [], "reason": "the table has no snapshot"})
         return b.build(ManifestCompactionPlan, table, details, base_snapshot=None)

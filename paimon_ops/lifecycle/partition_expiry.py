@@ -75,7 +75,7 @@ from typing import Any, ClassVar, Mapping
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, arg
 from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format import manifest as mf
-from paimon_ops.format.partition import partition_path, partition_spec, partition_value_string
+from paimon_ops.format.partition import partition_json, partition_path, partition_spec, partition_value_string
 from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
 from paimon_ops.options import format_duration, parse_duration
@@ -85,7 +85,16 @@ from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
-from paimon_ops.timeutil import UTC, iso, now_ms, parse_zone, to_local_millis, zone_name
+from paimon_ops.timeutil import (
+    UTC,
+    iso,
+    local_to_instant_millis,
+    naive_to_local_millis,
+    now_ms,
+    parse_zone,
+    to_local_millis,
+    zone_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +107,7 @@ DEFAULT_CHECK_INTERVAL = _dt.timedelta(hours=1)
 # The one step: an OVERWRITE commit dropping the expired partitions' files from the table.
 PARTITION_DROP = "partition-drop-commit"
 declare_step_action(PARTITION_DROP, deletes=True, verb="would drop from the table",
-                    done="dropped from the table (the files stay on disk until snapshot expiry)")
+                    done="dropped from the table (the files stay on disk until snapshot expiry)", removal="dropped")
 
 _TIME_TYPES = ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ")
 
@@ -120,7 +129,8 @@ class PartitionExpiryPlan(Plan):
         d = self.details
         head = [f"{self.operation} on {self.table}" + (f" (branch {self.branch})" if self.branch != "main" else "")
                 + f", planned on snapshot {self.base_snapshot}",
-                f"  strategy {d.get('strategy')}, expiration time {d.get('expiration_time')}: partitions whose time is "
+                f"  strategy {d.get('strategy')}, expiration time "
+                f"{format_duration(_dt.timedelta(seconds=d.get('expiration_time_s') or 0))}: partitions whose time is "
                 f"before {d.get('expire_before')} ({d.get('zone')}; now {d.get('now_local')}) expire"]
         if d.get("strategy") == VALUES_TIME:
             head.append(f"  timestamp pattern {d.get('timestamp_pattern') or '(first partition value)'}, formatter "
@@ -196,12 +206,22 @@ class PartitionExpirySettings:
     pattern_given: bool = False
 
     def details(self) -> dict[str, Any]:
-        return {"strategy": self.strategy,
-                "expiration_time": format_duration(_dt.timedelta(milliseconds=self.expiration_ms)),
-                "now": iso(self.now_millis), "zone": zone_name(self.zone), "now_local": str(self.now_local),
-                "expire_before": str(self.expire_before), "timestamp_formatter": self.timestamp_formatter,
-                "timestamp_pattern": self.timestamp_pattern, "max_expires": self.max_expires,
-                "check_interval": format_duration(_dt.timedelta(milliseconds=self.check_interval_ms))}
+        """As the JSON contract says them: times ISO 8601 with the offset of `zone` (the zone Java reads partition
+        times in), durations in seconds."""
+        return {"strategy": self.strategy, "expiration_time_s": self.expiration_ms / 1000,
+                "now": iso(self.now_millis), "zone": zone_name(self.zone),
+                "now_local": zoned(str(self.now_local), self.zone),
+                "expire_before": zoned(str(self.expire_before), self.zone),
+                "timestamp_formatter": self.timestamp_formatter, "timestamp_pattern": self.timestamp_pattern,
+                "max_expires": self.max_expires, "check_interval_s": self.check_interval_ms / 1000}
+
+
+def zoned(local: str | None, zone: _dt.tzinfo) -> str | None:
+    """A local date-time text (LocalDateTime) as ISO 8601 with the offset it has in `zone`."""
+    if local is None:
+        return None
+    naive = _dt.datetime.fromisoformat(local)
+    return iso(local_to_instant_millis(naive_to_local_millis(naive), zone), zone)
 
 
 def partition_local_zone(table: Table) -> _dt.tzinfo:
@@ -328,9 +348,11 @@ class PartitionVerdict:
     reason: str
     timestamp: str | None = None  # values-time: the string handed to the formatter
     unparseable: bool = False     # values-time: the formatter cannot read it (reported, never guessed or expired)
+    values: Mapping[str, Any] | None = None  # key -> typed JSON value (format.partition.partition_json)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"partition": dict(self.spec), "path": self.path, "time": self.time, "files": self.files,
+    def to_dict(self, zone: _dt.tzinfo = UTC) -> dict[str, Any]:
+        return {"partition": dict(self.spec if self.values is None else self.values), "path": self.path,
+                "time": zoned(self.time, zone), "files": self.files,
                 "rows": self.rows, "bytes": self.size, "reason": self.reason, "timestamp_string": self.timestamp}
 
 
@@ -369,7 +391,8 @@ def evaluate_partitions(table: Table, cfg: PartitionExpirySettings,
         path = partition_path(values, keys, types, opts.partition_legacy_name, opts.partition_default_name)
         n_files, rows, size = len(entries), sum(e.file.row_count for e in entries), sum(e.file.file_size
                                                                                         for e in entries)
-        common = dict(partition=part, spec=spec, path=path, files=n_files, rows=rows, size=size)
+        common = dict(partition=part, spec=spec, path=path, files=n_files, rows=rows, size=size,
+                      values=partition_json(values, keys, types))
         if cfg.strategy == UPDATE_TIME:
             known = [e.file.creation_time for e in entries if e.file.creation_time is not None]
             if not known:
@@ -451,12 +474,12 @@ def plan_expire_partitions(table: Table, now_millis: int | None = None, expirati
     chosen, over = expired[:cfg.max_expires], expired[cfg.max_expires:]
     details.update({
         "partitions_checked": len(verdicts),
-        "expired_partitions": [v.to_dict() for v in chosen],
-        "unparseable_partitions": [v.to_dict() for v in sorted(unparseable, key=_sort_key)],
+        "expired_partitions": [v.to_dict(cfg.zone) for v in chosen],
+        "unparseable_partitions": [v.to_dict(cfg.zone) for v in sorted(unparseable, key=_sort_key)],
         "kept": len(verdicts) - len(expired) - len(unparseable),
     })
     if over:
-        details["over_limit"] = [dict(v.to_dict(), reason=f"{v.reason}; over partition.expiration-max-num "
+        details["over_limit"] = [dict(v.to_dict(cfg.zone), reason=f"{v.reason}; over partition.expiration-max-num "
                                                           f"({cfg.max_expires}), dropped by the next run")
                                  for v in over]
         b.warn(f"{len(over)} more expired partition(s) over partition.expiration-max-num ({cfg.max_expires}) are "

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError
 from paimon_ops.lifecycle.periods import DAY_MS, FORMATTERS, HOUR_MS, MINUTE_MS, Period, PeriodHandler, pdt
-from paimon_ops.options import Options, format_duration, parse_duration
+from paimon_ops.options import Options, parse_duration
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import local_to_instant_millis, parse_zone, to_local_millis
 
@@ -63,8 +63,7 @@ class TagSchedule:
     def describe(self) -> dict[str, Any]:
         return {"mode": self.mode, "configured_by": self.source,
                 "period": self.handler.describe() if self.handler else None, "zone": self.zone_name,
-                "delay": format_duration(_dt.timedelta(milliseconds=self.delay_ms)),
-                "max_delay": format_duration(_dt.timedelta(milliseconds=self.max_delay_ms)),
+                "delay_s": self.delay_ms / 1000, "max_delay_s": self.max_delay_ms / 1000,
                 "automatic_completion": self.completion}
 
 

@@ -144,7 +144,7 @@ def plan_create_tag(table: Table, name: str, snapshot_id: int | None = None, tim
     retained = _retention(time_retained)
     snap, source = _resolve_source(table, snapshot_id, timestamp_millis)
     details = {"tag": name, "snapshot_id": snap.id, "source": source,
-               "time_retained": format_duration(retained) if retained else None}
+               "time_retained_s": retained.total_seconds() if retained else None}
     b = PlanBuilder()
     if table.tags.exists(name):
         existing = table.tags.tag(name)
@@ -204,7 +204,7 @@ def plan_replace_tag(table: Table, name: str, snapshot_id: int | None = None,
                      + (f", retained {format_duration(retained)}" if retained else "")))
     b.require(TagIs(name, old.id))
     return b.build(ReplaceTagPlan, table, {"tag": name, "old_snapshot_id": old.id, "snapshot_id": snap.id,
-                                           "time_retained": format_duration(retained) if retained else None})
+                                           "time_retained_s": retained.total_seconds() if retained else None})
 
 
 def replace_tag(table: Table, name: str, snapshot_id: int | None = None,

@@ -19,7 +19,7 @@ from paimon_ops.format.manifest import (
     ManifestEntry,
     ManifestFileMeta,
 )
-from paimon_ops.format.partition import partition_path
+from paimon_ops.format.partition import partition_json, partition_path
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.table import Table
 
@@ -221,6 +221,14 @@ class TableScanner:
         schema = self.table.schema
         types = [f.type for f in schema.fields_of(schema.partition_keys)]
         return deserialize_row(partition, types, f"partition of {self.table.identifier}")
+
+    def partition_json(self, partition: bytes) -> dict:
+        """The partition as typed JSON values, {key: value} (format.partition.partition_json)."""
+        schema = self.table.schema
+        keys = list(schema.partition_keys)
+        if not keys:
+            return {}
+        return partition_json(self.partition_values(partition), keys, [f.type for f in schema.fields_of(keys)])
 
     def partition_dir(self, partition: bytes) -> str:
         """Relative directory, e.g. `dt=2024-01-01/` ('' for unpartitioned tables)."""

@@ -25,7 +25,9 @@ class Run:
 
     @property
     def json(self):
-        return json.loads(self.out)
+        """The --json output, validated against the schema of the kind it declares (tests/cli/json_contract.py)."""
+        from tests.cli.json_contract import validated
+        return validated(json.loads(self.out))
 
 
 def cli(*args: str, timeout: float = 120, env: dict | None = None) -> Run:

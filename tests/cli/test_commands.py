@@ -34,8 +34,8 @@ def _unchanged_by_dry_run(wh, *argv):
 
 def test_sample(tmp_path):
     r = cli("sample", tmp_path / "s", "--rounds", "2", "--json")
-    assert r.code == 0 and sorted(r.json["tables"]) == ["logs.events", "shop.customers", "shop.daily_sales",
-                                                        "shop.orders"]
+    assert r.code == 0 and sorted(t["table"] for t in r.json["rows"]) == ["logs.events", "shop.customers",
+                                                                         "shop.daily_sales", "shop.orders"]
     r = cli("sample", tmp_path / "s", "--rounds", "2")
     assert r.code == 0 and "sample warehouse at" in r.out  # a sample warehouse may be rebuilt
     (tmp_path / "mine").mkdir()
@@ -52,7 +52,9 @@ def test_compact(sample):
     r = cli("compact", sample, "shop.orders", "--local")
     assert r.code == 0 and "committed snapshot" in r.out
     # compaction takes files out of the table, it does not delete them: the text says so, JSON keeps the counts
-    assert "replaced (the old files stay on disk until snapshot expiry): " in r.out and "deleted:" not in r.out
+    header = next(ln for ln in r.out.splitlines() if ln.split()[:1] == ["kind"])
+    assert header.split() == ["kind", "wrote", "size", "replaced", "size"] and "deleted" not in r.out
+    assert "replaced (the old files stay on disk until snapshot expiry)" in r.out
     j = cli("compact", sample, "shop.orders", "--local", "--json")
     assert j.code == 0 and j.json["snapshot_id"] is None  # nothing left to do
     assert cli("compact", sample, "shop.orders", "--mode", "nope").code == 2  # argparse: exit 2, usage
@@ -79,7 +81,7 @@ def test_tags_create_rename_delete_expire(sample):
     r = cli("rename-tag", sample, "shop.orders", "before", "after")
     assert r.code == 0 and "rename_tag" in r.out
     r = cli("tags", sample, "shop.orders", "--json")
-    assert [t["name"] for t in r.json] == ["after"] and r.json[0]["snapshot_id"] == 3
+    assert [t["name"] for t in r.json["rows"]] == ["after"] and r.json["rows"][0]["snapshot_id"] == 3
     _unchanged_by_dry_run(sample, "delete-tag", sample, "shop.orders", "after", "--local")
     assert cli("delete-tag", sample, "shop.orders", "after", "--local").code == 0
     assert cli("delete-tag", sample, "shop.orders", "after", "--local").code == 2  # gone: clear error
@@ -95,7 +97,7 @@ def test_auto_tag(sample):
     _, plan = _unchanged_by_dry_run(sample, "auto-tag", sample, "shop.orders")
     r = cli("auto-tag", sample, "shop.orders", "--json")
     assert r.code == 0
-    names = [t["name"] for t in cli("tags", sample, "shop.orders", "--json").json]
+    names = [t["name"] for t in cli("tags", sample, "shop.orders", "--json").json["rows"]]
     assert names and len(names) == r.json["written"].get("tag", 0)
     assert cli("auto-tag", sample, "shop.orders", "--period", "not-a-day").code == 2
 
@@ -123,7 +125,7 @@ def test_rollback(sample):
     assert cli("rollback", sample, "shop.orders", "--snapshot", "2").code == 2  # needs --yes
     r = cli("rollback", sample, "shop.orders", "--snapshot", "2", "--yes", "--json")
     assert r.code == 0 and r.json["details"]["latest_after"] == 2
-    assert cli("snapshots", sample, "shop.orders", "--json").json[-1]["id"] == 2
+    assert cli("snapshots", sample, "shop.orders", "--json").json["rows"][-1]["id"] == 2
     assert cli("rollback", sample, "shop.orders", "--snapshot", "99", "--yes").code == 2
 
 

@@ -201,7 +201,7 @@ def test_bucket_count_from_target_row_num_per_bucket(warehouse):
                  "v": list(range(100)) + list(range(450))})
     table = Catalog(warehouse).get_table("db.target")
     report = compact_postpone(table, runner=LocalRunner())
-    assert sorted((p["partition"]["pt"], p["buckets"]) for p in report.details["partitions"]) == [("0", 1), ("1", 3)]
+    assert sorted((p["partition"]["pt"], p["buckets"]) for p in report.details["partitions"]) == [(0, 1), (1, 3)]
     buckets = {}
     for f in TableScanner(table.refresh()).scan_latest().files:
         buckets.setdefault(f.partition, set()).add((f.bucket, f.total_buckets))

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from paimon_ops.cli import main
+from tests.cli.json_contract import validated
 from tests.interop import java_harness as jh
 from tests.interop.conftest import DB
 
@@ -22,14 +23,15 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
 
 
 def _json(capsys, *argv):
+    """The --json output, validated against the JSON Schema it declares (paimon_ops/schemas)."""
     rc, out, err = _run(capsys, *argv, "--json")
     assert rc == 0, err
-    return json.loads(out)
+    return validated(json.loads(out))
 
 
 def test_tables(java_tables, capsys):
     wh = java_tables["pk_dv"].warehouse
-    rows = {r["table"]: r for r in _json(capsys, "tables", wh)}
+    rows = {r["table"]: r for r in _json(capsys, "tables", wh)["rows"]}
     assert {f"{DB}.{n}" for n in ("pk_dv", "pk_lv", "ap", "ap_b", "py_pk")} <= set(rows)
     dv = rows[f"{DB}.pk_dv"]
     assert (dv["primary_keys"], dv["partition_keys"], dv["bucket"], dv["latest_snapshot"], dv["error"]) == \
@@ -46,7 +48,7 @@ def test_tables(java_tables, capsys):
 
 def test_snapshots_and_tags(java_tables, capsys):
     case = java_tables["pk_dv"]
-    snaps = _json(capsys, "snapshots", case.warehouse, case.identifier)
+    snaps = _json(capsys, "snapshots", case.warehouse, case.identifier)["rows"]
     java = case.scans
     assert [(s["id"], s["kind"]) for s in snaps] == [(i, java[("snapshot", i)]["commit_kind"]) for i in range(1, 7)]
     assert all(s["schema_id"] == 0 and s["commit_user"] for s in snaps)
@@ -56,15 +58,16 @@ def test_snapshots_and_tags(java_tables, capsys):
     assert lines[0].split()[:3] == ["id", "kind", "schema_id"] and len(lines) == 7
     assert lines[2].split()[:2] == ["2", "COMPACT"]
 
-    tags = _json(capsys, "tags", case.warehouse, case.identifier)
+    tags = _json(capsys, "tags", case.warehouse, case.identifier)["rows"]
     assert [(t["name"], t["snapshot_id"]) for t in tags] == [("t4", 4)]
     rc, out, _ = _run(capsys, "tags", case.warehouse, case.identifier)
     assert out.splitlines()[1].split()[:2] == ["t4", "4"]
     lv = java_tables["pk_lv"]  # t3 was created by Java with a retention time: tagCreateTime / tagTimeRetained
-    tags = {t["name"]: t for t in _json(capsys, "tags", lv.warehouse, lv.identifier)}
+    tags = {t["name"]: t for t in _json(capsys, "tags", lv.warehouse, lv.identifier)["rows"]}
     assert (tags["t2"]["snapshot_id"], tags["t2"]["create_time"], tags["t2"]["time_retained_s"]) == (2, None, None)
-    assert (tags["t3"]["snapshot_id"], tags["t3"]["time_retained_s"]) == (3, 86400.0)
-    assert tags["t3"]["create_time"][:4].isdigit()
+    assert (tags["t3"]["snapshot_id"], tags["t3"]["time_retained_s"]) == (3, 86400)
+    assert tags["t3"]["create_time"][:4].isdigit() and tags["t3"]["create_time"].endswith("Z")  # Java's local time, in
+    # the table's tag zone (UTC: no tag.automatic-creation zone set)
     rc, out, _ = _run(capsys, "tags", case.warehouse, f"{DB}.pk_pu")
     assert rc == 0 and out.strip() == "(none)"
 
@@ -78,12 +81,12 @@ def test_files_show_dv_cardinality(java_tables, capsys, sel):
     assert card, "the DV table must have deletion vectors here"
     payload = _json(capsys, "files", case.warehouse, case.identifier, *sel)
     assert payload["snapshot_id"] == js["snapshot_id"]
-    got = {f["file"]: f for f in payload["files"]}
+    got = {f["file"]: f for f in payload["rows"]}
     assert set(got) == {f["file_name"] for f in js["files"]}
     for jf in js["files"]:
         f = got[jf["file_name"]]
         assert (f["partition"], f["bucket"], f["level"], f["rows"], f["size"], f["min_seq"], f["max_seq"]) == \
-            (jf["partition_path"], jf["bucket"], jf["level"], jf["row_count"], jf["file_size"], jf["min_seq"],
+            ({"pt": jf["partition"][0]}, jf["bucket"], jf["level"], jf["row_count"], jf["file_size"], jf["min_seq"],
              jf["max_seq"])
         assert f["deleted_rows"] == card.get(jf["file_name"], 0)
 
@@ -99,13 +102,28 @@ def test_files_show_dv_cardinality(java_tables, capsys, sel):
         assert int(cols[-1]) == card.get(name, 0), ln
 
 
+def test_files_partitions_are_typed_values(java_tables, capsys):
+    """A DATE partition (Java writes its directory as the epoch-day number, legacy names) is {"d": "2024-01-01"} in
+    --json, as Java renders the value; the text shows it the same way."""
+    case = java_tables["pk_pu"]
+    key = max(k for k in case.scans if k[0] == "snapshot")
+    js = case.scans[key]
+    payload = _json(capsys, "files", case.warehouse, case.identifier)
+    assert {f["file"]: f["partition"] for f in payload["rows"]} == \
+        {jf["file_name"]: {"d": jf["partition"][0]} for jf in js["files"]}
+    assert all(not jf["partition_path"].startswith("d=20") for jf in js["files"])  # the directory is the day number
+    rc, out, _ = _run(capsys, "files", case.warehouse, case.identifier)
+    assert rc == 0 and all(ln.split()[0].startswith("d=20") for ln in out.splitlines()[2:])
+
+
 def test_options(java_tables, capsys):
     case = java_tables["pk_agg"]
     p = _json(capsys, "options", case.warehouse, case.identifier)
     assert p["table"] == case.identifier and p["schema_id"] == 0
     assert p["primary_keys"] == ["p", "k"] and p["partition_keys"] == ["p"]
     assert [(f["name"], f["type"]) for f in p["fields"]][:1] == [("p", "DECIMAL(10, 2) NOT NULL")]
-    assert p["options"]["merge-engine"] == "aggregation" and p["options"]["fields.a.aggregate-function"] == "sum"
+    options = {r["option"]: r["value"] for r in p["rows"]}
+    assert options["merge-engine"] == "aggregation" and options["fields.a.aggregate-function"] == "sum"
     rc, out, _ = _run(capsys, "options", case.warehouse, case.identifier)
     assert rc == 0
     assert out.splitlines()[0].startswith(f"{case.identifier} at ")

@@ -76,7 +76,7 @@ def test_plan_lists_partitions_and_round_trips(daily, tmp_path):
     assert isinstance(direct, PartitionExpiryPlan) and not direct.is_empty
     assert [p["partition"] for p in direct.details["expired_partitions"]] == \
         [{"dt": "2024-01-01"}, {"dt": "2024-01-02"}, {"dt": "2024-01-05"}]
-    assert direct.details["expire_before"] == "2024-01-07T00:00" and direct.details["kept"] == 2
+    assert direct.details["expire_before"] == "2024-01-07T00:00:00.000Z" and direct.details["kept"] == 2
     text = direct.summary()
     assert "expires dt=2024-01-01/: partition time 2024-01-01T00:00 is before 2024-01-07T00:00" in text
     assert all(f.kind == "data" and "snapshot expiry" in f.reason for f in direct.deletes)
@@ -135,7 +135,7 @@ def test_typed_partitions(warehouse):
     _write(d, {"dt": [dt.date(2024, 1, 1), dt.date(2024, 1, 9)], "k": [1, 2], "v": ["a", "b"]})
     plan = plan_expire_partitions(d.refresh(), now_millis=NOW, expiration_time=DAYS3)
     assert [(p["partition"], p["time"]) for p in plan.details["expired_partitions"]] == \
-        [({"dt": "19723"}, "2024-01-01T00:00")]
+        [({"dt": "2024-01-01"}, "2024-01-01T00:00:00.000Z")]  # the value, not the directory's day number
     plan = plan_expire_partitions(d.refresh(), now_millis=NOW, expiration_time=DAYS3, timestamp_formatter="yyyy-MM-dd",
                                   timestamp_pattern="$dt")
     assert len(plan.details["expired_partitions"]) == 1  # the exact call of #6439 works
@@ -143,13 +143,13 @@ def test_typed_partitions(warehouse):
     _write(ts, {"dt": [dt.datetime(2024, 1, 6, 23, 59, 59), dt.datetime(2024, 1, 7, 0, 0, 0)], "k": [1, 2],
                 "v": ["a", "b"]})
     plan = plan_expire_partitions(ts.refresh(), now_millis=NOW, expiration_time=DAYS3)
-    assert [p["time"] for p in plan.details["expired_partitions"]] == ["2024-01-06T23:59:59"]
+    assert [p["time"] for p in plan.details["expired_partitions"]] == ["2024-01-06T23:59:59.000Z"]
     i = _table(warehouse, "db.i", "INT", pk=False, **{"partition.timestamp-formatter": "yyyyMMdd",
                                                       "partition.expiration-time": "3 d"})
     _write(i, {"dt": [20240101, 20240109, 2024010], "k": [1, 2, 3], "v": ["a", "b", "c"]})
     plan = plan_expire_partitions(i.refresh(), now_millis=NOW)
-    assert [p["partition"] for p in plan.details["expired_partitions"]] == [{"dt": "20240101"}]
-    assert [p["partition"] for p in plan.details["unparseable_partitions"]] == [{"dt": "2024010"}]
+    assert [p["partition"] for p in plan.details["expired_partitions"]] == [{"dt": 20240101}]
+    assert [p["partition"] for p in plan.details["unparseable_partitions"]] == [{"dt": 2024010}]
     assert any("never expired" in w for w in plan.warnings)
 
 
@@ -178,7 +178,7 @@ def test_zone_of_now(warehouse):
     assert [p["path"] for p in utc.details["expired_partitions"]] == ["dt=2024-01-06/"]
     sh = Table(t.location, options_override={"sink.process-time-zone": "Asia/Shanghai"})
     plan = plan_expire_partitions(sh, now_millis=at, expiration_time=DAYS3)
-    assert plan.details["now_local"] == "2024-01-10T04:00" and plan.details["zone"] == "Asia/Shanghai"
+    assert plan.details["now_local"] == "2024-01-10T04:00:00.000+08:00" and plan.details["zone"] == "Asia/Shanghai"
     assert [p["path"] for p in plan.details["expired_partitions"]] == ["dt=2024-01-06/", "dt=2024-01-07/"]
 
 

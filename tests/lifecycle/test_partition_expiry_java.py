@@ -31,6 +31,7 @@ import time
 import pytest
 
 from paimon_ops.cli import main
+from paimon_ops.format.partition import parse_partition_dir
 from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.plan import Plan
 from paimon_ops.table.table import Catalog
@@ -230,8 +231,11 @@ def run(tmp_path_factory):
             "tag_rows_after_expiry": _sorted(res[-1]["rows"]), "date_scan": date_scan}
 
 
-def _dropped(plan: Plan) -> list[dict]:
-    return sorted((p["partition"] for p in plan.details["expired_partitions"]), key=json.dumps)
+def _dropped(plan: Plan, typed: bool = False) -> list[dict]:
+    """The dropped partitions as Java names them (the directory's strings: a DATE as its day number), or `typed`
+    as the plan's JSON says them ({key: typed value})."""
+    return sorted((p["partition"] if typed else parse_partition_dir(p["path"])
+                   for p in plan.details["expired_partitions"]), key=json.dumps)
 
 
 def _java_dropped(result: dict) -> list[dict]:
@@ -259,15 +263,16 @@ def test_expected_partitions(run):
         "str_pk": [{"dt": "2024-01-01"}, {"dt": "2024-01-03"}],
         "multi": [{"dt": "2024-01-01", "region": "eu"}, {"dt": "2024-01-01", "region": ODD},
                   {"dt": "2024-01-05", "region": "eu"}],
-        "ints": [{"d": "20240101"}, {"d": "20240106"}],
-        "hours": [{"dt": "2024-01-06", "hour": "23"}, {"dt": "2024-01-06", "hour": "7"}],  # 01-07 00:00 is not before
-        "dates": [{"d": "19723"}, {"d": "19724"}],            # 2024-01-01 and 2024-01-02 (day numbers, as Java names)
-        "dates_upd": [{"d": "19723"}],                        # 2024-01-02 got a newer file
+        "ints": [{"d": 20240101}, {"d": 20240106}],
+        "hours": [{"dt": "2024-01-06", "hour": 23}, {"dt": "2024-01-06", "hour": 7}],  # 01-07 00:00 is not before
+        "dates": [{"d": "2024-01-01"}, {"d": "2024-01-02"}],  # typed values (Java names the directories 19723, 19724)
+        "dates_upd": [{"d": "2024-01-01"}],                   # 2024-01-02 got a newer file
         "nulls": [{"dt": "2024-01-01"}],
-        "nulls_upd": [{"dt": "2024-01-01"}, {"dt": "2024-01-09"}, {"dt": "__DEFAULT_PARTITION__"}],
+        "nulls_upd": [{"dt": "2024-01-01"}, {"dt": "2024-01-09"}, {"dt": None}],  # null: __DEFAULT_PARTITION__ on disk
     }
     for sc, parts in want.items():
-        assert _dropped(run["plans"][sc]) == sorted(parts, key=json.dumps), sc
+        assert _dropped(run["plans"][sc], typed=True) == sorted(parts, key=json.dumps), sc
+    assert _dropped(run["plans"]["dates"]) == [{"d": "19723"}, {"d": "19724"}]  # Java's (legacy) directory names
     unparseable = {sc: [p["path"] for p in run["plans"][sc].details["unparseable_partitions"]] for sc in SCENARIOS}
     assert unparseable["str_pk"] == ["dt=x,y%3Dz%2Fw a/"]     # reported, never guessed
     assert unparseable["ints"] == ["d=2024010/"]
@@ -285,10 +290,8 @@ def test_java_defects_where_we_differ(run):
     for sc, col in (("dates", 0), ("nulls", 0), ("nulls_upd", 0)):
         plan = run["plans"][sc]
         gone = {tuple(p["partition"].values()) for p in plan.details["expired_partitions"]}
-        key = (lambda r, c=col: ("__DEFAULT_PARTITION__" if r[c] is None else r[c],)) if sc.startswith("nulls") \
-            else (lambda r, c=col: (str((dt.date.fromisoformat(r[c]) - dt.date(1970, 1, 1)).days),))
-        table = SCENARIOS[sc][0]
-        expect = [r for r in run["original"][table] if key(r) not in gone]
+        table = SCENARIOS[sc][0]  # gone: typed values (null, a DATE as 2024-01-01), as the rows hold them
+        expect = [r for r in run["original"][table] if (r[col],) not in gone]
         a = run["after"][sc]
         assert a["our_rows"] == expect and a["check_files"] == []
         assert len(expect) < len(run["original"][table])

@@ -90,10 +90,10 @@ def test_cli_maintenance_on_s3_never_prints_the_secret(tmp_path, s3_server, buck
         outputs.append(r.stdout + r.stderr)
     r, _ = _run(["snapshots", loc, "db.t", "--json", *opts], opt_env)
     assert r.returncode == 0, r.stderr
-    assert [s["id"] for s in json.loads(r.stdout)] == [5]  # 4 appends + 1 compaction: only the latest kept
+    assert [s["id"] for s in json.loads(r.stdout)["rows"]] == [5]  # 4 appends + 1 compaction: only the latest kept
     outputs.append(r.stdout + r.stderr)
     r, _ = _run(["tags", loc, "db.t", "--json"], env)
-    assert [x["name"] for x in json.loads(r.stdout)] == ["t1"]
+    assert [x["name"] for x in json.loads(r.stdout)["rows"]] == ["t1"]
     for out in outputs:
         assert SECRET_KEY not in out
 
