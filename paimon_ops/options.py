@@ -10,10 +10,11 @@ values match as Java's `OptionsUtils.convertToEnum` does (the value's text, igno
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Generic, Mapping, TypeVar
 
 from paimon_ops.errors import InvalidOptionError
 
@@ -157,6 +158,8 @@ class Option(Generic[T_co]):
                 value = int(s)
             elif k == FLOAT:
                 value = float(s)
+                if not math.isfinite(value):
+                    raise ValueError(s)
             elif k == BOOL:
                 if s.lower() not in ("true", "false"):
                     raise InvalidOptionError(name, text, "true or false", where)
@@ -231,10 +234,6 @@ def _format_memory(n: int) -> str:
 
 def _bucket_ok(n: int) -> bool:
     return n in (-1, -2) or n > 0
-
-
-def _zone_name(text: str) -> bool:
-    return bool(text.strip())
 
 
 # --------------------------------------------------------------------------------------- snapshots and consumers
@@ -671,9 +670,6 @@ class Options:
         """An error naming the option (as set) and the table: the configured value is not `expected`."""
         return InvalidOptionError(self.key_set(opt) or opt.key, self.text(opt) if value is ... else value, expected,
                                   self.where)
-
-    def items(self) -> Iterator[tuple[str, str]]:
-        return iter(self.raw.items())
 
     # ------------------------------------------------------------------ values derived from several options
     @property

@@ -9,7 +9,7 @@ Data evolution (Java's DataEvolutionCompactCoordinator + DataEvolutionNormalComp
   * normal files sharing one row-id range form a group: the first file written there and the column-update files
     (`_WRITE_COLS`) written over the same range later. A column's value comes from the newest file (highest
     `_MAX_SEQUENCE_NUMBER`) that wrote it (DataEvolutionSplitRead) — never extra rows;
-  * adjacent groups are packed into bins of `target-file-size` (weight: max(file size, `split.open-file-cost`) per
+  * adjacent groups are packed into bins of `target-file-size` (weight: max(file size, `source.split.open-file-cost`) per
     file); a bin is compacted into ONE file with `_FIRST_ROW_ID` = the bin's first row id and the inputs' minimum /
     maximum sequence numbers, `_FILE_SOURCE` COMPACT (Java master; 2.0 wrote APPEND — either way the commit keeps
     the first row id), `_WRITE_COLS` = the columns outside BLOB files (null when that is every column). Java
