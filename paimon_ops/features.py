@@ -225,7 +225,7 @@ def uses_of_schema(options: Mapping[str, str], schema: TableSchema | None = None
             use(PK_INDEX, f"{k}={options[k]}")
     if "VARIANT" in roots and (given(o.VARIANT_SHREDDING_SCHEMA) or true(o.VARIANT_INFER_SHREDDING_SCHEMA)):
         use(VARIANT_SHREDDING, f"{o.VARIANT_SHREDDING_SCHEMA.key} / {o.VARIANT_INFER_SHREDDING_SCHEMA.key}")
-    if given(o.CLUSTERING_COLUMNS) or true(o.CLUSTERING_INCREMENTAL) or given(o.PK_CLUSTERING_OVERRIDE):
+    if given(o.CLUSTERING_COLUMNS) or true(o.CLUSTERING_INCREMENTAL) or true(o.PK_CLUSTERING_OVERRIDE):
         use(CLUSTERING, f"{o.CLUSTERING_COLUMNS.key} / {o.CLUSTERING_INCREMENTAL.key}")
     if true(o.CHAIN_TABLE_ENABLED):
         use(CHAIN_TABLE, f"{o.CHAIN_TABLE_ENABLED.key}=true")

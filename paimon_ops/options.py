@@ -525,7 +525,7 @@ DATA_EVOLUTION_ROW_SIDECAR_ENABLED = Option("data-evolution.row-sidecar.enabled"
                                             "row sidecar files carry row ids", "features")
 BLOB_FIELD: Option[str | None] = Option("blob-field", STR, None, "BLOB columns", "features")
 BLOB_DESCRIPTOR_FIELD: Option[str | None] = Option("blob-descriptor-field", STR, None, "BLOB descriptor columns",
-                                                   "features")
+                                                   "features", fallback_keys=("blob.stored-descriptor-fields",))
 BLOB_VIEW_FIELD: Option[str | None] = Option("blob-view-field", STR, None, "BLOB view columns", "features")
 BLOB_AS_DESCRIPTOR = Option("blob-as-descriptor", BOOL, False, "BLOBs are written as descriptors", "features")
 VECTOR_FILE_FORMAT: Option[str | None] = Option("vector.file.format", STR, None, "vector-store file format",
@@ -533,10 +533,11 @@ VECTOR_FILE_FORMAT: Option[str | None] = Option("vector.file.format", STR, None,
 VECTOR_FIELD: Option[str | None] = Option("vector-field", STR, None, "vector-store columns", "features")
 GLOBAL_INDEX_EXTERNAL_PATH: Option[str | None] = Option("global-index.external-path", STR, None,
                                                         "global indexes live there", "features")
-CLUSTERING_COLUMNS: Option[str | None] = Option("clustering.columns", STR, None, "clustering columns", "features")
+CLUSTERING_COLUMNS: Option[str | None] = Option("clustering.columns", STR, None, "clustering columns", "features",
+                                                fallback_keys=("sink.clustering.by-columns",))
 CLUSTERING_INCREMENTAL = Option("clustering.incremental", BOOL, False, "incremental clustering", "features")
-PK_CLUSTERING_OVERRIDE: Option[str | None] = Option("pk-clustering-override", STR, None,
-                                                    "primary-key tables clustered by other columns", "features")
+PK_CLUSTERING_OVERRIDE = Option("pk-clustering-override", BOOL, False,
+                                "primary-key tables sorted by clustering.columns instead of the key", "features")
 CHAIN_TABLE_ENABLED = Option("chain-table.enabled", BOOL, False, "snapshots and deltas on chained branches",
                              "features")
 DELETION_VECTORS_MODIFIABLE = Option("deletion-vectors.modifiable", BOOL, False,

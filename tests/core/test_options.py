@@ -235,3 +235,17 @@ def test_every_option_the_readme_names_is_in_the_catalogue():
     unknown = sorted(t for t in named if "." in t and t.split(".")[0] in prefixes and t not in KEYS
                      and t not in README_NOT_READ)
     assert not unknown, f"README names options the catalogue does not declare: {unknown}"
+
+
+def test_feature_detection_reads_java_fallback_keys_and_types():
+    """Detection honours Java's fallback keys (sink.clustering.by-columns, blob.stored-descriptor-fields) and
+    types: pk-clustering-override is a boolean, so 'false' declares no clustering."""
+    from paimon_ops.features import CLUSTERING, MANAGED_BLOB, uses_of_schema
+
+    def features(options: dict[str, str]) -> set[str]:
+        return {u.feature.key for u in uses_of_schema(options)}
+
+    assert CLUSTERING.key in features({"sink.clustering.by-columns": "a"})
+    assert CLUSTERING.key in features({"pk-clustering-override": "true"})
+    assert CLUSTERING.key not in features({"pk-clustering-override": "false"})
+    assert MANAGED_BLOB.key in features({"blob.stored-descriptor-fields": "b"})
