@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 from paimon_ops.errors import CancelledError, InvalidOptionError, PaimonOpsError, StalePlanError
 from paimon_ops.format.snapshot import parse_hint
+from paimon_ops.options import affects_files
 from paimon_ops.plan import (
     DELETE_DIRS,
     DELETE_FILES,
@@ -184,17 +185,6 @@ def check_preconditions(plan: Plan, table: Table, skip_covered: bool = False) ->
         raise StalePlanError(plan.operation, plan.table, changed)
 
 
-# Options that decide how a table's files are read and where they are: a saved plan may not override them (running
-# with another merge engine, bucket count or external path than the table's own would rewrite or delete the wrong
-# things). Overrides of retention, budgets and schedules stay allowed.
-_FILE_OPTIONS = ("bucket", "bucket-key", "merge-engine", "sequence.field", "deletion-vectors.enabled",
-                 "deletion-vectors.bitmap64", "changelog-producer", "primary-key", "partition", "path",
-                 "data-file.external-paths", "data-file.external-paths.strategy", "data-file.path-directory",
-                 "data-file.prefix", "changelog-file.prefix", "index-file-in-data-file-dir", "file.format",
-                 "partition.default-name", "partition.legacy-name", "ignore-delete", "first-row.ignore-delete",
-                 "partial-update.remove-record-on-delete", "aggregation.remove-record-on-delete", "row-tracking.enabled")
-
-
 def check_identity(plan: Plan, table: Table) -> None:
     """The table opened is the one the plan names: its directory is named after the plan's table (db.table lives in
     <warehouse>/<db>.db/<table>), and a saved plan does not change how its files are read."""
@@ -207,8 +197,11 @@ def check_identity(plan: Plan, table: Table) -> None:
     if plan.is_fresh:
         return
     own = table.schema.options
+    # Options that decide how a table's files are read and where they are (the catalogue's `affects_files`): a saved
+    # plan may not override them (running with another merge engine, bucket count or external path than the table's
+    # own would rewrite or delete the wrong things). Overrides of retention, budgets and schedules stay allowed.
     for key, value in plan.options_override.items():
-        if (key in _FILE_OPTIONS or key.startswith("fields.")) and own.get(key) != value:
+        if affects_files(key) and own.get(key) != value:
             raise InvalidOptionError(key, value, f"the table's own value {own.get(key)!r} (a saved plan may not "
                                                  "override how the table's files are read)", f"plan for {plan.table}")
 

@@ -20,9 +20,11 @@ data files of a scan say (row ids, column-update files, BLOB files, unknown form
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from paimon_ops import options as o
 from paimon_ops.errors import InvalidArgumentError, UnsupportedError
+from paimon_ops.options import Options
 
 if TYPE_CHECKING:
     from paimon_ops.format.schema import TableSchema
@@ -72,9 +74,9 @@ CLUSTERING = Feature("clustering", "clustering", "files are kept sorted / cluste
 CHAIN_TABLE = Feature("chain-table", "chain tables", "snapshots and deltas live on chained branches")
 POSTPONE = Feature("postpone-bucket", "postpone bucket (bucket = -2)",
                    "new rows wait in bucket-postpone until a postpone compaction assigns them to buckets")
-DV_MODIFIABLE = Feature("dv-modifiable", "deletion-vectors.modifiable",
+DV_MODIFIABLE = Feature("dv-modifiable", o.DELETION_VECTORS_MODIFIABLE.key,
                         "deletion vectors are modified in place by writers")
-SNAPSHOT_ORDERING = Feature("snapshot-ordering", "sequence.snapshot-ordering",
+SNAPSHOT_ORDERING = Feature("snapshot-ordering", o.SEQUENCE_SNAPSHOT_ORDERING.key,
                             "merges order records by commit snapshot, not by sequence number")
 FORMAT_PER_LEVEL = Feature("format-per-level", "file.format.per.level / file.compression.per.level",
                            "each LSM level has its own file format or codec")
@@ -155,10 +157,6 @@ BLOB_EXTENSION = ".blob"
 MANAGED_BLOB_SUFFIXES = (".managed.blob", ".blobref")
 
 
-def _true(options: Mapping[str, str], key: str) -> bool:
-    return str(options.get(key, "false")).strip().lower() == "true"
-
-
 def _types(t) -> Iterable[str]:
     yield t.root
     for sub in (t.element, t.key, t.value):
@@ -182,61 +180,65 @@ def option_uses(table: Table) -> list[Use]:
     return out
 
 
-def uses_of_schema(opts: Mapping[str, str], schema: TableSchema | None = None) -> list[Use]:
+def uses_of_schema(options: Mapping[str, str], schema: TableSchema | None = None) -> list[Use]:
     """Features options (and, given, a schema's version and column types) declare."""
     out: list[Use] = []
+    opts = Options(options)
 
     def use(f: Feature, evidence: str) -> None:
         out.append(Use(f, evidence))
 
-    table_type = str(opts.get("type", "table")).strip().lower()
+    def given(opt: o.Option[Any]) -> str:
+        """The option's text when set and not blank (detection reads leniently: it never fails)."""
+        return (opts.text(opt) or "").strip()
+
+    def true(opt: o.Option[Any]) -> bool:
+        return given(opt).lower() == "true"
+
+    table_type = given(o.TYPE).lower()
     if table_type not in ("table", ""):
         use(FORMAT_TABLE, f"type={table_type}")
     if schema is not None and schema.version > KNOWN_SCHEMA_VERSION:
         use(FUTURE_SCHEMA, f"schema {schema.id} has version {schema.version} (paimon-ops knows {KNOWN_SCHEMA_VERSION})")
-    if _true(opts, "row-tracking.enabled"):
-        use(ROW_TRACKING, "row-tracking.enabled=true")
-    if _true(opts, "data-evolution.enabled"):
-        use(DATA_EVOLUTION, "data-evolution.enabled=true")
-    if _true(opts, "data-evolution.row-sidecar.enabled"):
-        use(ROW_SIDECAR, "data-evolution.row-sidecar.enabled=true")
+    for opt, feature in ((o.ROW_TRACKING_ENABLED, ROW_TRACKING), (o.DATA_EVOLUTION_ENABLED, DATA_EVOLUTION),
+                         (o.DATA_EVOLUTION_ROW_SIDECAR_ENABLED, ROW_SIDECAR)):
+        if true(opt):
+            use(feature, f"{opt.key}=true")
     fields = schema.fields if schema is not None else ()
     roots = {r for f in fields for r in _types(f.type)}
     blob_cols = [f.name for f in fields if "BLOB" in set(_types(f.type))]
-    if blob_cols or opts.get("blob-field"):
-        use(BLOB, f"BLOB column(s) {', '.join(blob_cols)}" if blob_cols else f"blob-field={opts['blob-field']}")
-    for k in ("blob-descriptor-field", "blob-view-field"):
-        if opts.get(k):
-            use(MANAGED_BLOB, f"{k}={opts[k]}")
-    if _true(opts, "blob-as-descriptor"):
-        use(MANAGED_BLOB, "blob-as-descriptor=true")
+    if blob_cols or given(o.BLOB_FIELD):
+        use(BLOB, f"BLOB column(s) {', '.join(blob_cols)}" if blob_cols else f"{o.BLOB_FIELD.key}={given(o.BLOB_FIELD)}")
+    for field_opt in (o.BLOB_DESCRIPTOR_FIELD, o.BLOB_VIEW_FIELD):
+        if given(field_opt):
+            use(MANAGED_BLOB, f"{field_opt.key}={given(field_opt)}")
+    if true(o.BLOB_AS_DESCRIPTOR):
+        use(MANAGED_BLOB, f"{o.BLOB_AS_DESCRIPTOR.key}=true")
     if blob_cols and schema is not None and schema.primary_keys:
         use(MANAGED_BLOB, "BLOB column on a primary-key table (managed BLOB packs)")
-    if opts.get("vector.file.format") or opts.get("vector-field"):
-        use(VECTOR_STORE, "vector.file.format / vector-field")
-    if opts.get("global-index.external-path"):
-        use(GLOBAL_INDEX, f"global-index.external-path={opts['global-index.external-path']}")
-    for k in sorted(opts):
-        if k.startswith("pk-") and k.endswith(".index.columns") and opts[k].strip():
-            use(PK_INDEX, f"{k}={opts[k]}")
-    if "VARIANT" in roots and (opts.get("variant.shreddingSchema") or opts.get("parquet.variant.shreddingSchema")
-                               or _true(opts, "variant.inferShreddingSchema")):
-        use(VARIANT_SHREDDING, "variant.shreddingSchema / variant.inferShreddingSchema")
-    if opts.get("clustering.columns") or _true(opts, "clustering.incremental") or opts.get("pk-clustering-override"):
-        use(CLUSTERING, "clustering.columns / clustering.incremental")
-    if _true(opts, "chain-table.enabled"):
-        use(CHAIN_TABLE, "chain-table.enabled=true")
-    bucket = str(opts.get("bucket", "")).strip()
-    if bucket == "-2":
+    if given(o.VECTOR_FILE_FORMAT) or given(o.VECTOR_FIELD):
+        use(VECTOR_STORE, f"{o.VECTOR_FILE_FORMAT.key} / {o.VECTOR_FIELD.key}")
+    if given(o.GLOBAL_INDEX_EXTERNAL_PATH):
+        use(GLOBAL_INDEX, f"{o.GLOBAL_INDEX_EXTERNAL_PATH.key}={given(o.GLOBAL_INDEX_EXTERNAL_PATH)}")
+    for k in sorted(options):
+        if k.startswith("pk-") and k.endswith(".index.columns") and options[k].strip():
+            use(PK_INDEX, f"{k}={options[k]}")
+    if "VARIANT" in roots and (given(o.VARIANT_SHREDDING_SCHEMA) or true(o.VARIANT_INFER_SHREDDING_SCHEMA)):
+        use(VARIANT_SHREDDING, f"{o.VARIANT_SHREDDING_SCHEMA.key} / {o.VARIANT_INFER_SHREDDING_SCHEMA.key}")
+    if given(o.CLUSTERING_COLUMNS) or true(o.CLUSTERING_INCREMENTAL) or true(o.PK_CLUSTERING_OVERRIDE):
+        use(CLUSTERING, f"{o.CLUSTERING_COLUMNS.key} / {o.CLUSTERING_INCREMENTAL.key}")
+    if true(o.CHAIN_TABLE_ENABLED):
+        use(CHAIN_TABLE, f"{o.CHAIN_TABLE_ENABLED.key}=true")
+    if given(o.BUCKET) == "-2":
         use(POSTPONE, "bucket=-2")
-    if _true(opts, "deletion-vectors.modifiable"):
-        use(DV_MODIFIABLE, "deletion-vectors.modifiable=true")
-    if _true(opts, "sequence.snapshot-ordering"):
-        use(SNAPSHOT_ORDERING, "sequence.snapshot-ordering=true")
-    for k in ("file.format.per.level", "file.compression.per.level"):
-        if str(opts.get(k, "")).strip():
-            use(FORMAT_PER_LEVEL, f"{k}={opts[k]}")
-    fmt = str(opts.get("file.format", "parquet")).strip().lower()
+    for opt, feature in ((o.DELETION_VECTORS_MODIFIABLE, DV_MODIFIABLE),
+                         (o.SEQUENCE_SNAPSHOT_ORDERING, SNAPSHOT_ORDERING)):
+        if true(opt):
+            use(feature, f"{opt.key}=true")
+    for level_opt in (o.FILE_FORMAT_PER_LEVEL, o.FILE_COMPRESSION_PER_LEVEL):
+        if given(level_opt):
+            use(FORMAT_PER_LEVEL, f"{level_opt.key}={opts.text(level_opt)}")
+    fmt = (given(o.FILE_FORMAT) or o.FILE_FORMAT.default).lower()
     if fmt not in KNOWN_FORMATS:
         use(OTHER_FORMAT, f"file.format={fmt}")
     return out

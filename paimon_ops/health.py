@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 
 from paimon_ops.errors import MissingFileError
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.options import PARTITION_EXPIRATION_TIME, SNAPSHOT_EXPIRABLE_THRESHOLD
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 
-EXPIRABLE_THRESHOLD = "snapshot.expirable-threshold"
-SMALL_FILES_THRESHOLD = "compaction.small-files-threshold"  # our own option: level-0 / small files per bucket
 POSTPONE_BUCKET = -2
 INT_MAX = 2147483647
 
@@ -113,12 +112,7 @@ def dv_threshold(table: Table) -> float:
 
 
 def small_files_threshold(table: Table) -> int:
-    opts = table.options
-    if table.is_primary_key:
-        default = opts.int("num-sorted-run.compaction-trigger", 5)
-    else:
-        default = opts.int("compaction.min.file-num", 5)
-    return opts.int(SMALL_FILES_THRESHOLD, default)  # type: ignore[return-value]
+    return table.options.small_files_threshold(table.is_primary_key)
 
 
 def measure_files(table: Table, scanner: TableScanner | None = None) -> FileHealth:
@@ -131,7 +125,7 @@ def measure_files(table: Table, scanner: TableScanner | None = None) -> FileHeal
     if result is None:
         return FileHealth(table.identifier, None, pk, threshold, small_thr)
     opts = table.options
-    small_size = opts.target_file_size(pk) * opts.float("compaction.small-file-ratio", 0.7)
+    small_size = opts.small_file_size(pk)
     keys = list(table.schema.partition_keys)
     out = []
     for (partition, bucket), files in sorted(result.buckets().items(), key=lambda kv: (kv[0][0], kv[0][1])):
@@ -211,7 +205,8 @@ def measure_retention(table: Table, now_millis: int | None = None) -> Retention:
     from paimon_ops.lifecycle.expire import expirable_snapshots, resolve_settings
     cfg = resolve_settings(table, now_millis)
     opts = table.options
-    threshold = opts.int(EXPIRABLE_THRESHOLD, cfg.max_deletes)
+    own = opts.value(SNAPSHOT_EXPIRABLE_THRESHOLD)
+    threshold = cfg.max_deletes if own is None else own
     retain_max = cfg.retain_max if cfg.retain_max < INT_MAX else None
     time_retained = _dt.timedelta(milliseconds=cfg.now_millis - cfg.older_than_millis)
     latest, earliest = table.snapshots.latest_id(), table.snapshots.earliest_id()
@@ -389,12 +384,13 @@ def assess(table: Table, signals: tuple[str, ...] | list[str] = SIGNALS, now_mil
         m = manifest_health(table)
         needs.append(Need(MANIFESTS, m.due, f"{m.manifests} manifests ({m.small_manifests} small) vs "
                                             f"manifest.compaction-trigger {m.trigger}", "compact_manifests"))
-    if PARTITIONS in signals and table.schema.partition_keys and table.options.get("partition.expiration-time"):
+    expiration = table.options.text(PARTITION_EXPIRATION_TIME)
+    if PARTITIONS in signals and table.schema.partition_keys and expiration:
         from paimon_ops.lifecycle.partition_expiry import expirable_partitions
         expired = expirable_partitions(table, now_millis)
         shown = ", ".join(v.path.rstrip("/") for v in expired[:5]) + (" …" if len(expired) > 5 else "")
         needs.append(Need(PARTITIONS, bool(expired),
-                          f"{len(expired)} partition(s) older than partition.expiration-time "
-                          f"{table.options.get('partition.expiration-time')}" + (f": {shown}" if expired else ""),
+                          f"{len(expired)} partition(s) older than {PARTITION_EXPIRATION_TIME.key} {expiration}"
+                          + (f": {shown}" if expired else ""),
                           "expire_partitions"))
     return Assessment(table.identifier, table.snapshots.latest_id(), tuple(needs))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from paimon_ops.options import DELETION_VECTORS_MERGE_ON_READ
 from paimon_ops.table.scan import LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
 
@@ -51,7 +52,7 @@ class RowCount:
 def _raw_read(table: Table) -> bool:
     """Java reads level > 0 files as they are (no merge): DV primary-key tables and first-row tables."""
     opts = table.options
-    return (opts.deletion_vectors_enabled and not opts.bool("deletion-vectors.merge-on-read")) \
+    return (opts.deletion_vectors_enabled and not opts.get(DELETION_VECTORS_MERGE_ON_READ)) \
         or opts.merge_engine == "first-row"
 
 

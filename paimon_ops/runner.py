@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 from urllib.parse import urlparse
 
 from paimon_ops.errors import PaimonOpsError, UnreachableError
+from paimon_ops.options import EXECUTION_LOCAL_MAX_INPUT_SIZE, EXECUTION_LOCAL_MAX_TASKS
 
 log = logging.getLogger(__name__)
 
@@ -483,8 +484,8 @@ def connect_spark(remote: str):
 
 
 # ---------------------------------------------------------------------------------------------- placement
-DEFAULT_LOCAL_MAX_BYTES = 8 << 30   # execution.local.max-input-size
-DEFAULT_LOCAL_MAX_TASKS = 1024      # execution.local.max-tasks
+DEFAULT_LOCAL_MAX_BYTES = EXECUTION_LOCAL_MAX_INPUT_SIZE.default
+DEFAULT_LOCAL_MAX_TASKS = EXECUTION_LOCAL_MAX_TASKS.default
 
 
 @dataclass(frozen=True)
@@ -523,9 +524,9 @@ class AutoRunner:
         max_tasks = self.max_local_tasks
         if options is not None:
             if max_bytes is None:
-                max_bytes = options.memory("execution.local.max-input-size", DEFAULT_LOCAL_MAX_BYTES)
+                max_bytes = options.get(EXECUTION_LOCAL_MAX_INPUT_SIZE)
             if max_tasks is None:
-                max_tasks = options.positive_int("execution.local.max-tasks", DEFAULT_LOCAL_MAX_TASKS)
+                max_tasks = options.get(EXECUTION_LOCAL_MAX_TASKS)
         max_bytes = DEFAULT_LOCAL_MAX_BYTES if max_bytes is None else max_bytes
         max_tasks = DEFAULT_LOCAL_MAX_TASKS if max_tasks is None else max_tasks
         if work.tasks == 0:

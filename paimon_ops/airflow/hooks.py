@@ -151,12 +151,13 @@ class PaimonHook(BaseHook):
         logged) rather than failing every table's maintenance."""
         from paimon_ops.errors import PaimonOpsError
         from paimon_ops.lifecycle.schedule import tag_schedule
+        from paimon_ops.options import PARTITION_EXPIRATION_TIME
         out: dict[str, list[str]] = {"all": [], "auto_tags": [], "partition_expiry": [], "unreadable": []}
         for ident in self.tables(pattern, exclude):
             try:
                 raw = self.get_table(ident).raw
                 auto = tag_schedule(raw) is not None
-                expires = bool(raw.schema.partition_keys) and bool(raw.options.get("partition.expiration-time"))
+                expires = bool(raw.schema.partition_keys) and bool(raw.options.text(PARTITION_EXPIRATION_TIME))
             except (PaimonOpsError, OSError, ValueError) as e:
                 self.log.warning("paimon: %s cannot be maintained until fixed: %s", ident, " ".join(str(e).split()))
                 out["unreadable"].append(ident)

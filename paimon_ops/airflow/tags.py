@@ -20,8 +20,9 @@ def tag_schedule_of(conn_id: str, table: str) -> Any:
     """The table's automatic-tag configuration (`paimon_ops.lifecycle.schedule.TagSchedule`)."""
     from paimon_ops.airflow.hooks import PaimonHook
     from paimon_ops.lifecycle.schedule import tag_schedule
+    from paimon_ops.options import TAG_CREATE_TIME
     sched = tag_schedule(PaimonHook(conn_id).get_table(table).raw)
-    if sched is None or sched.handler is None or sched.source != "tag.create-time":
+    if sched is None or sched.handler is None or sched.source != TAG_CREATE_TIME.key:
         raise InvalidArgumentError(f"table {table} has no tag.create-time: set it (ALTER TABLE … SET "
                                    "('tag.create-time' = '00:30', 'tag.create-time-zone' = 'Europe/Berlin'))")
     return sched

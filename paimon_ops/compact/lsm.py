@@ -50,6 +50,7 @@ from paimon_ops.compact.model import InputFile, index_entry_from_json, index_ent
 from paimon_ops.compact.task_context import TaskContext, merge_slices
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.deletion_vectors import DeletionVector
+from paimon_ops.options import CHANGELOG_PRODUCER_ROW_DEDUPLICATE, CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +74,9 @@ class _Lsm:
         self.dv_enabled = table.options.deletion_vectors_enabled
         self.lookup_values = bool(task.get("lookup_values"))
         self.steps = [Step.from_json(s) for s in task["steps"]]
-        ignore = table.options.str("changelog-producer.row-deduplicate-ignore-fields") or ""
-        ignored = {c.strip() for c in ignore.split(",") if c.strip()}
+        ignored: set[str] = set(table.options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS))
         self.dedup_columns = ([c for c in table.schema.field_names if c not in ignored]
-                              if table.options.bool("changelog-producer.row-deduplicate") else None)
+                              if table.options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE) else None)
         lookup_files = [InputFile(**f) if isinstance(f, dict) else f for f in task.get("lookup_files") or []]
         self.higher: HigherLevels | None = None
         if lookup_files and any(s.merge == LOOKUP_MERGE for s in self.steps):

@@ -46,10 +46,32 @@ from paimon_ops.compact.model import (
 )
 from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
-from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError, arg
+from paimon_ops.errors import InvalidArgumentError, UnsupportedError, arg
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.lifecycle.journal import plan_pending
-from paimon_ops.options import parse_duration
+from paimon_ops.options import (
+    COMPACTION_DV_RATIO_THRESHOLD,
+    COMPACTION_FORCE_REWRITE_ALL_FILES,
+    COMPACTION_FORCE_UP_LEVEL_0,
+    COMPACTION_INCREMENTAL_SIZE_THRESHOLD,
+    COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
+    COMPACTION_MEMORY_BUDGET,
+    COMPACTION_MIN_FILE_NUM,
+    COMPACTION_OFFPEAK_END_HOUR,
+    COMPACTION_OFFPEAK_RATIO,
+    COMPACTION_OFFPEAK_START_HOUR,
+    COMPACTION_OPTIMIZATION_INTERVAL,
+    COMPACTION_SIZE_RATIO,
+    COMPACTION_SMALL_FILE_RATIO,
+    COMPACTION_TOTAL_SIZE_THRESHOLD,
+    FORCE_LOOKUP,
+    LOOKUP_COMPACT,
+    LOOKUP_COMPACT_MAX_INTERVAL,
+    NUM_SORTED_RUN_COMPACTION_TRIGGER,
+    SOURCE_SPLIT_OPEN_FILE_COST,
+    TARGET_FILE_ROW_NUM,
+    parse_duration,
+)
 from paimon_ops.plan import DATA, FileAction, PlanBuilder, planner
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
@@ -58,7 +80,6 @@ from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis
 log = logging.getLogger(__name__)
 
 MODES = ("full", "minor", "dv-ratio", "small-files", "sort")
-DEFAULT_DV_RATIO = 0.2
 LONG_MAX = 9223372036854775807
 DEFAULT_ROW_GROUP_BYTES = 128 << 20
 
@@ -90,13 +111,7 @@ def dv_ratio_threshold(table: Table, threshold: float | None) -> float:
         if not 0.0 <= t <= 1.0:
             raise InvalidArgumentError(f"{arg('threshold')} must be within [0, 1], got {t}")
         return t
-    opts = table.options
-    key = "compaction.dv-ratio-threshold" if opts.get("compaction.dv-ratio-threshold") is not None else \
-        "compaction.delete-ratio-threshold"
-    t = opts.float(key, DEFAULT_DV_RATIO)  # type: ignore[assignment]
-    if not 0.0 <= t <= 1.0:
-        raise InvalidOptionError(key, opts.get(key), "a ratio within [0, 1]", f"table {table.identifier}")
-    return t
+    return table.options.get(COMPACTION_DV_RATIO_THRESHOLD)
 
 
 def _file_infos(scanner: TableScanner, result: ScanResult, files: list[LiveFile]) -> list[_FileInfo]:
@@ -198,7 +213,7 @@ def plan_compaction(
     order_by = tuple(order_by or ())
 
     if memory_budget is None:  # our option, like Paimon's dotted names; the argument wins
-        memory_budget = opts.memory("compaction.memory-budget")
+        memory_budget = opts.get(COMPACTION_MEMORY_BUDGET)
     if memory_budget is not None and memory_budget <= 0:
         raise InvalidArgumentError(f"{arg('memory_budget')} must be positive, got {memory_budget}")
     snapshot = table.snapshots.latest()
@@ -261,10 +276,10 @@ def plan_compaction(
     num_levels = max([opts.num_levels] + [f.level + 1 for f in result.files])
     max_level = num_levels - 1
     target = opts.target_file_size(pk)
-    small_ratio = opts.float("compaction.small-file-ratio", 0.7)
-    min_file_num = min_files if min_files is not None else opts.positive_int("compaction.min.file-num", 5)
-    open_cost = opts.memory("split.open-file-cost", 4 << 20)
-    force_all = opts.bool("compaction.force-rewrite-all-files")
+    small_ratio = opts.get(COMPACTION_SMALL_FILE_RATIO)
+    min_file_num = min_files if min_files is not None else opts.get(COMPACTION_MIN_FILE_NUM)
+    open_cost = opts.get(SOURCE_SPLIT_OPEN_FILE_COST)
+    force_all = opts.get(COMPACTION_FORCE_REWRITE_ALL_FILES)
     ratios_files: list[dict[str, Any]] = []
     ratios_buckets: list[dict[str, Any]] = []
 
@@ -365,7 +380,7 @@ def task_params(table: Table, scanner: TableScanner, memory_budget: int | None) 
     """What every rewrite task of a plan is given: how output files are written, the memory budget."""
     wspec = DataFileWriteSpec.of(table, scanner)
     target = table.options.target_file_size(table.is_primary_key)
-    target_rows = table.options.positive_int("target-file-row-num", LONG_MAX)
+    target_rows = table.options.get(TARGET_FILE_ROW_NUM)
     # A file can only roll at a row-group boundary: keep row groups (Arrow bytes, ~2-4x the compressed size)
     # near the target size, and within a quarter of the memory budget.
     row_group = min(DEFAULT_ROW_GROUP_BYTES, max(64 << 10, 2 * target))
@@ -378,12 +393,7 @@ def task_params(table: Table, scanner: TableScanner, memory_budget: int | None) 
 
 def _bucket_option(table: Table) -> int:
     """The `bucket` option, refused when it is no bucket count Paimon accepts (0, below -2), naming the option."""
-    raw = table.options.get("bucket")
-    value = table.options.bucket
-    if value == 0 or value < -2:
-        raise InvalidOptionError("bucket", raw, "-1 (dynamic or unaware), -2 (postpone) or a positive bucket count",
-                                 f"table {table.identifier}")
-    return value
+    return table.options.bucket
 
 
 def _check_supported(table: Table, mode: str, spec: Any) -> None:
@@ -396,7 +406,7 @@ def _check_supported(table: Table, mode: str, spec: Any) -> None:
         raise UnsupportedError(f"{ident}: changelog-producer=full-compaction with deletion-vectors.enabled=true is "
                                "rejected by Paimon itself (deletion vectors need none, input or lookup)")
     if producer == "full-compaction" and mode == "minor" and (spec.engine == "first-row" or
-                                                              opts.bool("force-lookup")):
+                                                              opts.get(FORCE_LOOKUP)):
         raise UnsupportedError(
             f"{ident}: minor compaction of a changelog-producer=full-compaction table with "
             f"{'merge-engine=first-row' if spec.engine == 'first-row' else 'force-lookup=true'} is not supported: "
@@ -433,25 +443,24 @@ class _LsmPlanner:
                                                     or bool(spec.sequence_fields))
         self.lookups = kind == lv.FIRST_ROW or (kind == lv.LOOKUP and (self.dv or self.lookup_values))
         self.min_file_size = int(target * small_ratio)
-        trigger = opts.int("num-sorted-run.compaction-trigger", 5) or 5
-        gentle = (opts.str("lookup-compact", "radical") or "radical").strip().lower() == "gentle"
+        trigger = opts.get(NUM_SORTED_RUN_COMPACTION_TRIGGER)
+        gentle = opts.get(LOOKUP_COMPACT) == "gentle"
         interval = None
         if gentle:
-            iv = opts.int("lookup-compact.max-interval")
+            iv = opts.get(LOOKUP_COMPACT_MAX_INTERVAL)
             interval = max(trigger, iv if iv is not None else 2 * trigger)
         hour = (now_ms // 3_600_000) % 24  # now_ms is local wall time as UTC millis: the local hour
         self.base_cfg: dict[str, Any] = dict(
             trigger=trigger,
-            max_size_amp=_int(opts, "compaction.max-size-amplification-percent", 200),
-            size_ratio=_int(opts, "compaction.size-ratio", 1),
-            offpeak_ratio=lv.offpeak_ratio(_int(opts, "compaction.offpeak.start.hour", -1),
-                                           _int(opts, "compaction.offpeak.end.hour", -1),
-                                           _int(opts, "compaction.offpeak-ratio", 0), hour),
-            force_up_level0=spec.needs_lookup or opts.bool("compaction.force-up-level-0"),
+            max_size_amp=opts.get(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
+            size_ratio=opts.get(COMPACTION_SIZE_RATIO),
+            offpeak_ratio=lv.offpeak_ratio(opts.get(COMPACTION_OFFPEAK_START_HOUR), opts.get(COMPACTION_OFFPEAK_END_HOUR),
+                                           opts.get(COMPACTION_OFFPEAK_RATIO), hour),
+            force_up_level0=spec.needs_lookup or opts.get(COMPACTION_FORCE_UP_LEVEL_0),
             gentle_interval=interval if spec.needs_lookup else None,
-            full_interval_ms=_ms(opts.duration("compaction.optimization-interval")),
-            total_size_threshold=opts.memory("compaction.total-size-threshold"),
-            incremental_size_threshold=opts.memory("compaction.incremental-size-threshold"),
+            full_interval_ms=_ms(opts.get(COMPACTION_OPTIMIZATION_INTERVAL)),
+            total_size_threshold=opts.get(COMPACTION_TOTAL_SIZE_THRESHOLD),
+            incremental_size_threshold=opts.get(COMPACTION_INCREMENTAL_SIZE_THRESHOLD),
             now_ms=now_ms,
         )
         self.units: list[dict[str, Any]] = []
@@ -531,10 +540,6 @@ class _LsmPlanner:
              lookup_files=lookup_files, lookup_values=self.lookup_values,
              dv_index=tuple(index_entry_to_json(ie) for ie in self.index_by_bucket.get((p, b), [])))
 
-
-def _int(opts: Any, key: str, default: int) -> int:
-    v = opts.int(key, default)
-    return default if v is None else v
 
 
 def _ms(td: timedelta | None) -> int | None:

@@ -67,6 +67,16 @@ from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.options import (
+    BUCKET_FUNCTION_TYPE,
+    BUCKET_KEY,
+    COMPACTION_FORCE_REWRITE_ALL_FILES,
+    COMPACTION_MEMORY_BUDGET,
+    COMPACTION_SMALL_FILE_RATIO,
+    POSTPONE_DEFAULT_BUCKET_NUM,
+    POSTPONE_TARGET_ROW_NUM_PER_BUCKET,
+    WRITE_BUFFER_SIZE,
+)
 from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
@@ -79,8 +89,7 @@ log = logging.getLogger(__name__)
 
 POSTPONE_BUCKET = -2
 ROUTE_FUNCTION = "paimon_ops.compact.postpone.run_route_task"
-DEFAULT_BUCKET_NUM = 1                 # postpone.default-bucket-num (Paimon 2.0's default)
-DEFAULT_WRITE_BUFFER = 256 << 20       # write-buffer-size
+DEFAULT_WRITE_BUFFER = WRITE_BUFFER_SIZE.default
 SEGMENT_BYTES = 256 << 20              # postpone input bytes per route task (a partition splits at file boundaries)
 INT_MAX = 2147483647
 LEVEL = "_LEVEL"
@@ -105,10 +114,10 @@ def writer_prefix(file_name: str) -> str:
 def bucket_num_by_rows(rows: int, target: int) -> int:
     """ceil(rows / target), at least 1 (PostponeUtils.computeBucketNumByRowCount)."""
     if target <= 0:
-        raise InvalidOptionError("postpone.target-row-num-per-bucket", str(target), "an integer greater than 0")
+        raise InvalidOptionError(POSTPONE_TARGET_ROW_NUM_PER_BUCKET.key, str(target), "an integer greater than 0")
     n = 1 if rows <= 0 else (rows - 1) // target + 1
     if n > INT_MAX:
-        raise InvalidOptionError("postpone.target-row-num-per-bucket", str(target),
+        raise InvalidOptionError(POSTPONE_TARGET_ROW_NUM_PER_BUCKET.key, str(target),
                                  f"a larger value: {rows} rows would need {n} buckets (more than {INT_MAX})")
     return n
 
@@ -132,15 +141,12 @@ def resolve_bucket_count(table: Table, partition: bytes, known: Mapping[bytes, i
     if partition in known:
         return known[partition], "known: the partition's existing buckets"
     opts = table.options
-    target = opts.int("postpone.target-row-num-per-bucket")
+    target = opts.get(POSTPONE_TARGET_ROW_NUM_PER_BUCKET)
     if target is not None:
         n = bucket_num_by_rows(postpone_rows, target)
-        return n, f"ceil({postpone_rows} rows / postpone.target-row-num-per-bucket {target})"
-    n = opts.int("postpone.default-bucket-num", DEFAULT_BUCKET_NUM)
-    if n is None or n <= 0:
-        raise InvalidOptionError("postpone.default-bucket-num", str(n), "a positive integer", opts.where)
-    return n, f"postpone.default-bucket-num {n}" + (" (default)" if opts.int("postpone.default-bucket-num") is None
-                                                     else "")
+        return n, f"ceil({postpone_rows} rows / {POSTPONE_TARGET_ROW_NUM_PER_BUCKET.key} {target})"
+    n = opts.get(POSTPONE_DEFAULT_BUCKET_NUM)
+    return n, f"{POSTPONE_DEFAULT_BUCKET_NUM.key} {n}" + ("" if opts.is_set(POSTPONE_DEFAULT_BUCKET_NUM) else " (default)")
 
 
 def replay_order(files: Sequence[LiveFile]) -> list[LiveFile]:
@@ -263,7 +269,7 @@ def check_postpone_table(table: Table, what: str) -> None:
         raise UnsupportedError(f"{table.identifier}: a postpone-bucket table needs a primary key")
     bad = [k for k in table.schema.bucket_keys if k not in table.schema.trimmed_primary_keys]
     if bad:
-        raise InvalidOptionError("bucket-key", ",".join(table.schema.bucket_keys),
+        raise InvalidOptionError(BUCKET_KEY.key, ",".join(table.schema.bucket_keys),
                                  "columns of the primary key (without partition columns)", table.options.where)
 
 
@@ -280,7 +286,7 @@ def plan_postpone_compaction(table: Table | str, partitions: Sequence[Mapping[st
     MergeSpec.from_schema(table.schema, table.options, f"table {table.identifier}")  # engines validated up front
     opts = table.options
     if memory_budget is None:
-        memory_budget = opts.memory("compaction.memory-budget")
+        memory_budget = opts.get(COMPACTION_MEMORY_BUDGET)
     if memory_budget is not None and memory_budget <= 0:
         raise InvalidArgumentError(f"{arg('memory_budget')} must be positive, got {memory_budget}")
     snapshot = table.snapshots.latest()
@@ -360,7 +366,7 @@ def plan_postpone_compaction(table: Table | str, partitions: Sequence[Mapping[st
     params = task_params(table, scanner, memory_budget)
     from paimon_ops.compact.dv import supports_cardinality
     params["dv_cardinality"] = supports_cardinality(scanner)
-    buf = opts.memory("write-buffer-size", DEFAULT_WRITE_BUFFER) or DEFAULT_WRITE_BUFFER
+    buf = opts.get(WRITE_BUFFER_SIZE) or DEFAULT_WRITE_BUFFER
     params["buffer_bytes"] = int(min(buf, memory_budget // 2) if memory_budget else buf)
     details: dict[str, Any] = {
         "partitions": parts_info, "postpone_files": sum(len(fs) for fs in postpone.values()),
@@ -405,13 +411,12 @@ class _Router:
             raise InvalidArgumentError(f"route task: {len(self.base)} base sequence numbers for {self.n} buckets")
         self.bucket_keys = list(schema.bucket_keys)
         self.bucket_types = [f.type for f in schema.fields_of(self.bucket_keys)]
-        self.function = opts.str("bucket-function.type", "default") or "default"
+        self.function = opts.get(BUCKET_FUNCTION_TYPE)
         self.input_changelog = opts.changelog_producer == "input"
         self.params = WriteParams.from_json(task["write"])
         self.buffer_bytes = int(task.get("buffer_bytes") or DEFAULT_WRITE_BUFFER)
         self.namer = FileNamer(opts.data_file_prefix, "." + self.params.fmt)
-        prefix = opts.str("changelog-file.prefix", "changelog-") or "changelog-"
-        self.changelog_namer = FileNamer(prefix, "." + self.params.fmt)
+        self.changelog_namer = FileNamer(opts.changelog_file_prefix, "." + self.params.fmt)
         self.writers: list[tuple[int, RollingWriter]] = []
         self.changelog_writers: list[tuple[int, RollingWriter]] = []
         self.rows_read = 0
@@ -587,8 +592,8 @@ def _compact_buckets(ex: Execution, plan: PostponeCompactionPlan, run: _Run) -> 
     result = ScanResult(base.snapshot, files + new, base.index_entries)
     spec = MergeSpec.from_schema(table.schema, opts, f"table {table.identifier}")
     target = opts.target_file_size(True)
-    lsm = _LsmPlanner(table, spec, result, scanner, opts.bool("compaction.force-rewrite-all-files"), target,
-                      opts.float("compaction.small-file-ratio", 0.7), int(time.time() * 1000))
+    lsm = _LsmPlanner(table, spec, result, scanner, opts.get(COMPACTION_FORCE_REWRITE_ALL_FILES), target,
+                      opts.get(COMPACTION_SMALL_FILE_RATIO), int(time.time() * 1000))
     tasks: list[CompactionTask] = []
     keys = table.schema.partition_keys
 

@@ -62,6 +62,7 @@ from paimon_ops.errors import CompactionTaskError, InvalidArgumentError, Unsuppo
 from paimon_ops.executor import Execution, register_step, run_plan
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import FileKind, ManifestEntry
+from paimon_ops.options import BUCKET_FUNCTION_TYPE, BUCKET_KEY, COMPACTION_MEMORY_BUDGET, read
 from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
@@ -166,7 +167,7 @@ def _new_bucket_num(table: Table, bucket_num: int | None) -> int:
                                    f"number ({arg('bucket_num')})")
     if opts.bucket not in (POSTPONE_BUCKET,) and opts.bucket <= 0:
         raise UnsupportedError(f"{table.identifier}: bucket mode {opts.bucket} cannot be rescaled")
-    if not table.is_primary_key and not table.schema.options.get("bucket-key"):
+    if not table.is_primary_key and not read(table.schema.options, BUCKET_KEY):
         raise UnsupportedError(f"{table.identifier}: a fixed-bucket append table without bucket-key cannot be "
                                "rescaled")
     n = opts.bucket if bucket_num is None else bucket_num
@@ -190,7 +191,7 @@ def plan_rescale(table: Table | str, bucket_num: int | None = None,
         from paimon_ops.merge import MergeSpec
         MergeSpec.from_schema(table.schema, opts, f"table {table.identifier}")
     if memory_budget is None:
-        memory_budget = opts.memory("compaction.memory-budget")
+        memory_budget = opts.get(COMPACTION_MEMORY_BUDGET)
     schema = table.schema
     fixed = opts.bucket > 0
     schema_change = fixed and opts.bucket != n
@@ -286,7 +287,7 @@ def run_split_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
     pk = table.is_primary_key
     bkeys = list(schema.bucket_keys)
     btypes = [f.type for f in schema.fields_of(bkeys)]
-    function = table.options.str("bucket-function.type", "default") or "default"
+    function = table.options.get(BUCKET_FUNCTION_TYPE)
     files = [InputFile(**f) for f in task["files"]]
     writers: dict[int, RollingWriter] = {}
     stats: dict[str, int] = {"rows_read": 0}

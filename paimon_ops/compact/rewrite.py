@@ -40,6 +40,7 @@ from paimon_ops.compact.model import (
 from paimon_ops.compact.task_context import MAX_BATCH_ROWS, TaskContext, file_rows_with_seq, merge_slices, task_files
 from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
+from paimon_ops.options import ZORDER_VAR_LENGTH_CONTRIBUTION
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def _sort_task(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
     if parts:
         data = pa.concat_tables(parts).drop_columns([SEQUENCE_NUMBER])
         idx = sort_indices(data, list(task["order_by"]), task.get("strategy") or "order",
-                           ctx.table.options.positive_int("zorder.var-length-contribution", 8))
+                           ctx.table.options.get(ZORDER_VAR_LENGTH_CONTRIBUTION))
         data = data.take(idx)
         start = min(meta_from_json(f.meta).min_sequence_number for f in files)
         data = data.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False),

@@ -9,7 +9,7 @@ Data evolution (Java's DataEvolutionCompactCoordinator + DataEvolutionNormalComp
   * normal files sharing one row-id range form a group: the first file written there and the column-update files
     (`_WRITE_COLS`) written over the same range later. A column's value comes from the newest file (highest
     `_MAX_SEQUENCE_NUMBER`) that wrote it (DataEvolutionSplitRead) — never extra rows;
-  * adjacent groups are packed into bins of `target-file-size` (weight: max(file size, `split.open-file-cost`) per
+  * adjacent groups are packed into bins of `target-file-size` (weight: max(file size, `source.split.open-file-cost`) per
     file); a bin is compacted into ONE file with `_FIRST_ROW_ID` = the bin's first row id and the inputs' minimum /
     maximum sequence numbers, `_FILE_SOURCE` COMPACT (Java master; 2.0 wrote APPEND — either way the commit keeps
     the first row id), `_WRITE_COLS` = the columns outside BLOB files (null when that is every column). Java
@@ -51,6 +51,7 @@ from paimon_ops.compact.model import EVOLUTION, ROWTRACK
 from paimon_ops.errors import CommitConflictError, PaimonOpsError, UnsupportedError
 from paimon_ops.format.datafile import ROW_ID, SEQUENCE_NUMBER
 from paimon_ops.format.manifest import DataFileMeta, FileKind
+from paimon_ops.options import BLOB_FIELD, DATA_EVOLUTION_ENABLED, ROW_TRACKING_ENABLED
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.table import Table
 
@@ -62,11 +63,11 @@ LONG_MAX = 9223372036854775807
 
 
 def enabled(table: Table) -> bool:
-    return table.options.bool("row-tracking.enabled")
+    return table.options.get(ROW_TRACKING_ENABLED)
 
 
 def data_evolution(table: Table) -> bool:
-    return table.options.bool("data-evolution.enabled")
+    return table.options.get(DATA_EVOLUTION_ENABLED)
 
 
 def is_blob_file(name: str) -> bool:
@@ -80,7 +81,7 @@ def blob_columns(table: Table) -> set[str]:
         return t.root == "BLOB" or (t.root == "ARRAY" and t.element is not None and t.element.root == "BLOB") or \
             (t.root == "MAP" and t.value is not None and t.value.root == "BLOB")
     out = {f.name for f in table.schema.fields if in_blob_file(f.type)}
-    raw = table.options.str("blob-field") or ""
+    raw = table.options.get(BLOB_FIELD) or ""
     out |= {c.strip() for c in raw.split(",") if c.strip()}
     return out
 

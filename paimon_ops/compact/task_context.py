@@ -56,7 +56,7 @@ class TaskContext:
         self.token: str = str(uuid.UUID(task["file_uuid"])) if task.get("file_uuid") else str(uuid.uuid4())
         self.data_namer = FileNamer(self.table.options.data_file_prefix, "." + self.params.fmt)
         self.data_namer.uuid = self.token
-        self.changelog_namer = FileNamer(self.table.options.str("changelog-file.prefix", "changelog-") or "changelog-",
+        self.changelog_namer = FileNamer(self.table.options.changelog_file_prefix,
                                          "." + self.params.fmt)
         self.changelog_namer.uuid = self.token
         self._marker_checked = 0.0

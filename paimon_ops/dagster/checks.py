@@ -27,6 +27,13 @@ from paimon_ops.dagster.metadata import md_table
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
+from paimon_ops.options import (
+    SNAPSHOT_EXPIRABLE_THRESHOLD,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+)
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.table import Table
 
@@ -218,9 +225,9 @@ def _snapshot_retention(spec: TableSpec, m: _Measure) -> Outcome:
          "latest": r.latest if r.latest is not None else "none",
          "retained": MetadataValue.md(md_table(
              ["option", "value"],
-             [("snapshot.num-retained.min", r.retain_min), ("snapshot.num-retained.max", retain_max),
-              ("snapshot.time-retained", str(r.time_retained)), ("snapshot.expire.limit", r.expire_limit),
-              (health.EXPIRABLE_THRESHOLD, r.threshold)], "ll"))})
+             [(SNAPSHOT_NUM_RETAINED_MIN.key, r.retain_min), (SNAPSHOT_NUM_RETAINED_MAX.key, retain_max),
+              (SNAPSHOT_TIME_RETAINED.key, str(r.time_retained)), (SNAPSHOT_EXPIRE_LIMIT.key, r.expire_limit),
+              (SNAPSHOT_EXPIRABLE_THRESHOLD.key, r.threshold)], "ll"))})
 
 
 def _manifests(spec: TableSpec, m: _Measure) -> Outcome:

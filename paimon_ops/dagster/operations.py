@@ -33,6 +33,7 @@ from paimon_ops.operations import (
     Operation,
     Param,
 )
+from paimon_ops.options import BUCKET, read
 
 # The operations Dagster runs (by their Dagster names), in the order a run of several runs them.
 DAGSTER_OPERATIONS: dict[str, Operation] = {
@@ -155,7 +156,7 @@ def plan(name: str, table: Any, config: Any, now: int) -> Any:
     section = getattr(config, name)
     values = {k: (v or None) if isinstance(v, (list, str)) else v for k, v in section.model_dump().items()}
     if name == COMPACT:
-        if values.get("mode") == "minor" and table.options.get("bucket") == "-2":
+        if values.get("mode") == "minor" and read(table.options, BUCKET, f"table {table.identifier}") == -2:
             # Paimon's compaction of a postpone-bucket table: the rows waiting in bucket-postpone move into real
             # buckets (and real buckets with level-0 files are compacted), what the small-files sensor asks for there
             op = OPERATIONS["compact_postpone"]

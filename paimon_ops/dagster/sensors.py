@@ -79,7 +79,7 @@ from paimon_ops.errors import PaimonOpsError
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
 from paimon_ops.lifecycle.partition_expiry import expirable_partitions, partition_expiry_due
-from paimon_ops.options import Options
+from paimon_ops.options import PARTITION_EXPIRATION_TIME, Options
 from paimon_ops.plan import human_bytes
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.table import LATEST, Catalog, SnapshotManager, Table, TagManager
@@ -376,8 +376,8 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
     def decide_partitions(ref: TableRef, table: Any, sid: int):
         now = now_millis()
         expired = expirable_partitions(table, now)
-        figure = (f"{ref.ident} snapshot {sid}: {len(expired)} partition(s) older than partition.expiration-time "
-                  f"{table.options.get('partition.expiration-time')}"
+        figure = (f"{ref.ident} snapshot {sid}: {len(expired)} partition(s) older than "
+                  f"{PARTITION_EXPIRATION_TIME.key} {table.options.text(PARTITION_EXPIRATION_TIME)}"
                   + (": " + ", ".join(v.path.rstrip("/") for v in expired[:5]) + (" …" if len(expired) > 5 else "")
                      if expired else ""))
         if not expired:

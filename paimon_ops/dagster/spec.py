@@ -14,14 +14,17 @@ from typing import Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from paimon_ops.errors import InvalidOptionError, PaimonOpsError
-from paimon_ops.health import SMALL_FILES_THRESHOLD
+from paimon_ops.options import (
+    COMPACTION_DV_RATIO_THRESHOLD,
+    COMPACTION_SMALL_FILES_THRESHOLD,
+    PARTITION_EXPIRATION_TIME,
+    TAG_CREATE_TIME,
+    TAG_CREATE_TIME_ZONE,
+    Options,
+)
 from paimon_ops.table.table import Table
 
 log = logging.getLogger("paimon_ops.dagster")
-
-# Our own options (dotted, like Paimon's).
-TAG_CREATE_TIME = "tag.create-time"
-DV_RATIO_THRESHOLD = "compaction.dv-ratio-threshold"
 
 WAREHOUSE_PLACEHOLDER = "_warehouse._catalog"  # the spec standing for a warehouse that cannot be listed
 
@@ -104,7 +107,7 @@ class TableSpec:
     @property
     def expires_partitions(self) -> bool:
         """Partitioned with `partition.expiration-time` set: Paimon's writers would expire its partitions."""
-        return bool(self.partition_keys) and bool(self.options.get("partition.expiration-time"))
+        return bool(self.partition_keys) and bool(Options(self.options).text(PARTITION_EXPIRATION_TIME))
 
     @property
     def gated(self) -> bool:
@@ -140,7 +143,7 @@ def iana_zone(text: str) -> str:
     if m and not int(m.group(3) or 0) and int(m.group(2)) <= 14:
         hours = int(m.group(2))
         return "UTC" if hours == 0 else f"Etc/GMT{'-' if m.group(1) == '+' else '+'}{hours}"
-    raise InvalidOptionError("tag.create-time-zone", text, "a time zone with an IANA equivalent Dagster can schedule "
+    raise InvalidOptionError(TAG_CREATE_TIME_ZONE.key, text, "a time zone with an IANA equivalent Dagster can schedule "
                                                            "in, e.g. a region name such as 'Asia/Shanghai'")
 
 
@@ -174,14 +177,14 @@ def load_spec(table: Table) -> TableSpec:
             if sched.handler is not None:
                 formatter = sched.handler.formatter
                 period = {"daily": "daily", "days": "days"}.get(sched.handler.kind, sched.handler.kind)
-            if sched.source == TAG_CREATE_TIME:
+            if sched.source == TAG_CREATE_TIME.key:
                 hours, rest = divmod(sched.delay_ms, 3_600_000)
                 timing = TagTiming(int(hours), int(rest // 60_000), zone,
                                    (sched.handler.length_ms // 86_400_000) if sched.handler else 1)
             else:
                 auto_tag = sched.mode
-        opts.float(DV_RATIO_THRESHOLD)  # validate now: a malformed threshold is a broken table too
-        opts.int(SMALL_FILES_THRESHOLD)
+        opts.get(COMPACTION_DV_RATIO_THRESHOLD)  # validate now: a malformed threshold is a broken table too
+        opts.get(COMPACTION_SMALL_FILES_THRESHOLD)
         # First daily partition, for tables with a tags asset only (two more reads per table)
         expects_tags = timing is not None or auto_tag in ("process-time", "watermark")  # has_expected_tags
         start = _partitions_start(table, schema, zone) if expects_tags else TableSpec.partitions_start

@@ -27,12 +27,22 @@ import pyarrow.compute as pc
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
-    InvalidOptionError,
     PaimonOpsError,
     UnsupportedError,
 )
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import DataField, DataType, arrow_field, to_arrow_type
+from paimon_ops.options import (
+    AVRO_CODEC,
+    FILE_COMPRESSION,
+    FILE_COMPRESSION_ZSTD_LEVEL,
+    ORC_COMPRESS,
+    ORC_STRIPE_SIZE,
+    PARQUET_BLOCK_SIZE,
+    PARQUET_PAGE_SIZE,
+    Options,
+    read,
+)
 
 # ---------------------------------------------------------------- system columns (SpecialFields / SystemColumns)
 
@@ -218,35 +228,6 @@ _ORC_CODECS = {
     "zstd": "ZSTD", "zstandard": "ZSTD", "snappy": "SNAPPY", "lz4": "LZ4", "zlib": "ZLIB", "gzip": "ZLIB",
     "deflate": "ZLIB", "none": "UNCOMPRESSED", "uncompressed": "UNCOMPRESSED",
 }
-_DEFAULT_ROW_GROUP_BYTES = 128 * 1024 * 1024  # parquet-mr default block size, what Java writes
-_DEFAULT_PAGE_BYTES = 1024 * 1024
-
-
-def _int_option(options: dict[str, str], key: str, default: int) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise InvalidOptionError(key, raw, "an integer") from None
-
-
-def _size_option(options: dict[str, str], key: str, default: int) -> int:
-    """Memory sizes as Paimon spells them: `128 mb`, `1m`, `1048576`."""
-    raw = options.get(key)
-    if raw is None:
-        return default
-    text = str(raw).strip().lower().replace(" ", "")
-    units = {"b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-             "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
-    num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(num):] or "b"
-    if not num or unit not in units:
-        raise InvalidOptionError(key, raw, "a memory size such as '128 mb'")
-    return int(float(num) * units[unit])
-
-
 def _prepare_for_write(table: pa.Table, schema: TableSchema, primary_key: bool, thin: bool = False,
                        row_ids: bool = False) -> pa.Table:
     """Columns in file order, cast to the physical types; `_KEY_*` may be derived from the value columns."""
@@ -344,7 +325,7 @@ class DataFileWriter:
             rows = data.num_rows
             group = rows or 1
             if whole_file:
-                limit = _size_option(self.options, "parquet.block.size", _DEFAULT_ROW_GROUP_BYTES)
+                limit = read(self.options, PARQUET_BLOCK_SIZE)
                 if rows and data.nbytes > limit:
                     group = max(1, int(rows * limit / data.nbytes))
             self._writer.write_table(data, row_group_size=group)
@@ -373,7 +354,7 @@ class DataFileWriter:
                 version="2.6",  # TIMESTAMP(MILLIS/MICROS) logical types, INT(8/16) annotations
                 compression=codec, compression_level=level,
                 use_dictionary=True, write_statistics=True,
-                data_page_size=_size_option(self.options, "parquet.page.size", _DEFAULT_PAGE_BYTES),
+                data_page_size=read(self.options, PARQUET_PAGE_SIZE),
                 data_page_version="1.0",
                 use_deprecated_int96_timestamps=int96,
                 # Java 0.9 cannot read DECIMAL(p<=18) stored as FIXED_LEN_BYTE_ARRAY: INT32 for p<=9, INT64 for p<=18.
@@ -382,7 +363,7 @@ class DataFileWriter:
                 store_schema=False,  # no ARROW:schema blob; Java writes only the Parquet schema
             )
         import pyarrow.orc as orc
-        stripe = _size_option(self.options, "orc.stripe.size", 64 * 1024 * 1024)
+        stripe = read(self.options, ORC_STRIPE_SIZE)
         return orc.ORCWriter(self.sink, compression=codec, stripe_size=stripe)
 
 
@@ -405,12 +386,11 @@ _AVRO_CODECS = {"null": "null", "none": "null", "uncompressed": "null", "deflate
 def avro_codec(options: dict[str, str]) -> tuple[str, int | None]:
     """(fastavro codec, level) of Avro data files as Java's AvroFileFormat picks it: `avro.codec` if set, else
     `file.compression` (zstd at `file.compression.zstd-level`, or an Avro codec name)."""
-    key = "avro.codec" if "avro.codec" in options else "file.compression"
-    name = str(options.get(key, "zstd")).strip().lower()
-    codec = _AVRO_CODECS.get(name)
+    opts = Options(options)
+    codec = _AVRO_CODECS.get(opts.get(AVRO_CODEC).strip().lower())
     if codec is None:
-        raise InvalidOptionError(key, options.get(key), "one of " + ", ".join(sorted(_AVRO_CODECS)))
-    level = _int_option(options, "file.compression.zstd-level", 1) if key == "file.compression" and \
+        raise opts.fail(AVRO_CODEC, "one of " + ", ".join(sorted(_AVRO_CODECS)))
+    level = opts.get(FILE_COMPRESSION_ZSTD_LEVEL) if opts.key_set(AVRO_CODEC) != AVRO_CODEC.key and \
         codec == "zstandard" else None
     return codec, level
 
@@ -543,16 +523,12 @@ class _AvroDataWriter:
 
 def compression_of(fmt: str, options: dict[str, str]) -> tuple[str, int | None]:
     """(Arrow codec name, level) for `file.compression` (`orc.compress` first for ORC), as Paimon spells them."""
-    if fmt == "orc":
-        key = "orc.compress" if "orc.compress" in options else "file.compression"
-        codecs = _ORC_CODECS
-    else:
-        key, codecs = "file.compression", _PARQUET_CODECS
-    name = str(options.get(key, "zstd")).strip().lower()
-    codec = codecs.get(name)
+    opts = Options(options)
+    option, codecs = (ORC_COMPRESS, _ORC_CODECS) if fmt == "orc" else (FILE_COMPRESSION, _PARQUET_CODECS)
+    codec = codecs.get(opts.get(option).strip().lower())
     if codec is None:
-        raise InvalidOptionError(key, options.get(key), "one of " + ", ".join(sorted(codecs)))
-    level = _int_option(options, "file.compression.zstd-level", 1) if codec == "ZSTD" and fmt == "parquet" else None
+        raise opts.fail(option, "one of " + ", ".join(sorted(codecs)))
+    level = opts.get(FILE_COMPRESSION_ZSTD_LEVEL) if codec == "ZSTD" and fmt == "parquet" else None
     return codec, level
 
 

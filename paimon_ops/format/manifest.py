@@ -22,12 +22,13 @@ import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import fastavro
 
-from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidOptionError, UnsupportedError
+from paimon_ops.errors import CorruptMetadataError, FormatError, UnsupportedError
 from paimon_ops.format.names import first_unplain, require_plain_name
+from paimon_ops.options import AVRO_CODEC, FILE_COMPRESSION_ZSTD_LEVEL, MANIFEST_COMPRESSION, Options
 
 __all__ = [
     "SimpleStats",
@@ -990,28 +991,22 @@ _AVRO_CODECS = {"null": "null", "deflate": "deflate", "snappy": "snappy", "bzip2
 _AVRO_DEFAULT_ZSTD_LEVEL = 3  # CodecFactory.fromString("zstandard") uses Avro's default level
 
 
-def avro_codec_from_options(options: dict) -> tuple[str, int | None]:
+def avro_codec_from_options(options: Mapping[str, str] | Options) -> tuple[str, int | None]:
     """(fastavro codec name, compression level or None) for the manifests of a table (format.md §4.1).
 
     ``avro.codec`` overrides; otherwise ``manifest.compression`` (default ``zstd`` → ``zstandard`` at
     ``file.compression.zstd-level``, default 1); any other value is an Avro codec name.
     """
-    override = options.get("avro.codec")
-    if override is not None and str(override).strip():
-        name = str(override).strip().lower()
+    opts = options if isinstance(options, Options) else Options(options)
+    if opts.key_set(AVRO_CODEC) == AVRO_CODEC.key and opts.get(AVRO_CODEC).strip():
+        name = opts.get(AVRO_CODEC).strip().lower()
         if name not in _AVRO_CODECS:
-            raise InvalidOptionError("avro.codec", override, f"one of {', '.join(sorted(_AVRO_CODECS))}")
+            raise opts.fail(AVRO_CODEC, f"one of {', '.join(sorted(_AVRO_CODECS))}")
         return _AVRO_CODECS[name], (_AVRO_DEFAULT_ZSTD_LEVEL if name == "zstandard" else None)
-    comp = str(options.get("manifest.compression", "zstd")).strip()
+    comp = opts.get(MANIFEST_COMPRESSION).strip()
     if comp.lower() == "zstd":
-        raw = options.get("file.compression.zstd-level", 1)
-        try:
-            lvl = int(str(raw).strip())
-        except ValueError:
-            raise InvalidOptionError("file.compression.zstd-level", raw, "an integer") from None
-        return "zstandard", lvl
+        return "zstandard", opts.get(FILE_COMPRESSION_ZSTD_LEVEL)
     name = comp.lower()
     if name not in _AVRO_CODECS:
-        raise InvalidOptionError("manifest.compression", comp,
-                                 f"zstd or an Avro codec ({', '.join(sorted(_AVRO_CODECS))})")
+        raise opts.fail(MANIFEST_COMPRESSION, f"zstd or an Avro codec ({', '.join(sorted(_AVRO_CODECS))})")
     return _AVRO_CODECS[name], (_AVRO_DEFAULT_ZSTD_LEVEL if name == "zstandard" else None)

@@ -7,6 +7,7 @@ from typing import Any
 
 from paimon_ops.errors import CorruptMetadataError
 from paimon_ops.format.types import DataField, DataType, field_to_json, max_field_id, parse_field, row_type
+from paimon_ops.options import BUCKET_KEY, read, with_schema_defaults
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,7 @@ class TableSchema:
 
     @property
     def bucket_keys(self) -> list[str]:
-        bk = self.options.get("bucket-key")
-        if bk:
-            return [k.strip() for k in bk.split(",") if k.strip()]
-        return self.trimmed_primary_keys
+        return list(read(self.options, BUCKET_KEY)) or self.trimmed_primary_keys
 
     def fields_of(self, names: list[str] | tuple[str, ...]) -> list[DataField]:
         return [self.field(n) for n in names]
@@ -83,11 +81,7 @@ class TableSchema:
             version = int(obj.get("version", 1))
             fields = tuple(parse_field(f, path) for f in obj["fields"])
             options = {str(k): str(v) for k, v in (obj.get("options") or {}).items()}
-            # Compatibility defaults Java applies on read (format.md §2.1).
-            if version <= 1 and "bucket" not in options:
-                options["bucket"] = "1"
-            if version <= 2 and "file.format" not in options:
-                options["file.format"] = "orc"
+            with_schema_defaults(options, version)  # what Java fills in when it reads an old schema
             comment = obj.get("comment")
             return TableSchema(
                 id=int(obj["id"]),

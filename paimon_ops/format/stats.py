@@ -37,14 +37,11 @@ from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, Invali
 from paimon_ops.format.binary_row import deserialize_row, serialize_row
 from paimon_ops.format.manifest import SimpleStats
 from paimon_ops.format.types import DataType
+from paimon_ops.options import FIELD_STATS_MODE, METADATA_STATS_DENSE_STORE, METADATA_STATS_KEEP_FIRST_N_COLUMNS, METADATA_STATS_MODE, read
 
 KEY_PREFIX = "_KEY_"
 SYSTEM_COLUMNS = ("_SEQUENCE_NUMBER", "_VALUE_KIND")
 
-STATS_MODE = "metadata.stats-mode"
-STATS_DENSE_STORE = "metadata.stats-dense-store"
-STATS_KEEP_FIRST_N = "metadata.stats-keep-first-n-columns"
-DEFAULT_STATS_MODE = "truncate(16)"
 SYSTEM_TRUNCATE = 128
 
 _TRUNCATE = re.compile(r"^TRUNCATE\((\d+)\)$")
@@ -71,7 +68,7 @@ COUNTS = StatsMode("counts")
 FULL = StatsMode("full")
 
 
-def parse_stats_mode(text: str, option: str = STATS_MODE) -> StatsMode:
+def parse_stats_mode(text: str, option: str = METADATA_STATS_MODE.key) -> StatsMode:
     """`SimpleColStatsCollector.from`: case-insensitive none / counts / full / truncate(N), N > 0."""
     upper = str(text).strip().upper()
     if upper == "NONE":
@@ -87,27 +84,18 @@ def parse_stats_mode(text: str, option: str = STATS_MODE) -> StatsMode:
 
 
 def _field_mode(options: dict[str, str], name: str) -> StatsMode | None:
-    key = f"fields.{name}.stats-mode"
-    raw = options.get(key)
-    return None if raw is None else parse_stats_mode(raw, key)
+    option = FIELD_STATS_MODE.of(name)
+    raw = read(options, option)
+    return None if raw is None else parse_stats_mode(raw, option.key)
 
 
 def _keep_first_n(options: dict[str, str]) -> int:
-    raw = options.get(STATS_KEEP_FIRST_N)
-    if raw is None:
-        return -1
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise InvalidOptionError(STATS_KEEP_FIRST_N, raw, "an integer") from None
+    return read(options, METADATA_STATS_KEEP_FIRST_N_COLUMNS)
 
 
 def dense_store(options: dict[str, str]) -> bool:
     """`metadata.stats-dense-store` (1.0+, default true). A 0.9 target must write all-mode stats regardless."""
-    raw = str(options.get(STATS_DENSE_STORE, "true")).strip().lower()
-    if raw not in ("true", "false"):
-        raise InvalidOptionError(STATS_DENSE_STORE, raw, "true or false")
-    return raw == "true"
+    return read(options, METADATA_STATS_DENSE_STORE)
 
 
 def column_stats_modes(names: Sequence[str], options: dict[str, str], key_names: Sequence[str] = ()) -> list[StatsMode]:
@@ -117,7 +105,7 @@ def column_stats_modes(names: Sequence[str], options: dict[str, str], key_names:
     carry the key stats, so they get truncate(128) like `_KEY_*`). Java passes no key names otherwise (and 0.9 had no
     such rule), so the value columns of keys then use the table mode.
     """
-    table_mode = parse_stats_mode(options.get(STATS_MODE, DEFAULT_STATS_MODE))
+    table_mode = parse_stats_mode(read(options, METADATA_STATS_MODE))
     keep = _keep_first_n(options)
     keys = set(key_names)
     modes: list[StatsMode] = []
@@ -291,7 +279,7 @@ def key_stats(
     (`data-file.thin-mode`): the key stats are the stats of the value columns (KeyValueThinDataFileWriterImpl), whose
     mode is ``fields.<k>.stats-mode`` or truncate(128).
     """
-    table_mode = parse_stats_mode(options.get(STATS_MODE, DEFAULT_STATS_MODE)) if legacy else None
+    table_mode = parse_stats_mode(read(options, METADATA_STATS_MODE)) if legacy else None
     mins, maxs, nulls = [], [], []
     for name, t in zip(key_names, key_types):
         mode = _field_mode(options, name if thin else KEY_PREFIX + name)
@@ -344,5 +332,4 @@ def _arity(row: bytes, path: str) -> int:
 __all__ = [
     "StatsMode", "parse_stats_mode", "column_stats_modes", "dense_store", "truncate_min", "truncate_max",
     "column_stats", "compute_stats", "key_stats", "min_max_key", "decode_stats",
-    "STATS_MODE", "STATS_DENSE_STORE", "STATS_KEEP_FIRST_N", "DEFAULT_STATS_MODE",
 ]

@@ -68,7 +68,19 @@ from paimon_ops.lifecycle.reclaim import (
     plan_index_and_stats,
     plan_manifest_list,
 )
-from paimon_ops.options import parse_duration
+from paimon_ops.options import (
+    CHANGELOG_NUM_RETAINED_MAX,
+    CHANGELOG_NUM_RETAINED_MIN,
+    CHANGELOG_TIME_RETAINED,
+    CONSUMER_CHANGELOG_ONLY,
+    CONSUMER_EXPIRATION_TIME,
+    SNAPSHOT_CLEAN_EMPTY_DIRECTORIES,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    parse_duration,
+)
 from paimon_ops.plan import (
     CHANGELOG,
     DATA,
@@ -190,9 +202,9 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
     file is read or deleted."""
     opts = table.options
     now = int(time.time() * 1000) if now_millis is None else int(now_millis)
-    rmin = opts.int("snapshot.num-retained.min", 10) if retain_min is None else retain_min
-    rmax = opts.int("snapshot.num-retained.max", INT_MAX) if retain_max is None else retain_max
-    limit = opts.int("snapshot.expire.limit", 50) if max_deletes is None else max_deletes
+    rmin = opts.get(SNAPSHOT_NUM_RETAINED_MIN) if retain_min is None else retain_min
+    rmax = opts.get(SNAPSHOT_NUM_RETAINED_MAX) if retain_max is None else retain_max
+    limit = opts.get(SNAPSHOT_EXPIRE_LIMIT) if max_deletes is None else max_deletes
     for name, v in (("retain_min", rmin), ("retain_max", rmax), ("max_deletes", limit)):
         if not isinstance(v, int) or isinstance(v, bool):
             raise InvalidArgumentError(f"{arg(name)} must be an integer, got {v!r}")
@@ -205,15 +217,15 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
         return InvalidOptionError(option, value, f"{must}{why}", where)
 
     if rmin < 1:
-        raise refuse("retain_min", retain_min, "snapshot.num-retained.min", rmin, "at least 1",
+        raise refuse("retain_min", retain_min, SNAPSHOT_NUM_RETAINED_MIN.key, rmin, "at least 1",
                      ": with 0 the latest snapshot's files would be deleted while its metadata stays (Paimon issue "
                      "#10088)")
     if rmax < rmin:
-        rmin_from = arg("retain_min") if retain_min is not None else "option snapshot.num-retained.min"
-        raise refuse("retain_max", retain_max, "snapshot.num-retained.max", rmax,
+        rmin_from = arg("retain_min") if retain_min is not None else f"option {SNAPSHOT_NUM_RETAINED_MIN.key}"
+        raise refuse("retain_max", retain_max, SNAPSHOT_NUM_RETAINED_MAX.key, rmax,
                      f"at least the minimum retained ({rmin}: {rmin_from})")
     if limit < 1:
-        raise refuse("max_deletes", max_deletes, "snapshot.expire.limit", limit, "at least 1")
+        raise refuse("max_deletes", max_deletes, SNAPSHOT_EXPIRE_LIMIT.key, limit, "at least 1")
     if older_than is not None and time_retained is not None:
         raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('time_retained')} (a "
                                    "duration), not both")
@@ -222,33 +234,29 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
         retained_ms = now - older
     else:
         retained_ms = _duration_ms(time_retained, "time_retained") if time_retained is not None else \
-            int(opts.duration("snapshot.time-retained", _dt.timedelta(hours=1)).total_seconds() * 1000)
+            int(opts.get(SNAPSHOT_TIME_RETAINED).total_seconds() * 1000)
         older = now - retained_ms
     # Whether the changelog lifecycle is decoupled is a property of the table (CoreOptions
     # .changelogLifecycleDecoupled: changelog options vs snapshot options), never of one call's arguments; otherwise
     # runs with different arguments would alternate between keeping and deleting changelogs.
-    t_min = opts.int("snapshot.num-retained.min", 10)
-    t_max = opts.int("snapshot.num-retained.max", INT_MAX)
-    t_time = int(opts.duration("snapshot.time-retained", _dt.timedelta(hours=1)).total_seconds() * 1000)
-    cl_min = opts.int("changelog.num-retained.min", t_min)
-    cl_max = opts.int("changelog.num-retained.max", t_max)
-    cl_time = opts.duration("changelog.time-retained")
+    t_min = opts.get(SNAPSHOT_NUM_RETAINED_MIN)
+    t_max = opts.get(SNAPSHOT_NUM_RETAINED_MAX)
+    t_time = int(opts.get(SNAPSHOT_TIME_RETAINED).total_seconds() * 1000)
+    cl_min = opts.value(CHANGELOG_NUM_RETAINED_MIN) or t_min
+    cl_max = opts.value(CHANGELOG_NUM_RETAINED_MAX) or t_max
+    cl_time = opts.get(CHANGELOG_TIME_RETAINED)
     cl_retained_ms = t_time if cl_time is None else int(cl_time.total_seconds() * 1000)
-    if cl_min < 1:
-        raise InvalidArgumentError(f"changelog.num-retained.min must be at least 1, got {cl_min}")
     if cl_max < cl_min:
-        raise InvalidArgumentError(f"changelog.num-retained.max ({cl_max}) must not be less than "
-                                   f"changelog.num-retained.min ({cl_min})")
+        raise opts.fail(CHANGELOG_NUM_RETAINED_MAX, f"at least {CHANGELOG_NUM_RETAINED_MIN.key} ({cl_min})")
     decoupled = cl_max > t_max or cl_min > t_min or cl_retained_ms > t_time
-    exp = opts.duration("consumer.expiration-time")
+    exp = opts.get(CONSUMER_EXPIRATION_TIME)
     return ExpireSettings(
         now_millis=now, retain_min=rmin, retain_max=rmax, older_than_millis=older, max_deletes=limit,
         changelog_retain_min=cl_min, changelog_retain_max=cl_max, changelog_older_than_millis=now - cl_retained_ms,
         changelog_max_deletes=limit, decoupled=decoupled, changelog_producer=opts.changelog_producer,
-        consumer_changelog_only=opts.bool("consumer.changelog-only"),
+        consumer_changelog_only=opts.get(CONSUMER_CHANGELOG_ONLY),
         consumer_expiration_ms=None if exp is None else int(exp.total_seconds() * 1000),
-        clean_empty_dirs=opts.bool("snapshot.clean-empty-directories", False,
-                                   ("snapshot.expire.clean-empty-directories",)),
+        clean_empty_dirs=opts.get(SNAPSHOT_CLEAN_EMPTY_DIRECTORIES),
     )
 
 
@@ -738,7 +746,7 @@ def _check_snapshot_files(table: Table, plan: Plan, step: Step) -> None:
     settings = (plan.details.get("settings") or {}) if isinstance(plan.details, dict) else {}
     if settings.get("consumer_changelog_only") and step.params.get("decoupled"):
         return  # consumers read the long-lived changelogs these snapshots become
-    exp = table.options.duration("consumer.expiration-time")
+    exp = table.options.get(CONSUMER_EXPIRATION_TIME)
     now = int(time.time() * 1000)
     for cid, (c, mtime) in sorted(table.consumers.consumers().items()):
         if exp is not None and mtime < now - int(exp.total_seconds() * 1000):

@@ -42,6 +42,7 @@ from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.journal import plan_pending
+from paimon_ops.options import MANIFEST_COMPACTION_TRIGGER, MANIFEST_TARGET_FILE_SIZE
 from paimon_ops.plan import (
     MANIFEST,
     MANIFEST_LIST,
@@ -60,8 +61,6 @@ from paimon_ops.table.table import Table
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TARGET = 8 << 20  # manifest.target-file-size
-DEFAULT_MERGE_MIN_COUNT = 30
 
 MANIFEST_COMPACTION_COMMIT = "manifest-compaction-commit"
 declare_step_action(MANIFEST_COMPACTION_COMMIT, verb="would merge (left on disk for older snapshots and tags)")
@@ -126,8 +125,7 @@ class ManifestHealth:
 
 def compaction_trigger(table: Table) -> int:
     opts = getattr(table, "raw", table).options
-    return opts.positive_int("manifest.compaction-trigger",
-                             opts.positive_int("manifest.merge-min-count", DEFAULT_MERGE_MIN_COUNT))
+    return opts.get(MANIFEST_COMPACTION_TRIGGER)
 
 
 def manifest_count(table: Table) -> int:
@@ -142,7 +140,7 @@ def manifest_health(table: Table) -> ManifestHealth:
     `manifest.compaction-trigger`."""
     table = getattr(table, "raw", table)  # a facade po.Table or the engine's
     latest = table.snapshots.latest()
-    target = table.options.memory("manifest.target-file-size", DEFAULT_TARGET)
+    target = table.options.get(MANIFEST_TARGET_FILE_SIZE)
     metas = data_manifests(ManifestStore(table), latest) if latest is not None else []
     trigger = compaction_trigger(table)
     return ManifestHealth(latest.id if latest else None, len(metas), sum(1 for m in metas if m.file_size < target),
@@ -221,7 +219,7 @@ def plan_compact_manifests(table: Table, run_id: str | None = None) -> ManifestC
     latest = table.snapshots.latest()
     b = PlanBuilder()
     plan_pending(b, table)  # first finish what an interrupted run left
-    target = table.options.memory("manifest.target-file-size", DEFAULT_TARGET)
+    target = table.options.get(MANIFEST_TARGET_FILE_SIZE)
     details: dict[str, Any] = {"target_file_size": target, "trigger": compaction_trigger(table)}
     if latest is None:
         details.update({"manifests_before": 0, "merged": [], "reason": "the table has no snapshot"})
@@ -281,7 +279,7 @@ def _commit_step(ex: Execution, step: Step) -> None:
     if [m.file_name for m in metas[:len(inputs)]] != inputs:
         raise StalePlanError(plan.operation, plan.table, ["the latest snapshot's manifests changed while the plan "
                                                           "was being applied"])
-    target = table.options.memory("manifest.target-file-size", DEFAULT_TARGET)
+    target = table.options.get(MANIFEST_TARGET_FILE_SIZE)
     res = merge_manifests(store, metas[:len(inputs)], target, f"snapshot {latest.id}")
     if len(res.kept) != int(p["kept"]):
         raise StalePlanError(plan.operation, plan.table, ["manifest.target-file-size changed since the plan"])

@@ -78,7 +78,18 @@ from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_json, partition_path, partition_spec, partition_value_string
 from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
-from paimon_ops.options import format_duration, parse_duration
+from paimon_ops.options import (
+    METASTORE_PARTITIONED_TABLE,
+    PARTITION_EXPIRATION_CHECK_INTERVAL,
+    PARTITION_EXPIRATION_MAX_NUM,
+    PARTITION_EXPIRATION_STRATEGY,
+    PARTITION_EXPIRATION_TIME,
+    PARTITION_TIMESTAMP_FORMATTER,
+    PARTITION_TIMESTAMP_PATTERN,
+    SINK_PROCESS_TIME_ZONE,
+    format_duration,
+    parse_duration,
+)
 from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.report import Report
 from paimon_ops.runner import Progress, Runner
@@ -98,11 +109,8 @@ from paimon_ops.timeutil import (
 
 log = logging.getLogger(__name__)
 
-VALUES_TIME = "values-time"
-UPDATE_TIME = "update-time"
-STRATEGIES = (VALUES_TIME, UPDATE_TIME)
-DEFAULT_MAX_NUM = 100
-DEFAULT_CHECK_INTERVAL = _dt.timedelta(hours=1)
+STRATEGIES = PARTITION_EXPIRATION_STRATEGY.choices
+VALUES_TIME, UPDATE_TIME = STRATEGIES
 
 # The one step: an OVERWRITE commit dropping the expired partitions' files from the table.
 PARTITION_DROP = "partition-drop-commit"
@@ -227,8 +235,8 @@ def zoned(local: str | None, zone: _dt.tzinfo) -> str | None:
 def partition_local_zone(table: Table) -> _dt.tzinfo:
     """The zone `now` is read in: sink.process-time-zone, else UTC (Java: the JVM's default zone)."""
     opts = table.options
-    z = opts.str("sink.process-time-zone")
-    return parse_zone(z, "sink.process-time-zone", opts.where) if z else UTC
+    z = opts.get(SINK_PROCESS_TIME_ZONE)
+    return parse_zone(z, SINK_PROCESS_TIME_ZONE.key, opts.where) if z else UTC
 
 
 def _duration_ms(value: Any, name: str) -> int:
@@ -254,8 +262,7 @@ def _engine(table: Any) -> Table:
 def check_interval_ms(table: Table) -> int:
     """`partition.expiration-check-interval` in milliseconds (default 1 h)."""
     table = _engine(table)
-    return int(table.options.duration("partition.expiration-check-interval", DEFAULT_CHECK_INTERVAL)
-               .total_seconds() * 1000)
+    return int(table.options.get(PARTITION_EXPIRATION_CHECK_INTERVAL).total_seconds() * 1000)
 
 
 def partition_expiry_due(table: Table, last_check_millis: int | None, now_millis: int | None = None) -> bool:
@@ -280,38 +287,38 @@ def resolve_partition_settings(table: Table, now_millis: int | None = None, expi
     if expiration_time is not None:
         exp_ms = _duration_ms(expiration_time, "expiration_time")
     else:
-        exp = opts.duration("partition.expiration-time")
+        exp = opts.get(PARTITION_EXPIRATION_TIME)
         if exp is None:
             raise InvalidArgumentError(f"no expiration time for {table.identifier}: give {arg('expiration_time')} or "
-                                       "set the table option partition.expiration-time")
+                                       f"set the table option {PARTITION_EXPIRATION_TIME.key}")
         exp_ms = int(exp.total_seconds() * 1000)
     if strategy is not None:
         s = str(strategy).strip().lower().replace("_", "-")
         if s not in STRATEGIES:
             raise InvalidArgumentError(f"{arg('strategy', strategy)}: expected one of {', '.join(STRATEGIES)}")
     else:
-        s = opts.enum("partition.expiration-strategy", STRATEGIES, VALUES_TIME)
+        s = opts.get(PARTITION_EXPIRATION_STRATEGY)
     if max_expires is not None:
         if isinstance(max_expires, bool) or not isinstance(max_expires, int) or max_expires < 1:
             raise InvalidArgumentError(f"{arg('max_expires', max_expires)}: expected an integer >= 1")
         limit = max_expires
     else:
-        limit = opts.positive_int("partition.expiration-max-num", DEFAULT_MAX_NUM)
+        limit = opts.get(PARTITION_EXPIRATION_MAX_NUM)
     interval = check_interval_ms(table)  # validated even when unused: a bad option is reported, not ignored
-    fmt = timestamp_formatter if timestamp_formatter is not None else opts.str("partition.timestamp-formatter")
-    pat = timestamp_pattern if timestamp_pattern is not None else opts.str("partition.timestamp-pattern")
+    fmt = timestamp_formatter if timestamp_formatter is not None else opts.get(PARTITION_TIMESTAMP_FORMATTER)
+    pat = timestamp_pattern if timestamp_pattern is not None else opts.get(PARTITION_TIMESTAMP_PATTERN)
     extractor = None
     if s == VALUES_TIME:
         try:
             extractor = PartitionTimeExtractor(pat, None)
             extractor.check_pattern(list(schema.partition_keys))
         except PatternError as e:
-            raise _bad("timestamp_pattern", "partition.timestamp-pattern", pat, timestamp_pattern, str(e),
+            raise _bad("timestamp_pattern", PARTITION_TIMESTAMP_PATTERN.key, pat, timestamp_pattern, str(e),
                        opts.where) from None
         try:
             extractor = PartitionTimeExtractor(pat, fmt)
         except PatternError as e:
-            raise _bad("timestamp_formatter", "partition.timestamp-formatter", fmt, timestamp_formatter, str(e),
+            raise _bad("timestamp_formatter", PARTITION_TIMESTAMP_FORMATTER.key, fmt, timestamp_formatter, str(e),
                        opts.where) from None
     zone = partition_local_zone(table)
     now = now_ms(now_millis)
@@ -486,7 +493,7 @@ def plan_expire_partitions(table: Table, now_millis: int | None = None, expirati
                "left for the next run")
     for v in unparseable:
         b.warn(f"partition {v.path.rstrip('/')} of {table.identifier} has no time and is never expired: {v.reason}")
-    if table.options.bool("metastore.partitioned-table"):
+    if table.options.get(METASTORE_PARTITIONED_TABLE):
         b.warn("metastore.partitioned-table is set: paimon-ops drops the partitions' files from the table but does "
                "not remove them from the metastore")
     if chosen:
@@ -516,16 +523,16 @@ def _matches_nothing(table: Table, cfg: PartitionExpirySettings, v: PartitionVer
                    "pattern too); nothing was expired")
         if cfg.formatter_given:
             return InvalidArgumentError(f"{arg('timestamp_formatter', cfg.timestamp_formatter)}: {problem}")
-        return InvalidOptionError("partition.timestamp-formatter", cfg.timestamp_formatter,
+        return InvalidOptionError(PARTITION_TIMESTAMP_FORMATTER.key, cfg.timestamp_formatter,
                                   f"a formatter that parses the partition times: {problem}", table.options.where)
     problem = (f"the default formatter (yyyy-MM-dd[ HH:mm:ss]) parses none of the {n} partition(s) of "
                f"{table.identifier}, {example}; set the timestamp formatter (e.g. 'yyyyMMdd'); nothing was expired")
     if cfg.pattern_given:
         return InvalidArgumentError(f"{arg('timestamp_pattern', cfg.timestamp_pattern)}: {problem}")
     if cfg.timestamp_pattern is not None:
-        return InvalidOptionError("partition.timestamp-pattern", cfg.timestamp_pattern,
+        return InvalidOptionError(PARTITION_TIMESTAMP_PATTERN.key, cfg.timestamp_pattern,
                                   f"a pattern giving parseable times: {problem}", table.options.where)
-    return InvalidOptionError("partition.timestamp-formatter", None,
+    return InvalidOptionError(PARTITION_TIMESTAMP_FORMATTER.key, None,
                               f"a formatter for partition values that are not yyyy-MM-dd dates: {problem}",
                               table.options.where)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pendulum
 
-from paimon_ops.options import format_duration
+from paimon_ops.options import TAG_PERIOD_FORMATTER, format_duration
 from paimon_ops.timeutil import local_millis_to_naive
 
 MINUTE_MS = 60_000
@@ -48,7 +48,7 @@ _PATTERNS = {
     "hour_compact": re.compile(_Y + r"(\d{2})(\d{2})(\d{2})"),
     "minute": re.compile(_Y + r"(\d{2})(\d{2})(\d{2})(\d{2})"),
 }
-FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
+FORMATTERS = TAG_PERIOD_FORMATTER.choices
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,26 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from paimon_ops.errors import InvalidArgumentError, InvalidOptionError
-from paimon_ops.lifecycle.periods import DAY_MS, FORMATTERS, HOUR_MS, MINUTE_MS, Period, PeriodHandler, pdt
-from paimon_ops.options import Options, parse_duration
+from paimon_ops.errors import InvalidArgumentError
+from paimon_ops.lifecycle.periods import DAY_MS, HOUR_MS, MINUTE_MS, Period, PeriodHandler, pdt
+from paimon_ops.options import (
+    SINK_PROCESS_TIME_ZONE,
+    SINK_WATERMARK_TIME_ZONE,
+    TAG_AUTOMATIC_COMPLETION,
+    TAG_AUTOMATIC_CREATION,
+    TAG_BATCH_CUSTOMIZED_NAME,
+    TAG_CREATE_INTERVAL,
+    TAG_CREATE_MAX_DELAY,
+    TAG_CREATE_TIME,
+    TAG_CREATE_TIME_ZONE,
+    TAG_CREATION_DELAY,
+    TAG_CREATION_PERIOD,
+    TAG_CREATION_PERIOD_DURATION,
+    TAG_DEFAULT_TIME_RETAINED,
+    TAG_NUM_RETAINED_MAX,
+    TAG_PERIOD_FORMATTER,
+    Options,
+)
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import local_to_instant_millis, parse_zone, to_local_millis
 
@@ -70,35 +87,27 @@ class TagSchedule:
 _HHMM = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
 
 
-def _positive(opts: Options, key: str, td: _dt.timedelta | None) -> _dt.timedelta | None:
-    if td is not None and td <= _dt.timedelta(0):
-        raise InvalidOptionError(key, opts.raw.get(key), "a positive duration", opts.where)
-    return td
-
-
 def _zone(opts: Options, mode: str) -> tuple[_dt.tzinfo, str]:
-    sink_key = "sink.watermark-time-zone" if mode == "watermark" else "sink.process-time-zone"
-    own, sink = opts.str("tag.create-time-zone"), opts.str(sink_key)
+    sink_opt = SINK_WATERMARK_TIME_ZONE if mode == "watermark" else SINK_PROCESS_TIME_ZONE
+    own, sink = opts.text(TAG_CREATE_TIME_ZONE), opts.text(sink_opt)
     if own is not None and sink is not None and own.strip() != sink.strip():
-        raise InvalidOptionError("tag.create-time-zone", own,
-                                 f"the same zone as {sink_key} ({sink!r}), or unset one of them: both name the "
-                                 "zone tag periods are computed in", opts.where)
-    key = "tag.create-time-zone" if own is not None else sink_key
+        raise opts.fail(TAG_CREATE_TIME_ZONE, f"the same zone as {sink_opt.key} ({sink!r}), or unset one of them: "
+                                              "both name the zone tag periods are computed in")
+    key = TAG_CREATE_TIME_ZONE.key if own is not None else sink_opt.key
     text = own if own is not None else (sink if sink is not None else "UTC")
     return parse_zone(text, key, opts.where), text.strip()
 
 
 def _handler_from_paimon_options(opts: Options) -> PeriodHandler:
-    formatter = opts.enum("tag.period-formatter", FORMATTERS, "with_dashes")
-    custom = opts.duration("tag.creation-period-duration")
+    formatter = opts.get(TAG_PERIOD_FORMATTER)
+    custom = opts.get(TAG_CREATION_PERIOD_DURATION)
     if custom is not None:
         ms = int(custom.total_seconds() * 1000)
         if ms <= 0 or ms % MINUTE_MS:
-            raise InvalidOptionError("tag.creation-period-duration", opts.raw.get("tag.creation-period-duration"),
-                                     "a positive whole number of minutes (tag names have minute resolution)",
-                                     opts.where)
+            raise opts.fail(TAG_CREATION_PERIOD_DURATION,
+                            "a positive whole number of minutes (tag names have minute resolution)")
         return PeriodHandler("duration", ms, formatter)
-    period = opts.enum("tag.creation-period", ("daily", "hourly", "two-hours"), "daily")
+    period = opts.get(TAG_CREATION_PERIOD)
     length = {"daily": DAY_MS, "hourly": HOUR_MS, "two-hours": 2 * HOUR_MS}[period]
     return PeriodHandler(period, length, formatter)
 
@@ -110,80 +119,64 @@ def tag_schedule(table: Table) -> TagSchedule | None:
     """
     opts = table.options
     where = opts.where
-    auto = opts.enum("tag.automatic-creation", ("none", "process-time", "watermark", "batch"), "none")
-    create_time = opts.str("tag.create-time")
-    interval_text = opts.str("tag.create-interval")
-    if create_time is None and interval_text is not None:
-        raise InvalidOptionError("tag.create-interval", interval_text, "to be used together with tag.create-time "
-                                 "(HH:mm); for Paimon periods use tag.creation-period(-duration)", where)
-    num_max = opts.int("tag.num-retained-max")
-    if num_max is not None and num_max < 1:
-        raise InvalidOptionError("tag.num-retained-max", num_max, "an integer >= 1", where)
-    retained = _positive(opts, "tag.default-time-retained", opts.duration("tag.default-time-retained"))
-    completion = opts.bool("tag.automatic-completion")
+    auto = opts.get(TAG_AUTOMATIC_CREATION)
+    create_time = opts.get(TAG_CREATE_TIME)
+    if create_time is None and opts.is_set(TAG_CREATE_INTERVAL):
+        raise opts.fail(TAG_CREATE_INTERVAL, "to be used together with tag.create-time (HH:mm); for Paimon periods "
+                                             "use tag.creation-period(-duration)")
+    num_max = opts.get(TAG_NUM_RETAINED_MAX)
+    retained = opts.get(TAG_DEFAULT_TIME_RETAINED)
+    completion = opts.get(TAG_AUTOMATIC_COMPLETION)
     java_auto = auto in ("process-time", "watermark")
 
     if create_time is not None:
         if auto == "batch":
-            raise InvalidOptionError("tag.create-time", create_time, "unset when tag.automatic-creation=batch "
-                                     "(batch tags are made per write, not per period)", where)
+            raise opts.fail(TAG_CREATE_TIME, "unset when tag.automatic-creation=batch (batch tags are made per "
+                                             "write, not per period)")
         m = _HHMM.fullmatch(create_time.strip())
         if not m:
-            raise InvalidOptionError("tag.create-time", create_time, "a 24-hour wall-clock time HH:mm such as '02:30'",
-                                     where)
-        for conflicting in ("tag.creation-delay", "tag.creation-period-duration"):
-            if conflicting in opts.raw:
-                raise InvalidOptionError(conflicting, opts.raw[conflicting], "unset when tag.create-time is set "
-                                         "(tag.create-time is the delay after the period boundary and "
-                                         "tag.create-interval the period; give one of the two ways)", where)
-        if "tag.creation-period" in opts.raw and opts.enum("tag.creation-period", ("daily", "hourly", "two-hours"),
-                                                            "daily") != "daily":
-            raise InvalidOptionError("tag.creation-period", opts.raw["tag.creation-period"], "'daily' (or unset) when "
-                                     "tag.create-time is set; use tag.create-interval for multi-day periods", where)
-        try:
-            interval = parse_duration(interval_text, "tag.create-interval") if interval_text else _dt.timedelta(days=1)
-        except InvalidOptionError:
-            interval = None
-        if interval is None or interval < _dt.timedelta(days=1) or interval % _dt.timedelta(days=1):
-            raise InvalidOptionError("tag.create-interval", interval_text, "a whole number of days such as '1 d' or "
-                                     "'7 d'", where)
-        days = interval // _dt.timedelta(days=1)
-        formatter = opts.enum("tag.period-formatter", FORMATTERS, "with_dashes")
+            raise opts.fail(TAG_CREATE_TIME, "a 24-hour wall-clock time HH:mm such as '02:30'")
+        for conflicting in (TAG_CREATION_DELAY, TAG_CREATION_PERIOD_DURATION):
+            if opts.is_set(conflicting):
+                raise opts.fail(conflicting, "unset when tag.create-time is set (tag.create-time is the delay after "
+                                             "the period boundary and tag.create-interval the period; give one of "
+                                             "the two ways)")
+        if opts.is_set(TAG_CREATION_PERIOD) and opts.get(TAG_CREATION_PERIOD) != "daily":
+            raise opts.fail(TAG_CREATION_PERIOD, "'daily' (or unset) when tag.create-time is set; use "
+                                                 "tag.create-interval for multi-day periods")
+        days = opts.get(TAG_CREATE_INTERVAL) // _dt.timedelta(days=1)
+        formatter = opts.get(TAG_PERIOD_FORMATTER)
         # N-day periods are aligned like Java's custom durations (to 1970-01-01 local) but named by their first day
         # like daily tags: readable, not all digits, and Java's daily parser still recognises them
         handler = (PeriodHandler("daily", DAY_MS, formatter) if days == 1
                    else PeriodHandler("days", days * DAY_MS, formatter))
         delay_ms = int(m.group(1)) * HOUR_MS + int(m.group(2)) * MINUTE_MS
         mode = auto if java_auto else "process-time"
-        source = "tag.create-time"
+        source = TAG_CREATE_TIME.key
     elif java_auto:
         handler = _handler_from_paimon_options(opts)
-        delay = opts.duration("tag.creation-delay", _dt.timedelta(0)) or _dt.timedelta(0)
-        delay_ms = int(delay.total_seconds() * 1000)
+        delay_ms = int(opts.get(TAG_CREATION_DELAY).total_seconds() * 1000)
         if delay_ms < 0 or delay_ms >= handler.length_ms:
-            raise InvalidOptionError("tag.creation-delay", opts.raw.get("tag.creation-delay"),
-                                     f"a duration >= 0 and shorter than one period ({handler.describe()})", where)
+            raise opts.fail(TAG_CREATION_DELAY, f"a duration >= 0 and shorter than one period ({handler.describe()})")
         mode = auto
-        source = "tag.automatic-creation"
+        source = TAG_AUTOMATIC_CREATION.key
     elif auto == "batch":
-        zone_text = opts.str("sink.process-time-zone") or "UTC"
-        zone = parse_zone(zone_text, "sink.process-time-zone", where)
-        name = opts.str("tag.batch.customized-name")
+        zone_text = opts.get(SINK_PROCESS_TIME_ZONE) or "UTC"
+        zone = parse_zone(zone_text, SINK_PROCESS_TIME_ZONE.key, where)
+        name = opts.get(TAG_BATCH_CUSTOMIZED_NAME)
         if name is not None:
             try:
                 validate_tag_name(name)
             except InvalidArgumentError as e:
-                raise InvalidOptionError("tag.batch.customized-name", name, f"a valid tag name ({e})", where) from None
-        return TagSchedule(table.identifier, "batch", "tag.automatic-creation", None, zone, zone_text, 0, 0,
+                raise opts.fail(TAG_BATCH_CUSTOMIZED_NAME, f"a valid tag name ({e})") from None
+        return TagSchedule(table.identifier, "batch", TAG_AUTOMATIC_CREATION.key, None, zone, zone_text, 0, 0,
                            completion, False, retained, num_max, name)
     else:
         return None
 
     zone, zone_name = _zone(opts, mode)
-    max_delay = opts.duration("tag.create-max-delay", _dt.timedelta(milliseconds=handler.length_ms))
+    max_delay = opts.get(TAG_CREATE_MAX_DELAY)
     max_delay_ms = int(max_delay.total_seconds() * 1000) if max_delay is not None else handler.length_ms
-    if max_delay_ms < 0:
-        raise InvalidOptionError("tag.create-max-delay", opts.raw.get("tag.create-max-delay"), "a duration >= 0", where)
     return TagSchedule(table.identifier, mode, source, handler, zone, zone_name, delay_ms, max_delay_ms, completion,
                        java_auto, retained, num_max)
 

@@ -33,6 +33,7 @@ from paimon_ops.lifecycle.protection import (
     tag_set,
 )
 from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_index_and_stats, plan_manifest_list
+from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
 from paimon_ops.plan import (
     DELETE_DIRS,
     DELETE_FILES,
@@ -185,8 +186,7 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
             b.warn(f"tag {name}: {e}; its data files are not reclaimed")
             data, buckets = [], set()
         dirs = empty_dir_actions(scanner, buckets, f"emptied by deleting tag {name}") \
-            if table.options.bool("snapshot.clean-empty-directories", False,
-                                  ("snapshot.expire.clean-empty-directories",)) else []
+            if table.options.get(SNAPSHOT_CLEAN_EMPTY_DIRECTORIES) else []
         contents: list[FileAction] = []
         lists: list[FileAction] = []
         plan_manifest_list(b, table, store, tag.base_manifest_list, tag.base_manifest_list_size, skip_names, reason,

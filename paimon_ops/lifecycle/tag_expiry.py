@@ -20,7 +20,7 @@ from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
-from paimon_ops.options import format_duration
+from paimon_ops.options import TAG_NUM_RETAINED_MAX, TAG_TIME_EXPIRE_ENABLED, format_duration
 from paimon_ops.plan import Plan, PlanBuilder, TagsAre, planner
 from paimon_ops.report import Report
 from paimon_ops.table.table import Table
@@ -68,7 +68,7 @@ def _expiry_reasons(table: Table, now_ms: int, older_than_ms: int | None) -> tup
             mtimes[name] = table.tags.mtime_millis(name)
         return mtimes[name]
 
-    time_expire = opts.bool("tag.time-expire-enabled", True)
+    time_expire = opts.get(TAG_TIME_EXPIRE_ENABLED)
     for name, tag in tags:
         ct, tr = tag.tag_create_time, tag.tag_time_retained
         if time_expire and ct is not None and tr is not None and now_local > ct + tr:  # strictly after, like Java
@@ -85,7 +85,7 @@ def _expiry_reasons(table: Table, now_ms: int, older_than_ms: int | None) -> tup
                 reasons[name] = f"older_than {iso(older_than_ms)}: {what}"
 
     sched = tag_schedule(table)
-    num_max = opts.int("tag.num-retained-max")
+    num_max = opts.get(TAG_NUM_RETAINED_MAX)
     if num_max is not None:
         if sched is None:
             warnings.append("tag.num-retained-max is set but automatic tagging is off; like Java it is not applied")

@@ -31,7 +31,7 @@ from paimon_ops.executor import run_plan
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import auto_tag_matcher
 from paimon_ops.lifecycle.timeline import check_existing_tag_name, find_snapshot, local_now, snapshot_current_at
-from paimon_ops.options import format_duration, parse_duration
+from paimon_ops.options import TAG_AUTOMATIC_CREATION, format_duration, parse_duration
 from paimon_ops.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.report import Report
 from paimon_ops.table.table import Table, validate_tag_name
@@ -89,8 +89,7 @@ def list_tags(table: Table) -> list[TagInfo]:
 
 
 def is_java_auto_tagging(table: Table) -> bool:
-    return table.options.enum("tag.automatic-creation", ("none", "process-time", "watermark", "batch"),
-                              "none") in ("process-time", "watermark")
+    return table.options.get(TAG_AUTOMATIC_CREATION) in ("process-time", "watermark")
 
 
 def _validate_no_auto_tag(table: Table, name: str, snapshot_id: int, replacing: str | None = None) -> None:

@@ -17,6 +17,7 @@ import pendulum
 
 from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.format.snapshot import Snapshot, Tag
+from paimon_ops.options import SINK_PROCESS_TIME_ZONE
 from paimon_ops.table.table import Table
 from paimon_ops.timeutil import UTC, local_millis_to_naive, now_ms, parse_zone, to_local_millis
 
@@ -26,8 +27,8 @@ LONG_MIN = -(1 << 63)
 def tag_local_zone(table: Table) -> _dt.tzinfo:
     """Zone of ``tagCreateTime`` (Java: the JVM default zone; we use sink.process-time-zone, else UTC)."""
     opts = table.options
-    z = opts.str("sink.process-time-zone")
-    return parse_zone(z, "sink.process-time-zone", opts.where) if z else UTC
+    z = opts.get(SINK_PROCESS_TIME_ZONE)
+    return parse_zone(z, SINK_PROCESS_TIME_ZONE.key, opts.where) if z else UTC
 
 
 def local_now(table: Table, now_millis: int | None = None) -> _dt.datetime:

@@ -10,21 +10,36 @@ CoreOptions (ignore-delete fallback keys), SchemaValidation/TableSchemaTest (seq
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from paimon_ops.errors import InvalidOptionError, PaimonOpsError, UnsupportedError
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import DataType
-from paimon_ops.options import Options
+from paimon_ops.options import (
+    AGGREGATION_REMOVE_RECORD_ON_DELETE,
+    DELETION_VECTORS_ENABLED,
+    FIELD_AGGREGATE_FUNCTION,
+    FIELD_COUNT_LIMIT,
+    FIELD_DISTINCT,
+    FIELD_IGNORE_RETRACT,
+    FIELD_LIST_AGG_DELIMITER,
+    FIELD_NESTED_KEY,
+    FIELD_NESTED_KEY_NULL_STRATEGY,
+    FIELD_NESTED_SEQUENCE_FIELD,
+    FIELD_SEQUENCE_GROUP,
+    FIELDS_DEFAULT_AGGREGATE_FUNCTION,
+    FORCE_LOOKUP,
+    IGNORE_DELETE,
+    MERGE_ENGINE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
+    SEQUENCE_FIELD,
+    SEQUENCE_FIELD_SORT_ORDER,
+    Option,
+    Options,
+)
 
-FIELDS_PREFIX = "fields."
-AGG_SUFFIX = ".aggregate-function"
-SEQ_GROUP_SUFFIX = ".sequence-group"
-DEFAULT_AGG_KEY = "fields.default-aggregate-function"
-# CoreOptions.IGNORE_DELETE: key "ignore-delete" with these fallback keys (Java CoreOptions, 0.9 and master).
-IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
-                      "partial-update.ignore-delete")
-
-ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+ENGINES = MERGE_ENGINE.choices
 
 NUMERIC_ROOTS = {"TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"}
 # Types InternalRowUtils.compare can order (used by max/min).
@@ -106,82 +121,46 @@ class MergeSpec:
 
 # ---------------------------------------------------------------------------------------------- parsing
 
-def _bool(raw: dict[str, str], key: str, where: str, default: bool = False) -> bool:
-    v = raw.get(key)
-    if v is None:
-        return default
-    s = str(v).strip().lower()
-    if s not in ("true", "false"):
-        raise InvalidOptionError(key, v, "true or false", where)
-    return s == "true"
-
-
-def _ignore_delete(raw: dict[str, str], where: str) -> bool:
-    for k in IGNORE_DELETE_KEYS:  # first present key wins, as Java's fallback-key lookup does
-        if k in raw:
-            return _bool(raw, k, where)
-    return False
-
-
-def _split(v: str) -> list[str]:
-    return [s.strip() for s in v.split(",") if s.strip()]
-
-
 def _build(schema: TableSchema, options: Options, where: str) -> MergeSpec:
-    raw = dict(options.raw)
+    opts = Options(options.raw, where)
     names = tuple(f.name for f in schema.fields)
     types = tuple(f.type for f in schema.fields)
     by_name = {f.name: f for f in schema.fields}
     if not schema.primary_keys:
         raise UnsupportedError(f"{where}: merge engines apply to primary-key tables only; this table has none")
 
-    engine_raw = raw.get("merge-engine", "deduplicate")
-    engine = str(engine_raw).strip().lower().replace("_", "-")
-    if engine == "aggregate":  # MergeEngine.AGGREGATE's value is "aggregation"; accept the enum name too
-        engine = "aggregation"
-    if engine not in ENGINES:
-        raise InvalidOptionError("merge-engine", engine_raw, "one of " + ", ".join(ENGINES), where)
+    engine = opts.get(MERGE_ENGINE)  # Java's value "aggregation" (MergeEngine.AGGREGATE): "aggregate" is refused
 
-    seq_fields = tuple(_split(raw.get("sequence.field", "") or ""))
+    seq_fields = opts.get(SEQUENCE_FIELD)
     seen: set[str] = set()
     for s in seq_fields:
         if s not in by_name:
-            raise InvalidOptionError("sequence.field", raw["sequence.field"],
-                                     f"existing fields; sequence field '{s}' can not be found in table schema", where)
+            raise opts.fail(SEQUENCE_FIELD, f"existing fields; sequence field '{s}' can not be found in table schema")
         if s in seen:
-            raise InvalidOptionError("sequence.field", raw["sequence.field"],
-                                     f"distinct fields; sequence field '{s}' is defined repeatedly", where)
+            raise opts.fail(SEQUENCE_FIELD, f"distinct fields; sequence field '{s}' is defined repeatedly")
         seen.add(s)
     if seq_fields and engine == "first-row":
-        raise InvalidOptionError("sequence.field", raw["sequence.field"],
-                                 "no sequence field: Java does not support sequence.field on the FIRST_ROW merge engine",
-                                 where)
-    order_raw = raw.get("sequence.field.sort-order", "ascending")
-    order = str(order_raw).strip().lower()
-    if order not in ("ascending", "descending"):
-        raise InvalidOptionError("sequence.field.sort-order", order_raw, "ascending or descending", where)
+        raise opts.fail(SEQUENCE_FIELD, "no sequence field: Java does not support sequence.field on the FIRST_ROW "
+                                        "merge engine")
+    order = opts.get(SEQUENCE_FIELD_SORT_ORDER)
 
-    dv = _bool(raw, "deletion-vectors.enabled", where)
+    dv = opts.get(DELETION_VECTORS_ENABLED)
     if engine == "first-row" and dv:
-        raise InvalidOptionError("deletion-vectors.enabled", raw["deletion-vectors.enabled"],
-                                 "false: Java rejects deletion vectors on the first-row merge engine", where)
-    changelog = str(raw.get("changelog-producer", "none")).strip().lower()
-    needs_lookup = changelog == "lookup" or dv or engine == "first-row" or _bool(raw, "force-lookup", where)
+        raise opts.fail(DELETION_VECTORS_ENABLED, "false: Java rejects deletion vectors on the first-row merge engine")
+    needs_lookup = opts.changelog_producer == "lookup" or dv or engine == "first-row" or opts.get(FORCE_LOOKUP)
 
     # fields.<f>.aggregate-function must name an existing field (Java: "Field fake_col can not be found").
-    for k in raw:
-        if k.startswith(FIELDS_PREFIX) and k.endswith(AGG_SUFFIX) and k != DEFAULT_AGG_KEY:
-            fname = k[len(FIELDS_PREFIX):-len(AGG_SUFFIX)]
-            if fname not in by_name:
-                raise InvalidOptionError(k, raw[k], f"an aggregate function for an existing field; field {fname!r} "
-                                         "can not be found in table schema", where)
+    for k in opts.raw:
+        fname = FIELD_AGGREGATE_FUNCTION.column(k)
+        if fname is not None and k != FIELDS_DEFAULT_AGGREGATE_FUNCTION.key and fname not in by_name:
+            raise opts.fail(FIELD_AGGREGATE_FUNCTION.of(fname), f"an aggregate function for an existing field; field "
+                                                                f"{fname!r} can not be found in table schema")
     for s in seq_fields:
-        if raw.get(f"{FIELDS_PREFIX}{s}{AGG_SUFFIX}") is not None and engine in ("aggregation", "partial-update"):
-            raise InvalidOptionError(f"{FIELDS_PREFIX}{s}{AGG_SUFFIX}", raw[f"{FIELDS_PREFIX}{s}{AGG_SUFFIX}"],
-                                     f"no aggregation on sequence field '{s}' (Java: should not define aggregation "
-                                     "on sequence field)", where)
+        if opts.is_set(FIELD_AGGREGATE_FUNCTION.of(s)) and engine in ("aggregation", "partial-update"):
+            raise opts.fail(FIELD_AGGREGATE_FUNCTION.of(s), f"no aggregation on sequence field '{s}' (Java: should "
+                                                            "not define aggregation on sequence field)")
 
-    ignore_delete = _ignore_delete(raw, where)
+    ignore_delete = opts.get(IGNORE_DELETE)  # the first key set wins, as Java's fallback-key lookup does
     kw: dict = dict(
         where=where, engine=engine, field_names=names, field_types=types,
         key_fields=tuple(schema.trimmed_primary_keys), primary_keys=tuple(schema.primary_keys),
@@ -189,34 +168,35 @@ def _build(schema: TableSchema, options: Options, where: str) -> MergeSpec:
         needs_lookup=needs_lookup, deletion_vectors=dv,
     )
     if engine == "partial-update":
-        kw.update(_partial_update(schema, raw, where, ignore_delete))
+        kw.update(_partial_update(schema, opts, where, ignore_delete))
     elif engine == "aggregation":
-        kw.update(_aggregation(schema, raw, where))
+        kw.update(_aggregation(schema, opts, where))
     else:
         kw["aggregators"] = tuple(None for _ in names)
     return MergeSpec(**kw)
 
 
-def _make_agg(schema: TableSchema, raw: dict[str, str], where: str, idx: int, func: str,
-              option_key: str) -> FieldAgg:
+def _make_agg(schema: TableSchema, opts: Options, where: str, idx: int, func: str,
+              option: Option[Any] | None) -> FieldAgg:
     f = schema.fields[idx]
     name = f.name
     func = LEGACY_ALIASES.get(func, func)
     t = f.type
-    ignore_retract = _bool(raw, f"{FIELDS_PREFIX}{name}.ignore-retract", where)
+    ignore_retract = opts.get(FIELD_IGNORE_RETRACT.of(name))
+    option_key = option.key if option is not None else ""
     if func == PRIMARY_KEY_FUNC:
         return FieldAgg(name, idx, func, t)
     if func in KNOWN_UNSUPPORTED_FUNCS:
         raise UnsupportedError(f"{where}: aggregate function {func!r} of field {name!r} (option {option_key!r}) "
                                "is not implemented by paimon-ops; compact this table with Java Paimon")
     if func not in SUPPORTED_FUNCS:
-        raise InvalidOptionError(option_key, raw.get(option_key, func),
+        raise InvalidOptionError(option_key, _given(opts, option, func),
                                  "a supported aggregate function (" + ", ".join(sorted(SUPPORTED_FUNCS)) + "); "
                                  f"{func!r} is unknown to Java Paimon ('count' does not exist: use 'sum' of 0/1)",
                                  where)
 
     def bad(expected: str) -> InvalidOptionError:
-        return InvalidOptionError(option_key, raw.get(option_key, func),
+        return InvalidOptionError(option_key, _given(opts, option, func),
                                   f"a function valid for field {name!r} of type {t}: {func} needs {expected}", where)
 
     r = t.root
@@ -238,109 +218,107 @@ def _make_agg(schema: TableSchema, raw: dict[str, str], where: str, idx: int, fu
             raise bad("ARRAY<ROW<...>>")
         inner = {x.name for x in t.element.fields}
         lists = {}
-        for opt in ("nested-key", "nested-sequence-field"):
-            k = f"{FIELDS_PREFIX}{name}.{opt}"
-            lists[opt] = tuple(_split(raw.get(k, "") or ""))
-            for f_ in lists[opt]:
+        for nested_opt in (FIELD_NESTED_KEY.of(name), FIELD_NESTED_SEQUENCE_FIELD.of(name)):
+            lists[nested_opt.key] = opts.get(nested_opt)
+            for f_ in lists[nested_opt.key]:
                 if f_ not in inner:
-                    raise InvalidOptionError(k, raw[k], f"fields of the nested row of {name!r}; {f_!r} not found", where)
-        ns_key = f"{FIELDS_PREFIX}{name}.nested-key-null-strategy"
-        strategy = str(raw.get(ns_key, "merge")).strip().lower()
-        if strategy not in ("merge", "ignore", "error"):
-            raise InvalidOptionError(ns_key, raw[ns_key], "merge, ignore or error", where)
-        for opt in ("nested-key-null-strategy", "nested-sequence-field"):
-            if f"{FIELDS_PREFIX}{name}.{opt}" in raw and not lists["nested-key"]:
-                raise InvalidOptionError(f"{FIELDS_PREFIX}{name}.{opt}", raw[f"{FIELDS_PREFIX}{name}.{opt}"],
-                                         f"to be set only with 'fields.{name}.nested-key'", where)
-        cl_key = f"{FIELDS_PREFIX}{name}.count-limit"
-        try:
-            limit = int(str(raw.get(cl_key, 2 ** 31 - 1)).strip())
-        except ValueError:
-            limit = -1
-        if limit < 0:
-            raise InvalidOptionError(cl_key, raw[cl_key], "a non-negative integer", where)
-        nested = dict(nested_key=lists["nested-key"], nested_sequence=lists["nested-sequence-field"],
+                    raise opts.fail(nested_opt, f"fields of the nested row of {name!r}; {f_!r} not found")
+        strategy = opts.get(FIELD_NESTED_KEY_NULL_STRATEGY.of(name))
+        nested_key = lists[FIELD_NESTED_KEY.key(name)]
+        for needs_key in (FIELD_NESTED_KEY_NULL_STRATEGY.of(name), FIELD_NESTED_SEQUENCE_FIELD.of(name)):
+            if opts.is_set(needs_key) and not nested_key:
+                raise opts.fail(needs_key, f"to be set only with '{FIELD_NESTED_KEY.key(name)}'")
+        limit = opts.get(FIELD_COUNT_LIMIT.of(name))
+        nested = dict(nested_key=nested_key, nested_sequence=lists[FIELD_NESTED_SEQUENCE_FIELD.key(name)],
                       nested_key_null_strategy=strategy, count_limit=limit)
     return FieldAgg(
         field=name, index=idx, func=func, dtype=t, ignore_retract=ignore_retract,
-        distinct=_bool(raw, f"{FIELDS_PREFIX}{name}.distinct", where),
-        delimiter=raw.get(f"{FIELDS_PREFIX}{name}.list-agg-delimiter", ","),
+        distinct=opts.get(FIELD_DISTINCT.of(name)),
+        delimiter=opts.get(FIELD_LIST_AGG_DELIMITER.of(name)),
         **nested,
     )
 
 
-def _agg_func_name(name: str, raw: dict[str, str]) -> tuple[str | None, str]:
-    k = f"{FIELDS_PREFIX}{name}{AGG_SUFFIX}"
-    if raw.get(k) is not None:
-        return raw[k].strip().lower(), k
-    if raw.get(DEFAULT_AGG_KEY) is not None:
-        return raw[DEFAULT_AGG_KEY].strip().lower(), DEFAULT_AGG_KEY
-    return None, k
+def _given(opts: Options, option: Option[Any] | None, func: str) -> str:
+    """The text a function was configured with (errors quote it as given)."""
+    text = opts.text(option) if option is not None else None
+    return func if text is None else text
 
 
-def _aggregation(schema: TableSchema, raw: dict[str, str], where: str) -> dict:
-    seq_fields = set(_split(raw.get("sequence.field", "") or ""))
-    remove_on_delete = _bool(raw, "aggregation.remove-record-on-delete", where)
+def _agg_func_name(name: str, opts: Options) -> tuple[str | None, Option[Any]]:
+    own = FIELD_AGGREGATE_FUNCTION.of(name)
+    for option in (own, FIELDS_DEFAULT_AGGREGATE_FUNCTION):
+        value = opts.get(option)
+        if value is not None:
+            return value.strip().lower(), option
+    return None, own
+
+
+def _aggregation(schema: TableSchema, opts: Options, where: str) -> dict:
+    seq_fields = set(opts.get(SEQUENCE_FIELD))
+    remove_on_delete = opts.get(AGGREGATION_REMOVE_RECORD_ON_DELETE)
     aggs: list[FieldAgg] = []
     for i, f in enumerate(schema.fields):
+        option: Option[Any] | None
         if f.name in seq_fields:
-            func, key = "last_value", "sequence.field"  # AggregateMergeFunction.getAggFuncName
+            func, option = "last_value", SEQUENCE_FIELD  # AggregateMergeFunction.getAggFuncName
         elif f.name in schema.primary_keys:
-            func, key = PRIMARY_KEY_FUNC, ""
+            func, option = PRIMARY_KEY_FUNC, None
         else:
-            found, key = _agg_func_name(f.name, raw)
+            found, option = _agg_func_name(f.name, opts)
             func = "last_non_null_value" if found is None else found
-        agg = _make_agg(schema, raw, where, i, func, key)
+        agg = _make_agg(schema, opts, where, i, func, option)
         if remove_on_delete and agg.ignore_retract:
-            raise InvalidOptionError(f"{FIELDS_PREFIX}{f.name}.ignore-retract", "true",
-                                     "false together with aggregation.remove-record-on-delete (conflicting behaviour)",
-                                     where)
+            raise opts.fail(FIELD_IGNORE_RETRACT.of(f.name), f"false together with "
+                            f"{AGGREGATION_REMOVE_RECORD_ON_DELETE.key} (conflicting behaviour)")
         aggs.append(agg)
     return {"aggregators": tuple(aggs), "agg_remove_record_on_delete": remove_on_delete}
 
 
-def _partial_update(schema: TableSchema, raw: dict[str, str], where: str, ignore_delete: bool) -> dict:
+def _partial_update(schema: TableSchema, opts: Options, where: str, ignore_delete: bool) -> dict:
     names = [f.name for f in schema.fields]
-    remove_on_delete = _bool(raw, "partial-update.remove-record-on-delete", where)
-    rosg_key = "partial-update.remove-record-on-sequence-group"
-    rosg = raw.get(rosg_key)
-    rosg_fields = _split(rosg) if rosg is not None else []
+    remove_on_delete = opts.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
+    rosg_set = opts.is_set(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP)
+    rosg_fields = opts.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP)
 
     groups: list[tuple[tuple[str, ...], tuple[str, ...], str]] = []
     owner: dict[str, str] = {}  # field -> option key of the group that protects it
-    for k in sorted(raw):  # sorted: deterministic error messages
-        if not (k.startswith(FIELDS_PREFIX) and k.endswith(SEQ_GROUP_SUFFIX)):
+    for k in sorted(opts.raw):  # sorted: deterministic error messages
+        group_of = FIELD_SEQUENCE_GROUP.column(k)
+        if group_of is None:
             continue
-        seqs = tuple(_split(k[len(FIELDS_PREFIX):-len(SEQ_GROUP_SUFFIX)]))
-        vals = tuple(_split(raw[k]))
+        group = FIELD_SEQUENCE_GROUP.of(group_of)
+        seqs = tuple(s.strip() for s in group_of.split(",") if s.strip())
+        vals = tuple(opts.get(group))
         if not seqs:
-            raise InvalidOptionError(k, raw[k], "fields.<seq-field>[,<seq-field>].sequence-group", where)
+            raise opts.fail(group, FIELD_SEQUENCE_GROUP.key("<seq-field>[,<seq-field>]"))
         for fname in seqs + vals:
             if fname not in names:
-                raise InvalidOptionError(k, raw[k], f"existing fields; field {fname!r} can not be found in table schema",
-                                         where)
+                raise opts.fail(group, f"existing fields; field {fname!r} can not be found in table schema")
             if fname in schema.primary_keys:
-                raise InvalidOptionError(k, raw[k], f"non-primary-key fields; {fname!r} is a primary key", where)
+                raise opts.fail(group, f"non-primary-key fields; {fname!r} is a primary key")
         for fname in vals + seqs:
             if fname in owner and not (fname in seqs and owner[fname] == k):
-                raise InvalidOptionError(k, raw[k], f"each field in at most one sequence group; field {fname!r} is "
-                                         f"defined repeatedly by multiple groups ({owner[fname]!r} and {k!r})", where)
+                raise opts.fail(group, f"each field in at most one sequence group; field {fname!r} is defined "
+                                       f"repeatedly by multiple groups ({owner[fname]!r} and {k!r})")
             owner[fname] = k
         vals = tuple(v for v in vals if v not in seqs)
         groups.append((seqs, vals, k))
 
     if remove_on_delete and ignore_delete:
-        raise InvalidOptionError("partial-update.remove-record-on-delete", "true",
-                                 "not combined with ignore-delete (conflicting behaviour)", where)
-    if rosg is not None and ignore_delete:
-        raise InvalidOptionError(rosg_key, rosg, "not combined with ignore-delete (conflicting behaviour)", where)
+        raise opts.fail(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE, f"not combined with {IGNORE_DELETE.key} (conflicting "
+                                                                "behaviour)")
+    if rosg_set and ignore_delete:
+        raise opts.fail(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP, f"not combined with {IGNORE_DELETE.key} "
+                                                                        "(conflicting behaviour)")
     if remove_on_delete and groups:
-        raise InvalidOptionError("partial-update.remove-record-on-delete", "true",
-                                 "not combined with sequence groups (conflicting behaviour)", where)
+        raise opts.fail(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE, "not combined with sequence groups (conflicting "
+                                                                "behaviour)")
     all_seq = {s for g in groups for s in g[0]}
     for s in rosg_fields:
         if s not in all_seq:
-            raise InvalidOptionError(rosg_key, rosg, f"sequence fields of sequence groups; {s!r} is not one", where)
+            raise opts.fail(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
+                            f"sequence fields of sequence groups; {s!r} is not one")
 
     protected = {v for g in groups for v in g[1]}
     aggs: list[FieldAgg | None] = []
@@ -351,15 +329,15 @@ def _partial_update(schema: TableSchema, raw: dict[str, str], where: str, ignore
         if f.name in schema.primary_keys:
             aggs.append(FieldAgg(f.name, i, PRIMARY_KEY_FUNC, f.type))
             continue
-        func, key = _agg_func_name(f.name, raw)
+        func, option = _agg_func_name(f.name, opts)
         if func is None:
             aggs.append(None)
             continue
         func = LEGACY_ALIASES.get(func, func)
         if func != "last_non_null_value" and f.name not in protected:
-            raise InvalidOptionError(key, raw[key], f"a sequence group protecting field {f.name!r}: aggregate "
-                                     "functions in partial-update need one (except last_non_null_value)", where)
-        aggs.append(_make_agg(schema, raw, where, i, func, key))
+            raise opts.fail(option, f"a sequence group protecting field {f.name!r}: aggregate functions in "
+                                    "partial-update need one (except last_non_null_value)")
+        aggs.append(_make_agg(schema, opts, where, i, func, option))
 
     seq_groups = tuple(SequenceGroup(s, v, any(x in rosg_fields for x in s)) for s, v, _ in groups)
     return {"aggregators": tuple(aggs), "sequence_groups": seq_groups, "pu_remove_record_on_delete": remove_on_delete}

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from paimon_ops.errors import InvalidArgumentError, arg
+from paimon_ops.options import Option
 
 # Kinds of parameter: how a value is given as text (CLI flags, Dagster config, Airflow templates) and what the facade
 # takes.
@@ -52,7 +53,7 @@ class Param:
     doc: str
     default: Any = None             # None: the table's `option`, or the planner's own default
     choices: tuple[str, ...] = ()
-    option: str | None = None       # the table option it defaults from ("default: the table's …")
+    option: Option[Any] | None = None  # the catalogue's table option it defaults from ("default: the table's …")
     flag: str | None = None         # CLI spelling (default --kebab-name; names are positional)
     metavar: str | None = None
     group: str | None = None        # mutually exclusive with the other parameters of the group
@@ -83,8 +84,10 @@ class Param:
     @property
     def described(self) -> str:
         """The doc, with where its default comes from."""
-        if self.option and "default" not in self.doc:
-            return f"{self.doc} (default: the table's {self.option})"
+        if self.option is not None and "default" not in self.doc:
+            fallback = self.option.default_text.replace("`", "")
+            return f"{self.doc} (default: the table's {self.option.key}" + \
+                ("" if fallback.startswith("—") else f", else {fallback}") + ")"
         return self.doc
 
     def coerce(self, value: Any, words: str | None = None, age_instead: str | None = None) -> Any:

@@ -1,4 +1,5 @@
 """Compaction of primary-key and append tables."""
+from paimon_ops import options as o
 from paimon_ops.operations import AGE, BOOL, CHOICE, FLOAT, INT, INTS, PARTITIONS, STR, STRINGS, Operation, Param
 
 # Kinds of table (as paimon_ops.dagster.spec names them): the Dagster config offers each the modes valid for it.
@@ -25,13 +26,14 @@ OPERATION = Operation(
         Param("strategy", CHOICE, "sort mode: how rows are ordered", default="order",
               choices=("order", "zorder", "hilbert"), by_table_kind={_APPEND: (("order", "zorder", "hilbert"), "order")}),
         Param("threshold", FLOAT, "dv-ratio mode: deleted-row ratio above which a file is rewritten",
-              option="compaction.delete-ratio-threshold", dagster=False),
+              option=o.COMPACTION_DV_RATIO_THRESHOLD, dagster=False),
         Param("buckets", INTS, "only these buckets; none: every bucket", cli=False),
         Param("partition_idle_time", AGE, "full mode: only partitions without a write for this long", cli=False,
               dagster=False),
         Param("min_files", INT, "small-files mode: compact a bucket with at least this many small files", cli=False,
-              dagster=False),
-        Param("memory_budget", INT, "bytes a compaction task may hold in memory", cli=False, dagster=False),
+              dagster=False, option=o.COMPACTION_MIN_FILE_NUM),
+        Param("memory_budget", INT, "bytes a compaction task may hold in memory", cli=False, dagster=False,
+              option=o.COMPACTION_MEMORY_BUDGET),
         Param("force", BOOL, "no effect (kept for old command lines)", cli_hidden=True, dagster=False),
     ),
 )

@@ -1,4 +1,5 @@
 """Compaction of postpone-bucket tables (`bucket = -2`)."""
+from paimon_ops import options as o
 from paimon_ops.operations import INT, PARTITIONS, STR, Operation, Param
 
 OPERATION = Operation(
@@ -10,6 +11,7 @@ OPERATION = Operation(
     params=(
         Param("partitions", PARTITIONS, "only this partition; repeatable", flag="--partition", metavar="K=V[,K2=V2]"),
         Param("where", STR, "predicate on partition columns, e.g. \"dt >= '2024-01-01'\""),
-        Param("memory_budget", INT, "bytes a compaction task may hold in memory", cli=False, dagster=False),
+        Param("memory_budget", INT, "bytes a compaction task may hold in memory", cli=False, dagster=False,
+              option=o.COMPACTION_MEMORY_BUDGET),
     ),
 )

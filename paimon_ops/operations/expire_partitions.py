@@ -1,6 +1,7 @@
 """Partition expiry: one OVERWRITE commit dropping the expired partitions."""
 from typing import Any
 
+from paimon_ops import options as o
 from paimon_ops.operations import AGE, CHOICE, INT, METADATA, STR, Operation, Param
 
 
@@ -19,15 +20,15 @@ OPERATION = Operation(
     applies=_applies,
     params=(
         Param("expiration_time", AGE, "partitions older than this expire, e.g. '7 d'",
-              option="partition.expiration-time", metavar="AGE"),
+              option=o.PARTITION_EXPIRATION_TIME, metavar="AGE"),
         Param("strategy", CHOICE, "where a partition's time comes from: its values or its newest file",
-              choices=("values-time", "update-time"), option="partition.expiration-strategy"),
+              choices=o.PARTITION_EXPIRATION_STRATEGY.choices, option=o.PARTITION_EXPIRATION_STRATEGY),
         Param("timestamp_formatter", STR, "Java DateTimeFormatter pattern of the partition time, e.g. yyyyMMdd",
-              option="partition.timestamp-formatter", metavar="PATTERN"),
-        Param("timestamp_pattern", STR, "how partition values make the time string, e.g. '$dt $hour:00:00' (default: "
-                                        "the first partition value)", option="partition.timestamp-pattern",
+              option=o.PARTITION_TIMESTAMP_FORMATTER, metavar="PATTERN"),
+        Param("timestamp_pattern", STR, "how partition values make the time string, e.g. '$dt $hour:00:00'",
+              option=o.PARTITION_TIMESTAMP_PATTERN,
               metavar="PATTERN"),
-        Param("max_expires", INT, "drop at most this many partitions per run", option="partition.expiration-max-num",
+        Param("max_expires", INT, "drop at most this many partitions per run", option=o.PARTITION_EXPIRATION_MAX_NUM,
               metavar="N"),
     ),
 )

@@ -1,4 +1,5 @@
 """Snapshot expiry with data-file reclamation."""
+from paimon_ops import options as o
 from paimon_ops.operations import AGE, INSTANT, INT, Operation, Param
 
 OPERATION = Operation(
@@ -7,13 +8,13 @@ OPERATION = Operation(
     facade="maintenance.expire_snapshots", plan_module="paimon_ops.lifecycle.expire",
     plan_types=("expire_snapshots",), takes_now=True, dagster_job="paimon_expire_snapshots",
     params=(
-        Param("retain_min", INT, "always keep this many snapshots", option="snapshot.num-retained.min", metavar="N"),
-        Param("retain_max", INT, "never keep more snapshots than this", option="snapshot.num-retained.max",
+        Param("retain_min", INT, "always keep this many snapshots", option=o.SNAPSHOT_NUM_RETAINED_MIN, metavar="N"),
+        Param("retain_max", INT, "never keep more snapshots than this", option=o.SNAPSHOT_NUM_RETAINED_MAX,
               metavar="N"),
         Param("older_than", INSTANT, "expire snapshots superseded before this instant (ISO 8601 with a zone, e.g. "
                                      "2026-11-20T00:00:00Z, or epoch ms)", metavar="INSTANT", group="time"),
         Param("min_age", AGE, "expire snapshots superseded more than this long ago, e.g. '1 d'",
-              option="snapshot.time-retained", metavar="AGE", group="time", engine_names=("time_retained",)),
-        Param("max_deletes", INT, "expire at most this many snapshots", option="snapshot.expire.limit", metavar="N"),
+              option=o.SNAPSHOT_TIME_RETAINED, metavar="AGE", group="time", engine_names=("time_retained",)),
+        Param("max_deletes", INT, "expire at most this many snapshots", option=o.SNAPSHOT_EXPIRE_LIMIT, metavar="N"),
     ),
 )

@@ -1,4 +1,5 @@
 """Rescaling a table's (or partitions') bucket count."""
+from paimon_ops import options as o
 from paimon_ops.operations import INT, PARTITIONS, STR, Operation, Param
 
 OPERATION = Operation(
@@ -7,7 +8,7 @@ OPERATION = Operation(
     facade="maintenance.rescale", plan_module="paimon_ops.compact.rescale", plan_types=("rescale",), reclaims=False,
     manual_why="a one-off decision about one table (the new bucket count), not recurring maintenance",
     params=(
-        Param("bucket_num", INT, "the new number of buckets (required for bucket = -2)", option="bucket",
+        Param("bucket_num", INT, "the new number of buckets (required for bucket = -2)", option=o.BUCKET,
               metavar="N"),
         Param("partitions", PARTITIONS, "only this partition; repeatable", flag="--partition", metavar="K=V[,K2=V2]"),
         Param("where", STR, "predicate on partition columns, e.g. \"dt >= '2024-01-01'\""),

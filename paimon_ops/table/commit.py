@@ -29,6 +29,7 @@ from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row, serialize_row
 from paimon_ops.format.manifest import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.options import COMMIT_MAX_RETRIES, MANIFEST_MERGE_MIN_COUNT
 from paimon_ops.table.scan import DELETION_VECTORS, ManifestStore, TableScanner, merge_entries
 from paimon_ops.table.table import LATEST, Table
 
@@ -75,8 +76,8 @@ class FileStoreCommit:
         self._journaled = False
         self.committed: Snapshot | None = None
         opts = table.options
-        self.max_retries = max_retries if max_retries is not None else opts.positive_int("commit.max-retries", 10, minimum=0)
-        self.codec, self.codec_level = mf.avro_codec_from_options(dict(opts.raw))
+        self.max_retries = max_retries if max_retries is not None else opts.get(COMMIT_MAX_RETRIES)
+        self.codec, self.codec_level = mf.avro_codec_from_options(opts)
 
     # ------------------------------------------------------------------ naming
     def _new_name(self, kind: str) -> str:
@@ -395,7 +396,7 @@ class FileStoreCommit:
             return []
         metas = list(self.store.manifest_list(latest.base_manifest_list)) + \
             list(self.store.manifest_list(latest.delta_manifest_list))
-        merge_min = self.table.options.positive_int("manifest.merge-min-count", 30)
+        merge_min = self.table.options.get(MANIFEST_MERGE_MIN_COUNT)
         if len(metas) < merge_min:
             return metas
         # Full merge of the base: fewer, larger manifests keep scans fast.

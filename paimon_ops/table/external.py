@@ -26,15 +26,15 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, UnsupportedError
+from paimon_ops.errors import CorruptMetadataError, UnsupportedError
+from paimon_ops.options import DATA_FILE_EXTERNAL_PATHS, DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS, DATA_FILE_EXTERNAL_PATHS_STRATEGY
 from paimon_ops.table.fileio import split_location
 
 if TYPE_CHECKING:
     from paimon_ops.table.table import Table
 
-STRATEGY = "data-file.external-paths.strategy"
-SPECIFIC_FS = "data-file.external-paths.specific-fs"
-STRATEGIES = ("none", "round-robin", "specific-fs", "entropy-inject", "weight-robin")
+STRATEGY = DATA_FILE_EXTERNAL_PATHS_STRATEGY.key
+STRATEGIES = DATA_FILE_EXTERNAL_PATHS_STRATEGY.choices
 WRITABLE = ("none", "round-robin", "specific-fs")
 
 
@@ -117,12 +117,7 @@ def resolve(table: Table, external: str, name: str) -> str:
 
 
 def strategy(table: Table) -> str:
-    s = (table.options.str(STRATEGY, "none") or "none").strip().lower().replace("_", "-")
-    if s == "weighted":
-        s = "weight-robin"
-    if s not in STRATEGIES:
-        raise InvalidOptionError(STRATEGY, s, "one of " + ", ".join(STRATEGIES), f"table {table.identifier}")
-    return s
+    return table.options.get(DATA_FILE_EXTERNAL_PATHS_STRATEGY)
 
 
 def write_roots(table: Table) -> list[ExternalRoot]:
@@ -135,14 +130,14 @@ def write_roots(table: Table) -> list[ExternalRoot]:
         raise UnsupportedError(f"{table.identifier}: writing with {STRATEGY}={s} is not supported (none, round-robin, "
                                "specific-fs are)")
     if s == "specific-fs":
-        fs = (table.options.str(SPECIFIC_FS) or "").strip().lower()
+        fs = (table.options.get(DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS) or "").strip().lower()
         if not fs:
-            raise InvalidOptionError(SPECIFIC_FS, None, "a file system scheme when the strategy is specific-fs",
-                                     f"table {table.identifier}")
+            raise table.options.fail(DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS,
+                                     "a file system scheme when the strategy is specific-fs")
         roots = [r for r in roots if r.uri_scheme == fs]
         if not roots:
-            raise InvalidOptionError(SPECIFIC_FS, fs, "the scheme of one of data-file.external-paths",
-                                     f"table {table.identifier}")
+            raise table.options.fail(DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS,
+                                     f"the scheme of one of {DATA_FILE_EXTERNAL_PATHS.key}")
     far = [r for r in roots if not on_table_fs(table, r)]
     if far:
         raise UnsupportedError(f"{table.identifier}: new files would go to external path {far[0].location}, on "

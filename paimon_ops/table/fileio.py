@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, UnsafeOperationError
+from paimon_ops.options import COMMIT_OBJECT_STORE_UNSAFE_LOCK, Options
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ class FileIO:
             raise InvalidArgumentError(f"cannot open {location!r}: {str(e).splitlines()[0] if str(e) else e}") from None
         authority = rest.split("/", 1)[0]
         other = FileIO(fs, scheme, authority, fault_hook)
-        other.unsafe_lock = str((options or {}).get("commit.object-store.unsafe-lock", "")).lower() == "external"
+        other.unsafe_lock = (Options(options or {}).text(COMMIT_OBJECT_STORE_UNSAFE_LOCK) or "").lower() == "external"
         return other, path.rstrip("/")
 
     @property

@@ -39,14 +39,14 @@ from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import urlparse
 
 from paimon_ops.errors import InvalidOptionError, ObjectStoreError, UnsafeOperationError
-from paimon_ops.options import parse_duration
+from paimon_ops.options import COMMIT_OBJECT_STORE_UNSAFE_LOCK, parse_duration
 from paimon_ops.table.fileio import DeleteOutcome, FaultHook, FileIO, FileStatus
 
 log = logging.getLogger(__name__)
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 MAX_DELETE_KEYS = 1000  # DeleteObjects limit
-UNSAFE_LOCK_OPTION = "commit.object-store.unsafe-lock"
+UNSAFE_LOCK_OPTION = COMMIT_OBJECT_STORE_UNSAFE_LOCK.key
 
 # option name -> (config field, aliases); aliases are the Hadoop S3A spellings Paimon mirrors to
 _OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {

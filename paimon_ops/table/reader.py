@@ -10,6 +10,7 @@ from paimon_ops.errors import MissingFileError
 from paimon_ops.format.datafile import format_of, iter_data_file_batches, read_data_file
 from paimon_ops.format.deletion_vectors import DeletionVector
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.options import DELETION_VECTORS_MERGE_ON_READ
 from paimon_ops.table.scan import LiveFile, ScanResult, TableScanner
 
 
@@ -63,7 +64,7 @@ def visible_files(scanner: TableScanner, result: ScanResult) -> list[LiveFile]:
     table = scanner.table
     opts = table.options
     if table.is_primary_key and (
-        (opts.deletion_vectors_enabled and not opts.bool("deletion-vectors.merge-on-read"))
+        (opts.deletion_vectors_enabled and not opts.get(DELETION_VECTORS_MERGE_ON_READ))
         or opts.merge_engine == "first-row"
     ):
         return [f for f in result.files if f.level > 0]

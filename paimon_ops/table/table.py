@@ -17,7 +17,7 @@ from paimon_ops.errors import (
 )
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.snapshot import Consumer, Snapshot, Tag, format_hint, parse_hint
-from paimon_ops.options import Options
+from paimon_ops.options import DATA_FILE_EXTERNAL_PATHS, Options
 from paimon_ops.table.fileio import FaultHook, FileIO
 
 log = logging.getLogger(__name__)
@@ -354,8 +354,7 @@ class Table:
     @property
     def external_paths(self) -> list[str]:
         """`data-file.external-paths` entries (where Paimon >= 1.1 may place data files)."""
-        ext = self.options.str("data-file.external-paths") or ""
-        return [loc.strip() for loc in ext.split(",") if loc.strip()]
+        return list(self.options.get(DATA_FILE_EXTERNAL_PATHS))
 
     @property
     def data_root(self) -> str:

@@ -25,6 +25,7 @@ from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.format.stats import compute_stats, dense_store, key_stats, min_max_key
 from paimon_ops.format.types import arrow_schema
+from paimon_ops.options import BUCKET, BUCKET_FUNCTION_TYPE, DATA_FILE_THIN_MODE, FILE_FORMAT, ROW_TRACKING_ENABLED
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -71,7 +72,7 @@ class DataFileWriteSpec:
 def thin_mode(table: Table) -> bool:
     """Java writes thin primary-key files when `data-file.thin-mode` is set and every key column is a value column
     (KeyValueFileWriterFactory.supportsThinMode: always so for a table's own trimmed primary key)."""
-    return table.is_primary_key and table.options.bool("data-file.thin-mode")
+    return table.is_primary_key and table.options.get(DATA_FILE_THIN_MODE)
 
 
 class FileNamer:
@@ -129,7 +130,7 @@ class TableWriter:
     """Append new rows to a table as level-0 files; `commit()` makes them visible in one APPEND snapshot."""
 
     def __init__(self, table: Table, commit_user: str | None = None):
-        if table.options.bool("row-tracking.enabled"):
+        if table.options.get(ROW_TRACKING_ENABLED):
             # new files get their row ids (`_FIRST_ROW_ID`, `nextRowId`) at commit, which this writer does not assign
             raise UnsupportedError(f"{table.identifier}: writing rows into a row-tracking table is not supported by "
                                    "paimon-ops (row ids are assigned by Paimon's writers)")
@@ -201,7 +202,7 @@ class TableWriter:
             keys = schema.bucket_keys
             if not keys:
                 raise UnsupportedError(f"{table.identifier}: fixed-bucket append table without bucket-key")
-            func = table.options.str("bucket-function.type", "default") or "default"
+            func = table.options.get(BUCKET_FUNCTION_TYPE)
             return bucket_ids([data.column(k) for k in keys], [f.type for f in schema.fields_of(keys)], n, func)
         if n == -1 and table.is_primary_key:
             raise UnsupportedError(f"{table.identifier}: writing to dynamic-bucket primary-key tables "
@@ -326,7 +327,7 @@ def create_table(warehouse: str, identifier: str, fields: Sequence, partition_ke
                 t = t.with_nullable(False)
             dfs.append(DataField(next_id, name, t))
             next_id += 1
-    opts = {"bucket": "-1", "file.format": "parquet", **(options or {})}
+    opts = {BUCKET.key: str(BUCKET.default), FILE_FORMAT.key: FILE_FORMAT.default, **(options or {})}
     schema = TableSchema(id=0, fields=tuple(dfs), partition_keys=tuple(partition_keys),
                          primary_keys=tuple(primary_keys), options=opts, comment=comment,
                          highest_field_id=max_field_id(dfs), time_millis=int(time.time() * 1000))

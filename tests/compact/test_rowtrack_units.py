@@ -1,5 +1,5 @@
 """Planning rules of row-tracking / data-evolution compaction (compact.rowtrack), on file metadata alone: adjacency,
-Java's bins (target-file-size, split.open-file-cost, compaction.min.file-num), BLOB coverage, refusals. The tables
+Java's bins (target-file-size, source.split.open-file-cost, compaction.min.file-num), BLOB coverage, refusals. The tables
 themselves are proven with pypaimon / pypaimon-rust in tests/interop/test_modern_rowtrack.py."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from paimon_ops.compact import rowtrack
 from paimon_ops.errors import UnsupportedError
 from paimon_ops.format.manifest import EMPTY_ROW, EMPTY_STATS, DataFileMeta
+from paimon_ops.options import Options
 
 
 def info(name: str, first: int | None, rows: int, size: int = 100, seq: int = 1, write_cols=None, dv: bool = False):
@@ -25,7 +26,7 @@ class FakeTable:
         opts = {"row-tracking.enabled": "true", "data-evolution.enabled": str(evolution).lower()}
         if blob:
             opts["blob-field"] = blob
-        self.options = SimpleNamespace(bool=lambda k: opts.get(k) == "true", str=lambda k, d=None: opts.get(k, d))
+        self.options = Options(opts, "table db.t")
         self.schema = SimpleNamespace(fields=())
 
 

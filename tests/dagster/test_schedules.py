@@ -12,6 +12,7 @@ from dagster import AssetKey, build_schedule_context, build_sensor_context
 from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.dagster import tags_asset as tags_mod
 from paimon_ops.lifecycle import autotag
+from paimon_ops.options import TAG_CREATE_TIME
 from paimon_ops.table.table import Catalog
 from tests.dagster.util import EVENTS, ORDERS, build_events, build_orders, observations, run_job, table_key
 from tests.pypaimon_util import read, sorted_rows
@@ -96,7 +97,7 @@ def test_events_table_has_no_tags_asset(orders_defs):
     warehouse, defs = orders_defs
     keys = {k.to_user_string() for k in defs.get_repository_def().asset_graph.get_all_asset_keys()}
     assert "paimon/shop/events/tags" not in keys and "paimon/shop/orders/tags" in keys
-    assert Catalog(warehouse).get_table(EVENTS).options.str("tag.create-time") is None
+    assert Catalog(warehouse).get_table(EVENTS).options.text(TAG_CREATE_TIME) is None
 
 
 def test_requested_tag_then_nightly_chain(warehouse, spark_res, instance, monkeypatch):

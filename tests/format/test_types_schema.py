@@ -9,7 +9,7 @@ import pytest
 from paimon_ops.errors import CorruptMetadataError, InvalidOptionError
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import parse_type, to_arrow_type, type_to_json
-from paimon_ops.options import Options, parse_duration, parse_memory
+from paimon_ops.options import SNAPSHOT_TIME_RETAINED, Options, parse_duration, parse_memory
 from tests import pypaimon_util as pp
 
 ATOMIC = [
@@ -105,6 +105,6 @@ def test_options_errors_name_option_and_table():
     with pytest.raises(InvalidOptionError, match="'bucket' on table db.t: expected an integer"):
         _ = o.bucket
     with pytest.raises(InvalidOptionError, match="snapshot.time-retained"):
-        o.duration("snapshot.time-retained")
+        o.get(SNAPSHOT_TIME_RETAINED)
     assert o.target_file_size(True) == 2 << 20 and parse_memory("128 mb") == 128 << 20
     assert Options({}).num_levels == 6

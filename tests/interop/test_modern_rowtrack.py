@@ -233,7 +233,7 @@ def test_data_evolution_compaction_merges_columns_by_row_id_and_moves_deletion_v
     _update(wh, ident, "a", [8], [900], model)
     _check(wh, ident, model, {"t4": 4})
     # full compaction with small bins: each row range merged on its own (target-file-size below one file)
-    small = Table(table.location, options_override={"target-file-size": "1 b", "split.open-file-cost": "1 b"})
+    small = Table(table.location, options_override={"target-file-size": "1 b", "source.split.open-file-cost": "1 b"})
     r = _compact(wh, ident, model, small, mode="full")
     assert r.details["tasks"] == 2 and r.details["files_out"] == 2
     table, res = _files(wh, ident)

@@ -10,7 +10,7 @@ import pytest
 
 from paimon_ops.compact import compact
 from paimon_ops.errors import InvalidOptionError
-from paimon_ops.options import Options
+from paimon_ops.options import COMMIT_MAX_RETRIES, COMPACTION_SMALL_FILE_RATIO, NUM_SORTED_RUN_COMPACTION_TRIGGER, Options
 from paimon_ops.runner import LocalRunner, SparkRunner
 from paimon_ops.table.commit import FileStoreCommit
 from paimon_ops.table.scan import TableScanner
@@ -32,12 +32,12 @@ def test_overrides_travel_with_the_tasks_to_spark_executors(tmp_path, spark):
 
 
 def test_a_configured_zero_wins():
-    opts = Options({"commit.max-retries": "0", "x": "0", "f": "0.0"})
-    assert opts.int("commit.max-retries", 10) == 0
-    assert opts.float("f", 0.7) == 0.0
-    assert opts.positive_int("commit.max-retries", 10, minimum=0) == 0
-    with pytest.raises(InvalidOptionError, match="x"):
-        opts.positive_int("x", 5)
+    opts = Options({"commit.max-retries": "0", "num-sorted-run.compaction-trigger": "0",
+                    "compaction.small-file-ratio": "0.0"})
+    assert opts.get(COMMIT_MAX_RETRIES) == 0
+    assert opts.get(COMPACTION_SMALL_FILE_RATIO) == 0.0
+    with pytest.raises(InvalidOptionError, match="num-sorted-run.compaction-trigger"):
+        opts.get(NUM_SORTED_RUN_COMPACTION_TRIGGER)
 
 
 def test_commit_max_retries_zero_means_no_retry(tmp_path):
