@@ -39,7 +39,7 @@ from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.metadata import report_line, report_metadata
 from paimon_ops.dagster.operations import now_millis
-from paimon_ops.dagster.refs import TableRef
+from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.dagster.table_asset import call_engine, run_each, selected_tables
@@ -73,7 +73,7 @@ def latest_tick(cron: str, zone: str, at: float) -> Optional[datetime.datetime]:
 
 
 def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorStatus,
-                                interval_s: int = 60) -> Optional[SensorDefinition]:
+                                interval_s: int = 60, names: Names = DEFAULT_NAMES) -> Optional[SensorDefinition]:
     """`paimon_tag_automation`: at each tag time, the tags partition of the day that ended, for every table tagging at
     that time (run key tags:<db.table>:<day>, so a day is requested once)."""
     groups: dict[tuple[str, str], list[tuple[TableRef, AssetKey]]] = {}
@@ -88,7 +88,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
 
     # runs of the code location's implicit asset job, as from the asset page (a target selecting the tags assets
     # would make Dagster resolve one more job over all of them at every load)
-    @sensor(name=TAG_AUTOMATION_SENSOR, minimum_interval_seconds=interval_s, default_status=status,
+    @sensor(name=names(TAG_AUTOMATION_SENSOR), minimum_interval_seconds=interval_s, default_status=status,
             job_name=IMPLICIT_ASSET_JOB_NAME,
             description="Creates each table's daily tag at its tag.create-time (in its tag zone): requests the tags "
                         "partition of the day that ended, one run per table.")
@@ -116,7 +116,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
                     continue
                 requests.append(RunRequest(
                     run_key=f"tags:{ref.ident}:{day}", asset_selection=[key], partition_key=day,
-                    tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": TAG_AUTOMATION_SENSOR}))
+                    tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": names(TAG_AUTOMATION_SENSOR)}))
         if not requests:
             times = ", ".join(sorted(labels.values())[:10]) + (" …" if len(labels) > 10 else "")
             context.log.info(f"no tag time passed since the last evaluation ({times})")  # in the tick log too
@@ -128,7 +128,8 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
     return tag_automation
 
 
-def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]]) -> AssetsDefinition:
+def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]], names: Names = DEFAULT_NAMES
+                      ) -> AssetsDefinition:
     """One multi-asset holding the tags assets of `members` (each spec with its own daily partitions: a run selects
     one table's tags, or several sharing a partitions definition) and their checks."""
     refs = {ref.tags_key: ref for ref, _ in members if ref.tags_key is not None}
@@ -139,8 +140,10 @@ def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]
     @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True, check_specs=check_specs,
                  allow_arbitrary_check_specs=True,  # ours target our specs; Dagster's check of that is O(n²)
                  description="Tags of Paimon tables: materialising a table's tags asset (a daily partition: the tag "
-                             "of that day) creates its due tags, idempotently, in the table's pool.")
-    def _tags(context: AssetExecutionContext, paimon: PaimonWarehouse):
+                             "of that day) creates its due tags, idempotently, in the table's pool.",
+                 required_resource_keys={names.warehouse_key})
+    def _tags(context: AssetExecutionContext):
+        paimon: PaimonWarehouse = getattr(context.resources, names.warehouse_key)
         keys, assets, checks = selected_tables(context, refs, order)
 
         def one(ref: TableRef) -> Iterator[Any]:
