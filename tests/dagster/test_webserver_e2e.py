@@ -5,7 +5,11 @@ the launchpad would, headless Chromium checks the table asset page — schema, r
 observation plots, the checks on the table — then opens the tags asset, where the existing tag shows as
 materialised, launches a backfill of three more days from the partition dialog, the daemon runs it, and the tags
 must then exist in the table, each on the snapshot of its day, and show as materialised; the last day stays missing.
-Before that, a real compaction run's page shows its plan, progress and report lines in order. After it, one of the
+Before that, a real compaction run's page shows its plan, progress and report lines in order; a compaction of 2 M
+rows (`shop.big`, 16 buckets) is watched on its run page, and the screenshot is taken while it runs (plan and the
+first progress lines shown; the run is still STARTED right after); the launchpads of paimon_compaction and
+paimon_expire_snapshots show only their operation's section. The backfill of three days is one run (the tags'
+single-run backfill policy). After it, one of the
 backfilled tags is deleted outside Dagster: the observation sensor's run of its partition fails naming it, the
 partition shows as failed, and a "Failed and missing" backfill from the dialog creates it again on its day's
 snapshot (and the never-tagged last day). Every screenshot is taken once the elements it is about are on the page,
@@ -74,6 +78,7 @@ def stack(tmp_path, artifacts):
     from paimon_ops.lifecycle import autotag
     from paimon_ops.table.table import Catalog
     autotag.create_tag_for_period(Catalog(warehouse.path).get_table(ui.ORDERS), warehouse.days[0])  # outside Dagster
+    ui.build_big_table(warehouse.path)
     home = tmp_path / "dagster_home"
     ui.init_dagster_home(home)
     steps.mark("warehouse and DAGSTER_HOME ready")
@@ -149,10 +154,11 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
     assert bf["isAssetBackfill"] and bf["assetSelection"] == [{"path": ASSET_PATH}], bf
     assert bf["partitionNames"] == want, bf
 
-    # -- the daemon launches the runs (one per partition; one for the range with a single-run backfill policy)
+    # -- the daemon launches one run for the range of days (the tags' single-run backfill policy)
     bf = ui.wait_for_backfill_runs(port, backfill_id, want, all_days, procs, timeout=RUNS_TIMEOUT_S)
     covered = sorted(k for r in bf["runs"] for k in ui.run_partitions(r, all_days))
     assert covered == want, f"runs of the backfill cover {covered}, expected each of {want} once"
+    assert len(bf["runs"]) == 1, f"a backfill of {len(want)} days must be one run: {bf['runs']}"
     steps.mark(f"all {len(bf['runs'])} runs succeeded")
 
     # -- the tags are in the table, each on the latest snapshot of its day
@@ -372,6 +378,58 @@ def _compaction_shows_its_work(port, procs, steps, driver, shots, table_events):
         "the progress": f"//*[starts-with(normalize-space(text()), '{messages[progress[-1]][:len(prefix) + 12]}')]",
         "the report line": f"//*[starts-with(normalize-space(text()), 'compact on {ui.ORDERS}: wrote ')]"})
     steps.mark("compaction run: plan and progress in the run log")
+    _long_compaction_seen_while_running(port, procs, steps, driver, shots)
+    _launchpads(port, steps, driver, shots)
+
+
+def _long_compaction_seen_while_running(port, procs, steps, driver, shots):
+    """A compaction of 2 M rows in 16 tasks: its run page, while the run is still going, shows the plan and the
+    first progress lines (the screenshot is taken mid-run: the run is asked for its status right after it)."""
+    run_id = ui.launch_run(port, LOCATION, "paimon_compaction", ["paimon", *ui.BIG.split(".")],
+                           {"ops": {"paimon_primary_key_tables": {"config": {"compact": {"mode": "full"}}}}})
+    prefix = f"compaction on {ui.BIG}: "
+
+    def messages() -> list[str]:
+        events = ui.graphql(port, ui.RUN_LOGS_QUERY, {"runId": run_id})["logsForRun"].get("events") or []
+        return [e.get("message") or "" for e in events if e["__typename"] == "LogMessageEvent"]
+
+    # the page is open (and following the run's events live) before the run worker has started
+    driver.get(f"http://127.0.0.1:{port}/runs/{run_id}")
+    box = ui.wait_for(driver, "the run log's filter", lambda: ui.visible(driver, "//input[starts-with(@placeholder, "
+                                                                                 "'Filter')]")[0])
+    box.send_keys(f"on {ui.BIG}: ")
+    ui.wait_for(driver, "a progress line", lambda: ui.visible(
+        driver, f"//*[starts-with(normalize-space(text()), '{prefix}') and contains(text(), '%)')]"), timeout=120,
+        poll=0.1)
+    shot = shots.take("long-compaction-mid-run")
+    status = ui.graphql(port, ui.RUN_QUERY, {"runId": run_id})["runOrError"]["status"]
+    done = [m for m in messages() if m.startswith(f"compact on {ui.BIG}: wrote ")]
+    assert status == "STARTED" and not done, (
+        f"the screenshot {shot} was to be taken while the run was going; it is {status} (report {done})")
+    progress = [m for m in messages() if re.match(re.escape(prefix) + r"\d+/16 \(\d+%\)", m)]
+    assert progress and not progress[-1].startswith(prefix + "16/16"), progress
+    steps.mark(f"long compaction seen mid-run ({progress[-1]})")
+    ui.wait_for_run(port, run_id, procs, timeout=300)
+    steps.mark("long compaction succeeded")
+
+
+def _launchpads(port, steps, driver, shots):
+    """Each maintenance job's launchpad: with the cursor in the op's `config:`, the config panel lists exactly the
+    job's operation section (with its doc) beside dry_run — no other operation's knobs."""
+    for job, section, foreign in (("paimon_compaction", "compact", "expire_snapshots"),
+                                  ("paimon_expire_snapshots", "expire_snapshots", "compact")):
+        driver.get(f"http://127.0.0.1:{port}/locations/{LOCATION}/jobs/{job}/playground")
+        line = "//pre[contains(@class, 'CodeMirror-line')][contains(., 'dry_run')]"
+        ui.click(driver, line, f"the dry_run line of the {job} launchpad's editor")
+
+        def key(name: str) -> str:
+            return f"//span[contains(@class, 'ConfigTypeSchema_dictKey') and normalize-space(text())='{name}']"
+
+        ui.wait_for(driver, f"{section} in the config panel", lambda section=section: ui.visible(driver, key(section)))
+        assert ui.visible(driver, key("dry_run")) and not driver.find_elements("xpath", key(foreign)), (
+            f"{job}'s launchpad offers {foreign}")
+        shots.take_checked(f"launchpad-{job}", {f"the {section} section": key(section), "dry_run": key("dry_run")})
+    steps.mark("launchpads: each job's own knobs")
 
 
 def visible_or_scrolled(driver, xpath: str):
