@@ -1,4 +1,5 @@
-"""End to end through a real Dagster webserver: `dagster-webserver -w workspace.yaml` and `dagster-daemon run` on
+"""End to end through a real Dagster webserver: `dagster-webserver` and `dagster-daemon run` on a workspace of the
+repository's code location (workspace.yaml's) and a second one holding two warehouses (their jobs listed apart), on
 127.0.0.1 against a warehouse whose `shop.orders` has snapshots on each of the last five days and already holds the
 tag of the first (made outside Dagster). With the observation sensor running and a dry-run compaction launched as
 the launchpad would, headless Chromium checks the table asset page — schema, row count, never materialised, the
@@ -79,6 +80,7 @@ def stack(tmp_path, artifacts):
     from paimon_ops.table.table import Catalog
     autotag.create_tag_for_period(Catalog(warehouse.path).get_table(ui.ORDERS), warehouse.days[0])  # outside Dagster
     ui.build_big_table(warehouse.path)
+    workspace = _workspace_with_two_warehouses(tmp_path)
     home = tmp_path / "dagster_home"
     ui.init_dagster_home(home)
     steps.mark("warehouse and DAGSTER_HOME ready")
@@ -91,10 +93,10 @@ def stack(tmp_path, artifacts):
     try:
         procs.append(ui.ManagedProcess(
             "dagster-webserver",
-            [str(ui.VENV_BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+            [str(ui.VENV_BIN / "dagster-webserver"), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
             ui.REPO, env, tmp_path / "webserver.log"))
         procs.append(ui.ManagedProcess(
-            "dagster-daemon", [str(ui.VENV_BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+            "dagster-daemon", [str(ui.VENV_BIN / "dagster-daemon"), "run", "-w", str(workspace)],
             ui.REPO, env, tmp_path / "daemon.log"))
         (tmp_path / "chromium").mkdir()
         browser = ui.Browser(tmp_path / "chromium", tmp_path / "chromedriver.log")
@@ -111,6 +113,48 @@ def stack(tmp_path, artifacts):
             shutil.copy(p.log_path, artifacts / p.log_path.name)
         steps.mark("all processes stopped")
         (artifacts / "steps.json").write_text(json.dumps(steps.marks, indent=1))
+
+
+TWO_LOCATION = "two_warehouses"
+TWO_WAREHOUSES_PY = """\
+from dagster import Definitions
+
+from paimon_ops.dagster import build_paimon_definitions
+
+# two warehouses in one code location, as two named PaimonComponents build them
+defs = Definitions.merge(build_paimon_definitions({east!r}, name="east"), build_paimon_definitions({west!r}, name="west"))
+"""
+
+
+def _workspace_with_two_warehouses(tmp_path: Path) -> Path:
+    """The repository's code location (workspace.yaml's) and a second one holding two warehouses."""
+    from tests.dagster.util import build_events, build_orders
+
+    two = tmp_path / TWO_LOCATION
+    for name, build in (("east", build_orders), ("west", build_events)):
+        (two / name).mkdir(parents=True)
+        build(str(two / name))
+    (two / "defs.py").write_text(TWO_WAREHOUSES_PY.format(east=str(two / "east"), west=str(two / "west")))
+    workspace = tmp_path / "workspace.yaml"
+    locations = [{"python_file": {"relative_path": str(ui.REPO / "definitions.py"), "working_directory": str(ui.REPO),
+                                  "location_name": LOCATION}},
+                 {"python_file": {"relative_path": str(two / "defs.py"), "working_directory": str(two),
+                                  "location_name": TWO_LOCATION}}]
+    workspace.write_text(json.dumps({"load_from": locations}))  # JSON is YAML
+    return workspace
+
+
+def _two_warehouses_load(port, procs, steps, driver, shots):
+    """The second code location: two warehouses, each with its own assets, jobs and sensors."""
+    ui.wait_for_location(port, TWO_LOCATION, procs, timeout=90)
+    for path in (["paimon", "east", "shop", "orders"], ["paimon", "west", "shop", "events"]):
+        node = ui.graphql(port, ui.ASSET_QUERY, {"path": path})["assetNodeOrError"]
+        assert node["__typename"] == "AssetNode", f"no asset {'/'.join(path)}: {node}"
+    driver.get(f"http://127.0.0.1:{port}/locations/{TWO_LOCATION}/jobs")
+    shots.take_checked("two-warehouses-jobs", {
+        j: f"//*[normalize-space(text())='{j}']"
+        for j in ("paimon_east_compaction", "paimon_west_compaction", "paimon_east_nightly", "paimon_west_nightly")})
+    steps.mark("two warehouses loaded in one code location")
 
 
 def test_table_asset_dry_run_and_tags_backfill_in_the_ui(stack):
@@ -146,6 +190,7 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
         f"expected one partition per day from the first snapshot's day, up to yesterday: {node['partitionKeys']}")
     ui.set_nux_seen(port)
 
+    _two_warehouses_load(port, procs, steps, driver, shots)
     _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days)
 
     backfill_id = _backfill_from_the_dialog(port, steps, driver, shots, first, last, len(picked))
