@@ -15,8 +15,9 @@
 4. tick the observation sensor (the tables' figures and checks, recorded without a run), print what was done, and
    re-read every table to show it is intact.
 
-Open the same warehouse in the Dagster UI afterwards:
-    PAIMON_OPS_WAREHOUSE=demo-warehouse .venv/bin/dagster dev -w workspace.yaml
+The runs, observations and tags partitions are recorded in a persistent Dagster instance beside the warehouse
+(`demo-warehouse-dagster-home`, rebuilt with the warehouse), so the UI opens with the demo's history:
+    DAGSTER_HOME=$PWD/demo-warehouse-dagster-home PAIMON_OPS_WAREHOUSE=demo-warehouse .venv/bin/dagster dev -w workspace.yaml
 """
 from __future__ import annotations
 
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
-    import tempfile
+    import shutil
 
     from dagster import DagsterInstance, build_sensor_context
 
@@ -158,8 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     parts = build_paimon_parts(args.warehouse, spark_master=args.spark_master)
     defs = parts.definitions()
     repo = defs.get_repository_def()
-    # an instance whose table pools have limit 1, as the repository's dagster.yaml sets them
-    instance = DagsterInstance.from_config(str(write_dagster_home(tempfile.mkdtemp(prefix="paimon-demo-"))))
+    # a persistent instance beside the warehouse (the UI opens it with the demo's history), whose table pools have
+    # limit 1 as the repository's dagster.yaml sets them; rebuilt with the warehouse, so no history of an old one
+    home = dagster_home_of(args.warehouse)
+    if home.exists():
+        shutil.rmtree(home)
+    instance = DagsterInstance.from_config(str(write_dagster_home(home)))
 
     _say("\n2. nightly maintenance (Dagster, in-process; large plans would go to Spark "
          + (args.spark_master or "local[*]") + ")")
@@ -212,8 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     for line in _table_state(args.warehouse):
         _say(line)
     _say(f"\ndone in {time.time() - started:.0f}s ({launched} sensor-requested run(s)).")
-    _say(f"UI: PAIMON_OPS_WAREHOUSE={args.warehouse} .venv/bin/dagster dev -w workspace.yaml")
+    instance.dispose()
+    _say(f"Dagster instance (the runs and observations above): {home}")
+    _say(f"UI: DAGSTER_HOME={home} PAIMON_OPS_WAREHOUSE={args.warehouse} .venv/bin/dagster dev -w workspace.yaml")
     return 0
+
+
+def dagster_home_of(warehouse: str) -> Path:
+    """The demo's DAGSTER_HOME: `<warehouse>-dagster-home` beside the warehouse (outside it: not a database)."""
+    root = Path(warehouse).resolve()
+    return root.with_name(root.name + "-dagster-home")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,11 @@
         group_name: "lake_{{ table.database }}"    # them ({{ table }}: the TableSpec; {{ spec }}: the default spec)
         tags: {team: data-platform}
 
+Several warehouses in one project: one component each, every one but one with a `name:` (`name: archive` gives
+resources `paimon_archive` / `spark_archive`, jobs `paimon_archive_compaction` …, sensors
+`paimon_archive_observation_sensor` …, default asset keys `paimon/archive/<db>/<table>`); the unnamed one keeps the
+plain names.
+
 `dg scaffold defs paimon_ops.dagster.PaimonComponent paimon --warehouse s3://bucket/warehouse` writes a defs.yaml
 that validates as it is: the warehouse given, or `{{ env.PAIMON_OPS_WAREHOUSE }}` without `--warehouse`.
 """
@@ -69,7 +74,8 @@ class PaimonScaffolder(Scaffolder[PaimonScaffoldParams]):
 class _TranslatedTables(PaimonTranslator):
     """The default translator with the component's `translation:` applied to each table asset's spec."""
 
-    def __init__(self, fn: Callable[[AssetSpec, TableSpec], AssetSpec]):
+    def __init__(self, fn: Callable[[AssetSpec, TableSpec], AssetSpec], name: Optional[str] = None):
+        super().__init__(name=name)
         self.fn = fn
 
     def get_asset_spec(self, table: TableSpec) -> AssetSpec:
@@ -82,6 +88,10 @@ class PaimonComponent(Component, Model, Resolvable):
     assets, maintenance jobs, sensors and the nightly schedule."""
 
     warehouse: str = Field(description="Warehouse location: a local path, file://, s3://, gs://, hdfs://")
+    name: Optional[str] = Field(default=None, description=(
+        "Needed when a project holds several Paimon components (one per warehouse): every component but one gets a "
+        "name, which goes into its resource keys (paimon_<name>, spark_<name>), op / job / sensor / schedule names "
+        "(paimon_<name>_compaction …) and default asset keys (paimon/<name>/<db>/<table>)"))
     include: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to maintain")
     exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to leave alone")
     spark_master: Optional[str] = Field(default=None, description="Spark master URL (default local[*])")
@@ -108,9 +118,10 @@ class PaimonComponent(Component, Model, Resolvable):
                                          "description, metadata, deps …), templated with {{ table }}")
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        translator: Any = _TranslatedTables(self.translation) if self.translation is not None else None
+        translator: Any = _TranslatedTables(self.translation, self.name) if self.translation is not None else None
         return build_paimon_definitions(
-            self.warehouse, translator, include=self.include, exclude=self.exclude, options_override=options_text(self.options),
+            self.warehouse, translator, name=self.name, include=self.include, exclude=self.exclude,
+            options_override=options_text(self.options),
             table_options_override={t: options_text(o) for t, o in self.table_options.items()},
             spark_master=self.spark_master, spark_remote=self.spark_remote, spark_conf=options_text(self.spark_conf),
             spark_placement=self.spark_placement, automation_running=self.automation,

@@ -33,8 +33,8 @@ from dagster import (
 
 from paimon_ops.dagster.jobs import JOBS, build_jobs, job_for
 from paimon_ops.dagster.operations import COMPACT, COMPACT_MANIFESTS, EXPIRE_PARTITIONS, EXPIRE_SNAPSHOTS
-from paimon_ops.dagster.refs import Member, TableRef, group_by_op
-from paimon_ops.dagster.resources import SPARK_KEY, WAREHOUSE_KEY, PaimonSpark, PaimonWarehouse
+from paimon_ops.dagster.refs import Member, Names, TableRef, group_by_op
+from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse
 from paimon_ops.dagster.schedules import build_nightly_schedule
 from paimon_ops.dagster.sensors import DEFAULT_BUDGET_S, build_sensors
 from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, WAREHOUSE_PLACEHOLDER, TableSpec, load_spec
@@ -135,8 +135,10 @@ def build_paimon_parts(
     observation_interval_seconds: int = 60,
     sensor_tick_budget_seconds: float = DEFAULT_BUDGET_S,
     automation_running: bool = False,
+    name: str | None = None,
 ) -> PaimonDefinitions:
-    translator = translator or PaimonTranslator()
+    names = Names(name)
+    translator = translator or PaimonTranslator(name=name)
     if not isinstance(warehouse, PaimonWarehouse):
         warehouse = PaimonWarehouse(uri=str(warehouse), include=list(include), exclude=list(exclude),
                                     options_override=dict(options_override or {}),
@@ -148,7 +150,7 @@ def build_paimon_parts(
         spark = PaimonSpark(master=spark_master, remote=spark_remote, conf=dict(spark_conf or {}),
                             placement=spark_placement)  # type: ignore[arg-type]  # checked above
     parts = PaimonDefinitions(specs=load_specs(warehouse), refs=[],
-                              resources={WAREHOUSE_KEY: warehouse, SPARK_KEY: spark})
+                              resources={names.warehouse_key: warehouse, names.spark_key: spark})
     tables: list[Member[tuple[TableRef, AssetSpec]]] = []
     tags: list[Member[tuple[TableRef, AssetSpec]]] = []
     for spec in parts.specs:
@@ -159,11 +161,11 @@ def build_paimon_parts(
             spec = TableSpec(identifier=spec.identifier, database=spec.database, table=spec.table,
                              location=spec.location, error=f"building definitions failed: {type(e).__name__}: {e}")
             ref, asset_spec, tags_spec, op, tags_op = _translate(
-                spec, PaimonTranslator() if _broken_translator(translator, spec) else translator)
+                spec, PaimonTranslator(name=name) if _broken_translator(translator, spec) else translator)
         parts.refs.append(ref)
-        tables.append(Member(op, None if spec.broken else spec.kind, (ref, asset_spec)))
+        tables.append(Member(names(op), None if spec.broken else spec.kind, (ref, asset_spec)))
         if tags_spec is not None:
-            tags.append(Member(tags_op, spec.daily_tags, (ref, tags_spec)))
+            tags.append(Member(names(tags_op), spec.daily_tags, (ref, tags_spec)))
     # a few multi-assets (per kind of table), not one per table: 5,000 tables load in seconds (dagster #16129)
     table_ops = group_by_op(tables, KIND_SUFFIX)
     refs_by_key = {ref.key: ref for ref in parts.refs}
@@ -172,29 +174,29 @@ def build_paimon_parts(
         members = [(replace(ref, op_name=op_name), s) for ref, s in members]
         for ref, _ in members:
             refs_by_key[ref.key] = ref
-        table_assets, table_checks = build_table_assets(op_name, kind, members)  # type: ignore[arg-type]
+        table_assets, table_checks = build_table_assets(op_name, kind, members, names)  # type: ignore[arg-type]
         parts.assets.append(table_assets)
         parts.asset_checks.append(table_checks)
         if kind is not None:
             maintained.append(table_assets)
     parts.refs = [refs_by_key[ref.key] for ref in parts.refs]
     tags_by_key = {ref.tags_key: refs_by_key[ref.key] for ref in parts.refs if ref.tags_key is not None}
-    tags_assets = [build_tags_assets(op_name, [(tags_by_key[s.key], s) for _, s in members])
+    tags_assets = [build_tags_assets(op_name, [(tags_by_key[s.key], s) for _, s in members], names)
                    for op_name, (_, members) in group_by_op(tags, {True: "daily", False: "periodic"}).items()]
     parts.assets += tags_assets
     healthy = [r for r in parts.refs if not r.spec.broken]
-    parts.jobs = build_jobs(maintained)
+    parts.jobs = build_jobs(maintained, names)
     if healthy:
         sensor_status = DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED
         schedule_status = DefaultScheduleStatus.RUNNING if automation_running else DefaultScheduleStatus.STOPPED
-        jobs = {op: job_for(op) for op in (COMPACT, EXPIRE_SNAPSHOTS, COMPACT_MANIFESTS, EXPIRE_PARTITIONS)}
+        jobs = {op: names(job_for(op)) for op in (COMPACT, EXPIRE_SNAPSHOTS, COMPACT_MANIFESTS, EXPIRE_PARTITIONS)}
         parts.sensors = build_sensors(parts.refs, jobs, sensor_interval_seconds, observation_interval_seconds,
-                                      sensor_status, sensor_tick_budget_seconds)
-        nightly = build_nightly_schedule(parts.refs, nightly_cron, nightly_timezone, schedule_status)
+                                      sensor_status, sensor_tick_budget_seconds, names)
+        nightly = build_nightly_schedule(parts.refs, nightly_cron, nightly_timezone, schedule_status, names)
         if nightly is not None:
             parts.schedules.append(nightly)
     tag_sensor = build_tag_automation_sensor(
-        parts.refs, DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED)
+        parts.refs, DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED, names=names)
     if tag_sensor is not None:
         parts.sensors.append(tag_sensor)
     if len(parts.refs) >= FREEZE_OVER_TABLES:
@@ -240,7 +242,10 @@ def build_paimon_definitions(warehouse: str | PaimonWarehouse, translator: Paimo
     within the tables' execution.local.* thresholds, Spark beyond; spark; local), `nightly_cron` /
     `nightly_timezone`, `sensor_interval_seconds`, `observation_interval_seconds`, `sensor_tick_budget_seconds`
     (time a sensor tick spends measuring tables before leaving the rest to the next tick), `automation_running` (start
-    sensors, the nightly schedule and the daily tag automation; default stopped)."""
+    sensors, the nightly schedule and the daily tag automation; default stopped), `name` (several warehouses in one
+    code location: each build but one named, so resource keys, ops, jobs, sensors and schedules do not clash —
+    `paimon_<name>`, `paimon_<name>_compaction` …; the default translator puts the name in the asset keys too,
+    `paimon/<name>/<db>/<table>`)."""
     return build_paimon_parts(warehouse, translator, **kwargs).definitions()
 
 

@@ -29,6 +29,7 @@ from dagster._config import Noneable
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from paimon_ops.dagster.operations import DAGSTER_OPERATIONS
+from paimon_ops.dagster.refs import DEFAULT_NAMES, Names
 from paimon_ops.operations import OPERATIONS
 
 IMPLICIT_ASSET_JOB_NAME = "__ASSET_JOB"  # the job Dagster builds over every asset (what the asset page launches)
@@ -89,7 +90,7 @@ def job_config(operations: Sequence[str], table_ops: Mapping[str, Any]) -> Confi
     return ConfigMapping(config_fn=to_op_config, config_schema=schema)
 
 
-def build_jobs(table_assets: Sequence[AssetsDefinition]) -> list[Any]:
+def build_jobs(table_assets: Sequence[AssetsDefinition], names: Names = DEFAULT_NAMES) -> list[Any]:
     """The asset jobs, one per entry of JOBS, over the multi-assets of the tables that loaded.
 
     Without the tables' checks (the outputs of ops of their own: Dagster resolves every job over every output of its
@@ -109,7 +110,7 @@ def build_jobs(table_assets: Sequence[AssetsDefinition]) -> list[Any]:
             return shared.resolve(self, asset_graph, default_executor_def, resource_defs)
 
     table_ops = {ad.node_def.name: ad.op.config_schema for ad in table_assets}
-    return [_MaintenanceJob(name=name, selection=selection, description=description,
+    return [_MaintenanceJob(name=names(name), selection=selection, description=description,
                             config=job_config(ops, table_ops))
             for name, (ops, description) in JOBS.items()]
 

@@ -1,13 +1,59 @@
-"""What the ops, sensors and the schedule know about one table's definitions (`TableRef`), and how tables are
-grouped into the few multi-assets that hold them (`group_by_op`)."""
+"""What the ops, sensors and the schedule know about one table's definitions (`TableRef`), how tables are
+grouped into the few multi-assets that hold them (`group_by_op`), and the names of one build's definitions
+(`Names`: several warehouses in one code location)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Generic, Hashable, Iterable, Optional, TypeVar
 
 from dagster import AssetKey
 
 from paimon_ops.dagster.spec import TableSpec
+from paimon_ops.errors import InvalidArgumentError
+
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
+
+
+@dataclass(frozen=True)
+class Names:
+    """The Dagster names (resource keys, ops, jobs, sensors, schedules) of one warehouse's definitions.
+
+    Unnamed (the default, one warehouse per code location): the names as documented — resources `paimon` and
+    `spark`, jobs `paimon_compaction` … Named `lake2` (a second `PaimonComponent` or `build_paimon_definitions(…,
+    name="lake2")`): `paimon_lake2` / `spark_lake2`, `paimon_lake2_compaction`, `paimon_lake2_observation_sensor` …,
+    so the definitions of several warehouses merge into one code location without clashing."""
+
+    name: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.name is not None and not NAME_RE.fullmatch(self.name):
+            raise InvalidArgumentError(f"name {self.name!r}: a Paimon component's name must start with a letter and "
+                                       "hold only letters, digits and underscores (at most 40)")
+
+    def __call__(self, base: str) -> str:
+        """`paimon_compaction` -> `paimon_<name>_compaction`; `paimon` / `spark` -> `paimon_<name>` / `spark_<name>`."""
+        if self.name is None:
+            return base
+        if base.startswith("paimon_"):
+            return f"paimon_{self.name}_{base[len('paimon_'):]}"
+        return f"{base}_{self.name}"
+
+    @property
+    def warehouse_key(self) -> str:
+        return self("paimon")
+
+    @property
+    def spark_key(self) -> str:
+        return self("spark")
+
+    def resources(self, context: Any) -> tuple[Any, Any]:
+        """(warehouse, spark) of an op's or a sensor's context (declared by `required_resource_keys`)."""
+        return getattr(context.resources, self.warehouse_key), getattr(context.resources, self.spark_key, None)
+
+
+DEFAULT_NAMES = Names()  # one warehouse per code location: the documented names
+
 
 
 @dataclass(frozen=True)

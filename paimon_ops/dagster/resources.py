@@ -24,9 +24,6 @@ from paimon_ops.table.table import Catalog, Table
 
 log = logging.getLogger("paimon_ops.dagster")
 
-WAREHOUSE_KEY = "paimon"
-SPARK_KEY = "spark"
-
 
 def matches(identifier: str, include: Sequence[str] | None, exclude: Sequence[str] | None) -> bool:
     """fnmatch on `db.table`: included (no include list means all) and not excluded."""

@@ -72,7 +72,7 @@ from paimon_ops.dagster.observe import (
     table_state,
 )
 from paimon_ops.dagster.operations import default_compaction_mode, now_millis
-from paimon_ops.dagster.refs import TableRef
+from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import partition_key_of
 from paimon_ops.errors import PaimonOpsError
@@ -319,8 +319,9 @@ def compaction_requests(ref: TableRef, kind: str, snapshot_id: int, job_name: st
 # ---------------------------------------------------------------------------------------------- the sensors
 def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: int = 300,
                   observation_interval_s: int = 60, status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
-                  budget_s: float = DEFAULT_BUDGET_S) -> list[SensorDefinition]:
-    """`jobs`: operation -> job name (compact, expire_snapshots, compact_manifests, expire_partitions)."""
+                  budget_s: float = DEFAULT_BUDGET_S, names: Names = DEFAULT_NAMES) -> list[SensorDefinition]:
+    """`jobs`: operation -> job name (compact, expire_snapshots, compact_manifests, expire_partitions); `names`: the
+    build's sensor names and resource keys (`refs.Names`)."""
     compaction_job, expiry_job = jobs["compact"], jobs["expire_snapshots"]
     manifest_job, partition_job = jobs["compact_manifests"], jobs["expire_partitions"]
     dv_refs = [r for r in refs if r.spec.dv_enabled]
@@ -386,48 +387,61 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
                            asset_selection=[ref.key],
                            tags=run_tags(ref, "partition_expiry_sensor", sid, figure))], figure
 
-    common: dict[str, Any] = dict(minimum_interval_seconds=interval_s, default_status=status)
+    common: dict[str, Any] = dict(minimum_interval_seconds=interval_s, default_status=status,
+                                  required_resource_keys={names.warehouse_key})
 
-    @sensor(name=DV_RATIO_SENSOR, job_name=compaction_job, **common,
+    # The warehouse comes by its (per-build) key from the context; calling a sensor directly (sensor(context), as
+    # tests do) also passes its required resources as keyword arguments, which `**_resources` takes.
+    def warehouse(context: SensorEvaluationContext) -> PaimonWarehouse:
+        return getattr(context.resources, names.warehouse_key)
+
+    @sensor(name=names(DV_RATIO_SENSOR), job_name=compaction_job, **common,
             description="Requests a dv-ratio compaction of the buckets of every table with deletion vectors "
                         "holding files whose deleted-row ratio passes compaction.dv-ratio-threshold.")
-    def dv_ratio_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+    def dv_ratio_sensor(context: SensorEvaluationContext, **_resources: Any):
+        paimon = warehouse(context)
         return evaluate(context, paimon, dv_refs, decide_dv, budget_s)
 
-    @sensor(name=SMALL_FILES_SENSOR, job_name=compaction_job, **common,
+    @sensor(name=names(SMALL_FILES_SENSOR), job_name=compaction_job, **common,
             description="Requests a compaction (minor for primary-key tables, small-files for append tables) of the "
                         "buckets that reach compaction.small-files-threshold level-0 / small files.")
-    def small_files_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+    def small_files_sensor(context: SensorEvaluationContext, **_resources: Any):
+        paimon = warehouse(context)
         return evaluate(context, paimon, refs, decide_small, budget_s)
 
-    @sensor(name=SNAPSHOT_COUNT_SENSOR, job_name=expiry_job, **common,
+    @sensor(name=names(SNAPSHOT_COUNT_SENSOR), job_name=expiry_job, **common,
             description="Requests a snapshot expiry of every table holding more snapshots than its retention "
                         "options allow.")
-    def snapshot_count_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+    def snapshot_count_sensor(context: SensorEvaluationContext, **_resources: Any):
+        paimon = warehouse(context)
         return evaluate(context, paimon, refs, decide_snapshots, budget_s)
 
-    @sensor(name=MANIFEST_SENSOR, job_name=manifest_job, **common,
+    @sensor(name=names(MANIFEST_SENSOR), job_name=manifest_job, **common,
             description="Requests a manifest compaction of every table whose latest snapshot reads at least "
                         "manifest.compaction-trigger manifests (default manifest.merge-min-count, 30).")
-    def manifest_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+    def manifest_sensor(context: SensorEvaluationContext, **_resources: Any):
+        paimon = warehouse(context)
         return evaluate(context, paimon, refs, decide_manifests, budget_s)
 
-    @sensor(name=PARTITION_EXPIRY_SENSOR, job_name=partition_job, **common,
+    @sensor(name=names(PARTITION_EXPIRY_SENSOR), job_name=partition_job, **common,
             description="Every partition.expiration-check-interval, requests a partition expiry of every "
                         "partitioned table with partition.expiration-time that has a partition due.")
-    def partition_expiry_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+    def partition_expiry_sensor(context: SensorEvaluationContext, **_resources: Any):
+        paimon = warehouse(context)
         if not partition_refs:
             return SensorResult(skip_reason=SkipReason("no partitioned table sets partition.expiration-time"))
         return evaluate(context, paimon, partition_refs, decide_partitions, budget_s, due=partition_check_due,
                         not_due="not due for a partition expiry check")
 
-    @sensor(name=OBSERVATION_SENSOR, minimum_interval_seconds=observation_interval_s, default_status=status,
+    @sensor(name=names(OBSERVATION_SENSOR), minimum_interval_seconds=observation_interval_s, default_status=status,
+            required_resource_keys={names.warehouse_key},
             description="Observes every table that changed (rows, bytes, files, level-0 files, snapshots, tags, "
                         "deleted-row ratio), evaluates its cheap checks and reports the tags that exist in the "
                         "table as materialised tags partitions; a tags partition whose tag is gone gets a run that "
                         "fails saying so (the partition turns failed). Launches no other runs.",
             job_name=IMPLICIT_ASSET_JOB_NAME)
-    def observation_sensor(context: SensorEvaluationContext, paimon: PaimonWarehouse):
+    def observation_sensor(context: SensorEvaluationContext, **_resources: Any):
+        paimon = warehouse(context)
         return observe_tables(context, paimon, refs, budget_s)
 
     return [observation_sensor, dv_ratio_sensor, small_files_sensor, snapshot_count_sensor, manifest_sensor,

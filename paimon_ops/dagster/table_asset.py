@@ -62,7 +62,7 @@ from paimon_ops.dagster.operations import (
     plan as plan_operation,
 )
 from paimon_ops.dagster.progress import RunProgress, placement, plan_event
-from paimon_ops.dagster.refs import TableRef
+from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, plan_has_work, runner_for
 from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec, partition_key_of
 from paimon_ops.errors import PaimonOpsError
@@ -107,8 +107,8 @@ OP_DESCRIPTIONS = {
 }
 
 
-def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[TableRef, AssetSpec]]
-                       ) -> tuple[AssetsDefinition, AssetChecksDefinition]:
+def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[TableRef, AssetSpec]],
+                       names: Names = DEFAULT_NAMES) -> tuple[AssetsDefinition, AssetChecksDefinition]:
     """The multi-asset holding the tables `members` (all of `kind`; None: broken tables), and the checks of those
     tables: check specs of an op of their own, `<op>_checks`.
 
@@ -117,17 +117,21 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
     the tables' ops only; a run of one selecting tables (what the sensors and the schedule launch) gets their checks
     added by Dagster, and a run of a whole job evaluates them itself (`run_tables`). The checks' op takes no inputs
     (one per table would make Dagster's job building quadratic in the number of checks): in a run of both, it runs
-    after the tables' op by its lower priority."""
+    after the tables' op by its lower priority.
+
+    `names`: the build's resource keys and job names (see `refs.Names`)."""
     refs = {ref.key: ref for ref, _ in members}
+    job_names = {names(job) for job in JOBS}
     order = {ref.key: i for i, (ref, _) in enumerate(members)}
     cfg_cls = CONFIG_BY_KIND[kind]
 
     @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True,
                  description=f"Paimon {OP_DESCRIPTIONS[kind]}: observes and maintains the selected tables, each in "
-                             "its own pool (paimon/<db>.<table>).")
-    def _tables(context: AssetExecutionContext, config: cfg_cls, paimon: PaimonWarehouse,  # type: ignore[valid-type]
-                spark: PaimonSpark) -> Iterator[Any]:
-        yield from run_tables(context, refs, order, config, paimon, spark)
+                             "its own pool (paimon/<db>.<table>).",
+                 required_resource_keys={names.warehouse_key, names.spark_key})
+    def _tables(context: AssetExecutionContext, config: cfg_cls) -> Iterator[Any]:  # type: ignore[valid-type]
+        paimon, spark = names.resources(context)
+        yield from run_tables(context, refs, order, config, paimon, spark, job_names)
 
     specs = {spec.get_python_identifier(): spec for ref, _ in members
              for spec in checks_mod.check_specs(ref.spec, ref.key, checks_mod.table_check_names(ref.spec))}
@@ -137,8 +141,9 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
     @op(name=f"{op_name}_checks", out=dict.fromkeys(specs, out),
         tags={PRIORITY_TAG: "-1"},  # after the tables' op when a run holds both
         description=f"Checks of the Paimon {OP_DESCRIPTIONS[kind]} (read-only, metadata only), each table in its "
-                    "pool.")
-    def _checks(context: AssetCheckExecutionContext, paimon: PaimonWarehouse) -> Iterator[AssetCheckResult]:
+                    "pool.", required_resource_keys={names.warehouse_key})
+    def _checks(context: AssetCheckExecutionContext) -> Iterator[AssetCheckResult]:
+        paimon: PaimonWarehouse = getattr(context.resources, names.warehouse_key)
         by_table: dict[AssetKey, set[str]] = {}
         for ck in context.selected_asset_check_keys:
             by_table.setdefault(ck.asset_key, set()).add(ck.name)
@@ -189,7 +194,8 @@ def run_each(context: Any, refs: Mapping[AssetKey, TableRef], keys: Sequence[Ass
 
 
 def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef], order: Mapping[AssetKey, int],
-               config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> Iterator[Any]:
+               config: Any, paimon: PaimonWarehouse, spark: PaimonSpark, job_names: Iterable[str] = JOBS
+               ) -> Iterator[Any]:
     names = operations_of(config)
     keys, _, _ = selected_tables(context, refs, order)
     # The paimon_* jobs hold no checks (see build_table_assets). A run of one selecting tables has their checks
@@ -198,7 +204,7 @@ def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef]
     in_run = context.op_execution_context.job_def.asset_layer.asset_graph.asset_check_keys
 
     def unchecked(ref: TableRef) -> list[str]:
-        if context.job_name not in JOBS:  # the asset page, a job of your own: the checks it selected, as selected
+        if context.job_name not in job_names:  # the asset page, a job of your own: the checks it selected, as selected
             return []
         return [n for n in checks_mod.table_check_names(ref.spec) if AssetCheckKey(ref.key, n) not in in_run]
 

@@ -9,10 +9,14 @@ per table — no schedule or job per table. It works per tag time, not per table
 together), so a tick costs the same for 5 tables or 5,000; declarative automation conditions, one per tags asset,
 cost seconds per tick over thousands of tables. Tags that exist in the table without a run (Java / Flink, or before
 this code location) are reported as materialised by the observation sensor.
+
+A backfill of many days (a month of a new table, the gaps after tags were deleted) is one run per table: the daily
+tags' multi-asset has a single-run backfill policy, and its run creates the tag of each day of the range in turn.
 """
 # No `from __future__ import annotations`: Dagster reads the resource types from the annotations.
 import datetime
 import json
+from functools import partial
 from typing import Any, Iterator, Optional, Sequence
 from zoneinfo import ZoneInfo
 
@@ -21,6 +25,7 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSpec,
+    BackfillPolicy,
     DailyPartitionsDefinition,
     DefaultSensorStatus,
     Failure,
@@ -39,7 +44,7 @@ from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.metadata import report_line, report_metadata
 from paimon_ops.dagster.operations import now_millis
-from paimon_ops.dagster.refs import TableRef
+from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.dagster.table_asset import call_engine, run_each, selected_tables
@@ -73,7 +78,7 @@ def latest_tick(cron: str, zone: str, at: float) -> Optional[datetime.datetime]:
 
 
 def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorStatus,
-                                interval_s: int = 60) -> Optional[SensorDefinition]:
+                                interval_s: int = 60, names: Names = DEFAULT_NAMES) -> Optional[SensorDefinition]:
     """`paimon_tag_automation`: at each tag time, the tags partition of the day that ended, for every table tagging at
     that time (run key tags:<db.table>:<day>, so a day is requested once)."""
     groups: dict[tuple[str, str], list[tuple[TableRef, AssetKey]]] = {}
@@ -88,7 +93,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
 
     # runs of the code location's implicit asset job, as from the asset page (a target selecting the tags assets
     # would make Dagster resolve one more job over all of them at every load)
-    @sensor(name=TAG_AUTOMATION_SENSOR, minimum_interval_seconds=interval_s, default_status=status,
+    @sensor(name=names(TAG_AUTOMATION_SENSOR), minimum_interval_seconds=interval_s, default_status=status,
             job_name=IMPLICIT_ASSET_JOB_NAME,
             description="Creates each table's daily tag at its tag.create-time (in its tag zone): requests the tags "
                         "partition of the day that ended, one run per table.")
@@ -116,7 +121,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
                     continue
                 requests.append(RunRequest(
                     run_key=f"tags:{ref.ident}:{day}", asset_selection=[key], partition_key=day,
-                    tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": TAG_AUTOMATION_SENSOR}))
+                    tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": names(TAG_AUTOMATION_SENSOR)}))
         if not requests:
             times = ", ".join(sorted(labels.values())[:10]) + (" …" if len(labels) > 10 else "")
             context.log.info(f"no tag time passed since the last evaluation ({times})")  # in the tick log too
@@ -128,7 +133,8 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
     return tag_automation
 
 
-def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]]) -> AssetsDefinition:
+def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]], names: Names = DEFAULT_NAMES
+                      ) -> AssetsDefinition:
     """One multi-asset holding the tags assets of `members` (each spec with its own daily partitions: a run selects
     one table's tags, or several sharing a partitions definition) and their checks."""
     refs = {ref.tags_key: ref for ref, _ in members if ref.tags_key is not None}
@@ -136,11 +142,16 @@ def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]
     check_specs = [c for ref, s in members
                    for c in checks_mod.check_specs(ref.spec, s.key, checks_mod.tags_check_names(ref.spec))]
 
+    daily = any(s.partitions_def is not None for _, s in members)
+    # a backfill of many days is one run per table (a range of partitions), not a run per day
     @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True, check_specs=check_specs,
+                 backfill_policy=BackfillPolicy.single_run() if daily else None,
                  allow_arbitrary_check_specs=True,  # ours target our specs; Dagster's check of that is O(n²)
                  description="Tags of Paimon tables: materialising a table's tags asset (a daily partition: the tag "
-                             "of that day) creates its due tags, idempotently, in the table's pool.")
-    def _tags(context: AssetExecutionContext, paimon: PaimonWarehouse):
+                             "of that day) creates its due tags, idempotently, in the table's pool.",
+                 required_resource_keys={names.warehouse_key})
+    def _tags(context: AssetExecutionContext):
+        paimon: PaimonWarehouse = getattr(context.resources, names.warehouse_key)
         keys, assets, checks = selected_tables(context, refs, order)
 
         def one(ref: TableRef) -> Iterator[Any]:
@@ -171,16 +182,34 @@ def _create(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, paim
         raise Failure(description=f"tag {removed} no longer exists in {spec.identifier} (deleted or expired): "
                                   f"tags partition {context.partition_key} is not materialised any more; backfill it "
                                   "(failed and missing partitions) to create the tag again", allow_retries=False)
-    if context.has_partition_key:  # the tag of that day (its period), idempotently
-        day = datetime.date.fromisoformat(context.partition_key)
-        report = call_engine(spec, f"tagging day {day}", lambda: autotag.create_tag_for_period(table, day, now))
-        status = report.details.get("status", "")
-        if status not in ("create", "exists"):
-            context.log.warning(f"{spec.identifier} day {day}: {status}: {report.details.get('reason', '')}")
-        context.log.info(report_line(report))
+    if context.has_partition_key or context.has_partition_key_range:
+        # the tag of each day (its period), idempotently: one day, or a backfill's range of days (one run)
+        days = [datetime.date.fromisoformat(k) for k in context.partition_keys]
+        reports = []
+        for day in days:
+            report = call_engine(spec, f"tagging day {day}", partial(autotag.create_tag_for_period, table, day, now))
+            status = report.details.get("status", "")
+            if status not in ("create", "exists"):
+                context.log.warning(f"{spec.identifier} day {day}: {status}: {report.details.get('reason', '')}")
+            context.log.info(f"{day}: {report_line(report)}" if len(days) > 1 else report_line(report))
+            reports.append(report)
+        if len(reports) == 1:
+            report = reports[0]
+            return MaterializeResult(asset_key=key, metadata={
+                **report_metadata(report), "tag": str(report.details.get("period", days[0])),
+                "status": report.details.get("status", ""), "tagged_snapshot": str(report.details.get("snapshot_id")),
+                "synced_from_table": False})
+        # one materialisation per partition of the range, each with the range's figures
+        by_status: dict[str, list[str]] = {}
+        for day, report in zip(days, reports):
+            by_status.setdefault(str(report.details.get("status", "")), []).append(day.isoformat())
         return MaterializeResult(asset_key=key, metadata={
-            **report_metadata(report), "tag": str(report.details.get("period", day)), "status": status,
-            "tagged_snapshot": str(report.details.get("snapshot_id")), "synced_from_table": False})
+            "days": MetadataValue.int(len(days)), "first_day": days[0].isoformat(), "last_day": days[-1].isoformat(),
+            "created": MetadataValue.int(len(by_status.get("create", []))),
+            "tags": MetadataValue.json([{"tag": str(r.details.get("period", d)), "status": r.details.get("status"),
+                                         "tagged_snapshot": r.details.get("snapshot_id")}
+                                        for d, r in zip(days, reports)]),
+            "synced_from_table": False})
     # periods that are not days (tag.create-interval > 1 d, hourly ...): every due tag since the last one
     report = call_engine(spec, "automatic tagging", lambda: autotag.create_auto_tags(table, now))
     context.log.info(report_line(report))

@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Mapping, Optional
 
 from dagster import AssetKey, AssetSpec, TableColumn, TableColumnConstraints, TableSchema
 
@@ -58,7 +58,16 @@ def safe_tag_value(text: str) -> str:
 
 class PaimonTranslator:
     """Maps a table (`TableSpec`) to Dagster. Override any method; `get_asset_spec` and `get_tags_asset_spec` are
-    the main hooks (their defaults are assembled from the smaller ones)."""
+    the main hooks (their defaults are assembled from the smaller ones).
+
+    `name`: the warehouse's name when a code location holds several (`build_paimon_definitions(…, name=…)`, the
+    component's `name:`): the default keys become `paimon/<name>/<db>/<table>`, groups `paimon_<name>_<db>` and
+    pools `paimon/<name>/<db>.<table>`, so two warehouses with a table of the same name do not clash."""
+
+    name: Optional[str] = None
+
+    def __init__(self, name: Optional[str] = None):
+        self.name = name
 
     # ------------------------------------------------------------------ the table asset
     def get_asset_spec(self, table: TableSpec) -> AssetSpec:
@@ -74,10 +83,10 @@ class PaimonTranslator:
         )
 
     def get_asset_key(self, table: TableSpec) -> AssetKey:
-        return AssetKey(["paimon", table.database, table.table])
+        return AssetKey(["paimon", *([self.name] if self.name else []), table.database, table.table])
 
     def get_group_name(self, table: TableSpec) -> str:
-        return safe_name(f"paimon_{table.database}")
+        return safe_name(f"paimon_{self.name}_{table.database}" if self.name else f"paimon_{table.database}")
 
     def get_description(self, table: TableSpec) -> str:
         if table.broken:
@@ -120,7 +129,7 @@ class PaimonTranslator:
     def get_pool(self, table: TableSpec) -> str:
         """Concurrency pool of everything that changes the table (its asset and its tags asset); give pools limit 1
         (the repository's dagster.yaml does) so two runs never maintain one table at once."""
-        return f"paimon/{table.identifier}"
+        return f"paimon/{self.name}/{table.identifier}" if self.name else f"paimon/{table.identifier}"
 
     def get_op_name(self, table: TableSpec) -> str:
         """Name of the op of the multi-asset holding the table asset (its run config sits under

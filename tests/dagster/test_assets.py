@@ -8,7 +8,7 @@ import shutil
 import time
 
 import pytest
-from dagster import AssetKey, DagsterInvalidConfigError, materialize
+from dagster import AssetKey, BackfillPolicy, DagsterInvalidConfigError, materialize
 
 from paimon_ops.dagster import PaimonSpark, PaimonWarehouse, build_paimon_definitions
 from paimon_ops.table.scan import TableScanner
@@ -121,6 +121,30 @@ def test_tags_partitions_create_tags_idempotently(warehouse, instance):
     md = {k: v.value for k, v in mat.metadata.items()}
     assert md["status"] == "exists" and md["files_written"] == 0 and md["tag"] == "2026-03-27"
     assert len(Catalog(warehouse).get_table(ORDERS).tags.names()) == 3
+
+
+def test_a_range_of_days_is_one_run(warehouse, fresh_instance):
+    """A backfill of several days is one run (single-run backfill policy): the run of the range, as the backfill
+    daemon launches it (the partition-range run tags), creates each day's tag on its day's snapshot and materialises
+    every partition of the range; pypaimon reads each tag as its snapshot."""
+    build_orders(warehouse)
+    defs = build_paimon_definitions(warehouse)
+    tags_key = AssetKey(["paimon", "shop", "orders", "tags"])
+    tags = defs.get_assets_def(tags_key)
+    assert tags.backfill_policy == BackfillPolicy.single_run()
+    result = materialize([tags], selection=[tags_key], instance=fresh_instance,
+                         resources={"paimon": PaimonWarehouse(uri=warehouse)},
+                         tags={"dagster/asset_partition_range_start": "2026-03-26",
+                               "dagster/asset_partition_range_end": "2026-03-28"})
+    assert result.success and len(fresh_instance.get_runs()) == 1
+    table = Catalog(warehouse).get_table(ORDERS)
+    assert {n: t.id for n, t in table.tags.tags()} == {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
+    assert fresh_instance.get_materialized_partitions(tags_key) == {"2026-03-26", "2026-03-27", "2026-03-28"}
+    md = {k: v.value for k, v in materializations(result)[0].metadata.items()}
+    assert md["days"] == 3 and md["created"] == 3 and [t["tagged_snapshot"] for t in md["tags"]] == [2, 3, 4]
+    for name, sid in (("2026-03-26", 2), ("2026-03-27", 3), ("2026-03-28", 4)):
+        assert sorted_rows(read(warehouse, ORDERS, tag=name), ["id"]) == \
+            sorted_rows(read(warehouse, ORDERS, snapshot_id=sid), ["id"])
 
 
 def test_nightly_job_tags_then_expires_and_reclaims(warehouse, spark_res, fresh_instance):

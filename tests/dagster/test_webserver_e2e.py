@@ -1,11 +1,16 @@
-"""End to end through a real Dagster webserver: `dagster-webserver -w workspace.yaml` and `dagster-daemon run` on
+"""End to end through a real Dagster webserver: `dagster-webserver` and `dagster-daemon run` on a workspace of the
+repository's code location (workspace.yaml's) and a second one holding two warehouses (their jobs listed apart), on
 127.0.0.1 against a warehouse whose `shop.orders` has snapshots on each of the last five days and already holds the
 tag of the first (made outside Dagster). With the observation sensor running and a dry-run compaction launched as
 the launchpad would, headless Chromium checks the table asset page — schema, row count, never materialised, the
 observation plots, the checks on the table — then opens the tags asset, where the existing tag shows as
 materialised, launches a backfill of three more days from the partition dialog, the daemon runs it, and the tags
 must then exist in the table, each on the snapshot of its day, and show as materialised; the last day stays missing.
-Before that, a real compaction run's page shows its plan, progress and report lines in order. After it, one of the
+Before that, a real compaction run's page shows its plan, progress and report lines in order; a compaction of 2 M
+rows (`shop.big`, 16 buckets) is watched on its run page, and the screenshot is taken while it runs (plan and the
+first progress lines shown; the run is still STARTED right after); the launchpads of paimon_compaction and
+paimon_expire_snapshots show only their operation's section. The backfill of three days is one run (the tags'
+single-run backfill policy). After it, one of the
 backfilled tags is deleted outside Dagster: the observation sensor's run of its partition fails naming it, the
 partition shows as failed, and a "Failed and missing" backfill from the dialog creates it again on its day's
 snapshot (and the never-tagged last day). Every screenshot is taken once the elements it is about are on the page,
@@ -74,6 +79,8 @@ def stack(tmp_path, artifacts):
     from paimon_ops.lifecycle import autotag
     from paimon_ops.table.table import Catalog
     autotag.create_tag_for_period(Catalog(warehouse.path).get_table(ui.ORDERS), warehouse.days[0])  # outside Dagster
+    ui.build_big_table(warehouse.path)
+    workspace = _workspace_with_two_warehouses(tmp_path)
     home = tmp_path / "dagster_home"
     ui.init_dagster_home(home)
     steps.mark("warehouse and DAGSTER_HOME ready")
@@ -86,10 +93,10 @@ def stack(tmp_path, artifacts):
     try:
         procs.append(ui.ManagedProcess(
             "dagster-webserver",
-            [str(ui.VENV_BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+            [str(ui.VENV_BIN / "dagster-webserver"), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
             ui.REPO, env, tmp_path / "webserver.log"))
         procs.append(ui.ManagedProcess(
-            "dagster-daemon", [str(ui.VENV_BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+            "dagster-daemon", [str(ui.VENV_BIN / "dagster-daemon"), "run", "-w", str(workspace)],
             ui.REPO, env, tmp_path / "daemon.log"))
         (tmp_path / "chromium").mkdir()
         browser = ui.Browser(tmp_path / "chromium", tmp_path / "chromedriver.log")
@@ -106,6 +113,48 @@ def stack(tmp_path, artifacts):
             shutil.copy(p.log_path, artifacts / p.log_path.name)
         steps.mark("all processes stopped")
         (artifacts / "steps.json").write_text(json.dumps(steps.marks, indent=1))
+
+
+TWO_LOCATION = "two_warehouses"
+TWO_WAREHOUSES_PY = """\
+from dagster import Definitions
+
+from paimon_ops.dagster import build_paimon_definitions
+
+# two warehouses in one code location, as two named PaimonComponents build them
+defs = Definitions.merge(build_paimon_definitions({east!r}, name="east"), build_paimon_definitions({west!r}, name="west"))
+"""
+
+
+def _workspace_with_two_warehouses(tmp_path: Path) -> Path:
+    """The repository's code location (workspace.yaml's) and a second one holding two warehouses."""
+    from tests.dagster.util import build_events, build_orders
+
+    two = tmp_path / TWO_LOCATION
+    for name, build in (("east", build_orders), ("west", build_events)):
+        (two / name).mkdir(parents=True)
+        build(str(two / name))
+    (two / "defs.py").write_text(TWO_WAREHOUSES_PY.format(east=str(two / "east"), west=str(two / "west")))
+    workspace = tmp_path / "workspace.yaml"
+    locations = [{"python_file": {"relative_path": str(ui.REPO / "definitions.py"), "working_directory": str(ui.REPO),
+                                  "location_name": LOCATION}},
+                 {"python_file": {"relative_path": str(two / "defs.py"), "working_directory": str(two),
+                                  "location_name": TWO_LOCATION}}]
+    workspace.write_text(json.dumps({"load_from": locations}))  # JSON is YAML
+    return workspace
+
+
+def _two_warehouses_load(port, procs, steps, driver, shots):
+    """The second code location: two warehouses, each with its own assets, jobs and sensors."""
+    ui.wait_for_location(port, TWO_LOCATION, procs, timeout=90)
+    for path in (["paimon", "east", "shop", "orders"], ["paimon", "west", "shop", "events"]):
+        node = ui.graphql(port, ui.ASSET_QUERY, {"path": path})["assetNodeOrError"]
+        assert node["__typename"] == "AssetNode", f"no asset {'/'.join(path)}: {node}"
+    driver.get(f"http://127.0.0.1:{port}/locations/{TWO_LOCATION}/jobs")
+    shots.take_checked("two-warehouses-jobs", {
+        j: f"//*[normalize-space(text())='{j}']"
+        for j in ("paimon_east_compaction", "paimon_west_compaction", "paimon_east_nightly", "paimon_west_nightly")})
+    steps.mark("two warehouses loaded in one code location")
 
 
 def test_table_asset_dry_run_and_tags_backfill_in_the_ui(stack):
@@ -141,6 +190,7 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
         f"expected one partition per day from the first snapshot's day, up to yesterday: {node['partitionKeys']}")
     ui.set_nux_seen(port)
 
+    _two_warehouses_load(port, procs, steps, driver, shots)
     _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days)
 
     backfill_id = _backfill_from_the_dialog(port, steps, driver, shots, first, last, len(picked))
@@ -149,10 +199,11 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
     assert bf["isAssetBackfill"] and bf["assetSelection"] == [{"path": ASSET_PATH}], bf
     assert bf["partitionNames"] == want, bf
 
-    # -- the daemon launches the runs (one per partition; one for the range with a single-run backfill policy)
+    # -- the daemon launches one run for the range of days (the tags' single-run backfill policy)
     bf = ui.wait_for_backfill_runs(port, backfill_id, want, all_days, procs, timeout=RUNS_TIMEOUT_S)
     covered = sorted(k for r in bf["runs"] for k in ui.run_partitions(r, all_days))
     assert covered == want, f"runs of the backfill cover {covered}, expected each of {want} once"
+    assert len(bf["runs"]) == 1, f"a backfill of {len(want)} days must be one run: {bf['runs']}"
     steps.mark(f"all {len(bf['runs'])} runs succeeded")
 
     # -- the tags are in the table, each on the latest snapshot of its day
@@ -372,6 +423,58 @@ def _compaction_shows_its_work(port, procs, steps, driver, shots, table_events):
         "the progress": f"//*[starts-with(normalize-space(text()), '{messages[progress[-1]][:len(prefix) + 12]}')]",
         "the report line": f"//*[starts-with(normalize-space(text()), 'compact on {ui.ORDERS}: wrote ')]"})
     steps.mark("compaction run: plan and progress in the run log")
+    _long_compaction_seen_while_running(port, procs, steps, driver, shots)
+    _launchpads(port, steps, driver, shots)
+
+
+def _long_compaction_seen_while_running(port, procs, steps, driver, shots):
+    """A compaction of 2 M rows in 16 tasks: its run page, while the run is still going, shows the plan and the
+    first progress lines (the screenshot is taken mid-run: the run is asked for its status right after it)."""
+    run_id = ui.launch_run(port, LOCATION, "paimon_compaction", ["paimon", *ui.BIG.split(".")],
+                           {"ops": {"paimon_primary_key_tables": {"config": {"compact": {"mode": "full"}}}}})
+    prefix = f"compaction on {ui.BIG}: "
+
+    def messages() -> list[str]:
+        events = ui.graphql(port, ui.RUN_LOGS_QUERY, {"runId": run_id})["logsForRun"].get("events") or []
+        return [e.get("message") or "" for e in events if e["__typename"] == "LogMessageEvent"]
+
+    # the page is open (and following the run's events live) before the run worker has started
+    driver.get(f"http://127.0.0.1:{port}/runs/{run_id}")
+    box = ui.wait_for(driver, "the run log's filter", lambda: ui.visible(driver, "//input[starts-with(@placeholder, "
+                                                                                 "'Filter')]")[0])
+    box.send_keys(f"on {ui.BIG}: ")
+    ui.wait_for(driver, "a progress line", lambda: ui.visible(
+        driver, f"//*[starts-with(normalize-space(text()), '{prefix}') and contains(text(), '%)')]"), timeout=120,
+        poll=0.1)
+    shot = shots.take("long-compaction-mid-run")
+    status = ui.graphql(port, ui.RUN_QUERY, {"runId": run_id})["runOrError"]["status"]
+    done = [m for m in messages() if m.startswith(f"compact on {ui.BIG}: wrote ")]
+    assert status == "STARTED" and not done, (
+        f"the screenshot {shot} was to be taken while the run was going; it is {status} (report {done})")
+    progress = [m for m in messages() if re.match(re.escape(prefix) + r"\d+/16 \(\d+%\)", m)]
+    assert progress and not progress[-1].startswith(prefix + "16/16"), progress
+    steps.mark(f"long compaction seen mid-run ({progress[-1]})")
+    ui.wait_for_run(port, run_id, procs, timeout=300)
+    steps.mark("long compaction succeeded")
+
+
+def _launchpads(port, steps, driver, shots):
+    """Each maintenance job's launchpad: with the cursor in the op's `config:`, the config panel lists exactly the
+    job's operation section (with its doc) beside dry_run — no other operation's knobs."""
+    for job, section, foreign in (("paimon_compaction", "compact", "expire_snapshots"),
+                                  ("paimon_expire_snapshots", "expire_snapshots", "compact")):
+        driver.get(f"http://127.0.0.1:{port}/locations/{LOCATION}/jobs/{job}/playground")
+        line = "//pre[contains(@class, 'CodeMirror-line')][contains(., 'dry_run')]"
+        ui.click(driver, line, f"the dry_run line of the {job} launchpad's editor")
+
+        def key(name: str) -> str:
+            return f"//span[contains(@class, 'ConfigTypeSchema_dictKey') and normalize-space(text())='{name}']"
+
+        ui.wait_for(driver, f"{section} in the config panel", lambda section=section: ui.visible(driver, key(section)))
+        assert ui.visible(driver, key("dry_run")) and not driver.find_elements("xpath", key(foreign)), (
+            f"{job}'s launchpad offers {foreign}")
+        shots.take_checked(f"launchpad-{job}", {f"the {section} section": key(section), "dry_run": key("dry_run")})
+    steps.mark("launchpads: each job's own knobs")
 
 
 def visible_or_scrolled(driver, xpath: str):

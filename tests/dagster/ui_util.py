@@ -116,6 +116,25 @@ def build_past_days_warehouse(path: str, today: dt.date, n_days: int = 5) -> Pas
     return wh
 
 
+BIG = "shop.big"  # a table whose full compaction runs long enough to be seen while it runs
+
+
+def build_big_table(path: str, rows: int = 500_000, writes: int = 4, buckets: int = 16) -> None:
+    """`shop.big`: a primary-key table of `buckets` buckets, `writes` overlapping commits of `rows` rows each (level-0
+    files in every bucket), so its full compaction is one task per bucket over 2 M rows (1.25 M keys): seconds, with progress."""
+    import numpy as np
+
+    from paimon_ops.table.writer import TableWriter, create_table
+
+    table = create_table(path, BIG, [("id", "BIGINT"), ("name", "STRING"), ("amount", "BIGINT")],
+                         primary_keys=["id"], options={"bucket": str(buckets)})
+    for i in range(writes):
+        ids = np.arange(i * rows // 2, i * rows // 2 + rows, dtype=np.int64)  # half of each write updates keys
+        w = TableWriter(table.refresh())
+        w.write(pa.table({"id": ids, "name": pa.array(np.char.add("name-", ids.astype(str))), "amount": ids * 3 + i}))
+        w.commit()
+
+
 # ---------------------------------------------------------------------------------------------- processes
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
