@@ -34,7 +34,7 @@ import logging
 import posixpath
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 from paimon_ops.errors import (
     CorruptMetadataError,
@@ -301,11 +301,26 @@ def delta_candidates(scanner: TableScanner, manifests: Iterable[mf.ManifestColum
     candidate, a later ADD of the same path (level upgrade, file-index rewrite) takes it back. Values are
     (manifest columns, row): the entry is read from its columns only if it is planned."""
     cands: dict[str, tuple] = {}
+    names: set[str] = set()  # names of every path made a candidate (equal paths have equal names)
     delete = mf.FileKind.DELETE
     for cols in manifests:
-        for i, (path, kind) in enumerate(zip(scanner.data_file_paths(cols), cols.kind)):
-            if kind == delete:
+        kinds = cols.kind
+        if any(cols.external_path):  # every external path is checked, as when the manifest is read
+            rows: Sequence[int] = range(len(kinds))
+            paths = scanner.data_file_paths(cols)
+        else:
+            # Only DELETEs and the ADDs of a name deleted before can change the candidates: paths are built for
+            # those rows alone (an APPEND delta builds none).
+            if delete in kinds:
+                names.update(n for n, k in zip(cols.file_name, kinds) if k == delete)
+            elif not names:
+                continue
+            rows = [i for i, (n, k) in enumerate(zip(cols.file_name, kinds)) if k == delete or n in names]
+            paths = scanner.data_file_paths(cols, rows)
+        for i, path in zip(rows, paths):
+            if kinds[i] == delete:
                 cands[path] = (cols, i)
+                names.add(cols.file_name[i])
             else:
                 cands.pop(path, None)
     return cands
