@@ -284,7 +284,8 @@ def matching_tables(catalog: Catalog, pattern: str, exclude: Sequence[str] = ())
     return kept
 
 
-def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) -> tuple[dict[str, Any], str]:
+def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True,
+            runner: Any = None) -> tuple[dict[str, Any], str]:
     """The plan (a dry run: text lists every file, or --limit of them, or --summary's counts) or the report of
     executing it: as JSON and as text."""
     if args.dry_run:
@@ -293,7 +294,9 @@ def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = Tru
     if not confirm:
         from paimon_ops.lifecycle.rollback import require_confirmation
         require_confirmation(plan, False)
-    report = plan.execute(runner=_runner(args) if hasattr(args, "local") else None,
+    if runner is None and hasattr(args, "local"):
+        runner = _runner(args)
+    report = plan.execute(runner=runner,
                           progress=_Progress(label, not args.json or args.progress))
     return report.to_dict(), report.summary()
 
@@ -314,10 +317,14 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
         values = {p.name: getattr(args, p.name) for p in op.params if p.cli}
         if op.takes_now:
             values["now"] = getattr(args, "now_ms", None)
-        plan = op.plan(t, values, {**op.cli_words(), "now": "--now-ms"})
+        from paimon_ops.runner import planning_on
+        # the runner the flags choose places the planning's manifest reading too (expiry, orphan removal)
+        runner = _runner(args) if hasattr(args, "local") else None
+        with planning_on(runner):
+            plan = op.plan(t, values, {**op.cli_words(), "now": "--now-ms"})
         if op.cli_check is not None:
             op.cli_check(plan, t)
-        return _result(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes)
+        return _result(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes, runner=runner)
 
     def command(args: argparse.Namespace) -> int | None:
         if (args.summary or args.limit is not None) and not args.dry_run:

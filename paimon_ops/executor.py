@@ -234,12 +234,12 @@ def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = N
     if unknown:
         raise PaimonOpsError(f"plan of {plan.operation} has an unknown step {unknown[0]!r}; was it made by a newer "
                              "paimon-ops?")
-    checked = preflight(table, plan.steps)
+    runner, placement = place(runner, plan.workload(), table.options)  # (Spark is started only when used)
+    checked = preflight(table, plan.steps, runner=runner)
     for step in plan.steps:
         check = _CHECKS.get(step.action)
         if check is not None:
             check(table, plan, step)
-    runner, placement = place(runner, plan.workload(), table.options)
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
     ex.runner_info = placement
     ex.state.update(state or {})

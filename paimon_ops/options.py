@@ -516,6 +516,15 @@ EXECUTION_LOCAL_MAX_INPUT_SIZE = Option("execution.local.max-input-size", MEMORY
 EXECUTION_LOCAL_MAX_TASKS = Option("execution.local.max-tasks", INT, 1024,
                                    "plans with more tasks than this run on Spark by default", "execution", ours=True,
                                    minimum=1)
+# One process plans 10 M manifest entries (~10,000 manifests of 1,000) within 2 GiB, so that is where Spark starts;
+# 2 M files is what a driver deletes in well under a minute on a local disk and holds in a few hundred MiB.
+EXECUTION_LOCAL_MAX_MANIFESTS = Option("execution.local.max-manifests", INT, 10_000,
+                                       "expiry / orphan removal of a table with more files in manifest/ than this "
+                                       "read manifests, diff the live set and delete on Spark by default", "execution",
+                                       ours=True, minimum=1)
+EXECUTION_LOCAL_MAX_FILES = Option("execution.local.max-files", INT, 2_000_000,
+                                   "orphan removal listing (expiry deleting) more files than this runs on Spark by "
+                                   "default", "execution", ours=True, minimum=1)
 
 # ----------------------------------------------------------------------------------------------------- features
 ROW_TRACKING_ENABLED = Option("row-tracking.enabled", BOOL, False, "rows carry ids", "features", affects_files=True)

@@ -565,6 +565,7 @@ class PlanBuilder:
         self.warnings: list[str] = []
         self.preconditions: list[Precondition] = []
         self._seen: set[str] = set()
+        self._dedupe = False
         self._name: str | None = None
         self._action: str | None = None
         self._files: list[FileAction] = []
@@ -574,6 +575,7 @@ class PlanBuilder:
     def step(self, name: str, action: str, **params: Any) -> PlanBuilder:
         self._close()
         self._name, self._action, self._params = name, action, dict(params)
+        self._dedupe = action.startswith("delete") or action in _DELETE_ACTIONS  # (once per step, not per file)
         return self
 
     def creates(self, action: FileAction) -> None:
@@ -582,10 +584,11 @@ class PlanBuilder:
 
     def add(self, action: FileAction) -> bool:
         assert self._action is not None, "call step() first"
-        if self._action.startswith("delete") or self._action in _DELETE_ACTIONS:
-            if action.path in self._seen:
+        if self._dedupe:
+            seen = self._seen
+            if action.path in seen:
                 return False
-            self._seen.add(action.path)
+            seen.add(action.path)
         self._files.append(action)
         return True
 

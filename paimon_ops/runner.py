@@ -8,6 +8,8 @@ and tests that are not about Spark).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import importlib
 import io
@@ -25,7 +27,12 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 from urllib.parse import urlparse
 
 from paimon_ops.errors import PaimonOpsError, UnreachableError
-from paimon_ops.options import EXECUTION_LOCAL_MAX_INPUT_SIZE, EXECUTION_LOCAL_MAX_TASKS
+from paimon_ops.options import (
+    EXECUTION_LOCAL_MAX_FILES,
+    EXECUTION_LOCAL_MAX_INPUT_SIZE,
+    EXECUTION_LOCAL_MAX_MANIFESTS,
+    EXECUTION_LOCAL_MAX_TASKS,
+)
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +103,24 @@ def run_task(dotted: str, table_location: str, task_json: str, options_json: str
             result["cancelled"] = True
     result["duration_s"] = round(time.time() - started, 3)
     return json.dumps(result)
+
+
+def run_rows(dotted: str, table_location: str, task_json: str, options_json: str, schema: str) -> Any:
+    """Executor side of `SparkRunner.frame`: the task's rows as one Arrow batch of `schema`; an exception becomes
+    one row whose `error` says it (the stack goes to the executor's log)."""
+    import pyarrow as pa
+    names = [c.strip().split()[0] for c in schema.split(",")]
+    try:
+        result = json.loads(run_task(dotted, table_location, task_json, options_json))
+        if not result.get("ok"):
+            raise RuntimeError(result.get("error"))
+        cols = {n: result.get(n, []) for n in names[1:]}
+        n_rows = len(next(iter(cols.values()))) if cols else 0
+        return pa.RecordBatch.from_pydict({"error": [None] * n_rows, **cols})
+    except Exception as e:  # noqa: BLE001 - reported as a row: the driver fails closed on it
+        log.info("row task failed", exc_info=True)
+        return pa.RecordBatch.from_pydict({"error": [" ".join(str(e).split()) or type(e).__name__],
+                                           **{n: [None] for n in names[1:]}})
 
 
 class Runner(Protocol):
@@ -299,6 +324,25 @@ class SparkRunner:
         return out  # type: ignore[return-value]
 
 
+    def frame(self, function: str, table_location: str, tasks: Sequence[dict], schema: str,
+              options: dict[str, str] | None = None) -> Any:
+        """A DataFrame of the rows the task function returns (`fn(table_location, task) -> {column: [values]}`),
+        one task per partition, for work whose result stays in Spark (joins, aggregates) rather than coming back to
+        the driver. `schema` (DDL) must start with `error string`: a task that fails yields one row naming its
+        error there and nothing else (the caller fails closed on it)."""
+        self._ensure_package()
+        opts = json.dumps(options or {})
+        payloads = [json.dumps(t) for t in tasks]
+        df = self.spark.range(0, len(tasks), 1, max(1, len(tasks)))
+
+        def rows(batches: Iterator[Any]) -> Iterator[Any]:
+            from paimon_ops.runner import run_rows as _rows  # imported on the executor
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    yield _rows(function, table_location, payloads[i], opts, schema)
+
+        return df.mapInArrow(rows, schema)
+
     def cancel(self, wait_s: float = 30.0) -> None:
         """Cancel every running job of this session (classic Spark: and wait, at most `wait_s`, until none is active,
         so that no task writes after the caller's cleanup) or interrupt every operation (Spark Connect)."""
@@ -486,15 +530,21 @@ def connect_spark(remote: str):
 # ---------------------------------------------------------------------------------------------- placement
 DEFAULT_LOCAL_MAX_BYTES = EXECUTION_LOCAL_MAX_INPUT_SIZE.default
 DEFAULT_LOCAL_MAX_TASKS = EXECUTION_LOCAL_MAX_TASKS.default
+# Expiry and orphan removal: above these, manifest reading, the live-set difference and the deletes run on Spark.
+DEFAULT_LOCAL_MAX_MANIFESTS = EXECUTION_LOCAL_MAX_MANIFESTS.default
+DEFAULT_LOCAL_MAX_FILES = EXECUTION_LOCAL_MAX_FILES.default
 
 
 @dataclass(frozen=True)
 class Workload:
-    """What a plan asks of a runner: tasks (compaction) with the bytes they read; file deletes."""
+    """What a plan asks of a runner: tasks (compaction) with the bytes they read; file deletes; for expiry and orphan
+    removal the manifests its planning reads and the files it considers (listed candidates or deletes)."""
 
     tasks: int = 0
     input_bytes: int = 0
     deletes: int = 0
+    manifests: int = 0
+    files: int = 0
 
 
 class AutoRunner:
@@ -502,7 +552,9 @@ class AutoRunner:
     `local[*]`, or the master / Connect server given). Spark is not even started for plans that have no tasks.
 
     Thresholds (table options in our dotted style, or the constructor): `execution.local.max-input-size` (bytes
-    the tasks read, default 8 GiB) and `execution.local.max-tasks` (default 1024). In-process runs one task per CPU
+    the tasks read, default 8 GiB) and `execution.local.max-tasks` (default 1024); for expiry and orphan removal
+    (no tasks) `execution.local.max-manifests` (manifests planning reads, default 10,000) and
+    `execution.local.max-files` (files listed or deleted, default 2,000,000). In-process runs one task per CPU
     core at a time, each bounded by compaction.memory-budget; on one machine Spark local[*] gains nothing over that
     but costs its start-up, so it is chosen only for plans beyond the thresholds or when a cluster is configured
     (`--spark-master` / `--spark-remote` force Spark, `--local` forces in-process)."""
@@ -511,9 +563,12 @@ class AutoRunner:
 
     def __init__(self, master: str | None = None, remote: str | None = None, *, max_local_bytes: int | None = None,
                  max_local_tasks: int | None = None, workers: int | None = None,
-                 connect_timeout_s: float | None = None, what: str = ""):
+                 connect_timeout_s: float | None = None, what: str = "", max_local_manifests: int | None = None,
+                 max_local_files: int | None = None):
         self.max_local_bytes = max_local_bytes
         self.max_local_tasks = max_local_tasks
+        self.max_local_manifests = max_local_manifests
+        self.max_local_files = max_local_files
         self.local = LocalRunner(workers)
         self.spark = LazySparkRunner(master, remote, connect_timeout_s=connect_timeout_s, what=what)
 
@@ -529,6 +584,23 @@ class AutoRunner:
                 max_tasks = options.get(EXECUTION_LOCAL_MAX_TASKS)
         max_bytes = DEFAULT_LOCAL_MAX_BYTES if max_bytes is None else max_bytes
         max_tasks = DEFAULT_LOCAL_MAX_TASKS if max_tasks is None else max_tasks
+        if work.tasks == 0 and (work.manifests or work.files):
+            max_manifests = self.max_local_manifests
+            max_files = self.max_local_files
+            if options is not None:
+                if max_manifests is None:
+                    max_manifests = options.get(EXECUTION_LOCAL_MAX_MANIFESTS)
+                if max_files is None:
+                    max_files = options.get(EXECUTION_LOCAL_MAX_FILES)
+            max_manifests = DEFAULT_LOCAL_MAX_MANIFESTS if max_manifests is None else max_manifests
+            max_files = DEFAULT_LOCAL_MAX_FILES if max_files is None else max_files
+            size = f"{work.manifests} manifest(s), {work.files} file(s)"
+            limits = f"execution.local.max-manifests {max_manifests} or execution.local.max-files {max_files}"
+            if work.manifests > max_manifests or work.files > max_files:
+                target = self.spark.remote or self.spark.master
+                return self.spark, {"where": f"Spark {target}", "why": f"{size}: beyond {limits}"}
+            why = f"{size}: within {limits}, batched on the driver"
+            return self.local, {"where": self.local.where, "why": why}
         if work.tasks == 0:
             why = "no tasks: metadata and file deletes only, batched on the driver" if work.deletes else "nothing to run"
             return self.local, {"where": self.local.where, "why": why}
@@ -622,6 +694,40 @@ class LazySparkRunner:
             self._runner = SparkRunner(self.spark)
         return self._runner.run(function, table_location, tasks, progress, options)
 
+    def frame(self, function: str, table_location: str, tasks: Sequence[dict], schema: str,
+              options: dict[str, str] | None = None) -> Any:
+        if self._runner is None:
+            self._runner = SparkRunner(self.spark)
+        return self._runner.frame(function, table_location, tasks, schema, options)
+
     @property
     def started(self) -> bool:
         return self._spark is not None
+
+
+# ---------------------------------------------------------------------------------------------- planning
+# The runner the caller gave for the operation being planned (the CLI's --local / --spark-master / default): planners
+# that can read manifests on Spark (expiry, orphan removal) place their reading by it, as execution places the rest.
+_PLANNING_RUNNER: contextvars.ContextVar[Any] = contextvars.ContextVar("paimon_ops_planning_runner", default=None)
+
+
+@contextlib.contextmanager
+def planning_on(runner: Any) -> Iterator[None]:
+    token = _PLANNING_RUNNER.set(runner)
+    try:
+        yield
+    finally:
+        _PLANNING_RUNNER.reset(token)
+
+
+def planning_runner() -> Any:
+    return _PLANNING_RUNNER.get()
+
+
+def spark_placed(runner: Any, work: Workload, options: Any = None) -> tuple[Any, dict[str, str]]:
+    """(a runner with `frame` when `work` goes to Spark, else None; {where, why}) — the same decision execution
+    makes (`place`), for planners that read manifests. No runner given: the default AutoRunner decides."""
+    if runner is None:
+        runner = planning_runner()
+    chosen, info = place(runner, work, options)
+    return (chosen if getattr(chosen, "name", "") == "spark" else None), info

@@ -266,9 +266,11 @@ class Checked:
     files: int = 0
 
 
-def preflight(table: Table, steps: Iterable[Step], check_references: bool = True) -> Checked:
+def preflight(table: Table, steps: Iterable[Step], check_references: bool = True, runner: Runner | None = None
+              ) -> Checked:
     """Validate every path every step of a plan removes, before anything is removed (see the module docstring).
-    Raises PreflightError naming the first path that is not safe to delete; changes nothing."""
+    Raises PreflightError naming the first path that is not safe to delete; changes nothing. With a Spark `runner`
+    (a plan placed on Spark) the manifests that tell whether an orphan is referenced are read there."""
     actions = [a for s in steps if s.removes_files for a in s.files]
     out = Checked(files=len(actions))
     if not actions:
@@ -300,7 +302,7 @@ def preflight(table: Table, steps: Iterable[Step], check_references: bool = True
     if check_references and out.content:
         from paimon_ops.lifecycle.consistency import check_history
         check_history(table, "deleting files")
-        check_unreferenced(table, out.content, out.owners)
+        check_unreferenced(table, out.content, out.owners, runner)
     return out
 
 
@@ -434,9 +436,11 @@ def _check_local_dir(io: FileIO, ident: str, d: str, items: Sequence[FileAction]
         os.close(fd)
 
 
-def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owners: Sequence[str]) -> None:
+def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owners: Sequence[str],
+                       runner: Runner | None = None) -> None:
     """Refuse (PreflightError) if any content file is kept alive by a snapshot, tag or long-lived changelog of any
-    branch that stays — read from the live table now. Orphans must not even be named by anything."""
+    branch that stays — read from the live table now. Orphans must not even be named by anything (on Spark when
+    `runner` is a Spark runner)."""
     from paimon_ops.lifecycle.references import kept_names, referencing_owner
     # orphans are checked against what anything names (a superset of what is kept): one read of the history
     only_orphans = all(a.kind == ORPHAN for a in content) and not removed_owners
@@ -447,7 +451,8 @@ def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owne
         hit = name in kept
         if not hit and a.kind == ORPHAN:
             if named is None:
-                named, owners = _named_by_any(table)
+                named, owners = _named_by_any(table, [posixpath.basename(x.path) for x in content
+                                                      if x.kind == ORPHAN], runner)
                 if not owners:
                     raise PreflightError(table.identifier, a.path, "no snapshot, tag or changelog of any branch "
                                          "references anything: a table without history has no orphans "
@@ -459,13 +464,14 @@ def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owne
                                                            "edited); plan again")
 
 
-def _named_by_any(table: Table) -> tuple[set[str], int]:
-    """(every file name any snapshot, tag or changelog of any branch names — orphan removal's used set, how many
-    owners were read)."""
-    from paimon_ops.lifecycle.orphans import _branch_tables, _collect_used
+def _named_by_any(table: Table, names: Sequence[str], runner: Runner | None = None) -> tuple[set[str], int]:
+    """(which of `names` any snapshot, tag or changelog of any branch names — orphan removal's used set, how many
+    owners were read); the manifests read on Spark when `runner` is a Spark runner."""
+    from paimon_ops.lifecycle.orphans import _branch_tables, referenced_among
     branches = _branch_tables(table)
-    used = _collect_used(branches[0], branches)
-    return used.names, used.owners
+    spark = runner if getattr(runner, "name", "") == "spark" and hasattr(runner, "frame") else None
+    hit, _, owners = referenced_among(branches[0], branches, list(names), spark)
+    return hit, owners
 
 
 def delete_task(table_location: str, task: dict) -> dict:
@@ -491,6 +497,10 @@ class Deleter:
         if parallel_threshold is None:
             parallel_threshold = LOCAL_PARALLEL_THRESHOLD if table.io.is_local else \
                 BULK_PARALLEL_THRESHOLD if table.io.bulk_delete else PARALLEL_THRESHOLD
+            if getattr(runner, "name", "") == "spark":
+                # the plan was placed on Spark (its size, or the caller's choice): its deletes run there too, in
+                # batches, each executor through `delete_task` (checked against the roots again)
+                parallel_threshold = PARALLEL_THRESHOLD
         self.parallel_threshold = parallel_threshold
         self.progress = progress
         self.roots = allowed_roots(table)

@@ -34,7 +34,7 @@ import logging
 import posixpath
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 from paimon_ops.errors import (
     CorruptMetadataError,
@@ -122,6 +122,12 @@ class ExpireSnapshotsPlan(Plan):
     """Expiring snapshots (and, when decoupled, long-lived changelogs) with their files."""
 
     operation = "expire_snapshots"
+
+    def workload(self) -> Any:
+        from paimon_ops.runner import Workload
+        d = self.details if isinstance(self.details, dict) else {}
+        n = len(self.deletes)
+        return Workload(deletes=n, manifests=int(d.get("manifest_dir_files") or 0), files=n)
 
     @property
     def expired_snapshots(self) -> list[int]:
@@ -304,11 +310,26 @@ def delta_candidates(scanner: TableScanner, manifests: Iterable[mf.ManifestColum
     candidate, a later ADD of the same path (level upgrade, file-index rewrite) takes it back. Values are
     (manifest columns, row): the entry is read from its columns only if it is planned."""
     cands: dict[str, tuple] = {}
+    names: set[str] = set()  # names of every path made a candidate (equal paths have equal names)
     delete = mf.FileKind.DELETE
     for cols in manifests:
-        for i, (path, kind) in enumerate(zip(scanner.data_file_paths(cols), cols.kind)):
-            if kind == delete:
+        kinds = cols.kind
+        if any(cols.external_path):  # every external path is checked, as when the manifest is read
+            rows: Sequence[int] = range(len(kinds))
+            paths = scanner.data_file_paths(cols)
+        else:
+            # Only DELETEs and the ADDs of a name deleted before can change the candidates: paths are built for
+            # those rows alone (an APPEND delta builds none).
+            if delete in kinds:
+                names.update(n for n, k in zip(cols.file_name, kinds) if k == delete)
+            elif not names:
+                continue
+            rows = [i for i, (n, k) in enumerate(zip(cols.file_name, kinds)) if k == delete or n in names]
+            paths = scanner.data_file_paths(cols, rows)
+        for i, path in zip(rows, paths):
+            if kinds[i] == delete:
                 cands[path] = (cols, i)
+                names.add(cols.file_name[i])
             else:
                 cands.pop(path, None)
     return cands
@@ -358,6 +379,78 @@ def _deltas(store: ManifestStore, owners: list[tuple[int, Snapshot]], what: str
                         break
                 delta.append(c)
             yield sid, ([] if error else delta), error
+
+
+def _delta_cands(store: ManifestStore, scanner: TableScanner, owners: list[tuple[int, Snapshot]], what: str,
+                 spark: Any = None) -> Iterator[tuple[int, dict[str, tuple], CorruptMetadataError | None]]:
+    """(id, the data files its delta removes as `delta_candidates` gives them, None) or (id, {}, the error that made
+    the delta unreadable) for each owner in order: decoded here, or on Spark executors when `spark` is a runner
+    (only the candidates come back; every manifest entry stays on the executors)."""
+    if spark is None:
+        for sid, delta, error in _deltas(store, owners, what):
+            yield sid, ({} if error is not None else delta_candidates(scanner, delta)), error
+        return
+    table = scanner.table
+    tasks = [{"branch": table.branch, "what": what,
+              "owners": [[sid, s.delta_manifest_list] for sid, s in owners[i:i + DELTA_BATCH]]}
+             for i in range(0, len(owners), DELTA_BATCH)]
+    results = spark.run("paimon_ops.lifecycle.expire.delta_candidates_task", table.location, tasks,
+                        options={**table.io.task_options(), **table.options_override})
+    failed = [r["error"] for r in results if not r.get("ok")]
+    if failed:
+        if failed[0].startswith("UnsafeNameError"):
+            raise UnsafeNameError(table.manifest_dir, failed[0])
+        raise CorruptMetadataError(table.manifest_dir, f"reading the deltas on Spark failed: {failed[0]}")
+    for r in results:
+        for d in r["deltas"]:
+            err = d.get("error")
+            if err is not None:
+                cls = MissingFileError if err["missing"] else CorruptMetadataError
+                yield d["sid"], {}, cls(err["path"], err["problem"])
+                continue
+            yield d["sid"], _Candidates.decode(d["rows"]), None
+
+
+class _Candidates:
+    """Delta candidates sent back by an executor: the columns `_plan_delta_deletes` reads, row i per file."""
+
+    def __init__(self, rows: list[list]):
+        self.partition = [bytes.fromhex(r[1]) for r in rows]
+        self.bucket = [r[2] for r in rows]
+        self.file_name = [r[3] for r in rows]
+        self.file_size = [r[4] for r in rows]
+        self.extra_files = [tuple(r[5]) for r in rows]
+        self.file_source = [r[6] for r in rows]
+
+    @staticmethod
+    def decode(rows: list[list]) -> dict[str, tuple]:
+        cols = _Candidates(rows)
+        return {r[0]: (cols, i) for i, r in enumerate(rows)}
+
+
+def delta_candidates_task(table_location: str, task: dict) -> dict:
+    """Executor side of `_delta_cands`: decode the deltas of the task's snapshots (changelogs) and return, per
+    owner in order, the data files it removes (path, partition hex, bucket, name, size, extra files, source) or
+    the error that made its delta unreadable. A crafted file name raises (the driver stops)."""
+    from types import SimpleNamespace
+    table = Table(table_location, options_override=task.get("_options"))
+    if task.get("branch", "main") != "main":
+        table = table.for_branch(task["branch"])
+    store = ManifestStore(table, capacity=STORE_CAPACITY)
+    scanner = TableScanner(table, store)
+    owners: list[tuple[int, Any]] = [(int(sid), SimpleNamespace(delta_manifest_list=name))
+                                     for sid, name in task["owners"]]
+    out = []
+    for sid, delta, error in _deltas(store, owners, task.get("what", "snapshot")):
+        if error is not None:
+            out.append({"sid": sid, "error": {"path": error.path, "problem": error.problem,
+                                              "missing": isinstance(error, MissingFileError)}})
+            continue
+        rows = [[path, cols.partition[i].hex(), cols.bucket[i], cols.file_name[i], cols.file_size[i],
+                 list(cols.extra_files[i]), cols.file_source[i]]
+                for path, (cols, i) in delta_candidates(scanner, delta).items()]
+        out.append({"sid": sid, "rows": rows})
+    return {"deltas": out}
 
 
 def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, tuple], owner: str, owner_id: int,
@@ -428,11 +521,14 @@ def expirable_snapshots(table: Table, cfg: ExpireSettings) -> int:
     return max(0, end - earliest)
 
 
-@planner("expire_snapshots")
+@planner("expire_snapshots", internal=("runner",))
 def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_min: int | None = None,
                           retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
-                          max_deletes: int | None = None) -> Plan:
-    """What expiring snapshots (and, when decoupled, long-lived changelogs) of `table`'s branch would delete."""
+                          max_deletes: int | None = None, runner: Any = None) -> Plan:
+    """What expiring snapshots (and, when decoupled, long-lived changelogs) of `table`'s branch would delete. The
+    expired deltas are decoded on Spark executors when the runner (`runner`, else the one the caller plans with,
+    else the default) places the plan there: beyond execution.local.max-manifests files in manifest/, or when the
+    caller chose Spark."""
     cfg = resolve_settings(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes)
     check_history(table, "snapshot expiry")
     b = PlanBuilder()
@@ -464,6 +560,15 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
 
     end = expiry_window_end(table, cfg, latest, earliest, consumer_min, b.warn)
     details["end"] = end
+    spark = None
+    if end > earliest:
+        from paimon_ops.runner import Workload, spark_placed
+        try:
+            manifests = len(table.io.list_status(table.manifest_dir))
+        except OSError:
+            manifests = 0  # (unlistable: the reads below say what is wrong)
+        details["manifest_dir_files"] = manifests
+        spark, _ = spark_placed(runner, Workload(manifests=manifests), table.options)
 
     snaps: dict[int, Snapshot] = {}
     end_snap: Snapshot | None = None
@@ -496,11 +601,11 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
         b.require(SnapshotIs(end, end_snap.base_manifest_list))
         if not (cfg.consumer_changelog_only and cfg.decoupled):
             b.require(NoConsumerBefore(end, cfg.consumer_expiration_ms))
-        _plan_snapshot_stage(b, table, store, scanner, cfg, tags, snaps, begin, end, end_snap, others)
+        _plan_snapshot_stage(b, table, store, scanner, cfg, tags, snaps, begin, end, end_snap, others, spark)
     if cfg.decoupled:
         details["changelog"] = _plan_changelog_stage(
             b, table, store, scanner, cfg, tags, {i: snaps[i] for i in excl}, latest,
-            end_snap if excl else None, consumer_min, others)
+            end_snap if excl else None, consumer_min, others, spark)
     # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
     hints = [{"dir": table.snapshots.dir, "name": EARLIEST, "which": "first"}]
     if cfg.decoupled:
@@ -514,19 +619,20 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
 
 def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
                          cfg: ExpireSettings, tags: list, snaps: dict[int, Snapshot], begin: int, end: int,
-                         end_snap: Snapshot, others: OtherBranches) -> None:
+                         end_snap: Snapshot, others: OtherBranches, spark: Any = None) -> None:
     excl = sorted(i for i in snaps if i < end)
     keep_append_files = cfg.decoupled and cfg.changelog_producer == "none"
     # ---- data files: deltas of (begin, end], in entry order keyed by path (checklist 2)
     b.step("data files", DELETE_FILES)
     skipper = DataSkipper(store)
     buckets: set[tuple[bytes, int]] = set()
-    for sid, delta, error in _deltas(store, [(sid, snaps[sid]) for sid in sorted(snaps) if sid > begin], "snapshot"):
+    for sid, cands, error in _delta_cands(store, scanner, [(sid, snaps[sid]) for sid in sorted(snaps) if sid > begin],
+                                          "snapshot", spark):
         if error is not None:
             b.warn(f"data files deleted by snapshot {sid} are kept: its delta is unreadable ({error})")
             continue
-        _plan_delta_deletes(b, scanner, delta_candidates(scanner, delta), f"snapshot {sid}", sid, tags, skipper,
-                            others, buckets, keep_append_files)
+        _plan_delta_deletes(b, scanner, cands, f"snapshot {sid}", sid, tags, skipper, others, buckets,
+                            keep_append_files)
 
     # ---- changelog files (only when not decoupled; tags do not protect them)
     b.step("changelog files", DELETE_FILES)
@@ -610,7 +716,8 @@ def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: 
 
 def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
                           cfg: ExpireSettings, tags: list, converted: dict[int, Snapshot], latest: int,
-                          stage1_end: Snapshot | None, consumer_min: int | None, others: OtherBranches) -> dict:
+                          stage1_end: Snapshot | None, consumer_min: int | None, others: OtherBranches,
+                          spark: Any = None) -> dict:
     """ExpireChangelogImpl (§2.8) planned on the state after the snapshot stage: `converted` snapshots will have
     become long-lived changelogs and the earliest snapshot will be `stage1_end`."""
     info: dict[str, Any] = {"expired_changelogs": []}
@@ -679,13 +786,12 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
             _plan_added_in(b, table, store, scanner, c.changelog_manifest_list, f"changelog {cid} expired", buckets,
                            CHANGELOG, others)
     plain = [(cid, cls[cid]) for cid in sorted(cls) if not cls[cid].changelog_manifest_list]
-    for cid, delta, error in _deltas(store, plain, "changelog"):
+    for cid, cands, error in _delta_cands(store, scanner, plain, "changelog", spark):
         if error is not None:
             if not isinstance(error, MissingFileError):
                 b.warn(f"data files deleted by changelog {cid} are kept: its delta is unreadable ({error.problem})")
             continue
-        _plan_delta_deletes(b, scanner, delta_candidates(scanner, delta), f"changelog {cid}", cid, tags, skipper,
-                            others, buckets)
+        _plan_delta_deletes(b, scanner, cands, f"changelog {cid}", cid, tags, skipper, others, buckets)
     if cfg.clean_empty_dirs:
         b.step("changelog stage: empty directories", DELETE_DIRS)
         b.add_all(empty_dir_actions(scanner, buckets, "emptied by changelog expiry (deleted only if empty)"))
@@ -795,7 +901,8 @@ def expire_snapshots(table: Table, now_millis: int | None = None, retain_min: in
     `snapshot.time-retained`; the other arguments override `snapshot.num-retained.min/max` and
     `snapshot.expire.limit`. `dry_run` returns the plan as a report (every file with kind and reason)."""
     started = time.time()
-    plan = plan_expire_snapshots(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes)
+    plan = plan_expire_snapshots(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes,
+                                 runner=runner)
     return run_plan(plan, table, dry_run, runner, progress, batch_size, parallel_threshold, started)
 
 

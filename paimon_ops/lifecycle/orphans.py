@@ -78,6 +78,12 @@ class RemoveOrphansPlan(Plan):
 
     operation = "remove_orphans"
 
+    def workload(self) -> Any:
+        from paimon_ops.runner import Workload
+        d = self.details if isinstance(self.details, dict) else {}
+        return Workload(deletes=len(self.deletes), manifests=int(d.get("manifest_dir_files") or 0),
+                        files=int(d.get("candidates") or 0))
+
 
 @dataclass(frozen=True)
 class NotReferenced(Precondition):
@@ -146,8 +152,9 @@ DECODE_BATCH = 32  # manifests decoded at once (what is held: their lifecycle co
 class _Used:
     """Names referenced by every snapshot, tag and long-lived changelog of every branch."""
 
-    def __init__(self, main: Table):
+    def __init__(self, main: Table, defer: bool = False):
         self.main = main
+        self.defer = defer  # manifests stay queued for Spark (`referenced_on_spark`), never decoded here
         self.store = ManifestStore(main, capacity=STORE_CAPACITY)
         self.names: set[str] = set()
         self._lists: dict[str, list[str]] = {}
@@ -179,7 +186,7 @@ class _Used:
             self.names.update(manifests)
         # every owner of a manifest not read yet is queued with it: a missing one is judged per owner
         self._pending += [(m, owner, still_there, tolerate_missing) for m in manifests if m not in self._manifests]
-        if len(self._pending) >= PENDING_MANIFESTS:
+        if len(self._pending) >= PENDING_MANIFESTS and not self.defer:
             self.flush()
         return True
 
@@ -250,8 +257,9 @@ def _branch_tables(table: Table) -> list[Table]:
     return out
 
 
-def _collect_used(main: Table, branches: list[Table]) -> _Used:
-    used = _Used(main)
+def _collect_used(main: Table, branches: list[Table], defer: bool = False) -> _Used:
+    """Every name referenced; `defer`: the manifests are left queued (`_pending`) for `referenced_on_spark`."""
+    used = _Used(main, defer)
     producer_none = main.options.changelog_producer == "none"
     for bt in branches:
         label = "" if bt.branch == "main" else f"branch {bt.branch} "
@@ -267,8 +275,95 @@ def _collect_used(main: Table, branches: list[Table]) -> _Used:
             except InvalidArgumentError:
                 continue  # deleted while we listed
             used.add_owner(t, f"{label}tag {name}", functools.partial(bt.tags.exists, name), "tag", producer_none)
-    used.flush()
+    if not defer:
+        used.flush()
     return used
+
+
+# ---------------------------------------------------------------------------------------------- on Spark
+SPARK_MANIFESTS_PER_TASK = 64
+_NAMES_SCHEMA = "error string, name string, kind string"
+
+
+def manifest_names_task(table_location: str, task: dict) -> dict:
+    """Executor side: the file names (data and extra files, ADD and DELETE alike) the task's manifests reference,
+    kind 'used', and the manifests that do not exist, kind 'missing'. A crafted name or an unreadable manifest
+    raises (the job then fails closed)."""
+    table = Table(table_location)
+    store = ManifestStore(table, capacity=1)
+    names: list[str] = []
+    kinds: list[str] = []
+    wanted = task["manifests"]
+    got = store.columns_many(wanted, "a manifest list")
+    for mname in wanted:
+        cols = got.get(mname)
+        if cols is None:
+            names.append(mname)
+            kinds.append("missing")
+            continue
+        found = list(cols.file_name) + [x for xs in cols.extra_files if xs for x in xs]
+        names += found
+        kinds += ["used"] * len(found)
+    return {"name": names, "kind": kinds}
+
+
+def referenced_on_spark(runner: Any, used: _Used, candidates: list[str]) -> tuple[set[str], int]:
+    """The live-set difference on Spark: executors decode the manifests `used` has queued (`_collect_used(…,
+    defer=True)`) into the names they reference, which are joined there with the candidates' names and the names
+    read on the driver (manifest lists, manifests, index and statistics files). Returns (the candidates that are
+    referenced, how many distinct names are referenced) — what `used.names` answers in-process; only those come
+    back to the driver. A missing manifest is judged per owner as in-process (`_Used.flush`)."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    pending, used._pending = used._pending, []
+    todo = list(dict.fromkeys(p[0] for p in pending if p[0] not in used._manifests))
+    tasks = [{"manifests": todo[i:i + SPARK_MANIFESTS_PER_TASK]}
+             for i in range(0, len(todo), SPARK_MANIFESTS_PER_TASK)]
+    spark = runner.spark
+    driver = pa.table({"error": pa.array([None] * len(used.names), pa.string()),
+                       "name": pa.array(sorted(used.names), pa.string()),
+                       "kind": pa.array(["used"] * len(used.names), pa.string())})
+    cands = sorted(set(candidates))
+    cand = pa.table({"error": pa.array([None] * len(cands), pa.string()), "name": pa.array(cands, pa.string()),
+                     "kind": pa.array(["candidate"] * len(cands), pa.string())})
+    frames = [spark.createDataFrame(driver), spark.createDataFrame(cand)]
+    if tasks:
+        frames.append(runner.frame("paimon_ops.lifecycle.orphans.manifest_names_task", used.main.location, tasks,
+                                   _NAMES_SCHEMA, options=used.main.io.task_options()))
+    rows = frames[0]
+    for f in frames[1:]:
+        rows = rows.unionByName(f)
+    rows = rows.select(F.coalesce("error", "name").alias("name"),
+                       F.when(F.col("error").isNotNull(), F.lit("error")).otherwise(F.col("kind")).alias("kind"))
+    flags = rows.groupBy("name").agg(*[F.max((F.col("kind") == k).cast("int")).alias(k)
+                                       for k in ("used", "candidate", "missing", "error")])
+    flags = flags.persist()
+    try:
+        found = flags.where("(candidate = 1 AND used = 1) OR missing = 1 OR error = 1").collect()
+        total = flags.where("used = 1").count()
+    finally:
+        flags.unpersist()
+    errors = sorted(r["name"] for r in found if r["error"])
+    if errors:
+        raise CorruptMetadataError(used.main.manifest_dir, f"reading manifests on Spark failed: {errors[0]}")
+    missing = {r["name"] for r in found if r["missing"]}
+    for mname, owner, still_there, tolerate in pending:
+        if mname in missing and not tolerate:
+            used._missing("manifest", mname, owner, still_there)  # raises unless the owner is gone
+    used._manifests.update(m for m in todo if m not in missing)
+    return {r["name"] for r in found if r["candidate"] and r["used"]}, total
+
+
+def referenced_among(main: Table, branches: list[Table], candidates: list[str], runner: Any = None
+                     ) -> tuple[set[str], int, int]:
+    """(which of `candidates` any snapshot, tag or long-lived changelog of any branch references, how many distinct
+    names are referenced, how many owners were read): in-process, or on Spark when `runner` is one."""
+    used = _collect_used(main, branches, defer=runner is not None)
+    if runner is None:
+        return {n for n in candidates if n in used.names}, len(used.names), used.owners
+    hit, total = referenced_on_spark(runner, used, candidates)
+    return hit, total, used.owners
 
 
 # ---------------------------------------------------------------------------------------------- candidates
@@ -403,10 +498,14 @@ def _check_saved_time(params: dict[str, Any]) -> None:
                                        f"threshold {iso(thr)} would make files of commits in flight candidates")
 
 
-@planner("remove_orphans", check_saved=_check_saved_time)
+@planner("remove_orphans", check_saved=_check_saved_time, internal=("runner",))
 def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None,
-                        allow_short: bool = False, min_age: Any = None) -> Plan:
-    """Files no snapshot, tag or long-lived changelog of any branch references, older than the threshold."""
+                        allow_short: bool = False, min_age: Any = None, runner: Any = None) -> Plan:
+    """Files no snapshot, tag or long-lived changelog of any branch references, older than the threshold. The
+    manifests are read, and the candidates' names told apart from the referenced ones, on Spark when the runner
+    (`runner`, else the one the caller plans with, else the default) places the plan there: beyond
+    execution.local.max-manifests files in manifest/ or execution.local.max-files candidates, or when the caller
+    chose Spark."""
     now = int(time.time() * 1000) if now_millis is None else int(now_millis)
     threshold = resolve_threshold(older_than, now, allow_short, min_age)
     branches = _branch_tables(table)
@@ -446,18 +545,22 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
                     continue
                 if st.mtime_millis < threshold:
                     temps.append(st)
+    from paimon_ops.runner import Workload, spark_placed
+    n_candidates = len(candidates) + len(temps)
+    spark, _ = spark_placed(runner, Workload(manifests=len(listing.get(main.manifest_dir, ())), files=n_candidates),
+                            main.options)
     try:
-        used = _collect_used(main, branches)
+        referenced, referenced_total, owners = referenced_among(main, branches, [st.name for st in candidates], spark)
     except CorruptMetadataError as e:
         raise CorruptMetadataError(e.path, f"{e.problem}; refusing to remove orphans (nothing deleted)") from None
-    if not used.owners and (candidates or temps):
+    if not owners and (candidates or temps):
         raise UnsafeOperationError(
             f"{main.identifier} has no snapshot, tag or changelog on any branch, so nothing is referenced and every "
             f"one of its {len(candidates) + len(temps)} files would be an orphan; refusing to remove orphans from a "
             "table without history (Java deletes them all: apache/paimon#7710)")
     age_h = (now - threshold) / 3_600_000
     b.step("orphan files", DELETE_FILES)
-    orphans = [st for st in sorted(candidates, key=lambda s: s.path) if st.name not in used.names]
+    orphans = [st for st in sorted(candidates, key=lambda s: s.path) if st.name not in referenced]
     check_paths(roots, [st.path for st in orphans])
     reason = f"referenced by no snapshot, tag or changelog of any branch; older than {age_h:.0f} h"
     for st in orphans:
@@ -496,8 +599,9 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     if names:
         b.require(NotReferenced(tuple(names)))
     details = {"older_than": iso(threshold), "now": iso(now), "branches": [t.branch for t in branches],
-               "candidates": len(candidates) + len(temps), "referenced_names": len(used.names),
-               "owners_read": used.owners, "notes": notes,
+               "candidates": n_candidates, "referenced_names": referenced_total,
+               "owners_read": owners, "manifest_dir_files": len(listing.get(main.manifest_dir, ())),
+               "notes": notes,
                "symlinks": [{"path": p, "target": t} for p, t in sorted(symlinks.items())]}
     return b.build(RemoveOrphansPlan, main, details)
 
@@ -508,7 +612,7 @@ def remove_orphans(table: Table, older_than: Any = None, now_millis: int | None 
                    min_age: Any = None) -> Report:
     """Delete orphan files of the table (all branches considered). `dry_run` returns the plan as a report."""
     started = time.time()
-    plan = plan_remove_orphans(table, older_than, now_millis, allow_short, min_age)
+    plan = plan_remove_orphans(table, older_than, now_millis, allow_short, min_age, runner=runner)
     return run_plan(plan, table, dry_run, runner, progress, batch_size, parallel_threshold, started)
 
 

@@ -6,7 +6,7 @@ import logging
 import posixpath
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, MissingFileError
 from paimon_ops.format import manifest as mf
@@ -258,10 +258,17 @@ class TableScanner:
             return self._checked_external(meta.external_path, meta.file_name)
         return self.bucket_dir(partition, bucket) + "/" + meta.file_name  # (a plain name: checked when read)
 
-    def data_file_paths(self, cols: mf.ManifestColumns) -> list[str]:
-        """data_file_path of every row of `cols`: one dictionary lookup and one concatenation per file."""
+    def data_file_paths(self, cols: mf.ManifestColumns, rows: Sequence[int] | None = None) -> list[str]:
+        """data_file_path of every row of `cols` (or of `rows` only, for manifests without external paths): one
+        dictionary lookup and one concatenation per file."""
         dirs = self._bucket_dirs
         bucket_dir = self.bucket_dir
+        if rows is not None:
+            if any(cols.external_path):
+                raise ValueError("data_file_paths(rows=…) is for manifests without external paths")
+            partition, bucket, name = cols.partition, cols.bucket, cols.file_name
+            return [(dirs.get((partition[i], bucket[i])) or bucket_dir(partition[i], bucket[i])) + "/" + name[i]
+                    for i in rows]
         out = [(dirs.get(k) or bucket_dir(*k)) + "/" + n
                for k, n in zip(zip(cols.partition, cols.bucket), cols.file_name)]
         if any(cols.external_path):

@@ -257,3 +257,43 @@ def test_orphan_removal_same_as_java(java_tables, tmp_path):
     assert rel_files(a) == rel_files(b)
     (check,) = _check_after(java_tables, name, b, jt_ours)
     assert check["missing"] == []
+
+
+def test_spark_placement_same_as_in_process_and_java(java_tables, spark, tmp_path):
+    """Expiry, then orphan removal, on three copies of Java's pk table: Java 0.9, ours in-process, ours placed on
+    Spark (local[2]: deltas decoded and referenced names joined on executors, deletes there through the deleter).
+    The two reports of ours are identical, all three copies keep the same files, and Java reads every retained
+    snapshot and tag of the Spark copy with the rows it read before, its check_files finding nothing missing."""
+    from paimon_ops.runner import LocalRunner, SparkRunner
+    from tests.lifecycle.test_spark_placement import comparable
+    name = "pk"
+    a, b, jt_java, _ = _copies(java_tables, tmp_path, name)
+    c = copy_table(os.path.join(java_tables["wh"], "db.db", name), str(tmp_path / "spark"), "db", name)
+    jt_spark = JavaTable(tmp_path / "spark", "db", name)
+    args = dict(retain_min=2, retain_max=1000, max_deletes=50)
+    spark_runner = SparkRunner(spark)
+    r_local = expire_snapshots(Table(b), now_millis=NOW, time_retained=dt.timedelta(hours=1), runner=LocalRunner(),
+                               **args)
+    r_spark = expire_snapshots(Table(c), now_millis=NOW, time_retained=dt.timedelta(hours=1), runner=spark_runner,
+                               parallel_threshold=1, **args)
+    assert r_spark.runner["where"].startswith("Spark") and r_local.deleted["data"] > 0
+    assert comparable(r_local, b) == comparable(r_spark, c)
+    jh.run("expire_snapshots", jt_java.payload(now_ms=NOW, time_retained_ms=HOUR_MS, **args))
+    assert rel_files(a) == rel_files(b) == rel_files(c)
+    planted = ["pt=a/bucket-0/data-orphan-1.parquet", "manifest/manifest-orphan-1", "snapshot/.snapshot-99.tmp"]
+    for root in (a, b, c):
+        for p in planted:
+            with open(os.path.join(root, p), "wb") as f:
+                f.write(b"junk")
+        age_files(root, 3 * 86400)
+    now = int(time.time() * 1000)
+    java_deleted = jt_java.remove_orphans(older_than_ms=now - 2 * DAY_MS)
+    o_local = remove_orphans(Table(b), older_than=dt.timedelta(days=2), now_millis=now, runner=LocalRunner())
+    o_spark = remove_orphans(Table(c), older_than=dt.timedelta(days=2), now_millis=now, runner=spark_runner,
+                             parallel_threshold=1)
+    assert comparable(o_local, b) == comparable(o_spark, c)
+    assert sorted(os.path.relpath(f.path, c) for f in o_spark.files if f.kind != "directory") == \
+        sorted(os.path.relpath(p, a) for p in java_deleted) == sorted(planted)
+    assert rel_files(a) == rel_files(b) == rel_files(c)
+    (check,) = _check_after(java_tables, name, c, jt_spark)
+    assert check["missing"] == []

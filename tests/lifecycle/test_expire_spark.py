@@ -1,4 +1,5 @@
-"""Deletes of an expiry and of a tag deletion run in batches on Spark executors (the session `spark` fixture)."""
+"""Deletes of an expiry and of a tag deletion run in batches on Spark executors (the session `spark` fixture); the
+expiry's planning decodes its deltas there too (tests/lifecycle/test_spark_placement.py compares with in-process)."""
 from __future__ import annotations
 
 from paimon_ops.lifecycle.expire import expire_snapshots
@@ -34,6 +35,9 @@ def test_expiry_and_tag_deletion_delete_on_executors(spark, tmp_path):
     r = expire_snapshots(sim.table, now_millis=sim.now + 10 * HOUR_MS, retain_min=1, runner=runner,
                          parallel_threshold=10, batch_size=8, progress=lambda d, n: seen.append((d, n)))
     assert r.deleted["data"] >= 8 and r.deleted["snapshot"] == len(r.details["expired_snapshots"])
+    # the expired deltas were decoded on executors (the caller chose Spark), then the deletes ran there
+    assert runner.calls[0][0] == "paimon_ops.lifecycle.expire.delta_candidates_task"
+    runner.calls = runner.calls[1:]
     assert runner.calls, "no delete phase went to Spark"
     assert all(fn == "paimon_ops.lifecycle.deleter.delete_task" for fn, _, _ in runner.calls)
     assert any(n > 1 for _, n, _ in runner.calls)  # several batches in one phase

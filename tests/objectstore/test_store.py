@@ -109,6 +109,34 @@ def test_bulk_delete_uses_delete_objects_with_exact_outcome(s3_server, bucket, s
     assert s3_proxy.count("POST", "?delete") == 0
 
 
+@pytest.mark.parametrize("concurrency,expect", [("3", 3)])
+def test_bulk_delete_requests_in_flight_are_bounded(s3_server, bucket, s3_proxy, concurrency, expect):
+    """3,001 keys: four 1,000-key DeleteObjects requests, `s3.delete.concurrency` of them in flight at once (each
+    held 0.3 s at the proxy, so overlapping requests are seen), never more; every key deleted exactly."""
+    io, root = _io(s3_server, bucket, endpoint=s3_proxy.endpoint, **{"s3.delete.concurrency": concurrency})
+    paths = [f"{root}/c/bucket-0/data-{i:05d}.parquet" for i in range(3001)]
+    s3_server.put_many(bucket, [p.split("/", 1)[1] for p in paths])
+    lock = threading.Lock()
+    flight = {"now": 0, "max": 0}
+
+    def inject(method, path, headers, body):
+        if method == "POST" and "?delete" in path:
+            with lock:
+                flight["now"] += 1
+                flight["max"] = max(flight["max"], flight["now"])
+            time.sleep(0.3)
+            with lock:
+                flight["now"] -= 1
+        return None  # forwarded
+
+    s3_proxy.inject = inject
+    out = io.delete_many(paths)
+    assert sorted(out.deleted) == sorted(paths) and not out.missing and not out.failed
+    assert s3_proxy.count("POST", "?delete") == 4
+    assert flight["max"] == expect
+    assert s3_server.keys(bucket, "wh/c/") == []
+
+
 def test_bulk_delete_retries_throttling(s3_server, bucket, s3_proxy):
     io, root = _io(s3_server, bucket, endpoint=s3_proxy.endpoint)
     s3 = s3_server.boto()

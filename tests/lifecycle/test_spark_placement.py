@@ -1,0 +1,162 @@
+"""Expiry and orphan removal placed on Spark (the session `spark` fixture, local[2]): the expired deltas are decoded
+on executors, the orphan candidates are told from the referenced names by a join on Spark, the deletes run on
+executors through the deleter's `delete_task` — and the reports and the files left are exactly those of the same
+run in-process, on two copies of one table. The default runner chooses Spark by execution.local.max-manifests /
+execution.local.max-files. (The Java 0.9 proof is tests/lifecycle/test_expire_java.py::test_spark_placement_*.)"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from paimon_ops.lifecycle.expire import expire_snapshots
+from paimon_ops.lifecycle.orphans import remove_orphans
+from paimon_ops.runner import AutoRunner, LocalRunner, SparkRunner, Workload
+from paimon_ops.table.table import Table
+from tests.lifecycle.helpers import HOUR_MS, MetaSim, age_files, check_references, copy_table, leaks, new_table, rel_files
+
+DAY_S = 86_400
+
+
+class RecordingSparkRunner(SparkRunner):
+    """The real SparkRunner, remembering which task functions it ran (as jobs of tasks or as DataFrames)."""
+
+    def __init__(self, spark):
+        super().__init__(spark)
+        self.functions: list[str] = []
+
+    def run(self, function, table_location, tasks, progress=None, options=None):
+        self.functions.append(function)
+        return super().run(function, table_location, tasks, progress=progress, options=options)
+
+    def frame(self, function, table_location, tasks, schema, options=None):
+        self.functions.append(function)
+        return super().frame(function, table_location, tasks, schema, options)
+
+
+def comparable(report, root: str) -> str:
+    """The report without where it ran and how long it took, every path relative to the table root, files sorted
+    (deletes within a phase run in any order)."""
+    d = report.to_dict()
+    for k in ("duration_s", "runner"):
+        d.pop(k, None)
+    d["files"] = sorted(d["files"], key=lambda f: json.dumps(f, sort_keys=True))
+    return json.dumps(d, sort_keys=True, default=str).replace(root, "<root>")
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    """An append table with 60 snapshots (writes with extra files, compactions, DV commits, two tags): enough
+    deltas for several Spark tasks."""
+    wh = tmp_path_factory.mktemp("spark-placement") / "wh"
+    wh.mkdir()
+    sim = MetaSim(new_table(str(wh), kind="append"))
+    for i in range(48):
+        sim.write(i, n=4, extra=i % 3 == 0)
+        if i % 6 == 5:
+            sim.compact(i)
+        if i % 11 == 10:
+            sim.dv(i)
+        if i in (9, 30):
+            sim.tag(f"t{i}")
+    return sim
+
+
+def _copies(history, tmp_path):
+    a = copy_table(history.table.root, str(tmp_path / "local"), "db", "t")
+    b = copy_table(history.table.root, str(tmp_path / "spark"), "db", "t")
+    return Table(a), Table(b)
+
+
+def test_expiry_on_spark_same_report_and_files(history, spark, tmp_path):
+    local, remote = _copies(history, tmp_path)
+    runner = RecordingSparkRunner(spark)
+    now = history.now + 10 * HOUR_MS
+    dry_l = expire_snapshots(local, now_millis=now, retain_min=5, max_deletes=1000, dry_run=True, runner=LocalRunner())
+    dry_s = expire_snapshots(remote, now_millis=now, retain_min=5, max_deletes=1000, dry_run=True, runner=runner)
+    assert runner.functions == ["paimon_ops.lifecycle.expire.delta_candidates_task"]
+    assert comparable(dry_l, local.root) == comparable(dry_s, remote.root)
+    r_l = expire_snapshots(local, now_millis=now, retain_min=5, max_deletes=1000, runner=LocalRunner())
+    # (phases of more than 500 files go to executors by default; this table's are smaller)
+    r_s = expire_snapshots(remote, now_millis=now, retain_min=5, max_deletes=1000, runner=runner,
+                           parallel_threshold=10)
+    assert r_s.runner["where"].startswith("Spark") and r_l.runner["where"] == "in-process"
+    assert "paimon_ops.lifecycle.deleter.delete_task" in runner.functions  # the deletes ran on executors
+    assert r_l.deleted["data"] >= 50 and r_l.deleted["snapshot"] >= 50
+    assert comparable(r_l, local.root) == comparable(r_s, remote.root)
+    assert rel_files(local.root) == rel_files(remote.root)
+    check_references(remote)
+    assert not leaks(remote)
+
+
+def _plant_orphans(root: str) -> list[str]:
+    rels = [f"pt=a/bucket-0/data-orphan-{i}.parquet" for i in range(40)] + \
+        ["pt=b/bucket-0/data-orphan.parquet.index", "manifest/manifest-x-0", "manifest/manifest-list-x-0",
+         "index/index-x-0", "snapshot/.snapshot-99.tmp"]
+    for rel in rels:
+        p = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(b"junk")
+    return rels
+
+
+def test_orphans_on_spark_same_report_and_files(history, spark, tmp_path):
+    local, remote = _copies(history, tmp_path)
+    for t in (local, remote):
+        _plant_orphans(t.root)
+        age_files(t.root, 4 * DAY_S)
+    runner = RecordingSparkRunner(spark)
+    now = int(time.time() * 1000)
+    dry_l = remove_orphans(local, now_millis=now, dry_run=True, runner=LocalRunner())
+    dry_s = remove_orphans(remote, now_millis=now, dry_run=True, runner=runner)
+    assert runner.functions == ["paimon_ops.lifecycle.orphans.manifest_names_task"]
+    assert comparable(dry_l, local.root) == comparable(dry_s, remote.root)
+    assert dry_s.deleted["orphan"] == 44 and dry_s.details["referenced_names"] > 200
+    r_l = remove_orphans(local, now_millis=now, runner=LocalRunner(), parallel_threshold=10)
+    r_s = remove_orphans(remote, now_millis=now, runner=runner, parallel_threshold=10)
+    # planned on Spark, preflight's reference check read the manifests on Spark again, then executors deleted
+    assert runner.functions[1:] == ["paimon_ops.lifecycle.orphans.manifest_names_task"] * 2 + \
+        ["paimon_ops.lifecycle.deleter.delete_task"]
+    assert comparable(r_l, local.root) == comparable(r_s, remote.root)
+    assert rel_files(local.root) == rel_files(remote.root)
+    check_references(remote)
+    assert remove_orphans(remote, now_millis=now, runner=runner).total_deleted == 0
+
+
+def test_default_runner_places_by_manifests_and_files(history, spark, tmp_path):
+    """AutoRunner: within execution.local.max-manifests / max-files in-process; beyond (here a table option set
+    low), manifest reading and deletes on Spark — with the same result."""
+    small = AutoRunner()
+    assert small.place(Workload(manifests=10, files=10))[0] is small.local
+    _, why = small.place(Workload(manifests=10_001))
+    assert why["where"].startswith("Spark") and "execution.local.max-manifests 10000" in why["why"]
+    _, why = small.place(Workload(files=2_000_001))
+    assert why["where"].startswith("Spark") and "execution.local.max-files 2000000" in why["why"]
+    local, remote = _copies(history, tmp_path)
+    opts = dict(remote.options_override)
+    remote = Table(remote.root, options_override={**opts, "execution.local.max-manifests": "5"})
+    now = history.now + 10 * HOUR_MS
+    r_l = expire_snapshots(local, now_millis=now, retain_min=20, max_deletes=1000)  # default runner: in-process
+    r_s = expire_snapshots(remote, now_millis=now, retain_min=20, max_deletes=1000)
+    assert r_l.runner["where"] == "in-process" and "within execution.local.max-manifests" in r_l.runner["why"]
+    assert r_s.runner["where"].startswith("Spark") and "beyond execution.local.max-manifests 5" in r_s.runner["why"]
+    assert comparable(r_l, local.root) == comparable(r_s, remote.root)
+    assert rel_files(local.root) == rel_files(remote.root)
+
+
+def test_failing_executor_read_fails_closed(history, spark, tmp_path):
+    """A manifest that cannot be decoded on an executor stops the orphan plan before anything is deleted."""
+    _, remote = _copies(history, tmp_path)
+    age_files(remote.root, 4 * DAY_S)
+    s = remote.snapshots.latest()
+    manifest = history.store.manifest_list(s.base_manifest_list)[0].file_name
+    with open(remote.manifest_path(manifest), "wb") as f:
+        f.write(b"garbage")
+    before = rel_files(remote.root)
+    from paimon_ops.errors import PaimonOpsError
+    with pytest.raises(PaimonOpsError, match="manifest"):
+        remove_orphans(remote, runner=SparkRunner(spark))
+    assert rel_files(remote.root) == before
