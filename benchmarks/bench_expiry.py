@@ -20,6 +20,7 @@ Run: SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/bench_expiry.py [snaps
 from __future__ import annotations
 
 import argparse
+import datetime
 import multiprocessing as mp
 import os
 import resource
@@ -33,12 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+import paimon_ops as po
 from paimon_ops.format import manifest as mf  # noqa: E402
 from paimon_ops.format.binary_row import serialize_row  # noqa: E402
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry  # noqa: E402
 from paimon_ops.format.types import parse_type  # noqa: E402
 from paimon_ops.lifecycle import expire as expire_mod  # noqa: E402
-from paimon_ops.lifecycle.expire import expire_snapshots, plan_expire_snapshots  # noqa: E402
+from paimon_ops.lifecycle.expire import plan_expire_snapshots  # noqa: E402
 from paimon_ops.plan import DATA  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
@@ -317,7 +319,8 @@ def main() -> None:
         # ---- 2. inline expiry
         t = time.perf_counter()
         with PlanTimer() as pt:
-            rep = expire_snapshots(Table(root, IDENT), retain_min=RETAIN_MIN, time_retained="0 ms", runner=None)
+            rep = po.Table(Table(root, IDENT)).maintenance.expire_snapshots(retain_min=RETAIN_MIN, min_age=datetime.timedelta(0)).execute(
+                runner=None)
         e2e = time.perf_counter() - t
         n_del = rep.total_deleted
         del_only = max(e2e - pt.seconds, 1e-9)
@@ -341,8 +344,9 @@ def main() -> None:
             try:
                 t = time.perf_counter()
                 with PlanTimer() as pt2:
-                    rep2 = expire_snapshots(Table(spark_root, IDENT), retain_min=RETAIN_MIN, time_retained="0 ms",
-                                            runner=SparkRunner(spark), parallel_threshold=100)
+                    rep2 = po.Table(Table(spark_root, IDENT)).maintenance.expire_snapshots(retain_min=RETAIN_MIN,
+                        min_age=datetime.timedelta(0)).execute(
+                        runner=SparkRunner(spark), parallel_threshold=100)
                 e2e2 = time.perf_counter() - t
             finally:
                 spark.stop()

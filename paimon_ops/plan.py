@@ -329,10 +329,16 @@ class Plan:
         return Workload(deletes=len(self.deletes))
 
     # ------------------------------------------------------------------ execution
-    def execute(self, *, table: Any = None, runner: Any = None, progress: Any = None) -> Any:
-        """Check the preconditions against the table now, run the steps, return the Report."""
+    def execute(self, *, table: Any = None, runner: Any = None, progress: Any = None, batch_size: int | None = None,
+                parallel_threshold: int | None = None, max_replans: int = 0, commit_user: str | None = None,
+                commit_time_millis: int | None = None) -> Any:
+        """Check the preconditions against the table now, run the steps, return the Report. The execution options
+        (`batch_size`, `parallel_threshold` of deletes; `max_replans` on a concurrent commit; `commit_user`,
+        `commit_time_millis` of a commit) are described at `paimon_ops.executor.execute`."""
         from paimon_ops.executor import execute
-        return execute(self, table, runner=runner, progress=progress)
+        return execute(self, table, runner=runner, progress=progress, batch_size=batch_size,
+                       parallel_threshold=parallel_threshold, max_replans=max_replans, commit_user=commit_user,
+                       commit_time_millis=commit_time_millis)
 
     def dry_run_report(self, duration_s: float = 0.0) -> Any:
         from paimon_ops.report import Report
@@ -718,10 +724,6 @@ def replan(plan: Plan, table: Any) -> Plan:
     """The plan `plan`'s operation makes now, on `table`, with the recorded arguments — refused (StalePlanError, which
     lists the differences) unless it decides exactly what `plan` says. Nothing is changed either way."""
     op = plan.operation
-    plan_type(op)
-    fn = _PLANNERS.get(op)
-    if fn is None:
-        raise PaimonOpsError(f"no planner for operation {op!r}")
     pw = plan.planned_with
     if not isinstance(pw, Mapping) or not pw:
         raise StalePlanError(op, plan.table, ["the plan does not record the arguments it was made with (made by an "
@@ -730,22 +732,33 @@ def replan(plan: Plan, table: Any) -> Plan:
         raise StalePlanError(op, plan.table, [f"the plan was made with an argument that cannot be saved "
                                               f"({pw['$unrecordable']}), so it cannot be verified; plan and execute "
                                               "in one go"])
-    try:
-        params = decode_param(dict(pw))
-        inspect.signature(fn).bind(table, **params)
-    except (TypeError, ValueError) as e:
-        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {e}") from None
-    if op in _SAVED_CHECKS:
-        _SAVED_CHECKS[op](params)
-    try:
-        fresh = fn(table, **params)
-    except (TypeError, AttributeError, KeyError) as e:  # wrongly typed arguments the planner did not expect
-        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {type(e).__name__}: {e}") from None
+    fresh = plan_again(plan, table, saved=True)
     changes = decision_diff(plan, fresh)
     if changes:
         raise StalePlanError(op, plan.table, [f"the plan differs from what {op} decides on the table now with the "
                                               f"same arguments: {'; '.join(changes)}"])
     return fresh
+
+
+def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
+    """What `plan`'s planner decides now on `table` with the arguments `plan` records (a fresh plan). `saved`: the
+    arguments come from a saved plan, so they are checked first."""
+    op = plan.operation
+    plan_type(op)
+    fn = _PLANNERS.get(op)
+    if fn is None:
+        raise PaimonOpsError(f"no planner for operation {op!r}")
+    try:
+        params = decode_param(dict(plan.planned_with))
+        inspect.signature(fn).bind(table, **params)
+    except (TypeError, ValueError) as e:
+        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {e}") from None
+    if saved and op in _SAVED_CHECKS:
+        _SAVED_CHECKS[op](params)
+    try:
+        return fn(table, **params)
+    except (TypeError, AttributeError, KeyError) as e:  # wrongly typed arguments the planner did not expect
+        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {type(e).__name__}: {e}") from None
 
 
 # What an execution does is decided by these parts of a plan (details, warnings and times are for people).

@@ -1,7 +1,6 @@
 """Orphan-file removal (maintenance.md §4).
 
     plan_remove_orphans(table, older_than=None, now_millis=None, allow_short=False) -> RemoveOrphansPlan
-    remove_orphans(table, older_than=None, now_millis=None, allow_short=False, dry_run=False, runner=None) -> Report
 
 The plan requires that none of the files it deletes is referenced when it executes (`NotReferenced`: every
 snapshot, tag and long-lived changelog of every branch is read again), so a reviewed plan applied later can never
@@ -40,7 +39,6 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     arg,
 )
-from paimon_ops.executor import run_plan
 from paimon_ops.features import MANAGED_BLOB_SUFFIXES
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.consistency import check_history
@@ -58,8 +56,6 @@ from paimon_ops.plan import (
     Precondition,
     planner,
 )
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, Table
@@ -502,14 +498,4 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     return b.build(RemoveOrphansPlan, main, details)
 
 
-def remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None, allow_short: bool = False,
-                   dry_run: bool = False, runner: Runner | None = None, progress: Progress | None = None,
-                   batch_size: int | None = None, parallel_threshold: int | None = None,
-                   min_age: Any = None) -> Report:
-    """Delete orphan files of the table (all branches considered). `dry_run` returns the plan as a report."""
-    started = time.time()
-    plan = plan_remove_orphans(table, older_than, now_millis, allow_short, min_age)
-    return run_plan(plan, table, dry_run, runner, progress, batch_size, parallel_threshold, started)
-
-
-__all__ = ["RemoveOrphansPlan", "plan_remove_orphans", "remove_orphans", "resolve_threshold", "DEFAULT_OLDER_THAN"]
+__all__ = ["RemoveOrphansPlan", "plan_remove_orphans", "resolve_threshold", "DEFAULT_OLDER_THAN"]

@@ -11,8 +11,7 @@ import os
 
 import pytest
 
-from paimon_ops.compact.api import compact
-from paimon_ops.lifecycle.expire import expire_snapshots
+import paimon_ops as po
 from paimon_ops.runner import SparkRunner
 from paimon_ops.table.table import Catalog
 from paimon_ops.table.writer import write_rows
@@ -45,11 +44,11 @@ def test_executors_get_store_settings_from_the_task(spark, s3_server, bucket, tm
                       [{"roots": [table.root], "paths": [table.root + "/nothing"]}])
     assert not bare[0]["ok"] and "no credentials" in bare[0]["error"]
 
-    report = compact(table, mode="full", runner=runner, force=True)  # rewrite tasks run on executors
+    report = po.Table(table).maintenance.compact(mode="full", force=True).execute(runner=runner)  # rewrite tasks run on executors
     assert report.written
     table = table.refresh()
-    plan = expire_snapshots(table, retain_min=1, retain_max=1, dry_run=True)
-    done = expire_snapshots(table, retain_min=1, retain_max=1, runner=runner, parallel_threshold=1)
+    plan = po.Table(table).maintenance.expire_snapshots(retain_min=1, retain_max=1).dry_run_report()
+    done = po.Table(table).maintenance.expire_snapshots(retain_min=1, retain_max=1).execute(runner=runner, parallel_threshold=1)
     assert sum(done.deleted.values()) == sum(plan.deleted.values()) > 0
     assert table.refresh().snapshots.list_ids() == [table.snapshots.latest_id()]
     remaining = set(s3_server.keys(bucket, "warehouse/"))
