@@ -35,13 +35,13 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import paimon_ops as po
+from paimon_ops.execution.plan import DATA  # noqa: E402
 from paimon_ops.format import manifest as mf  # noqa: E402
 from paimon_ops.format.binary_row import serialize_row  # noqa: E402
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry  # noqa: E402
 from paimon_ops.format.types import parse_type  # noqa: E402
 from paimon_ops.lifecycle import expire as expire_mod  # noqa: E402
 from paimon_ops.lifecycle.expire import plan_expire_snapshots  # noqa: E402
-from paimon_ops.plan import DATA  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
 
@@ -337,7 +337,7 @@ def main() -> None:
 
         # ---- 3. Spark executors
         if spark_root is not None:
-            from paimon_ops.runner import SparkRunner, local_spark
+            from paimon_ops.execution.runner import SparkRunner, local_spark
             t = time.perf_counter()
             spark = local_spark("local[2]", "bench-expiry")
             print(f"spark session local[2] started in {time.perf_counter() - t:.1f} s (excluded)")

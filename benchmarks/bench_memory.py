@@ -64,7 +64,7 @@ import paimon_ops.merge, pyarrow.parquet, pyarrow.orc
 idle = hwm_kb()
 budget = int(sys.argv[2]) or None
 t0 = time.perf_counter()
-from paimon_ops.runner import LocalRunner
+from paimon_ops.execution.runner import LocalRunner
 r = po.Table.open(sys.argv[1]).maintenance.compact(memory_budget=budget).execute(runner=LocalRunner(workers=1))
 import pyarrow as pa
 print(json.dumps({"idle_kb": idle, "peak_kb": hwm_kb(), "arrow_peak": pa.default_memory_pool().max_memory(),
@@ -100,7 +100,7 @@ def main() -> None:
         for name in ("budget", "unbounded"):
             shutil.copytree(t.root, t.root + "_" + name)
         t0 = time.perf_counter()
-        from paimon_ops.runner import LocalRunner
+        from paimon_ops.execution.runner import LocalRunner
         report = po.Table(t).maintenance.compact().execute(runner=LocalRunner(workers=1))
         ours_s = time.perf_counter() - t0
         mb = size / (1 << 20)

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import paimon_ops as po  # noqa: E402
-from paimon_ops.plan import human_bytes  # noqa: E402
-from paimon_ops.runner import LocalRunner  # noqa: E402
+from paimon_ops.execution.plan import human_bytes  # noqa: E402
+from paimon_ops.execution.runner import LocalRunner  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
 from paimon_ops.table.writer import TableWriter, create_table  # noqa: E402

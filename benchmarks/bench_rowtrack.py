@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import paimon_ops as po  # noqa: E402
-from paimon_ops.runner import LocalRunner  # noqa: E402
+from paimon_ops.execution.runner import LocalRunner  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Catalog  # noqa: E402
 from tests import pypaimon_util as pu  # noqa: E402

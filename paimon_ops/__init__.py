@@ -25,9 +25,9 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     UnsupportedError,
 )
-from paimon_ops.plan import Plan
-from paimon_ops.report import Report
-from paimon_ops.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.report import Report
+from paimon_ops.execution.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner
 
 try:
     __version__ = _version("paimon-ops")

@@ -19,8 +19,8 @@ from paimon_ops.errors import (
     TableNotFoundError,
     cli_words,
 )
+from paimon_ops.execution.plan import human_bytes
 from paimon_ops.operations import BOOL, CHOICE, FLOAT, INT, NAMES, OPERATIONS, PARTITIONS, TASKS, Operation, by_plan_type
-from paimon_ops.plan import human_bytes
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
 
@@ -192,7 +192,7 @@ class _Progress:
 def _runner(args: argparse.Namespace):
     """--local: in-process; --spark-master / --spark-remote: that Spark (probed now, before anything is planned);
     neither: the default AutoRunner, which runs in-process unless the plan is large (then the embedded local[*])."""
-    from paimon_ops.runner import AutoRunner, LazySparkRunner, LocalRunner
+    from paimon_ops.execution.runner import AutoRunner, LazySparkRunner, LocalRunner
     if getattr(args, "local", False):
         return LocalRunner()
     if args.spark_master or args.spark_remote:
@@ -366,7 +366,7 @@ def cmd_apply(args: argparse.Namespace) -> None:
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
     except OSError as e:
         raise PaimonOpsError(f"cannot read plan {path}: {e.strerror or e}") from None
-    from paimon_ops.plan import Plan
+    from paimon_ops.execution.plan import Plan
     plan = Plan.from_json(text, where=path)
     args.dry_run = False
     op = by_plan_type(plan.operation)
@@ -603,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process its pipe closed
-    from paimon_ops.runner import stuck_start
+    from paimon_ops.execution.runner import stuck_start
     if stuck_start():  # an abandoned Spark start-up would keep the interpreter from exiting: leave now
         sys.stdout.flush()
         sys.stderr.flush()

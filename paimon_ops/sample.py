@@ -60,7 +60,7 @@ def _commit(table: Table, clock: _Clock, data: dict, kinds: list[int] | None = N
 
 def _minor_compaction(table: Table, clock: _Clock) -> None:
     from paimon_ops import api
-    from paimon_ops.runner import LocalRunner
+    from paimon_ops.execution.runner import LocalRunner
 
     plan = api.Table(table.refresh()).maintenance.compact(mode="minor")
     report = plan.execute(runner=LocalRunner(), commit_time_millis=clock.tick())

@@ -32,11 +32,11 @@ from paimon_ops.compact.planner import open_table, plan_compaction
 from paimon_ops.compact.rowtrack import RowRangeCommit, moved_deletion_vectors
 from paimon_ops.compact.rowtrack import enabled as rowtrack_enabled
 from paimon_ops.errors import CancelledError, CompactionTaskError, PaimonOpsError
-from paimon_ops.executor import Execution, register_step
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.plan import CHANGELOG, DATA, INDEX, FileAction, Step
+from paimon_ops.execution.runner import LocalRunner, Progress, Runner
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Step
-from paimon_ops.runner import LocalRunner, Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -61,7 +61,7 @@ class ExecutionResult:
 def _delete_paths(table: Table, paths: Sequence[str]) -> int:
     """Remove files this run wrote and did not commit (the one deletion path; an unreferenced leftover that cannot be
     removed is an orphan, never a correctness problem)."""
-    from paimon_ops.lifecycle.deleter import remove_written
+    from paimon_ops.execution.deleter import remove_written
     return remove_written(table, list(paths), "uncommitted compaction output")[0]
 
 
@@ -108,7 +108,7 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     `journal_writes`) before anything is written; an interrupt (Ctrl-C, SIGTERM, a terminated Dagster run) stops
     queued tasks at once and running ones at their next batch, and every file named with the run's tokens is then
     removed (CancelledError says how many)."""
-    from paimon_ops.lifecycle.deleter import allowed_roots, check_paths
+    from paimon_ops.execution.deleter import allowed_roots, check_paths
     table = open_table(table)
     runner = runner or LocalRunner()
     # inputs are files of this table, never anything else (a plan's task names them; the re-plan checks them too)
@@ -119,7 +119,7 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     if journal is not None:
         journal(pairs)
     # executors that cannot see this process' cancel event (Spark) look for this marker between batches
-    from paimon_ops.lifecycle.journal import journal_dir
+    from paimon_ops.execution.journal import journal_dir
     marker = posixpath.join(journal_dir(table), f"cancel-{commit_token}")
     tasks = [dict(t.to_task(dict(plan.params)), task_id=i, file_uuid=tokens[i], _cancel_marker=marker)
              for i, t in enumerate(plan.tasks)]

@@ -63,11 +63,22 @@ from paimon_ops.errors import (
     UnsupportedError,
     arg,
 )
-from paimon_ops.executor import Execution, register_step
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.plan import (
+    CHANGELOG,
+    DATA,
+    INDEX,
+    FileAction,
+    Plan,
+    PlanBuilder,
+    Precondition,
+    Step,
+    declare_step_action,
+    planner,
+)
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
@@ -244,7 +255,7 @@ class PostponeCompactionPlan(Plan):
         return not self.segments and not self.level0_buckets
 
     def workload(self) -> Any:
-        from paimon_ops.runner import Workload
+        from paimon_ops.execution.runner import Workload
         return Workload(tasks=len(self.segments), input_bytes=sum(s.bytes_in for s in self.segments))
 
 
@@ -520,7 +531,7 @@ class _Run:
 def _delete_quietly(table: Table, paths: Sequence[str]) -> None:
     """Remove uncommitted output through the one deletion path (an unreferenced leftover that cannot be removed is
     an orphan, never a correctness problem)."""
-    from paimon_ops.lifecycle.deleter import remove_written
+    from paimon_ops.execution.deleter import remove_written
     remove_written(table, list(paths), "uncommitted output")
 
 

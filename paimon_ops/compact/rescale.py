@@ -58,10 +58,10 @@ from paimon_ops.compact.postpone import (
 )
 from paimon_ops.compact.rolling import RollingWriter
 from paimon_ops.errors import CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
-from paimon_ops.executor import Execution, register_step
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import FileKind, ManifestEntry
-from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.table.commit import CommitChanges
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -149,7 +149,7 @@ class RescalePlan(Plan):
         return not self.tasks and not self.schema_change
 
     def workload(self) -> Any:
-        from paimon_ops.runner import Workload
+        from paimon_ops.execution.runner import Workload
         return Workload(tasks=len(self.tasks), input_bytes=sum(t.bytes_in for t in self.tasks))
 
 

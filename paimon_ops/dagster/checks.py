@@ -26,8 +26,8 @@ from paimon_ops.dagster import health
 from paimon_ops.dagster.metadata import md_table
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.execution.plan import human_bytes
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
-from paimon_ops.plan import human_bytes
 from paimon_ops.table.table import Table
 
 METADATA_READABLE = "metadata_readable"

@@ -19,7 +19,7 @@ from dagster import ConfigurableResource, Failure
 from pydantic import Field
 
 from paimon_ops.errors import PaimonOpsError, UnreachableError
-from paimon_ops.runner import AutoRunner, LazySparkRunner, LocalRunner, local_spark
+from paimon_ops.execution.runner import AutoRunner, LazySparkRunner, LocalRunner, local_spark
 from paimon_ops.table.table import Catalog, Table
 
 log = logging.getLogger("paimon_ops.dagster")

@@ -76,11 +76,11 @@ from paimon_ops.dagster.refs import TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import partition_key_of
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.execution.plan import human_bytes
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
 from paimon_ops.lifecycle.partition_expiry import expirable_partitions, partition_expiry_due
 from paimon_ops.options import Options
-from paimon_ops.plan import human_bytes
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.table import LATEST, Catalog, SnapshotManager, Table, TagManager
 

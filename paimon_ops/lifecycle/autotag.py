@@ -65,14 +65,14 @@ from typing import Any, Iterable, Sequence
 import pendulum
 
 from paimon_ops.errors import InvalidArgumentError, PeriodCannotBeTaggedError, PeriodNotDueError, arg
+from paimon_ops.execution.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
+from paimon_ops.execution.report import Report
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.periods import Period, pdt
 from paimon_ops.lifecycle.schedule import TagSchedule, auto_tag_matcher, require_periodic, tag_schedule
 from paimon_ops.lifecycle.timeline import SnapshotTimeline, local_now
 from paimon_ops.lifecycle.timeline import valid_watermark as _valid_watermark
 from paimon_ops.options import format_duration
-from paimon_ops.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
-from paimon_ops.report import Report
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import naive_to_local_millis, to_instant_millis, to_local_millis
 from paimon_ops.timeutil import now_ms as now_millis_or_clock

@@ -44,31 +44,9 @@ from paimon_ops.errors import (
     UnsafeNameError,
     arg,
 )
-from paimon_ops.executor import Execution, register_check, register_step
-from paimon_ops.format import manifest as mf
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.journal import plan_pending
-from paimon_ops.lifecycle.protection import (
-    STORE_CAPACITY,
-    DataSkipper,
-    OtherBranches,
-    manifest_skipping_set,
-    nearest_tag_below,
-    other_branches,
-    read_tags,
-    skipping_tags,
-    tag_set,
-)
-from paimon_ops.lifecycle.reclaim import (
-    empty_dir_actions,
-    extra_file_path,
-    file_size,
-    plan_index_and_stats,
-    plan_manifest_list,
-)
-from paimon_ops.options import format_duration, parse_duration
-from paimon_ops.plan import (
+from paimon_ops.execution.executor import Execution, register_check, register_step
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import (
     CHANGELOG,
     DATA,
     DELETE_DIRS,
@@ -88,6 +66,28 @@ from paimon_ops.plan import (
     declare_step_action,
     planner,
 )
+from paimon_ops.format import manifest as mf
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.protection import (
+    STORE_CAPACITY,
+    DataSkipper,
+    OtherBranches,
+    manifest_skipping_set,
+    nearest_tag_below,
+    other_branches,
+    read_tags,
+    skipping_tags,
+    tag_set,
+)
+from paimon_ops.lifecycle.reclaim import (
+    empty_dir_actions,
+    extra_file_path,
+    file_size,
+    plan_index_and_stats,
+    plan_manifest_list,
+)
+from paimon_ops.options import format_duration, parse_duration
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import EARLIEST, LATEST, Table
 from paimon_ops.timeutil import iso

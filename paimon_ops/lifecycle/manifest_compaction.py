@@ -36,12 +36,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from paimon_ops.errors import CommitConflictError, InvalidArgumentError, PaimonOpsError, StalePlanError
-from paimon_ops.executor import Execution, register_step
-from paimon_ops.format import manifest as mf
-from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.journal import plan_pending
-from paimon_ops.plan import (
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import (
     MANIFEST,
     MANIFEST_LIST,
     FileAction,
@@ -53,6 +50,9 @@ from paimon_ops.plan import (
     human_bytes,
     planner,
 )
+from paimon_ops.format import manifest as mf
+from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
+from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.commit import MANIFEST_ROLL_ENTRIES, FileStoreCommit, _Written
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
 from paimon_ops.table.table import Table

@@ -39,12 +39,8 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     arg,
 )
-from paimon_ops.features import MANAGED_BLOB_SUFFIXES
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.journal import plan_pending
-from paimon_ops.lifecycle.protection import STORE_CAPACITY
-from paimon_ops.plan import (
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
     DIRECTORY,
@@ -56,6 +52,10 @@ from paimon_ops.plan import (
     Precondition,
     planner,
 )
+from paimon_ops.features import MANAGED_BLOB_SUFFIXES
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.protection import STORE_CAPACITY
 from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, Table
@@ -424,7 +424,7 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
         partition_children.update(more_children)
     if ext_roots:
         notes.append(f"external data paths scanned: {', '.join(ext_roots)}")
-    from paimon_ops.lifecycle.deleter import allowed_roots, check_paths
+    from paimon_ops.execution.deleter import allowed_roots, check_paths
     roots = allowed_roots(main)
     candidates: list[FileStatus] = []
     listing: dict[str, list[FileStatus]] = {}

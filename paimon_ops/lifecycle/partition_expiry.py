@@ -71,13 +71,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, arg
-from paimon_ops.executor import Execution, register_step
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_path, partition_spec, partition_value_string
-from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
 from paimon_ops.options import format_duration, parse_duration
-from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table

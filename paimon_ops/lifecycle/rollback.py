@@ -25,11 +25,8 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     arg,
 )
-from paimon_ops.format.snapshot import Snapshot, Tag
-from paimon_ops.lifecycle.journal import plan_pending
-from paimon_ops.lifecycle.protection import read_tags, tag_set
-from paimon_ops.lifecycle.reclaim import file_size
-from paimon_ops.plan import (
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import (
     DELETE_ORDERED,
     ENSURE_HINTS,
     HINT,
@@ -45,6 +42,9 @@ from paimon_ops.plan import (
     TagsAre,
     planner,
 )
+from paimon_ops.format.snapshot import Snapshot, Tag
+from paimon_ops.lifecycle.protection import read_tags, tag_set
+from paimon_ops.lifecycle.reclaim import file_size
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import EARLIEST, LATEST, Table
 from paimon_ops.timeutil import iso

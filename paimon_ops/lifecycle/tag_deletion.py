@@ -17,20 +17,8 @@ import posixpath
 from typing import Sequence
 
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, UnsafeNameError
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.journal import pending, plan_pending
-from paimon_ops.lifecycle.protection import (
-    STORE_CAPACITY,
-    DataKey,
-    data_keys,
-    manifest_skipping_set,
-    other_branches,
-    read_tags,
-    tag_set,
-)
-from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_index_and_stats, plan_manifest_list
-from paimon_ops.plan import (
+from paimon_ops.execution.journal import pending, plan_pending
+from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
     DELETE_ORDERED,
@@ -42,6 +30,18 @@ from paimon_ops.plan import (
     TagsAre,
     planner,
 )
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.protection import (
+    STORE_CAPACITY,
+    DataKey,
+    data_keys,
+    manifest_skipping_set,
+    other_branches,
+    read_tags,
+    tag_set,
+)
+from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_index_and_stats, plan_manifest_list
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
 from paimon_ops.table.table import Table
 

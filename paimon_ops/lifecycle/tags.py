@@ -25,11 +25,11 @@ import logging
 from dataclasses import dataclass
 
 from paimon_ops.errors import InvalidArgumentError, arg
+from paimon_ops.execution.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import auto_tag_matcher
 from paimon_ops.lifecycle.timeline import check_existing_tag_name, find_snapshot, local_now, snapshot_current_at
 from paimon_ops.options import format_duration, parse_duration
-from paimon_ops.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import iso
 

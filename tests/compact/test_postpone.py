@@ -22,8 +22,8 @@ from paimon_ops.compact.postpone import (
     writer_prefix,
 )
 from paimon_ops.errors import InvalidOptionError, StalePlanError, UnsupportedError
-from paimon_ops.plan import Plan
-from paimon_ops.runner import LocalRunner
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.reader import read_file
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
@@ -285,7 +285,7 @@ def _files(table: Table) -> list[str]:
 
 
 def test_on_spark(warehouse, spark):
-    from paimon_ops.runner import SparkRunner
+    from paimon_ops.execution.runner import SparkRunner
     t = pu.create_table(warehouse, "db.spark", SCHEMA, ["pt"], ["pt", "id"],
                         {"bucket": "-2", "postpone.default-bucket-num": "2", "deletion-vectors.enabled": "true"})
     _write(t, ROUND_1)

@@ -10,8 +10,8 @@ import paimon_ops as po
 from paimon_ops.cli import main
 from paimon_ops.compact.rescale import plan_rescale
 from paimon_ops.errors import InvalidArgumentError, UnsupportedError
-from paimon_ops.plan import Plan
-from paimon_ops.runner import LocalRunner
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
@@ -135,8 +135,8 @@ def test_concurrent_writer_makes_the_rescale_plan_stale(warehouse, capsys):
 def test_commit_refuses_a_writer_that_lands_during_the_rewrite(warehouse):
     """The plan is checked before anything is written; a commit into the partition while the tasks run is caught by
     the commit itself, and everything the rescale wrote is removed."""
-    from paimon_ops.executor import execute
-    from paimon_ops.runner import LocalRunner as LR
+    from paimon_ops.execution.executor import execute
+    from paimon_ops.execution.runner import LocalRunner as LR
 
     t = pu.create_table(warehouse, "db.c", SCHEMA, ["pt"], ["pt", "id"], {"rowkind.field": "rk", "bucket": "2"})
     _write(t, HISTORY)
@@ -173,7 +173,7 @@ def test_refusals(warehouse):
 
 
 def test_rescale_on_spark(warehouse, spark):
-    from paimon_ops.runner import SparkRunner
+    from paimon_ops.execution.runner import SparkRunner
     t = pu.create_table(warehouse, "db.sp", SCHEMA, ["pt"], ["pt", "id"], {"rowkind.field": "rk", "bucket": "2"})
     _write(t, HISTORY)
     before = py_rows(warehouse, "db.sp")

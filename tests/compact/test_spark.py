@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import paimon_ops as po
-from paimon_ops.runner import SparkRunner
+from paimon_ops.execution.runner import SparkRunner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
 from tests.compact.test_pypaimon import SCHEMA, _rows, _write_history
@@ -55,7 +55,7 @@ def standalone_cluster(tmp_path):
 DRIVER = r"""
 import json, os, sys
 import paimon_ops as po
-from paimon_ops.runner import SparkRunner, local_spark
+from paimon_ops.execution.runner import SparkRunner, local_spark
 spark = local_spark(sys.argv[1], "paimon-ops-cluster-test", {"spark.executor.memory": "1g", "spark.executor.cores": "1"})
 report = po.Table.open(sys.argv[2]).maintenance.compact(memory_budget=1 << 20).execute(runner=SparkRunner(spark))
 print(json.dumps({"report": report.to_dict(), "driver_pid": os.getpid()}))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.runner import SparkRunner
+from paimon_ops.execution.runner import SparkRunner
 
 pytestmark = pytest.mark.cluster
 
@@ -190,7 +190,7 @@ def test_runner_error_path_over_connect(connect, tmp_path):
     (allowed / "data-1.parquet").write_bytes(b"x")
     (outside / "keep.txt").write_bytes(b"y")
     roots = [str(allowed)]
-    results = runner.run("paimon_ops.lifecycle.deleter.delete_task", str(allowed), [
+    results = runner.run("paimon_ops.execution.deleter.delete_task", str(allowed), [
         {"roots": roots, "paths": [str(allowed / "data-1.parquet")]},
         {"roots": roots, "paths": [str(outside / "keep.txt")]},
     ])

@@ -15,7 +15,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops import operations as registry
-from paimon_ops.plan import plan_type
+from paimon_ops.execution.plan import plan_type
 from paimon_ops.table.writer import TableWriter, create_table
 
 T0 = 1_780_000_000_000  # commit times of the writes (2026-05-28), "now" of the plans a day later

@@ -17,7 +17,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.compact import plan_compaction
 from paimon_ops.errors import CommitConflictError, StalePlanError, UnsupportedError
-from paimon_ops.executor import execute
+from paimon_ops.execution.executor import execute
 from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
 from paimon_ops.table.table import Catalog, Table
 from tests import pypaimon_util as pu

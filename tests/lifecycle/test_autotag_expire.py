@@ -9,8 +9,8 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import InvalidOptionError
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
-from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 from tests.lifecycle.test_tags_util import commit_rows, fake_history, ms, real_table, tag_ids

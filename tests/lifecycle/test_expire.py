@@ -12,9 +12,9 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, PaimonOpsError, StalePlanError
-from paimon_ops.executor import execute as execute_expire
+from paimon_ops.execution.executor import execute as execute_expire
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.lifecycle.expire import plan_expire_snapshots
-from paimon_ops.runner import LocalRunner
 from paimon_ops.table.table import Table
 from tests.lifecycle.helpers import (
     HOUR_MS,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import paimon_ops as po
-from paimon_ops.runner import SparkRunner
+from paimon_ops.execution.runner import SparkRunner
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, check_references, leaks, new_table
 
 
@@ -34,7 +34,7 @@ def test_expiry_and_tag_deletion_delete_on_executors(spark, tmp_path):
         parallel_threshold=10, batch_size=8, progress=lambda d, n: seen.append((d, n)))
     assert r.deleted["data"] >= 8 and r.deleted["snapshot"] == len(r.details["expired_snapshots"])
     assert runner.calls, "no delete phase went to Spark"
-    assert all(fn == "paimon_ops.lifecycle.deleter.delete_task" for fn, _, _ in runner.calls)
+    assert all(fn == "paimon_ops.execution.deleter.delete_task" for fn, _, _ in runner.calls)
     assert any(n > 1 for _, n, _ in runner.calls)  # several batches in one phase
     assert all(res["ok"] for _, _, results in runner.calls for res in results)
     executed = sum(res["deleted"] + res["missing"] for _, _, results in runner.calls for res in results)

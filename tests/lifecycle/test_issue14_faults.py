@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
-from paimon_ops.runner import LocalRunner
 from paimon_ops.table.fileio import InjectedFault, fault_after
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table

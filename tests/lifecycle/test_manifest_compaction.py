@@ -15,6 +15,8 @@ import pytest
 import paimon_ops as po
 from paimon_ops.cli import main
 from paimon_ops.errors import StalePlanError
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.lifecycle.manifest_compaction import (
     ManifestCompactionPlan,
     data_manifests,
@@ -22,8 +24,6 @@ from paimon_ops.lifecycle.manifest_compaction import (
     manifest_health,
     plan_compact_manifests,
 )
-from paimon_ops.plan import Plan
-from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import TableWriter, create_table

@@ -19,6 +19,7 @@ from paimon_ops.errors import (
     InvalidOptionError,
     StalePlanError,
 )
+from paimon_ops.execution.plan import Plan
 from paimon_ops.format.manifest import FileKind
 from paimon_ops.lifecycle.partition_expiry import (
     PartitionExpiryPlan,
@@ -26,7 +27,6 @@ from paimon_ops.lifecycle.partition_expiry import (
     partition_expiry_due,
     plan_expire_partitions,
 )
-from paimon_ops.plan import Plan
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table

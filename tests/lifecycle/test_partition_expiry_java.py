@@ -32,7 +32,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.cli import main
-from paimon_ops.plan import Plan
+from paimon_ops.execution.plan import Plan
 from paimon_ops.table.table import Catalog
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import paimon_ops as po
-from paimon_ops.runner import LocalRunner
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.table import Catalog
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable

@@ -12,7 +12,7 @@ import os
 import pytest
 
 import paimon_ops as po
-from paimon_ops.runner import SparkRunner
+from paimon_ops.execution.runner import SparkRunner
 from paimon_ops.table.table import Catalog
 from paimon_ops.table.writer import write_rows
 from tests.lifecycle.helpers import new_table
@@ -40,7 +40,7 @@ def test_executors_get_store_settings_from_the_task(spark, s3_server, bucket, tm
     runner = SparkRunner(spark)
 
     # without the shipped settings an executor cannot open the table (proves the executors do not have them)
-    bare = runner.run("paimon_ops.lifecycle.deleter.delete_task", table.location,
+    bare = runner.run("paimon_ops.execution.deleter.delete_task", table.location,
                       [{"roots": [table.root], "paths": [table.root + "/nothing"]}])
     assert not bare[0]["ok"] and "no credentials" in bare[0]["error"]
 

@@ -15,9 +15,9 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import CorruptMetadataError, UnsafeNameError
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
-from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 from tests.lifecycle.helpers import Sim, new_table

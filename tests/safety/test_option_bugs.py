@@ -10,8 +10,8 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import InvalidOptionError
+from paimon_ops.execution.runner import LocalRunner, SparkRunner
 from paimon_ops.options import Options
-from paimon_ops.runner import LocalRunner, SparkRunner
 from paimon_ops.table.commit import FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table

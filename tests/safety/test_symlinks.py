@@ -12,8 +12,8 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import PaimonOpsError, UnsafeOperationError
-from paimon_ops.lifecycle.deleter import delete_task
-from paimon_ops.runner import LocalRunner, SparkRunner
+from paimon_ops.execution.deleter import delete_task
+from paimon_ops.execution.runner import LocalRunner, SparkRunner
 from paimon_ops.table.fileio import FileIO
 from tests.safety.util import age, make_victim, partitioned_table, tree_digest
 
@@ -85,7 +85,7 @@ def test_a_delete_through_a_symlink_is_refused_by_the_executor_too(setup, runner
             delete_task(table.location, task)
     else:
         runner = SparkRunner(request.getfixturevalue("spark"))
-        [result] = runner.run("paimon_ops.lifecycle.deleter.delete_task", table.location, [task])
+        [result] = runner.run("paimon_ops.execution.deleter.delete_task", table.location, [task])
         assert not result["ok"] and "symbolic link" in result["error"]
     assert tree_digest(victim) == before
 
@@ -158,8 +158,8 @@ def test_many_files_of_one_directory_are_listed_once_and_a_link_among_them_is_re
     symbolic link among them (swapped in after planning) is refused exactly as before — the files before it are
     gone, the link, the files after it and the victim stay — on FileIO.delete_files and on the Deleter's grouped
     path (preflight bypassed: the executor's own checks)."""
-    from paimon_ops.lifecycle.deleter import Deleter
-    from paimon_ops.plan import DATA, FileAction
+    from paimon_ops.execution.deleter import Deleter
+    from paimon_ops.execution.plan import DATA, FileAction
     from paimon_ops.table.fileio import DELETE_LISTING_RUN
     table, victim, _ = setup
     bucket = os.path.join(table.root, "dt=2024-01-02", "bucket-3")

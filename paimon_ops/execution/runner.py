@@ -254,7 +254,7 @@ class SparkRunner:
         df = self.spark.range(0, len(groups), 1, len(groups))
 
         def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from paimon_ops.runner import run_task as _run  # imported on the executor
+            from paimon_ops.execution.runner import run_task as _run  # imported on the executor
             for batch in batches:
                 ids = [i for p in batch.column(0).to_pylist() for i in groups[p]]
                 results = [_run(function, table_location, payloads[i], opts) for i in ids]
@@ -518,7 +518,7 @@ class AutoRunner:
 
     def place(self, work: Workload, options: Any = None) -> tuple[Runner, dict[str, str]]:
         """(the runner for this work, {where, why}) — the report says both."""
-        from paimon_ops.plan import human_bytes
+        from paimon_ops.execution.plan import human_bytes
         max_bytes = self.max_local_bytes
         max_tasks = self.max_local_tasks
         if options is not None:

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from paimon_ops.plan import FileAction, Plan, bytes_by_kind, count_by_kind, encode, human_bytes, removal_words
+from paimon_ops.execution.plan import FileAction, Plan, bytes_by_kind, count_by_kind, encode, human_bytes, removal_words
 
 
 @dataclass(frozen=True)

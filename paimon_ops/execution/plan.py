@@ -325,7 +325,7 @@ class Plan:
 
     def workload(self) -> Any:
         """What executing this plan asks of a runner (the default runner places the work by it)."""
-        from paimon_ops.runner import Workload
+        from paimon_ops.execution.runner import Workload
         return Workload(deletes=len(self.deletes))
 
     # ------------------------------------------------------------------ execution
@@ -334,14 +334,14 @@ class Plan:
                 commit_time_millis: int | None = None) -> Any:
         """Check the preconditions against the table now, run the steps, return the Report. The execution options
         (`batch_size`, `parallel_threshold` of deletes; `max_replans` on a concurrent commit; `commit_user`,
-        `commit_time_millis` of a commit) are described at `paimon_ops.executor.execute`."""
-        from paimon_ops.executor import execute
+        `commit_time_millis` of a commit) are described at `paimon_ops.execution.executor.execute`."""
+        from paimon_ops.execution.executor import execute
         return execute(self, table, runner=runner, progress=progress, batch_size=batch_size,
                        parallel_threshold=parallel_threshold, max_replans=max_replans, commit_user=commit_user,
                        commit_time_millis=commit_time_millis)
 
     def dry_run_report(self, duration_s: float = 0.0) -> Any:
-        from paimon_ops.report import Report
+        from paimon_ops.execution.report import Report
         return Report.of_plan(self, duration_s)
 
     # ------------------------------------------------------------------ text
@@ -593,7 +593,7 @@ class PlanBuilder:
 
     def warn(self, msg: str) -> None:
         import logging
-        logging.getLogger("paimon_ops.plan").warning(msg)
+        logging.getLogger("paimon_ops.execution.plan").warning(msg)
         self.warnings.append(msg)
 
     def _close(self) -> None:

@@ -28,8 +28,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from paimon_ops.errors import CancelledError, CommitConflictError, InvalidOptionError, PaimonOpsError, StalePlanError
-from paimon_ops.format.snapshot import parse_hint
-from paimon_ops.plan import (
+from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
     DELETE_ORDERED,
@@ -46,8 +45,9 @@ from paimon_ops.plan import (
     removal_words,
     replan,
 )
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner, place
+from paimon_ops.execution.report import Report
+from paimon_ops.execution.runner import Progress, Runner, place
+from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.table.fileio import ensure_within
 from paimon_ops.table.table import Table
 
@@ -82,7 +82,7 @@ class Execution:
 
     def __init__(self, plan: Plan, table: Table, runner: Runner | None, progress: Progress | None,
                  batch_size: int | None = None, parallel_threshold: int | None = None):
-        from paimon_ops.lifecycle.deleter import Deleter, allowed_roots
+        from paimon_ops.execution.deleter import Deleter, allowed_roots
         self.plan = plan
         self.table = table
         self.runner = runner
@@ -117,7 +117,7 @@ class Execution:
 
     def journal_writes(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Record, before writing, that files named with a token will appear in a directory (crash leftovers)."""
-        from paimon_ops.lifecycle import journal
+        from paimon_ops.execution import journal
         if self.journal is None:
             self.journal = journal.start(self.table, self.plan.operation, writes=pairs)
         else:
@@ -252,8 +252,8 @@ def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = N
 
 def _execute_once(plan: Plan, table: Table | None, runner: Runner | None, progress: Progress | None,
                   batch_size: int | None, parallel_threshold: int | None, state: dict[str, Any]) -> Report:
-    from paimon_ops.lifecycle import journal
-    from paimon_ops.lifecycle.deleter import preflight
+    from paimon_ops.execution import journal
+    from paimon_ops.execution.deleter import preflight
     started = time.time()
     if table is None:
         table = open_plan_table(plan)
