@@ -298,8 +298,7 @@ def test_on_spark(warehouse, spark):
 def test_partition_expiry_of_a_postpone_table(warehouse):
     """An expired partition loses its real buckets and its waiting postpone rows (Java's dropPartitions); the other
     partitions keep theirs, and their postpone rows still move afterwards."""
-    from datetime import datetime, timezone
-
+    from datetime import datetime, timedelta, timezone
 
     s = pa.schema([("dt", pa.string()), ("id", pa.int32()), ("v", pa.string())])
     t = pu.create_table(warehouse, "db.exp", s, ["dt"], ["dt", "id"], {"bucket": "-2"})
@@ -308,7 +307,7 @@ def test_partition_expiry_of_a_postpone_table(warehouse):
     po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     pu.write(t, {"dt": ["2024-01-01", "2024-01-09"], "id": [2, 2], "v": ["old-pending", "new-pending"]})
     now = int(datetime(2024, 1, 10, tzinfo=timezone.utc).timestamp() * 1000)
-    report = po.Table(table.refresh()).maintenance.expire_partitions(now=now, expiration_time=datetime.timedelta(days=3)).execute()
+    report = po.Table(table.refresh()).maintenance.expire_partitions(now=now, expiration_time=timedelta(days=3)).execute()
     assert [p["partition"] for p in report.details["expired_partitions"]] == [{"dt": "2024-01-01"}]
     left = TableScanner(table.refresh()).scan_latest().files
     assert {(f.bucket, TableScanner(table).partition_dir(f.partition)) for f in left} == \
