@@ -197,7 +197,7 @@ class CompactionPlan(Plan):
         return not self.tasks
 
     def workload(self) -> Any:
-        from paimon_ops.execution.runner import Workload
+        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.tasks),
                         input_bytes=sum(t.bytes_in + sum(f.file_size for f in t.lookup_files) for t in self.tasks))
 

@@ -255,7 +255,7 @@ class PostponeCompactionPlan(Plan):
         return not self.segments and not self.level0_buckets
 
     def workload(self) -> Any:
-        from paimon_ops.execution.runner import Workload
+        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.segments), input_bytes=sum(s.bytes_in for s in self.segments))
 
 

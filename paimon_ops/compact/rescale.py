@@ -149,7 +149,7 @@ class RescalePlan(Plan):
         return not self.tasks and not self.schema_change
 
     def workload(self) -> Any:
-        from paimon_ops.execution.runner import Workload
+        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.tasks), input_bytes=sum(t.bytes_in for t in self.tasks))
 
 

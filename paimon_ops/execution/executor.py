@@ -44,6 +44,7 @@ from paimon_ops.execution.plan import (
     plan_again,
     removal_words,
     replan,
+    serves_plans,
 )
 from paimon_ops.execution.report import Report
 from paimon_ops.execution.runner import Progress, Runner, place
@@ -215,6 +216,7 @@ def check_identity(plan: Plan, table: Table) -> None:
                                                  "override how the table's files are read)", f"plan for {plan.table}")
 
 
+@serves_plans("execute")
 def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = None,
             progress: Progress | None = None, batch_size: int | None = None,
             parallel_threshold: int | None = None, max_replans: int = 0, commit_user: str | None = None,

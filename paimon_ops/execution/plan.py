@@ -67,6 +67,16 @@ ENSURE_HINTS = "ensure-hints"        # params: hints [{dir, name, source}]: repa
 PLAN_FORMAT = "paimon-ops-plan/1"
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What executing a plan asks of a runner (the default runner places the work by it): tasks (compaction) with
+    the bytes they read; file deletes."""
+
+    tasks: int = 0
+    input_bytes: int = 0
+    deletes: int = 0
+
+
 @dataclass(frozen=True, slots=True)  # (slots: a plan can hold millions of them)
 class FileAction:
     path: str
@@ -210,31 +220,6 @@ class EarliestSnapshotIs(Precondition):
 
 
 @dataclass(frozen=True)
-class TagsAre(Precondition):
-    """The exact tag set (name -> snapshot id): a tag created or deleted since changes what protects which file."""
-
-    kind: ClassVar[str] = "tags"
-    tags: tuple[tuple[str, int], ...]
-
-    def check(self, table: Any) -> str | None:
-        from paimon_ops.lifecycle.protection import read_tags
-        now = {n: t.id for n, t in read_tags(table)}
-        was = dict(self.tags)
-        if now == was:
-            return None
-        added = sorted(set(now) - set(was))
-        removed = sorted(set(was) - set(now))
-        moved = sorted(n for n in set(now) & set(was) if now[n] != was[n])
-        parts = ([f"tag(s) {', '.join(added)} created"] if added else []) + \
-            ([f"tag(s) {', '.join(removed)} deleted"] if removed else []) + \
-            ([f"tag(s) {', '.join(moved)} moved"] if moved else [])
-        return "; ".join(parts)
-
-    def describe(self) -> str:
-        return f"tags are {', '.join(f'{n}@{i}' for n, i in self.tags) or 'none'}"
-
-
-@dataclass(frozen=True)
 class TagIs(Precondition):
     """A tag is absent (`snapshot_id` None) or points at that snapshot."""
 
@@ -259,6 +244,25 @@ class TagIs(Precondition):
 
 # ---------------------------------------------------------------------------------------------- plans
 _PLANS: dict[str, type[Plan]] = {}
+
+# What runs a plan: the executor and the report register themselves here when imported (`import paimon_ops` imports
+# both), as operations register their step handlers with the executor — a plan is data and never imports them.
+_SERVED: dict[str, Callable[..., Any]] = {}
+
+
+def serves_plans(role: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the function behind `Plan.execute` ("execute") or `Plan.dry_run_report` ("dry_run_report")."""
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _SERVED[role] = fn
+        return fn
+    return deco
+
+
+def _served(role: str) -> Callable[..., Any]:
+    try:
+        return _SERVED[role]
+    except KeyError:
+        raise PaimonOpsError(f"nothing registered to {role.replace('_', ' ')} plans: import paimon_ops") from None
 
 
 def plan_type(op: str) -> type[Plan] | None:
@@ -325,7 +329,6 @@ class Plan:
 
     def workload(self) -> Any:
         """What executing this plan asks of a runner (the default runner places the work by it)."""
-        from paimon_ops.execution.runner import Workload
         return Workload(deletes=len(self.deletes))
 
     # ------------------------------------------------------------------ execution
@@ -335,14 +338,12 @@ class Plan:
         """Check the preconditions against the table now, run the steps, return the Report. The execution options
         (`batch_size`, `parallel_threshold` of deletes; `max_replans` on a concurrent commit; `commit_user`,
         `commit_time_millis` of a commit) are described at `paimon_ops.execution.executor.execute`."""
-        from paimon_ops.execution.executor import execute
-        return execute(self, table, runner=runner, progress=progress, batch_size=batch_size,
+        return _served("execute")(self, table, runner=runner, progress=progress, batch_size=batch_size,
                        parallel_threshold=parallel_threshold, max_replans=max_replans, commit_user=commit_user,
                        commit_time_millis=commit_time_millis)
 
     def dry_run_report(self, duration_s: float = 0.0) -> Any:
-        from paimon_ops.execution.report import Report
-        return Report.of_plan(self, duration_s)
+        return _served("dry_run_report")(self, duration_s)
 
     # ------------------------------------------------------------------ text
     def summary(self, limit: int | None = None, files: bool = True) -> str:
@@ -851,8 +852,8 @@ def _list_diff(kind: str, a: list, b: list) -> list[str]:
 
 
 __all__ = ["Plan", "Step", "FileAction", "Precondition", "LatestSnapshotIs", "SnapshotIs", "EarliestSnapshotIs",
-           "TagsAre", "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
-           "declare_step_action", "plan_type", "InvalidArgumentError", "planner", "replan", "decision",
+           "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
+           "declare_step_action", "plan_type", "serves_plans", "Workload", "InvalidArgumentError", "planner", "replan", "decision",
            "decision_diff", "encode_param", "decode_param"]
 
 

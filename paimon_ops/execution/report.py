@@ -7,7 +7,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from paimon_ops.execution.plan import FileAction, Plan, bytes_by_kind, count_by_kind, encode, human_bytes, removal_words
+from paimon_ops.execution.plan import (
+    FileAction,
+    Plan,
+    bytes_by_kind,
+    count_by_kind,
+    encode,
+    human_bytes,
+    removal_words,
+    serves_plans,
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,9 @@ class Report:
         return "\n".join(lines)
 
     __str__ = summary
+
+
+serves_plans("dry_run_report")(Report.of_plan)
 
 
 __all__ = ["Report"]

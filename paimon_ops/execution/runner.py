@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 from urllib.parse import urlparse
 
 from paimon_ops.errors import PaimonOpsError, UnreachableError
+from paimon_ops.execution.plan import Workload, human_bytes
 
 log = logging.getLogger(__name__)
 
@@ -487,15 +488,6 @@ DEFAULT_LOCAL_MAX_BYTES = 8 << 30   # execution.local.max-input-size
 DEFAULT_LOCAL_MAX_TASKS = 1024      # execution.local.max-tasks
 
 
-@dataclass(frozen=True)
-class Workload:
-    """What a plan asks of a runner: tasks (compaction) with the bytes they read; file deletes."""
-
-    tasks: int = 0
-    input_bytes: int = 0
-    deletes: int = 0
-
-
 class AutoRunner:
     """The default runner: in-process when the plan is small enough for this machine, Spark otherwise (the embedded
     `local[*]`, or the master / Connect server given). Spark is not even started for plans that have no tasks.
@@ -518,7 +510,6 @@ class AutoRunner:
 
     def place(self, work: Workload, options: Any = None) -> tuple[Runner, dict[str, str]]:
         """(the runner for this work, {where, why}) — the report says both."""
-        from paimon_ops.execution.plan import human_bytes
         max_bytes = self.max_local_bytes
         max_tasks = self.max_local_tasks
         if options is not None:

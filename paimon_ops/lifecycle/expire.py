@@ -62,7 +62,6 @@ from paimon_ops.execution.plan import (
     Precondition,
     SnapshotIs,
     Step,
-    TagsAre,
     declare_step_action,
     planner,
 )
@@ -73,6 +72,7 @@ from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
     DataSkipper,
     OtherBranches,
+    TagsAre,
     manifest_skipping_set,
     nearest_tag_below,
     other_branches,

@@ -39,11 +39,10 @@ from paimon_ops.execution.plan import (
     LatestSnapshotIs,
     Plan,
     PlanBuilder,
-    TagsAre,
     planner,
 )
 from paimon_ops.format.snapshot import Snapshot, Tag
-from paimon_ops.lifecycle.protection import read_tags, tag_set
+from paimon_ops.lifecycle.protection import TagsAre, read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import EARLIEST, LATEST, Table

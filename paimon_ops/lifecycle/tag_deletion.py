@@ -27,7 +27,6 @@ from paimon_ops.execution.plan import (
     FileAction,
     Plan,
     PlanBuilder,
-    TagsAre,
     planner,
 )
 from paimon_ops.format.snapshot import Snapshot
@@ -35,6 +34,7 @@ from paimon_ops.lifecycle.consistency import check_history
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
     DataKey,
+    TagsAre,
     data_keys,
     manifest_skipping_set,
     other_branches,

@@ -14,8 +14,9 @@ import logging
 from typing import Any
 
 from paimon_ops.execution.journal import plan_pending
-from paimon_ops.execution.plan import Plan, PlanBuilder, TagsAre, planner
+from paimon_ops.execution.plan import Plan, PlanBuilder, planner
 from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.protection import TagsAre
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone

@@ -71,7 +71,8 @@ def test_spark_runner_runs_packed_partitions_in_parallel(spark):
 
 
 def test_auto_runner_places_small_plans_in_process_and_says_why():
-    from paimon_ops.execution.runner import AutoRunner, Workload
+    from paimon_ops.execution.plan import Workload
+    from paimon_ops.execution.runner import AutoRunner
     auto = AutoRunner(max_local_bytes=100, max_local_tasks=2)
     runner, why = auto.place(Workload(tasks=0, deletes=10))
     assert runner is auto.local and "no tasks" in why["why"] and not auto.spark.started
