@@ -192,16 +192,14 @@ class _Progress:
 def _runner(args: argparse.Namespace):
     """--local: in-process; --spark-master / --spark-remote: that Spark (probed now, before anything is planned);
     neither: the default AutoRunner, which runs in-process unless the plan is large (then the embedded local[*])."""
-    from paimon_ops.execution.runner import AutoRunner, LazySparkRunner, LocalRunner
+    from paimon_ops.execution.runner import make_runner
     if getattr(args, "local", False):
-        return LocalRunner()
+        return make_runner("local")
     if args.spark_master or args.spark_remote:
-        what = "--spark-remote" if args.spark_remote else "--spark-master"
-        runner = LazySparkRunner(master=args.spark_master, remote=args.spark_remote,
-                                 connect_timeout_s=args.connect_timeout, what=what)
-        runner.probe()
-        return runner
-    return AutoRunner(connect_timeout_s=args.connect_timeout)
+        return make_runner("spark", master=args.spark_master, remote=args.spark_remote,
+                           connect_timeout_s=args.connect_timeout,
+                           what="--spark-remote" if args.spark_remote else "--spark-master")
+    return make_runner("auto", connect_timeout_s=args.connect_timeout)
 
 
 def _facade(args: argparse.Namespace, table: str | None = None):

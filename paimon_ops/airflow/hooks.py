@@ -171,19 +171,12 @@ class PaimonHook(BaseHook):
     def runner_for(self, plan: Any) -> Any:
         """The runner a plan executes on: none for a plan with nothing to run (Spark never starts), else by the
         connection's placement."""
-        from paimon_ops.execution.runner import AutoRunner, LazySparkRunner, LocalRunner
+        from paimon_ops.execution.runner import make_runner
         if not (getattr(plan, "tasks", ()) or plan.files):
             return None
         s = self.settings
-        what = f"Airflow connection {self.paimon_conn_id!r}"
-        if s.placement == "local":
-            return LocalRunner()
-        if s.placement == "spark":
-            runner = LazySparkRunner(master=s.spark_master, remote=s.spark_remote, connect_timeout_s=s.connect_timeout,
-                                     what=what)
-            runner.probe()
-            return runner
-        return AutoRunner(master=s.spark_master, remote=s.spark_remote, connect_timeout_s=s.connect_timeout, what=what)
+        return make_runner(s.placement, master=s.spark_master, remote=s.spark_remote, connect_timeout_s=s.connect_timeout,
+                           what=f"Airflow connection {self.paimon_conn_id!r}")
 
     def test_connection(self) -> tuple[bool, str]:
         """The UI's Test button: lists the warehouse."""

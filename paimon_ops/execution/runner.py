@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 from urllib.parse import urlparse
 
-from paimon_ops.errors import PaimonOpsError, UnreachableError
+from paimon_ops.errors import InvalidArgumentError, PaimonOpsError, UnreachableError
 from paimon_ops.execution.plan import Workload, human_bytes
 
 log = logging.getLogger(__name__)
@@ -502,11 +502,11 @@ class AutoRunner:
 
     def __init__(self, master: str | None = None, remote: str | None = None, *, max_local_bytes: int | None = None,
                  max_local_tasks: int | None = None, workers: int | None = None,
-                 connect_timeout_s: float | None = None, what: str = ""):
+                 connect_timeout_s: float | None = None, what: str = "", spark: LazySparkRunner | None = None):
         self.max_local_bytes = max_local_bytes
         self.max_local_tasks = max_local_tasks
         self.local = LocalRunner(workers)
-        self.spark = LazySparkRunner(master, remote, connect_timeout_s=connect_timeout_s, what=what)
+        self.spark = spark or LazySparkRunner(master, remote, connect_timeout_s=connect_timeout_s, what=what)
 
     def place(self, work: Workload, options: Any = None) -> tuple[Runner, dict[str, str]]:
         """(the runner for this work, {where, why}) — the report says both."""
@@ -538,9 +538,38 @@ class AutoRunner:
         return runner.run(function, table_location, tasks, progress, options)
 
 
+def make_runner(placement: str = "auto", *, master: str | None = None, remote: str | None = None,
+                connect_timeout_s: float | None = None, what: str = "", spark: LazySparkRunner | None = None,
+                probe: bool = True) -> Any:
+    """The runner a placement asks for — the one factory of the CLI, Dagster and Airflow: "local" in-process;
+    "spark" that Spark (`master` / `remote`, or the embedded local[*]; probed now unless `probe` is False, so an
+    unreachable endpoint fails before anything is planned or changed); "auto" in-process unless the plan is large,
+    then that Spark. `spark`: a Spark runner configured by the caller."""
+    if placement == "local":
+        return LocalRunner()
+    spark = spark or LazySparkRunner(master, remote, connect_timeout_s=connect_timeout_s, what=what)
+    if placement == "spark":
+        if probe:
+            spark.probe()
+        return spark
+    if placement == "auto":
+        return AutoRunner(spark=spark)
+    raise InvalidArgumentError(f"placement {placement!r}: expected auto, spark or local")
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A placement already decided (`place` once, then show it and execute on it: `plan.execute(runner=placed)`)."""
+
+    runner: Any
+    placement: dict[str, str]
+
+
 def place(runner: Any, work: Workload, options: Any = None) -> tuple[Any, dict[str, str]]:
-    """The runner an execution uses and why: an AutoRunner (or None = the default) decides by the work; any other
-    runner was chosen by the caller."""
+    """The runner an execution uses and why: an AutoRunner (or None = the default) decides by the work; a `Placed`
+    was decided before; any other runner was chosen by the caller."""
+    if isinstance(runner, Placed):
+        return runner.runner, dict(runner.placement)
     if runner is None:
         runner = AutoRunner()
     if hasattr(runner, "place"):
