@@ -1,7 +1,7 @@
 """Partition expiry: one OVERWRITE commit dropping the expired partitions."""
 from typing import Any
 
-from paimon_ops.operations import AGE, CHOICE, INT, METADATA, STR, Operation, Param
+from paimon_ops.operations import AGE, CHOICE, EXPIRING_TABLES, INT, METADATA, STR, Health, Operation, Param
 
 
 def _applies(spec: Any, section: Any) -> bool:
@@ -30,4 +30,5 @@ OPERATION = Operation(
         Param("max_expires", INT, "drop at most this many partitions per run", option="partition.expiration-max-num",
               metavar="N"),
     ),
+    health=(Health("partition_expiry", "paimon_partition_expiry_sensor", tables=EXPIRING_TABLES),),
 )

@@ -1,5 +1,5 @@
 """Snapshot expiry with data-file reclamation."""
-from paimon_ops.operations import AGE, INSTANT, INT, Operation, Param
+from paimon_ops.operations import AGE, INSTANT, INT, Health, Operation, Param
 
 OPERATION = Operation(
     nightly=True, stage=30,
@@ -16,4 +16,5 @@ OPERATION = Operation(
               option="snapshot.time-retained", metavar="AGE", group="time", engine_names=("time_retained",)),
         Param("max_deletes", INT, "expire at most this many snapshots", option="snapshot.expire.limit", metavar="N"),
     ),
+    health=(Health("snapshot_retention", "paimon_snapshot_count_sensor"),),
 )
