@@ -11,7 +11,7 @@ import paimon_ops as po
 from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.format.snapshot import Tag
 from paimon_ops.lifecycle import tags as tg
-from paimon_ops.lifecycle.tags import find_snapshot, list_tags, plan_create_tag, snapshot_current_at
+from paimon_ops.lifecycle.tags import find_snapshot, list_tags, plan_create_tag, plan_replace_tag, snapshot_current_at
 from paimon_ops.table.table import Table
 from tests.lifecycle.test_tags_util import drop_snapshots_below, fake_history, ms, real_table, tag_dir_listing, tag_ids
 
@@ -147,8 +147,8 @@ def test_replace_moves_tag_and_warns_about_orphans(table):
     drop_snapshots_below(table, 3)  # snapshot 2 now only held by the tag
     r = po.Table(table.refresh()).tags.create("moving", replace=True).execute()
     assert tag_ids(table) == {"moving": 4} and "orphans" in r.warnings[0]
-    with pytest.raises(InvalidArgumentError, match="does not exist; use create_tag"):
-        po.Table(table).tags.create("missing", replace=True).execute()
+    with pytest.raises(InvalidArgumentError, match=r"does not exist; use tags\.create\(\)"):
+        plan_replace_tag(table, "missing")  # (the facade's create(replace=True) creates a missing tag)
 
 
 def test_list_tags_ignores_success_file_directory(table):
