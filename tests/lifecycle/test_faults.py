@@ -86,14 +86,14 @@ class Op:
 
 
 OPS = [
-    Op("expire", "plain", lambda t, b: po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute()),
+    Op("expire", "plain", lambda t, b: po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=t)),
     Op("expire-decoupled", "decoupled",
-       lambda t, b: po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute()),
+       lambda t, b: po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=t)),
     Op("delete-tags", "plain",
-       lambda t, b: _expire_then(t, b, lambda: po.Table(t).maintenance.delete_tags(["mid", "early"], missing_ok=True).execute())),
+       lambda t, b: _expire_then(t, b, lambda: po.Table(t).maintenance.delete_tags(["mid", "early"], missing_ok=True).execute(table=t))),
     Op("remove-orphans", "plain",
-       lambda t, b: po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=NOW_WALL).execute()),
-    Op("rollback", "plain", lambda t, b: _expire_then(t, b, lambda: po.Table(t).maintenance.rollback(tag="early").execute())),
+       lambda t, b: po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=NOW_WALL).execute(table=t)),
+    Op("rollback", "plain", lambda t, b: _expire_then(t, b, lambda: po.Table(t).maintenance.rollback(tag="early").execute(table=t))),
 ]
 
 
@@ -102,7 +102,7 @@ def _expire_then(t: Table, b: Base, fn):
     The expiry itself runs without faults (its own faults are covered by the 'expire' case)."""
     clean = Table(t.root)
     if clean.snapshots.exists(2):
-        po.Table(clean).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute()
+        po.Table(clean).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=clean)
     return fn()
 
 

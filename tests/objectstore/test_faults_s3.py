@@ -30,16 +30,17 @@ class Op:
 
 
 def _expire(t: Table, b: Base):
-    return po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute()
+    return po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=t)
 
 
 OPS = [
     Op("expire", "plain", lambda t, b: None, _expire),
     Op("expire-decoupled", "decoupled", lambda t, b: None, _expire),
-    Op("delete-tags", "plain", _expire, lambda t, b: po.Table(t).maintenance.delete_tags(["mid", "early"], missing_ok=True).execute()),
+    Op("delete-tags", "plain", _expire, lambda t, b: po.Table(t).maintenance.delete_tags(["mid", "early"], missing_ok=True).execute(
+        table=t)),
     # objects uploaded now: their S3 last-modified is now, so 'old' is judged from a clock 5 days ahead
     Op("remove-orphans", "plain", lambda t, b: None,
-       lambda t, b: po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=NOW + 5 * 86_400_000).execute()),
+       lambda t, b: po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=NOW + 5 * 86_400_000).execute(table=t)),
 ]
 
 
