@@ -52,7 +52,7 @@ def _events(result, kind: str) -> list[tuple[str, dict]]:
 
 def _op_summary(meta: dict, op: str) -> str:
     """What one operation of a run wrote and deleted, by kind (from the observation the run recorded)."""
-    from paimon_ops.plan import human_bytes
+    from paimon_ops.execution.plan import human_bytes
 
     parts = []
     written = {k.rsplit("/", 1)[1]: v for k, v in meta.items() if k.startswith(f"{op}/written/") and v}
@@ -75,7 +75,7 @@ def _op_summary(meta: dict, op: str) -> str:
 
 
 def _say_run(result, indent: str = "     ") -> None:
-    from paimon_ops.plan import human_bytes
+    from paimon_ops.execution.plan import human_bytes
 
     tags: dict[str, list[str]] = {}
     for key, meta in _events(result, "ASSET_MATERIALIZATION"):

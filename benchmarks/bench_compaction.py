@@ -45,9 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from paimon_ops.compact import plan_compaction  # noqa: E402
-from paimon_ops.executor import execute  # noqa: E402
-from paimon_ops.plan import human_bytes  # noqa: E402
-from paimon_ops.runner import LocalRunner, SparkRunner, local_spark  # noqa: E402
+from paimon_ops.execution.executor import execute  # noqa: E402
+from paimon_ops.execution.plan import human_bytes  # noqa: E402
+from paimon_ops.execution.runner import LocalRunner, SparkRunner, local_spark  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
 from paimon_ops.table.writer import TableWriter, create_table  # noqa: E402

@@ -20,6 +20,7 @@ Run: SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/bench_expiry.py [snaps
 from __future__ import annotations
 
 import argparse
+import datetime
 import multiprocessing as mp
 import os
 import resource
@@ -33,13 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+import paimon_ops as po
+from paimon_ops.execution.plan import DATA  # noqa: E402
 from paimon_ops.format import manifest as mf  # noqa: E402
 from paimon_ops.format.binary_row import serialize_row  # noqa: E402
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry  # noqa: E402
 from paimon_ops.format.types import parse_type  # noqa: E402
 from paimon_ops.lifecycle import expire as expire_mod  # noqa: E402
-from paimon_ops.lifecycle.expire import expire_snapshots, plan_expire_snapshots  # noqa: E402
-from paimon_ops.plan import DATA  # noqa: E402
+from paimon_ops.lifecycle.expire import plan_expire_snapshots  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
 
@@ -317,7 +319,8 @@ def main() -> None:
         # ---- 2. inline expiry
         t = time.perf_counter()
         with PlanTimer() as pt:
-            rep = expire_snapshots(Table(root, IDENT), retain_min=RETAIN_MIN, time_retained="0 ms", runner=None)
+            rep = po.Table(Table(root, IDENT)).maintenance.expire_snapshots(retain_min=RETAIN_MIN, min_age=datetime.timedelta(0)).execute(
+                runner=None)
         e2e = time.perf_counter() - t
         n_del = rep.total_deleted
         del_only = max(e2e - pt.seconds, 1e-9)
@@ -334,15 +337,16 @@ def main() -> None:
 
         # ---- 3. Spark executors
         if spark_root is not None:
-            from paimon_ops.runner import SparkRunner, local_spark
+            from paimon_ops.execution.runner import SparkRunner, local_spark
             t = time.perf_counter()
             spark = local_spark("local[2]", "bench-expiry")
             print(f"spark session local[2] started in {time.perf_counter() - t:.1f} s (excluded)")
             try:
                 t = time.perf_counter()
                 with PlanTimer() as pt2:
-                    rep2 = expire_snapshots(Table(spark_root, IDENT), retain_min=RETAIN_MIN, time_retained="0 ms",
-                                            runner=SparkRunner(spark), parallel_threshold=100)
+                    rep2 = po.Table(Table(spark_root, IDENT)).maintenance.expire_snapshots(retain_min=RETAIN_MIN,
+                        min_age=datetime.timedelta(0)).execute(
+                        runner=SparkRunner(spark), parallel_threshold=100)
                 e2e2 = time.perf_counter() - t
             finally:
                 spark.stop()

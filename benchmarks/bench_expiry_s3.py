@@ -16,6 +16,7 @@ Run: .venv/bin/python benchmarks/bench_expiry_s3.py [snapshots] [files_per_snaps
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import shutil
 import signal
@@ -33,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_expiry import IDENT, RETAIN_MIN, PlanTimer, build_in_child, fmt_counts  # noqa: E402
 
-from paimon_ops.lifecycle.expire import expire_snapshots, plan_expire_snapshots  # noqa: E402
+import paimon_ops as po
+from paimon_ops.lifecycle.expire import plan_expire_snapshots  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
 
@@ -112,7 +114,7 @@ def run(label: str, table: Table, bulk: bool, limit: int | None) -> tuple[float,
     deleted = 0
     with PlanTimer() as pt:
         try:
-            rep = expire_snapshots(table, retain_min=RETAIN_MIN, time_retained="0 ms", runner=None)
+            rep = po.Table(table).maintenance.expire_snapshots(retain_min=RETAIN_MIN, min_age=datetime.timedelta(0)).execute(runner=None)
             deleted = rep.total_deleted
             what = fmt_counts(rep.deleted)
         except Exception as e:  # noqa: BLE001

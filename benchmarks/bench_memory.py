@@ -59,13 +59,13 @@ def hwm_kb():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
-from paimon_ops.compact import compact
+import paimon_ops as po
 import paimon_ops.merge, pyarrow.parquet, pyarrow.orc
 idle = hwm_kb()
 budget = int(sys.argv[2]) or None
 t0 = time.perf_counter()
-from paimon_ops.runner import LocalRunner
-r = compact(sys.argv[1], memory_budget=budget, runner=LocalRunner(workers=1))
+from paimon_ops.execution.runner import LocalRunner
+r = po.Table.open(sys.argv[1]).maintenance.compact(memory_budget=budget).execute(runner=LocalRunner(workers=1))
 import pyarrow as pa
 print(json.dumps({"idle_kb": idle, "peak_kb": hwm_kb(), "arrow_peak": pa.default_memory_pool().max_memory(),
                   "seconds": time.perf_counter() - t0, "slices": r.details["merge_slices"],
@@ -83,7 +83,7 @@ def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     files = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     budget_mb = int(sys.argv[3]) if len(sys.argv) > 3 else 32
-    from paimon_ops.compact import compact
+    import paimon_ops as po
 
     with tempfile.TemporaryDirectory() as tmp:
         wh = os.path.join(tmp, "wh")
@@ -100,8 +100,8 @@ def main() -> None:
         for name in ("budget", "unbounded"):
             shutil.copytree(t.root, t.root + "_" + name)
         t0 = time.perf_counter()
-        from paimon_ops.runner import LocalRunner
-        report = compact(t, runner=LocalRunner(workers=1))
+        from paimon_ops.execution.runner import LocalRunner
+        report = po.Table(t).maintenance.compact().execute(runner=LocalRunner(workers=1))
         ours_s = time.perf_counter() - t0
         mb = size / (1 << 20)
         print(f"input: {files} files, {nrows:,} rows, {mb:.1f} MiB on disk, {arrow_bytes / (1 << 20):.1f} MiB as Arrow")

@@ -36,9 +36,9 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paimon_ops.compact import compact  # noqa: E402
-from paimon_ops.plan import human_bytes  # noqa: E402
-from paimon_ops.runner import LocalRunner  # noqa: E402
+import paimon_ops as po  # noqa: E402
+from paimon_ops.execution.plan import human_bytes  # noqa: E402
+from paimon_ops.execution.runner import LocalRunner  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
 from paimon_ops.table.writer import TableWriter, create_table  # noqa: E402
@@ -71,7 +71,7 @@ def build(warehouse: str, rows: int, new_ratio: float, kind: str) -> Table:
     for lo in range(0, rows, step):  # level-0 files of 1 M rows, then one full compaction -> max level
         _write(t, _data(np.arange(lo, min(rows, lo + step)), rng, "v"))
     t0 = time.perf_counter()
-    compact(t.refresh(), mode="full", runner=LocalRunner())
+    po.Table(t.refresh()).maintenance.compact(mode="full").execute(runner=LocalRunner())
     print(f"  initial full compaction of {rows:,} level-0 rows: {time.perf_counter() - t0:.1f}s")
     n_new = int(rows * new_ratio)
     upd = rng.choice(rows, int(n_new * 0.8), replace=False)
@@ -116,11 +116,11 @@ def run(args: argparse.Namespace, kind: str) -> None:
         # lands on whichever contender runs first); the warm-up run is the cold figure, printed for reference.
         os.sync()
         t0 = time.perf_counter()
-        compact(copies["warm-up"], mode="minor", runner=LocalRunner())
+        po.Table(copies["warm-up"]).maintenance.compact(mode="minor").execute(runner=LocalRunner())
         print(f"ours, minor, first in this process (not compared): {time.perf_counter() - t0:.2f}s")
         os.sync()
         t0 = time.perf_counter()
-        r = compact(copies["minor"], mode="minor", runner=LocalRunner())
+        r = po.Table(copies["minor"]).maintenance.compact(mode="minor").execute(runner=LocalRunner())
         ours_minor = time.perf_counter() - t0
         print(f"ours, minor: {ours_minor:.2f}s  ({r.details.get('keys_looked_up', 0):,} keys looked up in "
               f"{r.details.get('lookup_rows_indexed', 0):,} max-level keys, "
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace, kind: str) -> None:
         print(f"  layout after: {layout(copies['minor'].refresh())}")
         os.sync()
         t0 = time.perf_counter()
-        compact(copies["full"], mode="full", runner=LocalRunner())
+        po.Table(copies["full"]).maintenance.compact(mode="full").execute(runner=LocalRunner())
         ours_full = time.perf_counter() - t0
         print(f"ours, full:  {ours_full:.2f}s")
         print(f"minor / full = {ours_minor / ours_full:.1%}  (goal <= 10 %)")

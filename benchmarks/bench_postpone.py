@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from paimon_ops.compact.postpone import plan_postpone_compaction  # noqa: E402
-from paimon_ops.plan import human_bytes  # noqa: E402
-from paimon_ops.runner import LocalRunner  # noqa: E402
+from paimon_ops.execution.plan import human_bytes  # noqa: E402
+from paimon_ops.execution.runner import LocalRunner  # noqa: E402
 from paimon_ops.table.table import Table  # noqa: E402
 from tests import pypaimon_util as pu  # noqa: E402
 

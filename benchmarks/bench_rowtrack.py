@@ -33,8 +33,8 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paimon_ops.compact import compact  # noqa: E402
-from paimon_ops.runner import LocalRunner  # noqa: E402
+import paimon_ops as po  # noqa: E402
+from paimon_ops.execution.runner import LocalRunner  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import Catalog  # noqa: E402
 from tests import pypaimon_util as pu  # noqa: E402
@@ -90,7 +90,7 @@ def raw(wh: str, ident: str) -> tuple[float, int]:
 
 def ours(wh: str, ident: str) -> tuple[float, int]:
     started = time.time()
-    r = compact(Catalog(wh).get_table(ident), mode="full", runner=LocalRunner())
+    r = po.Table(Catalog(wh).get_table(ident)).maintenance.compact(mode="full").execute(runner=LocalRunner())
     return time.time() - started, int(r.details["rows_out"])
 
 

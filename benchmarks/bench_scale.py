@@ -181,9 +181,9 @@ def _line(what: str, row: dict) -> str:
 
 def delete_rate(src: str, workdir: str) -> str:
     """The expiry plan's data-file phase deleted through Deleter.delete vs os.unlink of the same paths."""
-    from paimon_ops.lifecycle.deleter import Deleter
+    from paimon_ops.execution.deleter import Deleter
+    from paimon_ops.execution.plan import DATA
     from paimon_ops.lifecycle.expire import plan_expire_snapshots
-    from paimon_ops.plan import DATA
     from paimon_ops.table.table import Table
     a = copy_table(src, os.path.join(workdir, "rate-a"))
     r = copy_table(src, os.path.join(workdir, "rate-b"))

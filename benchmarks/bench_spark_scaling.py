@@ -27,8 +27,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 from bench_compaction import build, copy  # noqa: E402
 
 from paimon_ops.compact import plan_compaction  # noqa: E402
-from paimon_ops.executor import execute  # noqa: E402
-from paimon_ops.runner import SparkRunner, local_spark  # noqa: E402
+from paimon_ops.execution.executor import execute  # noqa: E402
+from paimon_ops.execution.runner import SparkRunner, local_spark  # noqa: E402
 from tests.spark_cluster import StandaloneCluster  # noqa: E402
 
 

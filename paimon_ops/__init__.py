@@ -22,9 +22,10 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     UnsupportedError,
 )
-from paimon_ops.plan import Plan
-from paimon_ops.report import Report
-from paimon_ops.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner
+from paimon_ops.execution import executor as _executor  # noqa: F401  (registers itself: plan.execute())
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.report import Report
+from paimon_ops.execution.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner
 from paimon_ops.schemas import package_version
 
 __version__ = package_version()  # also in every JSON document's `version` (paimon_ops.schemas)

@@ -19,8 +19,8 @@ import datetime as _dt
 from typing import Any, Iterable, Mapping, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, arg
-from paimon_ops.plan import Plan
-from paimon_ops.report import Report
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.report import Report
 from paimon_ops.table import table as _tables
 from paimon_ops.timeutil import Age, Instant, age_ms, instant_ms
 

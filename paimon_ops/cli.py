@@ -19,8 +19,8 @@ from paimon_ops.errors import (
     TableNotFoundError,
     cli_words,
 )
+from paimon_ops.execution.plan import human_bytes
 from paimon_ops.operations import BOOL, CHOICE, FLOAT, INT, NAMES, OPERATIONS, PARTITIONS, TASKS, Operation, by_plan_type
-from paimon_ops.plan import human_bytes
 from paimon_ops.schemas import ERROR, LIST, TABLES, envelope, format_of
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
@@ -226,16 +226,14 @@ class _Progress:
 def _runner(args: argparse.Namespace):
     """--local: in-process; --spark-master / --spark-remote: that Spark (probed now, before anything is planned);
     neither: the default AutoRunner, which runs in-process unless the plan is large (then the embedded local[*])."""
-    from paimon_ops.runner import AutoRunner, LazySparkRunner, LocalRunner
+    from paimon_ops.execution.runner import make_runner
     if getattr(args, "local", False):
-        return LocalRunner()
+        return make_runner("local")
     if args.spark_master or args.spark_remote:
-        what = "--spark-remote" if args.spark_remote else "--spark-master"
-        runner = LazySparkRunner(master=args.spark_master, remote=args.spark_remote,
-                                 connect_timeout_s=args.connect_timeout, what=what)
-        runner.probe()
-        return runner
-    return AutoRunner(connect_timeout_s=args.connect_timeout)
+        return make_runner("spark", master=args.spark_master, remote=args.spark_remote,
+                           connect_timeout_s=args.connect_timeout,
+                           what="--spark-remote" if args.spark_remote else "--spark-master")
+    return make_runner("auto", connect_timeout_s=args.connect_timeout)
 
 
 def _facade(args: argparse.Namespace, table: str | None = None):
@@ -317,7 +315,7 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
         values = {p.name: getattr(args, p.name) for p in op.params if p.cli}
         if op.takes_now:
             values["now"] = getattr(args, "now_ms", None)
-        from paimon_ops.runner import planning_on
+        from paimon_ops.execution.runner import planning_on
         # the runner the flags choose places the planning's manifest reading too (expiry, orphan removal)
         runner = _runner(args) if hasattr(args, "local") else None
         with planning_on(runner):
@@ -407,7 +405,7 @@ def cmd_apply(args: argparse.Namespace) -> None:
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
     except OSError as e:
         raise PaimonOpsError(f"cannot read plan {path}: {e.strerror or e}") from None
-    from paimon_ops.plan import Plan
+    from paimon_ops.execution.plan import Plan
     plan = Plan.from_json(text, where=path)
     args.dry_run = False
     op = by_plan_type(plan.operation)
@@ -650,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process its pipe closed
-    from paimon_ops.runner import stuck_start
+    from paimon_ops.execution.runner import stuck_start
     if stuck_start():  # an abandoned Spark start-up would keep the interpreter from exiting: leave now
         sys.stdout.flush()
         sys.stderr.flush()

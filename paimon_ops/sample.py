@@ -59,10 +59,11 @@ def _commit(table: Table, clock: _Clock, data: dict, kinds: list[int] | None = N
 
 
 def _minor_compaction(table: Table, clock: _Clock) -> None:
-    from paimon_ops.compact import compact
-    from paimon_ops.runner import LocalRunner
+    from paimon_ops import api
+    from paimon_ops.execution.runner import LocalRunner
 
-    report = compact(table.refresh(), mode="minor", runner=LocalRunner(), commit_time_millis=clock.tick())
+    plan = api.Table(table.refresh()).maintenance.compact(mode="minor")
+    report = plan.execute(runner=LocalRunner(), commit_time_millis=clock.tick())
     log.info("minor compaction of %s: snapshot %s, %s rows marked deleted", table.identifier, report.snapshot_id,
              report.details.get("rows_marked_deleted", 0))
 

@@ -20,7 +20,7 @@ import paimon_ops.compact.changelog  # noqa: F401
 import paimon_ops.compact.lookup  # noqa: F401
 import paimon_ops.compact.lsm  # noqa: F401
 import paimon_ops.compact.rewrite  # noqa: F401 - the compaction task function and everything it imports
-import paimon_ops.lifecycle.deleter  # noqa: F401 - the delete task function
+import paimon_ops.execution.deleter  # noqa: F401 - the delete task function
 import paimon_ops.merge  # noqa: F401
 
 try:  # pyarrow imports pandas on its first Python / NumPy -> Arrow conversion: ~0.25 s per worker otherwise

@@ -11,7 +11,7 @@ Connection fields (the form is declared in `get_provider_info`):
   (in-process when a plan is within `execution.local.max-input-size` / `execution.local.max-tasks`, Spark beyond),
   `spark` or `local`; `connect_timeout` (seconds a Spark master / Connect server may take to answer).
 
-Secrets reach the engine's file system only: plans keep no store settings (`paimon_ops.plan._plan_options`), reports
+Secrets reach the engine's file system only: plans keep no store settings (`paimon_ops.execution.plan._plan_options`), reports
 none, and the engine never logs them; Airflow masks the password and `s3_session_token` in task logs.
 """
 from __future__ import annotations
@@ -172,19 +172,12 @@ class PaimonHook(BaseHook):
     def runner_for(self, plan: Any) -> Any:
         """The runner a plan executes on: none for a plan with nothing to run (Spark never starts), else by the
         connection's placement."""
-        from paimon_ops.runner import AutoRunner, LazySparkRunner, LocalRunner
+        from paimon_ops.execution.runner import make_runner
         if not (getattr(plan, "tasks", ()) or plan.files):
             return None
         s = self.settings
-        what = f"Airflow connection {self.paimon_conn_id!r}"
-        if s.placement == "local":
-            return LocalRunner()
-        if s.placement == "spark":
-            runner = LazySparkRunner(master=s.spark_master, remote=s.spark_remote, connect_timeout_s=s.connect_timeout,
-                                     what=what)
-            runner.probe()
-            return runner
-        return AutoRunner(master=s.spark_master, remote=s.spark_remote, connect_timeout_s=s.connect_timeout, what=what)
+        return make_runner(s.placement, master=s.spark_master, remote=s.spark_remote, connect_timeout_s=s.connect_timeout,
+                           what=f"Airflow connection {self.paimon_conn_id!r}")
 
     def test_connection(self) -> tuple[bool, str]:
         """The UI's Test button: lists the warehouse."""

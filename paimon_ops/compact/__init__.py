@@ -3,11 +3,11 @@ compaction of Paimon tables, planned on the driver, executed as tasks on a runne
 as one COMPACT snapshot.
 
     plan = plan_compaction(table, mode="full")          # metadata only; JSON-serialisable
-    report = compact(table, mode="dv-ratio", runner=SparkRunner(spark))
+    report = plan.execute(runner=SparkRunner(spark))   # or po.Table(table).maintenance.compact(...)
 """
-from paimon_ops.compact.api import CompactionTaskError, commit_compaction, compact, execute_plan
+from paimon_ops.compact.api import CompactionTaskError, commit_compaction, execute_plan
 from paimon_ops.compact.model import CompactionPlan, CompactionTask, InputFile
 from paimon_ops.compact.planner import MODES, plan_compaction
 
-__all__ = ["compact", "plan_compaction", "execute_plan", "commit_compaction", "CompactionPlan", "CompactionTask",
+__all__ = ["plan_compaction", "execute_plan", "commit_compaction", "CompactionPlan", "CompactionTask",
            "InputFile", "CompactionTaskError", "MODES"]

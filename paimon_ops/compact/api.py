@@ -9,14 +9,12 @@ latest snapshot when `max_replans` allows.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import posixpath
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from paimon_ops.compact.dv import DvChanges, dv_index_path, rewrite_dv_indexes, supports_cardinality, write_dv_index
 from paimon_ops.compact.model import (
@@ -33,13 +31,12 @@ from paimon_ops.compact.model import (
 from paimon_ops.compact.planner import open_table, plan_compaction
 from paimon_ops.compact.rowtrack import RowRangeCommit, moved_deletion_vectors
 from paimon_ops.compact.rowtrack import enabled as rowtrack_enabled
-from paimon_ops.errors import CancelledError, CommitConflictError, CompactionTaskError, PaimonOpsError, StalePlanError
-from paimon_ops.executor import Execution, execute, register_step
+from paimon_ops.errors import CancelledError, CompactionTaskError, PaimonOpsError
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.plan import CHANGELOG, DATA, INDEX, FileAction, Step
+from paimon_ops.execution.runner import LocalRunner, Progress, Runner
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Step
-from paimon_ops.report import Report
-from paimon_ops.runner import LocalRunner, Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -64,7 +61,7 @@ class ExecutionResult:
 def _delete_paths(table: Table, paths: Sequence[str]) -> int:
     """Remove files this run wrote and did not commit (the one deletion path; an unreferenced leftover that cannot be
     removed is an orphan, never a correctness problem)."""
-    from paimon_ops.lifecycle.deleter import remove_written
+    from paimon_ops.execution.deleter import remove_written
     return remove_written(table, list(paths), "uncommitted compaction output")[0]
 
 
@@ -111,7 +108,7 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     `journal_writes`) before anything is written; an interrupt (Ctrl-C, SIGTERM, a terminated Dagster run) stops
     queued tasks at once and running ones at their next batch, and every file named with the run's tokens is then
     removed (CancelledError says how many)."""
-    from paimon_ops.lifecycle.deleter import allowed_roots, check_paths
+    from paimon_ops.execution.deleter import allowed_roots, check_paths
     table = open_table(table)
     runner = runner or LocalRunner()
     # inputs are files of this table, never anything else (a plan's task names them; the re-plan checks them too)
@@ -122,7 +119,7 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     if journal is not None:
         journal(pairs)
     # executors that cannot see this process' cancel event (Spark) look for this marker between batches
-    from paimon_ops.lifecycle.journal import journal_dir
+    from paimon_ops.execution.journal import journal_dir
     marker = posixpath.join(journal_dir(table), f"cancel-{commit_token}")
     tasks = [dict(t.to_task(dict(plan.params)), task_id=i, file_uuid=tokens[i], _cancel_marker=marker)
              for i, t in enumerate(plan.tasks)]
@@ -305,56 +302,5 @@ def _commit(ex: Execution, step: Step) -> None:
     ex.details.update(d)
 
 
-def compact(
-    table: Table | str,
-    mode: str = "full",
-    partitions: Sequence[Mapping[str, Any] | str] | Mapping[str, Any] | None = None,
-    where: Any = None,
-    order_by: Sequence[str] | str | None = None,
-    strategy: str = "order",
-    threshold: float | None = None,
-    partition_idle_time: timedelta | str | None = None,
-    min_files: int | None = None,
-    buckets: Sequence[int] | None = None,
-    dry_run: bool = False,
-    runner: Runner | None = None,
-    progress: Progress | None = None,
-    memory_budget: int | None = None,
-    force: bool = False,
-    max_replans: int = 0,
-    commit_user: str | None = None,
-    now_millis: int | None = None,
-    commit_time_millis: int | None = None,
-) -> Report:
-    """Plan, execute and commit a compaction; returns what was done (see `plan_compaction` for the modes). On a
-    conflict the run aborts, or plans again on the new latest snapshot up to `max_replans` times.
-
-    `now_millis` is the planner's clock (local wall time as UTC millis, like _CREATION_TIME); `commit_time_millis`
-    the snapshot's timeMillis (default: now)."""
-    table = open_table(table)
-    started = time.time()
-    replans = 0
-    while True:
-        plan = plan_compaction(table, mode, partitions=partitions, where=where, order_by=order_by, strategy=strategy,
-                               threshold=threshold, partition_idle_time=partition_idle_time, min_files=min_files,
-                               buckets=buckets, memory_budget=memory_budget, force=force, now_millis=now_millis)
-        if dry_run or (not plan.tasks and not plan.deletes):  # (leftovers of an interrupted run are work too)
-            report = plan.dry_run_report(time.time() - started)
-            return dataclasses.replace(report, dry_run=dry_run, details={**report.details, "replans": replans})
-        try:
-            report = execute(plan, table, runner=runner, progress=progress,
-                             state={"commit_user": commit_user, "commit_time_millis": commit_time_millis})
-        except (CommitConflictError, StalePlanError) as e:
-            if replans >= max_replans:
-                log.warning("compaction of %s aborted: %s", table.identifier, e)
-                raise
-            replans += 1
-            log.info("compaction of %s conflicted (%s); re-planning (%d/%d)", table.identifier, e, replans,
-                     max_replans)
-            continue
-        return dataclasses.replace(report, duration_s=round(time.time() - started, 3),
-                                   details={**report.details, "replans": replans})
-
-
-__all__ = ["compact", "plan_compaction", "execute_plan", "commit_compaction", "CompactionTaskError",
+__all__ = ["plan_compaction", "execute_plan", "commit_compaction", "CompactionTaskError",
            "ExecutionResult", "TASK_FUNCTION", "CompactionPlan"]

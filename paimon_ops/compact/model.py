@@ -9,8 +9,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
+from paimon_ops.execution.plan import Plan, Precondition, declare_step_action
 from paimon_ops.format.manifest import DataFileMeta, DeletionVectorMeta, IndexManifestEntry, SimpleStats
-from paimon_ops.plan import Plan, Precondition, declare_step_action
 
 # Task kinds.
 MERGE = "merge"        # PK: k-way merge of all files of a bucket through the merge engine -> output level
@@ -197,7 +197,7 @@ class CompactionPlan(Plan):
         return not self.tasks
 
     def workload(self) -> Any:
-        from paimon_ops.runner import Workload
+        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.tasks),
                         input_bytes=sum(t.bytes_in + sum(f.file_size for f in t.lookup_files) for t in self.tasks))
 

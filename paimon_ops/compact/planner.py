@@ -47,8 +47,9 @@ from paimon_ops.compact.model import (
 from paimon_ops.compact.rolling import WriteParams
 from paimon_ops.compact.sort import STRATEGIES
 from paimon_ops.errors import InvalidArgumentError, UnsupportedError, arg
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import DATA, FileAction, PlanBuilder, planner
 from paimon_ops.format.binary_row import deserialize_row
-from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.options import (
     COMPACTION_DV_RATIO_THRESHOLD,
     COMPACTION_FORCE_REWRITE_ALL_FILES,
@@ -72,7 +73,6 @@ from paimon_ops.options import (
     TARGET_FILE_ROW_NUM,
     parse_duration,
 )
-from paimon_ops.plan import DATA, FileAction, PlanBuilder, planner
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis

@@ -63,7 +63,19 @@ from paimon_ops.errors import (
     UnsupportedError,
     arg,
 )
-from paimon_ops.executor import Execution, register_step, run_plan
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.plan import (
+    CHANGELOG,
+    DATA,
+    INDEX,
+    FileAction,
+    Plan,
+    PlanBuilder,
+    Precondition,
+    Step,
+    declare_step_action,
+    planner,
+)
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
@@ -77,9 +89,6 @@ from paimon_ops.options import (
     POSTPONE_TARGET_ROW_NUM_PER_BUCKET,
     WRITE_BUFFER_SIZE,
 )
-from paimon_ops.plan import CHANGELOG, DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import Table
@@ -252,7 +261,7 @@ class PostponeCompactionPlan(Plan):
         return not self.segments and not self.level0_buckets
 
     def workload(self) -> Any:
-        from paimon_ops.runner import Workload
+        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.segments), input_bytes=sum(s.bytes_in for s in self.segments))
 
 
@@ -527,7 +536,7 @@ class _Run:
 def _delete_quietly(table: Table, paths: Sequence[str]) -> None:
     """Remove uncommitted output through the one deletion path (an unreferenced leftover that cannot be removed is
     an orphan, never a correctness problem)."""
-    from paimon_ops.lifecycle.deleter import remove_written
+    from paimon_ops.execution.deleter import remove_written
     remove_written(table, list(paths), "uncommitted output")
 
 
@@ -752,18 +761,6 @@ def _record(ex: Execution, plan: PostponeCompactionPlan, run: _Run, deletes: lis
 
 
 # ---------------------------------------------------------------------------------------------- entry point
-def compact_postpone(table: Table | str, partitions: Sequence[Mapping[str, Any] | str] | None = None,
-                     where: str | None = None, dry_run: bool = False, runner: Runner | None = None,
-                     progress: Progress | None = None, memory_budget: int | None = None) -> Report:
-    """Plan and execute a postpone-bucket compaction; the report says what moved where."""
-    started = time.time()
-    table = open_table(table)
-    plan = plan_postpone_compaction(table, partitions, where, memory_budget)
-    if not plan.segments and not plan.level0_buckets:
-        return plan.dry_run_report(time.time() - started)
-    return run_plan(plan, table, dry_run, runner, progress, started=started)
-
-
-__all__ = ["plan_postpone_compaction", "compact_postpone", "PostponeCompactionPlan", "PostponeInputsUnchanged",
+__all__ = ["plan_postpone_compaction", "PostponeCompactionPlan", "PostponeInputsUnchanged",
            "run_route_task", "resolve_bucket_count", "replay_order", "writer_prefix", "bucket_num_by_rows",
            "known_bucket_counts", "POSTPONE_BUCKET"]

@@ -2,7 +2,6 @@
 RescaleProcedure / RescaleAction, and the documented `ALTER TABLE … SET ('bucket' = 'N')` + `INSERT OVERWRITE`).
 
     plan_rescale(table, bucket_num=None, partitions=None, where=None) -> RescalePlan
-    rescale(table, …, dry_run=False, runner=None) -> Report
 
 What it does, per selected partition with real-bucket files (postpone files are not touched, as in Java, whose
 rescale reads only real buckets and whose overwrite replaces only them; the next postpone compaction routes them by
@@ -59,13 +58,11 @@ from paimon_ops.compact.postpone import (
 )
 from paimon_ops.compact.rolling import RollingWriter
 from paimon_ops.errors import CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
-from paimon_ops.executor import Execution, register_step, run_plan
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.options import BUCKET_FUNCTION_TYPE, BUCKET_KEY, COMPACTION_MEMORY_BUDGET, read
-from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -153,7 +150,7 @@ class RescalePlan(Plan):
         return not self.tasks and not self.schema_change
 
     def workload(self) -> Any:
-        from paimon_ops.runner import Workload
+        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.tasks), input_bytes=sum(t.bytes_in for t in self.tasks))
 
 
@@ -445,15 +442,4 @@ def _commit(ex: Execution, plan: RescalePlan, st: dict[str, Any]) -> None:
                        "bytes_out": sum(e.file.file_size for e in adds), "task_pids": st["pids"]})
 
 
-def rescale(table: Table | str, bucket_num: int | None = None,
-            partitions: Sequence[Mapping[str, Any] | str] | None = None, where: str | None = None,
-            dry_run: bool = False, runner: Runner | None = None, progress: Progress | None = None) -> Report:
-    started = time.time()
-    table = table if isinstance(table, Table) else Table(str(table))
-    plan = plan_rescale(table, bucket_num, partitions, where)
-    if plan.is_empty:
-        return plan.dry_run_report(time.time() - started)
-    return run_plan(plan, table, dry_run, runner, progress, started=started)
-
-
-__all__ = ["plan_rescale", "rescale", "RescalePlan", "run_split_task", "SchemaIs", "RealBucketsUnchanged"]
+__all__ = ["plan_rescale", "RescalePlan", "run_split_task", "SchemaIs", "RealBucketsUnchanged"]

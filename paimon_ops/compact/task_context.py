@@ -14,10 +14,10 @@ import pyarrow as pa
 from paimon_ops.compact.model import InputFile, meta_from_json
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
 from paimon_ops.errors import MissingFileError
+from paimon_ops.execution.runner import check_cancelled
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
-from paimon_ops.runner import check_cancelled
 from paimon_ops.table.reader import iter_file_batches
 from paimon_ops.table.scan import LiveFile, TableScanner
 from paimon_ops.table.table import Table
@@ -105,7 +105,7 @@ class TaskContext:
         return w
 
     def abort(self) -> None:
-        from paimon_ops.lifecycle.deleter import remove_written
+        from paimon_ops.execution.deleter import remove_written
         for w in self.writers + self.changelog_writers:
             w.abort()
         remove_written(self.table, self.extra_paths, "a failed compaction")

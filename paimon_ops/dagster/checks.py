@@ -26,7 +26,9 @@ from paimon_ops.dagster import health
 from paimon_ops.dagster.metadata import md_table
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.execution.plan import human_bytes
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
+from paimon_ops.operations import ALL_TABLES, DV_TABLES, EXPIRING_TABLES, Health, health_signals
 from paimon_ops.options import (
     SNAPSHOT_EXPIRABLE_THRESHOLD,
     SNAPSHOT_EXPIRE_LIMIT,
@@ -34,7 +36,6 @@ from paimon_ops.options import (
     SNAPSHOT_NUM_RETAINED_MIN,
     SNAPSHOT_TIME_RETAINED,
 )
-from paimon_ops.plan import human_bytes
 from paimon_ops.table.table import Table
 
 METADATA_READABLE = "metadata_readable"
@@ -47,8 +48,7 @@ MANIFESTS = "manifest_count"
 PARTITION_EXPIRY = "partition_expiry"
 FEATURES = "features_supported"
 # what the observation sensor evaluates on every change
-CHEAP = (METADATA_READABLE, SMALL_FILES, DV_RATIO, SNAPSHOT_RETENTION, MANIFESTS, PARTITION_EXPIRY, LATEST_TAG,
-         FEATURES)
+CHEAP = (METADATA_READABLE, *(h.check for _, h in health_signals()), LATEST_TAG, FEATURES)
 
 READ_ERRORS = (PaimonOpsError, OSError, ValueError)
 MAX_ROWS = 15
@@ -93,15 +93,17 @@ class Outcome:
                                     description=self.description, metadata=dict(self.metadata))
 
 
+def has_signal(spec: TableSpec, signal: Health) -> bool:
+    """Whether a table has a health signal of the operation registry (its check, its sensor)."""
+    return (signal.tables == ALL_TABLES or (signal.tables == DV_TABLES and spec.dv_enabled)
+            or (signal.tables == EXPIRING_TABLES and spec.expires_partitions))
+
+
 def table_check_names(spec: TableSpec) -> list[str]:
+    """The table's checks: readable, files present, every health signal of the registry it has, supported."""
     if spec.broken:
         return [METADATA_READABLE]
-    names = [METADATA_READABLE, REFERENCED_FILES, SMALL_FILES]
-    if spec.dv_enabled:
-        names.append(DV_RATIO)
-    names += [SNAPSHOT_RETENTION, MANIFESTS]
-    if spec.expires_partitions:
-        names.append(PARTITION_EXPIRY)
+    names = [METADATA_READABLE, REFERENCED_FILES] + [h.check for _, h in health_signals() if has_signal(spec, h)]
     if spec.gated:
         names.append(FEATURES)
     return names

@@ -32,7 +32,6 @@ from dagster import (
 )
 
 from paimon_ops.dagster.jobs import JOBS, build_jobs, job_for
-from paimon_ops.dagster.operations import COMPACT, COMPACT_MANIFESTS, EXPIRE_PARTITIONS, EXPIRE_SNAPSHOTS
 from paimon_ops.dagster.refs import Member, Names, TableRef, group_by_op
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse
 from paimon_ops.dagster.schedules import build_nightly_schedule
@@ -42,6 +41,7 @@ from paimon_ops.dagster.table_asset import build_table_assets
 from paimon_ops.dagster.tags_asset import build_tag_automation_sensor, build_tags_assets, tags_asset_spec
 from paimon_ops.dagster.translator import PaimonTranslator
 from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
+from paimon_ops.operations import health_signals
 
 log = logging.getLogger("paimon_ops.dagster")
 
@@ -189,7 +189,7 @@ def build_paimon_parts(
     if healthy:
         sensor_status = DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED
         schedule_status = DefaultScheduleStatus.RUNNING if automation_running else DefaultScheduleStatus.STOPPED
-        jobs = {op: names(job_for(op)) for op in (COMPACT, EXPIRE_SNAPSHOTS, COMPACT_MANIFESTS, EXPIRE_PARTITIONS)}
+        jobs = {op.name: names(job_for(op.dagster_key)) for op, _ in health_signals()}  # what the health sensors request
         parts.sensors = build_sensors(parts.refs, jobs, sensor_interval_seconds, observation_interval_seconds,
                                       sensor_status, sensor_tick_budget_seconds, names)
         nightly = build_nightly_schedule(parts.refs, nightly_cron, nightly_timezone, schedule_status, names)

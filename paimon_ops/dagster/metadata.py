@@ -7,8 +7,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dagster import MetadataValue
 
-from paimon_ops.plan import count_by_kind, human_bytes, removal_code
-from paimon_ops.report import Report, split_details
+from paimon_ops.execution.plan import count_by_kind, human_bytes, removal_code, split_details
+from paimon_ops.execution.report import Report
 
 MAX_FILES_LISTED = 20
 

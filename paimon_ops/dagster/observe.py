@@ -14,8 +14,8 @@ from dagster import AssetKey, MetadataValue
 
 from paimon_ops.dagster import health
 from paimon_ops.dagster.metadata import md_table
+from paimon_ops.execution.plan import human_bytes
 from paimon_ops.lifecycle.manifest_compaction import manifest_count
-from paimon_ops.plan import human_bytes
 from paimon_ops.rowcount import MERGE_BUDGET_BYTES, count_rows
 from paimon_ops.table.table import Table
 

@@ -10,7 +10,7 @@ from typing import Any
 from dagster import AssetKey, AssetObservation, MetadataValue
 
 from paimon_ops.dagster.metadata import md_table
-from paimon_ops.plan import count_by_kind, human_bytes
+from paimon_ops.execution.plan import count_by_kind, human_bytes
 
 PROGRESS_EVERY_S = 10.0
 MAX_TASKS_LISTED = 20
@@ -18,7 +18,9 @@ MAX_TASKS_LISTED = 20
 
 def placement(plan: Any, runner: Any, options: Any) -> dict[str, str]:
     """Where the plan will run and why — the decision the executor makes (the default runner places by the work)."""
-    from paimon_ops.runner import place
+    from paimon_ops.execution.runner import Placed, place
+    if isinstance(runner, Placed):
+        return dict(runner.placement)
     try:
         return place(runner, plan.workload(), options)[1]
     except Exception as e:  # noqa: BLE001 - only for display; the executor decides (and reports) for real

@@ -19,7 +19,7 @@ from dagster import ConfigurableResource, Failure
 from pydantic import Field
 
 from paimon_ops.errors import PaimonOpsError, UnreachableError
-from paimon_ops.runner import AutoRunner, LazySparkRunner, LocalRunner, local_spark
+from paimon_ops.execution.runner import LazySparkRunner, Placed, local_spark, make_runner, place
 from paimon_ops.table.table import Catalog, Table
 
 log = logging.getLogger("paimon_ops.dagster")
@@ -111,14 +111,8 @@ class PaimonSpark(ConfigurableResource):
                                what="PaimonSpark resource")
 
     def runner(self) -> Any:
-        """The runner `placement` asks for."""
-        if self.placement == "local":
-            return LocalRunner()
-        if self.placement == "spark":
-            return self.spark_runner()
-        auto = AutoRunner()
-        auto.spark = self.spark_runner()
-        return auto
+        """The runner `placement` asks for (Spark is probed by `runner_for`, when a plan is placed on it)."""
+        return make_runner(self.placement, spark=self.spark_runner(), probe=False)
 
 
 class _ConfiguredSparkRunner(LazySparkRunner):
@@ -142,25 +136,27 @@ def plan_has_work(plan: Any) -> bool:
 
 
 def runner_for(plan: Any, spark: PaimonSpark | None, options: Any = None) -> Any:
-    """The runner a plan executes on — the one place to change when the default runner changes: none for a plan
-    with nothing to do (Spark is not started), else the Spark resource's. When that places the plan on Spark
-    (`options`: the table's, for the auto thresholds), the endpoint is probed first so an unreachable master fails
-    the run before anything is deleted or written."""
-    if spark is None or not plan_has_work(plan):
+    """Where a plan executes, decided once (`Placed`: the run logs it, the executor runs on it) — the one place to
+    change when the default runner changes: none for a plan with nothing to do (Spark is not started), else the
+    Spark resource's runner (without one, the engine's default) placed by the plan's work (`options`: the table's,
+    for the auto thresholds). A plan placed on Spark probes the endpoint first, so an unreachable master fails the
+    run before anything is deleted or written."""
+    if not plan_has_work(plan):
         return None
-    runner = spark.runner()
-    chosen = runner.place(plan.workload(), options)[0] if isinstance(runner, AutoRunner) else runner
+    chosen, where = place(spark.runner() if spark is not None else None, plan.workload(), options)
+    runner = Placed(chosen, where)
     if not isinstance(chosen, LazySparkRunner):
         return runner
+    url = spark.url if spark is not None else chosen.remote or chosen.master or "local[*]"
     try:
         chosen.probe()
     except UnreachableError as e:
         raise Failure(
             description=f"{e} Check the Spark resource (PAIMON_OPS_SPARK_MASTER / PAIMON_OPS_SPARK_REMOTE).",
-            metadata={"spark_url": spark.url, "error": e.detail},
+            metadata={"spark_url": url, "error": e.detail},
             allow_retries=False,
         ) from None
     except PaimonOpsError as e:  # e.g. a malformed master URL
-        raise Failure(description=f"Spark resource: {e}", metadata={"spark_url": spark.url},
+        raise Failure(description=f"Spark resource: {e}", metadata={"spark_url": url},
                       allow_retries=False) from None
     return runner

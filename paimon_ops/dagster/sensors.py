@@ -76,11 +76,12 @@ from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import partition_key_of
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.execution.plan import human_bytes
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
 from paimon_ops.lifecycle.partition_expiry import expirable_partitions, partition_expiry_due
+from paimon_ops.operations import Health, health_signals
 from paimon_ops.options import PARTITION_EXPIRATION_TIME, Options
-from paimon_ops.plan import human_bytes
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.table import LATEST, Catalog, SnapshotManager, Table, TagManager
 
@@ -95,11 +96,6 @@ OBSERVE_BATCH = 50  # tables whose latest materialisation is fetched in one quer
 CURSOR_COMPRESS_OVER = 4096  # characters; a 5,000-table cursor is ~200 kB of JSON, ~25 kB compressed
 
 OBSERVATION_SENSOR = "paimon_observation_sensor"
-DV_RATIO_SENSOR = "paimon_dv_ratio_sensor"
-SMALL_FILES_SENSOR = "paimon_small_files_sensor"
-SNAPSHOT_COUNT_SENSOR = "paimon_snapshot_count_sensor"
-MANIFEST_SENSOR = "paimon_manifest_sensor"
-PARTITION_EXPIRY_SENSOR = "paimon_partition_expiry_sensor"
 
 
 # ---------------------------------------------------------------------------------------------- shared skeleton
@@ -320,12 +316,10 @@ def compaction_requests(ref: TableRef, kind: str, snapshot_id: int, job_name: st
 def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: int = 300,
                   observation_interval_s: int = 60, status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
                   budget_s: float = DEFAULT_BUDGET_S, names: Names = DEFAULT_NAMES) -> list[SensorDefinition]:
-    """`jobs`: operation -> job name (compact, expire_snapshots, compact_manifests, expire_partitions); `names`: the
-    build's sensor names and resource keys (`refs.Names`)."""
-    compaction_job, expiry_job = jobs["compact"], jobs["expire_snapshots"]
-    manifest_job, partition_job = jobs["compact_manifests"], jobs["expire_partitions"]
-    dv_refs = [r for r in refs if r.spec.dv_enabled]
-    partition_refs = [r for r in refs if r.spec.expires_partitions]
+    """The observation sensor, and one sensor per health signal of the operation registry (`Operation.health`),
+    requesting that operation's job; `jobs`: operation -> job name; `names`: the build's sensor names and
+    resource keys (`refs.Names`)."""
+    job_of = {h.check: jobs[op.name] for op, h in health_signals()}
 
     def decide_dv(ref: TableRef, table: Any, sid: int):
         h = health.measure_files(table)
@@ -335,7 +329,7 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
                   f"{len(over)} of {len(h.buckets)} buckets over")
         if not over:
             return [], figure
-        return compaction_requests(ref, "dv_ratio", sid, compaction_job, "dv-ratio", over, figure), figure
+        return compaction_requests(ref, "dv_ratio", sid, job_of[checks_mod.DV_RATIO], "dv-ratio", over, figure), figure
 
     def decide_small(ref: TableRef, table: Any, sid: int):
         h = health.measure_files(table)
@@ -344,7 +338,7 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
                   f"threshold {h.small_files_threshold}; {len(over)} of {len(h.buckets)} buckets at or over")
         if not over:
             return [], figure
-        return compaction_requests(ref, "small_files", sid, compaction_job, default_compaction_mode(ref.spec), over,
+        return compaction_requests(ref, "small_files", sid, job_of[checks_mod.SMALL_FILES], default_compaction_mode(ref.spec), over,
                                    figure), figure
 
     def decide_snapshots(ref: TableRef, table: Any, sid: int):
@@ -354,7 +348,7 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
                   f"(expiry due at {r.threshold})")
         if not r.over:
             return [], figure
-        return [RunRequest(run_key=f"snapshot_count:{ref.ident}:{sid}", job_name=expiry_job,
+        return [RunRequest(run_key=f"snapshot_count:{ref.ident}:{sid}", job_name=job_of[checks_mod.SNAPSHOT_RETENTION],
                            asset_selection=[ref.key],
                            tags=run_tags(ref, "snapshot_count_sensor", sid, figure))], figure
 
@@ -364,7 +358,7 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
                   f"{human_bytes(h.total_bytes)}) vs manifest.compaction-trigger {h.trigger}")
         if not h.due:
             return [], figure
-        return [RunRequest(run_key=f"manifests:{ref.ident}:{sid}", job_name=manifest_job, asset_selection=[ref.key],
+        return [RunRequest(run_key=f"manifests:{ref.ident}:{sid}", job_name=job_of[checks_mod.MANIFESTS], asset_selection=[ref.key],
                            tags=run_tags(ref, "manifest_sensor", sid, figure))], figure
 
     def partition_check_due(ref: TableRef, latest: int, seen: Optional[str]):
@@ -383,10 +377,31 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
                      if expired else ""))
         if not expired:
             return [], figure
-        return [RunRequest(run_key=f"partition_expiry:{ref.ident}:{sid}:{now}", job_name=partition_job,
+        return [RunRequest(run_key=f"partition_expiry:{ref.ident}:{sid}:{now}", job_name=job_of[checks_mod.PARTITION_EXPIRY],
                            asset_selection=[ref.key],
                            tags=run_tags(ref, "partition_expiry_sensor", sid, figure))], figure
 
+    # How each health signal is sensed: (decide, when a table is due for a look (default: a new snapshot), why not,
+    # the sensor's description, why it skips without tables).
+    sensing: dict[str, tuple[Any, Any, str, str, str]] = {
+        checks_mod.DV_RATIO: (
+            decide_dv, None, "", "Requests a dv-ratio compaction of the buckets of every table with deletion vectors "
+            "holding files whose deleted-row ratio passes compaction.dv-ratio-threshold.", ""),
+        checks_mod.SMALL_FILES: (
+            decide_small, None, "", "Requests a compaction (minor for primary-key tables, small-files for append "
+            "tables) of the buckets that reach compaction.small-files-threshold level-0 / small files.", ""),
+        checks_mod.SNAPSHOT_RETENTION: (
+            decide_snapshots, None, "", "Requests a snapshot expiry of every table holding more snapshots than its "
+            "retention options allow.", ""),
+        checks_mod.MANIFESTS: (
+            decide_manifests, None, "", "Requests a manifest compaction of every table whose latest snapshot reads at "
+            "least manifest.compaction-trigger manifests (default manifest.merge-min-count, 30).", ""),
+        checks_mod.PARTITION_EXPIRY: (
+            decide_partitions, partition_check_due, "not due for a partition expiry check",
+            "Every partition.expiration-check-interval, requests a partition expiry of every partitioned table with "
+            "partition.expiration-time that has a partition due.",
+            "no partitioned table sets partition.expiration-time"),
+    }
     common: dict[str, Any] = dict(minimum_interval_seconds=interval_s, default_status=status,
                                   required_resource_keys={names.warehouse_key})
 
@@ -395,43 +410,19 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
     def warehouse(context: SensorEvaluationContext) -> PaimonWarehouse:
         return getattr(context.resources, names.warehouse_key)
 
-    @sensor(name=names(DV_RATIO_SENSOR), job_name=compaction_job, **common,
-            description="Requests a dv-ratio compaction of the buckets of every table with deletion vectors "
-                        "holding files whose deleted-row ratio passes compaction.dv-ratio-threshold.")
-    def dv_ratio_sensor(context: SensorEvaluationContext, **_resources: Any):
-        paimon = warehouse(context)
-        return evaluate(context, paimon, dv_refs, decide_dv, budget_s)
+    def signal_sensor(signal: Health, job: str) -> SensorDefinition:
+        decide, due, not_due, description, none = sensing[signal.check]
+        chosen = [r for r in refs if checks_mod.has_signal(r.spec, signal)]
+        when = {"due": due, "not_due": not_due} if due is not None else {}
 
-    @sensor(name=names(SMALL_FILES_SENSOR), job_name=compaction_job, **common,
-            description="Requests a compaction (minor for primary-key tables, small-files for append tables) of the "
-                        "buckets that reach compaction.small-files-threshold level-0 / small files.")
-    def small_files_sensor(context: SensorEvaluationContext, **_resources: Any):
-        paimon = warehouse(context)
-        return evaluate(context, paimon, refs, decide_small, budget_s)
+        @sensor(name=names(signal.sensor), job_name=job, description=description, **common)
+        def health_sensor(context: SensorEvaluationContext, **_resources: Any):
+            paimon = warehouse(context)
+            if not chosen and none:
+                return SensorResult(skip_reason=SkipReason(none))
+            return evaluate(context, paimon, chosen, decide, budget_s, **when)
 
-    @sensor(name=names(SNAPSHOT_COUNT_SENSOR), job_name=expiry_job, **common,
-            description="Requests a snapshot expiry of every table holding more snapshots than its retention "
-                        "options allow.")
-    def snapshot_count_sensor(context: SensorEvaluationContext, **_resources: Any):
-        paimon = warehouse(context)
-        return evaluate(context, paimon, refs, decide_snapshots, budget_s)
-
-    @sensor(name=names(MANIFEST_SENSOR), job_name=manifest_job, **common,
-            description="Requests a manifest compaction of every table whose latest snapshot reads at least "
-                        "manifest.compaction-trigger manifests (default manifest.merge-min-count, 30).")
-    def manifest_sensor(context: SensorEvaluationContext, **_resources: Any):
-        paimon = warehouse(context)
-        return evaluate(context, paimon, refs, decide_manifests, budget_s)
-
-    @sensor(name=names(PARTITION_EXPIRY_SENSOR), job_name=partition_job, **common,
-            description="Every partition.expiration-check-interval, requests a partition expiry of every "
-                        "partitioned table with partition.expiration-time that has a partition due.")
-    def partition_expiry_sensor(context: SensorEvaluationContext, **_resources: Any):
-        paimon = warehouse(context)
-        if not partition_refs:
-            return SensorResult(skip_reason=SkipReason("no partitioned table sets partition.expiration-time"))
-        return evaluate(context, paimon, partition_refs, decide_partitions, budget_s, due=partition_check_due,
-                        not_due="not due for a partition expiry check")
+        return health_sensor
 
     @sensor(name=names(OBSERVATION_SENSOR), minimum_interval_seconds=observation_interval_s, default_status=status,
             required_resource_keys={names.warehouse_key},
@@ -444,8 +435,7 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
         paimon = warehouse(context)
         return observe_tables(context, paimon, refs, budget_s)
 
-    return [observation_sensor, dv_ratio_sensor, small_files_sensor, snapshot_count_sensor, manifest_sensor,
-            partition_expiry_sensor]
+    return [observation_sensor] + [signal_sensor(h, jobs[op.name]) for op, h in health_signals()]
 
 
 def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs: Sequence[TableRef],

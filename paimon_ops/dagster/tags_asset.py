@@ -211,7 +211,7 @@ def _create(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, paim
                                         for d, r in zip(days, reports)]),
             "synced_from_table": False})
     # periods that are not days (tag.create-interval > 1 d, hourly ...): every due tag since the last one
-    report = call_engine(spec, "automatic tagging", lambda: autotag.create_auto_tags(table, now))
+    report = call_engine(spec, "automatic tagging", lambda: autotag.plan_auto_tags(table, now).execute(table=table))
     context.log.info(report_line(report))
     return MaterializeResult(asset_key=key, metadata={**report_metadata(report),
                                        "created": MetadataValue.json(list(report.details.get("created", [])))})

@@ -59,22 +59,20 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import pendulum
 
 from paimon_ops.errors import InvalidArgumentError, PeriodCannotBeTaggedError, PeriodNotDueError, arg
-from paimon_ops.executor import run_plan
+from paimon_ops.execution.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
+from paimon_ops.execution.report import Report
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.periods import Period, pdt
 from paimon_ops.lifecycle.schedule import TagSchedule, auto_tag_matcher, require_periodic, tag_schedule
 from paimon_ops.lifecycle.timeline import SnapshotTimeline, local_now
 from paimon_ops.lifecycle.timeline import valid_watermark as _valid_watermark
 from paimon_ops.options import format_duration
-from paimon_ops.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
-from paimon_ops.report import Report
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import naive_to_local_millis, to_instant_millis, to_local_millis
 from paimon_ops.timeutil import now_ms as now_millis_or_clock
@@ -418,22 +416,14 @@ def _summarise(decisions: Sequence[PeriodDecision], created: Sequence[str]) -> d
     return out
 
 
-def create_auto_tags(table: Table, now_millis: int | None = None, periods: Iterable[Any] | None = None,
-                     dry_run: bool = False, runner: Any = None) -> Report:
-    """Create the automatic tags that are due (or those of `periods`). Idempotent; never overwrites a tag."""
-    started = time.time()
-    return run_plan(plan_auto_tags(table, now_millis, periods), table, dry_run, runner, started=started)
-
-
 def create_tag_for_period(table: Table, period: Period | str | _dt.date | _dt.datetime | int,
-                          now_millis: int | None = None, dry_run: bool = False) -> Report:
+                          now_millis: int | None = None) -> Report:
     """Create (or confirm) the tag of one period — one Dagster partition. Idempotent.
 
     Raises PeriodNotDueError for a period that is not due yet, PeriodCannotBeTaggedError when its snapshot has
     expired or is past the max-delay guard. Idle / empty / existing / conflicting periods return a Report whose
     ``details['status']`` says so.
     """
-    started = time.time()
     sched = require_periodic(table)
     p = _coerce_period(table, sched, period)
     plan = plan_auto_tags(table, now_millis, periods=[p])
@@ -443,7 +433,7 @@ def create_tag_for_period(table: Table, period: Period | str | _dt.date | _dt.da
         raise PeriodNotDueError(f"the tag of period {p.name} of {table.identifier} is not due yet: {d['reason']}")
     if status in (EXPIRED, TOO_LATE):
         raise PeriodCannotBeTaggedError(f"period {p.name} of {table.identifier} cannot be tagged: {d['reason']}")
-    report = run_plan(plan, table, dry_run, started=started)
+    report = plan.execute(table=table)
     details = {**report.details, "period": p.name, "status": status, "snapshot_id": d["snapshot_id"],
                "reason": d["reason"]}
     return dataclasses.replace(report, details=details)
@@ -511,7 +501,7 @@ def retained_window(table: Table, now_millis: int | None = None) -> RetainedWind
 
 __all__ = [
     "RetainedWindow", "retained_window",
-    "AutoTagPlan", "PeriodDecision", "period_for_date", "expected_tag_periods", "plan_auto_tags", "create_auto_tags",
+    "AutoTagPlan", "PeriodDecision", "period_for_date", "expected_tag_periods", "plan_auto_tags",
     "create_tag_for_period", "latest_expected_tag", "auto_tag_matcher", "tag_schedule", "TagSchedule",
     "PeriodNotDueError", "PeriodCannotBeTaggedError", "CREATE", "EXISTS", "CONFLICT", "IDLE", "EXPIRED", "EMPTY",
     "TOO_LATE", "NOT_DUE",

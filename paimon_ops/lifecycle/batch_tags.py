@@ -3,11 +3,11 @@
 snapshot is deleted first (with reclamation) and re-created, like Java."""
 from __future__ import annotations
 
+from paimon_ops.execution.plan import TAG, WRITE_FILES, FileAction, LatestSnapshotIs, Plan, PlanBuilder, TagIs
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import TagSchedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import local_now
-from paimon_ops.plan import TAG, WRITE_FILES, FileAction, LatestSnapshotIs, Plan, PlanBuilder, TagIs
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import local_millis_to_naive, to_local_millis
 

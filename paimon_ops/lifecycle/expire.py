@@ -2,7 +2,6 @@
 
     plan_expire_snapshots(table, now_millis=None, retain_min=None, retain_max=None, older_than=None,
                           time_retained=None, max_deletes=None) -> ExpireSnapshotsPlan
-    expire_snapshots(table, ..., dry_run=False, runner=None, progress=None) -> Report   (plan, then execute)
 
 The plan requires the tag set, the snapshot kept at the window's end, and no consumer inside the window; a reviewed
 plan executed later (`paimon-ops apply`) is refused with StalePlanError when any of that changed.
@@ -45,15 +44,35 @@ from paimon_ops.errors import (
     UnsafeNameError,
     arg,
 )
-from paimon_ops.executor import Execution, register_check, register_step, run_plan
+from paimon_ops.execution.executor import Execution, register_check, register_step
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import (
+    CHANGELOG,
+    DATA,
+    DELETE_DIRS,
+    DELETE_FILES,
+    ENSURE_HINTS,
+    EXTRA,
+    HINT,
+    LONG_CHANGELOG,
+    SNAPSHOT,
+    FileAction,
+    Plan,
+    PlanBuilder,
+    Precondition,
+    SnapshotIs,
+    Step,
+    declare_step_action,
+    planner,
+)
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
     DataSkipper,
     OtherBranches,
+    TagsAre,
     manifest_skipping_set,
     nearest_tag_below,
     other_branches,
@@ -81,28 +100,6 @@ from paimon_ops.options import (
     SNAPSHOT_TIME_RETAINED,
     parse_duration,
 )
-from paimon_ops.plan import (
-    CHANGELOG,
-    DATA,
-    DELETE_DIRS,
-    DELETE_FILES,
-    ENSURE_HINTS,
-    EXTRA,
-    HINT,
-    LONG_CHANGELOG,
-    SNAPSHOT,
-    FileAction,
-    Plan,
-    PlanBuilder,
-    Precondition,
-    SnapshotIs,
-    Step,
-    TagsAre,
-    declare_step_action,
-    planner,
-)
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import EARLIEST, LATEST, Table
 from paimon_ops.timeutil import iso
@@ -124,7 +121,7 @@ class ExpireSnapshotsPlan(Plan):
     operation = "expire_snapshots"
 
     def workload(self) -> Any:
-        from paimon_ops.runner import Workload
+        from paimon_ops.execution.plan import Workload
         d = self.details if isinstance(self.details, dict) else {}
         n = len(self.deletes)
         return Workload(deletes=n, manifests=int(d.get("manifest_dir_files") or 0), files=n)
@@ -562,7 +559,8 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
     details["end"] = end
     spark = None
     if end > earliest:
-        from paimon_ops.runner import Workload, spark_placed
+        from paimon_ops.execution.plan import Workload
+        from paimon_ops.execution.runner import spark_placed
         try:
             manifests = len(table.io.list_status(table.manifest_dir))
         except OSError:
@@ -890,21 +888,5 @@ def _expire_changelog_files(ex: Execution, step: Step) -> None:
     ex.write_hint(posixpath.join(ex.table.changelogs.dir, EARLIEST), int(step.params["end"]), "earliest changelog")
 
 
-def expire_snapshots(table: Table, now_millis: int | None = None, retain_min: int | None = None,
-                     retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
-                     max_deletes: int | None = None, dry_run: bool = False, runner: Runner | None = None,
-                     progress: Progress | None = None, batch_size: int | None = None,
-                     parallel_threshold: int | None = None) -> Report:
-    """Expire snapshots (and long-lived changelogs when the changelog lifecycle is decoupled) of `table`'s branch.
-
-    `older_than` (epoch millis or datetime) or `time_retained` (timedelta, '1 h', millis) override
-    `snapshot.time-retained`; the other arguments override `snapshot.num-retained.min/max` and
-    `snapshot.expire.limit`. `dry_run` returns the plan as a report (every file with kind and reason)."""
-    started = time.time()
-    plan = plan_expire_snapshots(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes,
-                                 runner=runner)
-    return run_plan(plan, table, dry_run, runner, progress, batch_size, parallel_threshold, started)
-
-
-__all__ = ["ExpireSnapshotsPlan", "plan_expire_snapshots", "expire_snapshots", "resolve_settings", "ExpireSettings",
+__all__ = ["ExpireSnapshotsPlan", "plan_expire_snapshots", "resolve_settings", "ExpireSettings",
            "expiry_window_end", "expirable_snapshots"]

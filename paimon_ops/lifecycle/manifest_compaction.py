@@ -4,7 +4,6 @@ manifests into few, committed as a COMPACT snapshot whose base manifest list is 
 Data does not change (same live files, same total record count).
 
     plan_compact_manifests(table) -> ManifestCompactionPlan
-    compact_manifests(table, dry_run=False) -> Report
     manifest_count(table) -> int                   (Dagster sensors / checks)
     manifest_health(table) -> ManifestHealth        (count, small ones, size, the trigger, whether it is due)
 
@@ -37,13 +36,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from paimon_ops.errors import CommitConflictError, InvalidArgumentError, PaimonOpsError, StalePlanError
-from paimon_ops.executor import Execution, register_step, run_plan
-from paimon_ops.format import manifest as mf
-from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.journal import plan_pending
-from paimon_ops.options import MANIFEST_COMPACTION_TRIGGER, MANIFEST_TARGET_FILE_SIZE
-from paimon_ops.plan import (
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import (
     MANIFEST,
     MANIFEST_LIST,
     FileAction,
@@ -54,7 +49,10 @@ from paimon_ops.plan import (
     declare_step_action,
     planner,
 )
-from paimon_ops.report import Report
+from paimon_ops.format import manifest as mf
+from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.options import MANIFEST_COMPACTION_TRIGGER, MANIFEST_TARGET_FILE_SIZE
 from paimon_ops.table.commit import MANIFEST_ROLL_ENTRIES, FileStoreCommit, _Written
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
 from paimon_ops.table.table import Table
@@ -351,13 +349,6 @@ def _verify(store: ManifestStore, base: list[ManifestFileMeta], scanner: TableSc
                              f"({missing} missing, {extra} extra); nothing was committed")
 
 
-def compact_manifests(table: Table, dry_run: bool = False, progress: Any = None) -> Report:
-    """Plan, then (unless `dry_run`) merge and commit; the report says how many manifests remain."""
-    started = time.time()
-    plan = plan_compact_manifests(table)
-    return run_plan(plan, table, dry_run, None, progress, started=started)
-
-
 __all__ = ["ManifestCompactionPlan", "DataManifestsStartWith", "ManifestHealth", "MergeResult",
-           "plan_compact_manifests", "compact_manifests", "manifest_count", "manifest_health", "merge_manifests",
+           "plan_compact_manifests", "manifest_count", "manifest_health", "merge_manifests",
            "data_manifests", "compaction_trigger", "MANIFEST_COMPACTION_COMMIT"]

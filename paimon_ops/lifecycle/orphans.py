@@ -1,7 +1,6 @@
 """Orphan-file removal (maintenance.md §4).
 
     plan_remove_orphans(table, older_than=None, now_millis=None, allow_short=False) -> RemoveOrphansPlan
-    remove_orphans(table, older_than=None, now_millis=None, allow_short=False, dry_run=False, runner=None) -> Report
 
 The plan requires that none of the files it deletes is referenced when it executes (`NotReferenced`: every
 snapshot, tag and long-lived changelog of every branch is read again), so a reviewed plan applied later can never
@@ -40,13 +39,8 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     arg,
 )
-from paimon_ops.executor import run_plan
-from paimon_ops.features import MANAGED_BLOB_SUFFIXES
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.journal import plan_pending
-from paimon_ops.lifecycle.protection import STORE_CAPACITY
-from paimon_ops.plan import (
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
     DIRECTORY,
@@ -58,8 +52,10 @@ from paimon_ops.plan import (
     Precondition,
     planner,
 )
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner
+from paimon_ops.features import MANAGED_BLOB_SUFFIXES
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.protection import STORE_CAPACITY
 from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, Table
@@ -79,7 +75,7 @@ class RemoveOrphansPlan(Plan):
     operation = "remove_orphans"
 
     def workload(self) -> Any:
-        from paimon_ops.runner import Workload
+        from paimon_ops.execution.plan import Workload
         d = self.details if isinstance(self.details, dict) else {}
         return Workload(deletes=len(self.deletes), manifests=int(d.get("manifest_dir_files") or 0),
                         files=int(d.get("candidates") or 0))
@@ -527,7 +523,7 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
         partition_children.update(more_children)
     if ext_roots:
         notes.append(f"external data paths scanned: {', '.join(ext_roots)}")
-    from paimon_ops.lifecycle.deleter import allowed_roots, check_paths
+    from paimon_ops.execution.deleter import allowed_roots, check_paths
     roots = allowed_roots(main)
     candidates: list[FileStatus] = []
     listing: dict[str, list[FileStatus]] = {}
@@ -545,7 +541,8 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
                     continue
                 if st.mtime_millis < threshold:
                     temps.append(st)
-    from paimon_ops.runner import Workload, spark_placed
+    from paimon_ops.execution.plan import Workload
+    from paimon_ops.execution.runner import spark_placed
     n_candidates = len(candidates) + len(temps)
     spark, _ = spark_placed(runner, Workload(manifests=len(listing.get(main.manifest_dir, ())), files=n_candidates),
                             main.options)
@@ -606,14 +603,4 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     return b.build(RemoveOrphansPlan, main, details)
 
 
-def remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None, allow_short: bool = False,
-                   dry_run: bool = False, runner: Runner | None = None, progress: Progress | None = None,
-                   batch_size: int | None = None, parallel_threshold: int | None = None,
-                   min_age: Any = None) -> Report:
-    """Delete orphan files of the table (all branches considered). `dry_run` returns the plan as a report."""
-    started = time.time()
-    plan = plan_remove_orphans(table, older_than, now_millis, allow_short, min_age, runner=runner)
-    return run_plan(plan, table, dry_run, runner, progress, batch_size, parallel_threshold, started)
-
-
-__all__ = ["RemoveOrphansPlan", "plan_remove_orphans", "remove_orphans", "resolve_threshold", "DEFAULT_OLDER_THAN"]
+__all__ = ["RemoveOrphansPlan", "plan_remove_orphans", "resolve_threshold", "DEFAULT_OLDER_THAN"]

@@ -3,7 +3,6 @@
 
     plan_expire_partitions(table, now_millis=None, expiration_time=None, strategy=None, timestamp_formatter=None,
                            timestamp_pattern=None, max_expires=None) -> PartitionExpiryPlan
-    expire_partitions(table, ..., dry_run=False, runner=None, progress=None) -> Report
     expirable_partitions(table, now_millis=None, ...) -> list[PartitionVerdict]        (Dagster sensors / checks)
     partition_expiry_due(table, last_check_millis, now_millis=None) -> bool             (check interval)
 
@@ -68,15 +67,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, arg
-from paimon_ops.executor import Execution, register_step, run_plan
+from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_json, partition_path, partition_spec, partition_value_string
-from paimon_ops.lifecycle.journal import plan_pending
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
 from paimon_ops.options import (
     METASTORE_PARTITIONED_TABLE,
@@ -90,9 +89,6 @@ from paimon_ops.options import (
     format_duration,
     parse_duration,
 )
-from paimon_ops.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -567,18 +563,7 @@ def _drop_partitions(ex: Execution, step: Step) -> None:
     ex.details["rows_dropped"] = sum(e.file.row_count for e in deletes)
 
 
-def expire_partitions(table: Table, now_millis: int | None = None, expiration_time: Any = None,
-                      strategy: str | None = None, timestamp_formatter: str | None = None,
-                      timestamp_pattern: str | None = None, max_expires: int | None = None, dry_run: bool = False,
-                      runner: Runner | None = None, progress: Progress | None = None) -> Report:
-    """Plan, then (unless `dry_run`) drop the expired partitions in one OVERWRITE commit; the report lists them."""
-    started = time.time()
-    plan = plan_expire_partitions(table, now_millis, expiration_time, strategy, timestamp_formatter,
-                                  timestamp_pattern, max_expires)
-    return run_plan(plan, table, dry_run, runner, progress, started=started)
-
-
 __all__ = ["PartitionExpiryPlan", "PartitionFilesUnchanged", "PartitionVerdict", "PartitionExpirySettings",
-           "plan_expire_partitions", "expire_partitions", "expirable_partitions", "evaluate_partitions",
+           "plan_expire_partitions", "expirable_partitions", "evaluate_partitions",
            "resolve_partition_settings", "partition_expiry_due", "check_interval_ms", "partition_local_zone",
            "VALUES_TIME", "UPDATE_TIME", "PARTITION_DROP"]

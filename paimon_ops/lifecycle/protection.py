@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError
+from paimon_ops.execution.plan import Precondition
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.table.scan import ManifestStore, merge_entries
 from paimon_ops.table.table import Table
@@ -224,5 +225,29 @@ def tag_set(tags: Sequence[tuple[str, Tag]]) -> tuple[tuple[str, int], ...]:
     return tuple((n, t.id) for n, t in tags)
 
 
+@dataclass(frozen=True)
+class TagsAre(Precondition):
+    """The exact tag set (name -> snapshot id): a tag created or deleted since changes what protects which file."""
+
+    kind: ClassVar[str] = "tags"
+    tags: tuple[tuple[str, int], ...]
+
+    def check(self, table: Any) -> str | None:
+        now = {n: t.id for n, t in read_tags(table)}
+        was = dict(self.tags)
+        if now == was:
+            return None
+        added = sorted(set(now) - set(was))
+        removed = sorted(set(was) - set(now))
+        moved = sorted(n for n in set(now) & set(was) if now[n] != was[n])
+        parts = ([f"tag(s) {', '.join(added)} created"] if added else []) + \
+            ([f"tag(s) {', '.join(removed)} deleted"] if removed else []) + \
+            ([f"tag(s) {', '.join(moved)} moved"] if moved else [])
+        return "; ".join(parts)
+
+    def describe(self) -> str:
+        return f"tags are {', '.join(f'{n}@{i}' for n, i in self.tags) or 'none'}"
+
+
 __all__ = ["read_tags", "data_keys", "manifest_skipping_set", "nearest_tag_below", "skipping_tags", "OtherBranches",
-           "other_branches", "DataSkipper", "DataKey", "STORE_CAPACITY", "tag_set"]
+           "other_branches", "DataSkipper", "DataKey", "STORE_CAPACITY", "tag_set", "TagsAre"]

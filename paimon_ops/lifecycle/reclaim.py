@@ -12,9 +12,7 @@ import posixpath
 from typing import Iterable
 
 from paimon_ops.errors import CorruptMetadataError, MissingFileError, UnsafeNameError
-from paimon_ops.format.manifest import IndexManifestEntry, ManifestEntry
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.plan import (
+from paimon_ops.execution.plan import (
     DATA,
     DIRECTORY,
     EXTRA,
@@ -26,6 +24,8 @@ from paimon_ops.plan import (
     FileAction,
     PlanBuilder,
 )
+from paimon_ops.format.manifest import IndexManifestEntry, ManifestEntry
+from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import Table
 

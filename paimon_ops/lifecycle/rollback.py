@@ -2,10 +2,9 @@
 (maintenance.md §3.8, checklist 12).
 
     plan_rollback(table, snapshot_id=None, tag=None) -> Plan
-    rollback(table, snapshot_id=None, tag=None, confirm=False, dry_run=False) -> Report
 
 Removes snapshots, long-lived changelogs and tags newer than the target; data, manifest and index files written
-after the target become orphans for `remove_orphans`. Refuses without `confirm=True` (the error says what would be
+after the target become orphans for `remove_orphans`. The CLI refuses without `--yes` (the error says what would be
 removed). Order: (restore the target snapshot from its tag if it expired) -> LATEST hint -> snapshot files newest
 first -> changelog files newest first -> newer tags. Not atomic, but every step is idempotent: re-run after a crash.
 
@@ -17,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import posixpath
-import time
 
 from paimon_ops.errors import (
     CorruptMetadataError,
@@ -27,12 +25,8 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     arg,
 )
-from paimon_ops.executor import run_plan
-from paimon_ops.format.snapshot import Snapshot, Tag
-from paimon_ops.lifecycle.journal import plan_pending
-from paimon_ops.lifecycle.protection import read_tags, tag_set
-from paimon_ops.lifecycle.reclaim import file_size
-from paimon_ops.plan import (
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import (
     DELETE_ORDERED,
     ENSURE_HINTS,
     HINT,
@@ -45,10 +39,11 @@ from paimon_ops.plan import (
     LatestSnapshotIs,
     Plan,
     PlanBuilder,
-    TagsAre,
     planner,
 )
-from paimon_ops.report import Report
+from paimon_ops.format.snapshot import Snapshot, Tag
+from paimon_ops.lifecycle.protection import TagsAre, read_tags, tag_set
+from paimon_ops.lifecycle.reclaim import file_size
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import EARLIEST, LATEST, Table
 from paimon_ops.timeutil import iso
@@ -232,16 +227,6 @@ def _describe(plan: Plan) -> str:
     return f"rolling {plan.table} back to {target} would remove {what}"
 
 
-def rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None, confirm: bool = False,
-             dry_run: bool = False, timestamp_millis: int | None = None) -> Report:
-    """Roll the table's branch back to a snapshot or tag. Needs `confirm=True` unless `dry_run`."""
-    started = time.time()
-    plan = plan_rollback(table, snapshot_id, tag, timestamp_millis)
-    if not dry_run:
-        require_confirmation(plan, confirm)
-    return run_plan(plan, table, dry_run, started=started)
-
-
 def require_confirmation(plan: Plan, confirm: bool) -> None:
     """Rollback cannot be undone: executing one takes an explicit confirmation (`--yes`)."""
     if not confirm:
@@ -249,4 +234,4 @@ def require_confirmation(plan: Plan, confirm: bool) -> None:
                                    f"(or {arg('dry_run', True)} to see every file)")
 
 
-__all__ = ["RollbackPlan", "plan_rollback", "rollback", "require_confirmation"]
+__all__ = ["RollbackPlan", "plan_rollback", "require_confirmation"]

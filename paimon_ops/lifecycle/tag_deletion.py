@@ -1,7 +1,6 @@
 """Tag deletion with file reclamation (maintenance.md §3.3).
 
 * ``plan_delete_tags(table, names, missing_ok=False) -> DeleteTagsPlan``
-* ``delete_tags(table, names, dry_run=False, runner=None, progress=None, missing_ok=False) -> Report``
 
 A tag whose snapshot still exists (or that shares its snapshot with another tag) only loses its tag file. Otherwise
 the files only it kept alive are deleted; protectors are the previous tag, the earlier of (earliest snapshot, next
@@ -15,26 +14,11 @@ was made on.
 from __future__ import annotations
 
 import posixpath
-import time
 from typing import Sequence
 
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, UnsafeNameError
-from paimon_ops.executor import run_plan
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.journal import pending, plan_pending
-from paimon_ops.lifecycle.protection import (
-    STORE_CAPACITY,
-    DataKey,
-    data_keys,
-    manifest_skipping_set,
-    other_branches,
-    read_tags,
-    tag_set,
-)
-from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_index_and_stats, plan_manifest_list
-from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
-from paimon_ops.plan import (
+from paimon_ops.execution.journal import pending, plan_pending
+from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
     DELETE_ORDERED,
@@ -43,11 +27,22 @@ from paimon_ops.plan import (
     FileAction,
     Plan,
     PlanBuilder,
-    TagsAre,
     planner,
 )
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner
+from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.consistency import check_history
+from paimon_ops.lifecycle.protection import (
+    STORE_CAPACITY,
+    DataKey,
+    TagsAre,
+    data_keys,
+    manifest_skipping_set,
+    other_branches,
+    read_tags,
+    tag_set,
+)
+from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_index_and_stats, plan_manifest_list
+from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
 from paimon_ops.table.table import Table
 
@@ -211,14 +206,4 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
                                       "tags": details_tags, **(details or {})})
 
 
-def delete_tags(table: Table, names: Sequence[str], dry_run: bool = False, runner: Runner | None = None,
-                progress: Progress | None = None, missing_ok: bool = False, batch_size: int | None = None,
-                parallel_threshold: int | None = None) -> Report:
-    """Delete tags and reclaim the files only they kept alive (maintenance.md §3.3). `dry_run` returns the plan as
-    a report (files with kind and reason) without touching anything."""
-    started = time.time()
-    plan = plan_delete_tags(table, names, missing_ok=missing_ok)
-    return run_plan(plan, table, dry_run, runner, progress, batch_size, parallel_threshold, started)
-
-
-__all__ = ["DeleteTagsPlan", "plan_delete_tags", "delete_tags"]
+__all__ = ["DeleteTagsPlan", "plan_delete_tags"]

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from typing import Any
 
-from paimon_ops.executor import run_plan
+from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.plan import Plan, PlanBuilder, planner
 from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.journal import plan_pending
+from paimon_ops.lifecycle.protection import TagsAre
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
 from paimon_ops.options import TAG_NUM_RETAINED_MAX, TAG_TIME_EXPIRE_ENABLED, format_duration
-from paimon_ops.plan import Plan, PlanBuilder, TagsAre, planner
-from paimon_ops.report import Report
 from paimon_ops.table.table import Table
 from paimon_ops.timeutil import (
     iso,
@@ -125,11 +123,4 @@ def plan_expire_tags(table: Table, now_millis: int | None = None, older_than: An
     return dataclasses.replace(plan, warnings=tuple(warnings) + tuple(plan.warnings))
 
 
-def expire_tags(table: Table, now_millis: int | None = None, older_than: Any = None, dry_run: bool = False,
-                runner: Any = None) -> Report:
-    """Expire tags (see plan_expire_tags), deleting each with file reclamation."""
-    started = time.time()
-    return run_plan(plan_expire_tags(table, now_millis, older_than), table, dry_run, runner, started=started)
-
-
-__all__ = ["ExpireTagsPlan", "plan_expire_tags", "expire_tags"]
+__all__ = ["ExpireTagsPlan", "plan_expire_tags"]

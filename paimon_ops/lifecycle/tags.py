@@ -22,18 +22,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-import time
 from dataclasses import dataclass
-from typing import Sequence
 
 from paimon_ops.errors import InvalidArgumentError, arg
-from paimon_ops.executor import run_plan
+from paimon_ops.execution.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import auto_tag_matcher
 from paimon_ops.lifecycle.timeline import check_existing_tag_name, find_snapshot, local_now, snapshot_current_at
 from paimon_ops.options import TAG_AUTOMATIC_CREATION, format_duration, parse_duration
-from paimon_ops.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
-from paimon_ops.report import Report
 from paimon_ops.table.table import Table, validate_tag_name
 from paimon_ops.timeutil import iso
 
@@ -152,7 +148,7 @@ def plan_create_tag(table: Table, name: str, snapshot_id: int | None = None, tim
             b.require(TagIs(name, existing.id))
             return b.build(CreateTagPlan, table, {**details, "existing_snapshot_id": existing.id})
         raise InvalidArgumentError(f"tag {name!r} of {table.identifier} already exists (snapshot {existing.id}); "
-                                   f"use {arg('replace', True, python='replace_tag()')} to move it")
+                                   f"use {arg('replace', True)} to move it")
     _validate_no_auto_tag(table, name, snap.id)
     tag = _new_tag(table, snap, retained, now_millis)
     b.step("tag file", WRITE_FILES, contents=[tag.to_json()], mode="create")
@@ -160,23 +156,6 @@ def plan_create_tag(table: Table, name: str, snapshot_id: int | None = None, tim
                      + (f", retained {format_duration(retained)}" if retained else "")))
     b.require(TagIs(name, None))
     return b.build(CreateTagPlan, table, details)
-
-
-def create_tag(table: Table, name: str, snapshot_id: int | None = None, timestamp_millis: int | None = None,
-               time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None,
-               dry_run: bool = False, ignore_if_exists: bool = False, replace: bool = False) -> Report:
-    """Create tag `name` on the latest snapshot, a snapshot id (live or tag-held) or the snapshot current at a time.
-    With `replace`, an existing tag of that name is moved instead (`replace_tag`).
-
-    With `time_retained` the tag gets ``tagCreateTime`` = now (tag local zone) and ``tagTimeRetained``.
-    """
-    started = time.time()
-    if replace and table.tags.exists(name):
-        if timestamp_millis is not None:
-            snapshot_id = snapshot_current_at(table, int(timestamp_millis)).id
-        return replace_tag(table, name, snapshot_id, time_retained, now_millis, dry_run)
-    plan = plan_create_tag(table, name, snapshot_id, timestamp_millis, time_retained, now_millis, ignore_if_exists)
-    return run_plan(plan, table, dry_run, started=started)
 
 
 @planner("replace_tag")
@@ -187,7 +166,7 @@ def plan_replace_tag(table: Table, name: str, snapshot_id: int | None = None,
     retained = _retention(time_retained)
     if not table.tags.exists(name):
         raise InvalidArgumentError(f"tag {name!r} of {table.identifier} does not exist; use "
-                                   f"{arg('create', True, python='create_tag()')}")
+                                   f"{arg('create', True, python='tags.create()')}")
     old = table.tags.tag(name)
     snap, source = _resolve_source(table, snapshot_id, None)
     b = PlanBuilder()
@@ -204,15 +183,6 @@ def plan_replace_tag(table: Table, name: str, snapshot_id: int | None = None,
     b.require(TagIs(name, old.id))
     return b.build(ReplaceTagPlan, table, {"tag": name, "old_snapshot_id": old.id, "snapshot_id": snap.id,
                                            "time_retained_s": retained.total_seconds() if retained else None})
-
-
-def replace_tag(table: Table, name: str, snapshot_id: int | None = None,
-                time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None,
-                dry_run: bool = False) -> Report:
-    """Point an existing tag at another snapshot (default: latest), with a new retention (Java ``replaceTag``)."""
-    started = time.time()
-    return run_plan(plan_replace_tag(table, name, snapshot_id, time_retained, now_millis), table, dry_run,
-                    started=started)
 
 
 # ---------------------------------------------------------------------------------------------- rename / delete
@@ -254,23 +224,7 @@ def plan_rename_tag(table: Table, old: str, new: str, resume: bool = False) -> R
     return b.build(RenameTagPlan, table, {"old": old, "new": new, "snapshot_id": tag.id})
 
 
-def rename_tag(table: Table, old: str, new: str, dry_run: bool = False, resume: bool = False) -> Report:
-    """Rename a tag (see `plan_rename_tag`). Crash-safe: a crash in between leaves both names on the same snapshot;
-    re-running with `resume=True` finishes the rename."""
-    started = time.time()
-    return run_plan(plan_rename_tag(table, old, new, resume), table, dry_run, started=started)
-
-
-def delete_tags(table: Table, names: str | Sequence[str], dry_run: bool = False, runner=None) -> Report:
-    """Delete tags with file reclamation (maintenance.md §3.3) — see tag_deletion.py."""
-    from paimon_ops.lifecycle.tag_deletion import delete_tags as _delete
-    names = [names] if isinstance(names, str) else list(names)
-    for n in names:
-        check_existing_tag_name(n)
-    return _delete(table, names, dry_run=dry_run, runner=runner)
-
-
 __all__ = [
-    "TagInfo", "list_tags", "plan_create_tag", "create_tag", "plan_replace_tag", "replace_tag", "plan_rename_tag",
-    "rename_tag", "delete_tags", "write_new_tag", "CreateTagPlan", "ReplaceTagPlan", "RenameTagPlan",
+    "TagInfo", "list_tags", "plan_create_tag", "plan_replace_tag", "plan_rename_tag", "write_new_tag", "CreateTagPlan",
+    "ReplaceTagPlan", "RenameTagPlan",
 ]

@@ -166,6 +166,22 @@ def partition_spec(text: str, what: str = "partition") -> dict[str, str]:
     return out
 
 
+# Which tables have a health signal: every table, those with deletion vectors, those whose partitions expire
+# (`partition.expiration-time`).
+ALL_TABLES, DV_TABLES, EXPIRING_TABLES = "all", "deletion-vectors", "expiring-partitions"
+
+
+@dataclass(frozen=True)
+class Health:
+    """A health signal that makes an operation due: a Dagster asset check on the table (WARN while due) and the
+    sensor that requests the operation's job when it fires (`paimon_ops.dagster` implements both under these names;
+    the registry test checks that every one exists)."""
+
+    check: str                 # the asset check's name
+    sensor: str                # the sensor's name
+    tables: str = ALL_TABLES   # which tables have it
+
+
 @dataclass(frozen=True)
 class Operation:
     """One maintenance operation."""
@@ -189,6 +205,7 @@ class Operation:
     stage: int = 50                  # order in a run of several operations (lower first: tags before expiry)
     reclaims: bool = True            # its deletes free storage (compaction's inputs stay until expiry reclaims them)
     takes_now: bool = False          # its facade takes `now` (the clock; hidden --now-ms on the command line)
+    health: tuple[Health, ...] = ()  # what makes it due (a Dagster check and sensor each)
     cli_check: Callable[[Any, Any], None] | None = None  # (plan, po.Table) -> None: refusals of the CLI
     # Dagster: does it apply to a table (TableSpec) given its config section? Default: always.
     applies: Callable[[Any, Any], bool] | None = field(default=None, compare=False)
@@ -295,10 +312,16 @@ def by_command(command: str) -> Operation | None:
     return next((op for op in OPERATIONS.values() if op.command == command), None)
 
 
+def health_signals() -> list[tuple[Operation, Health]]:
+    """Every health signal with the operation it makes due, in the registry's order."""
+    return [(op, h) for op in OPERATIONS.values() for h in op.health]
+
+
 def by_dagster_name(name: str) -> Operation:
     return next(op for op in OPERATIONS.values() if op.dagster_key == name)
 
 
-__all__ = ["Param", "Operation", "OPERATIONS", "MODULES", "operation", "by_plan_type", "by_command",
+__all__ = ["Param", "Operation", "Health", "health_signals", "ALL_TABLES", "DV_TABLES", "EXPIRING_TABLES",
+           "OPERATIONS", "MODULES", "operation", "by_plan_type", "by_command",
            "by_dagster_name", "partition_spec", "INT", "FLOAT", "BOOL", "STR", "CHOICE", "AGE", "INSTANT",
            "PARTITIONS", "STRINGS", "INTS", "NAME", "NAMES", "TASKS", "METADATA"]

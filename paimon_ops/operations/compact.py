@@ -1,6 +1,20 @@
 """Compaction of primary-key and append tables."""
 from paimon_ops import options as o
-from paimon_ops.operations import AGE, BOOL, CHOICE, FLOAT, INT, INTS, PARTITIONS, STR, STRINGS, Operation, Param
+from paimon_ops.operations import (
+    AGE,
+    BOOL,
+    CHOICE,
+    DV_TABLES,
+    FLOAT,
+    INT,
+    INTS,
+    PARTITIONS,
+    STR,
+    STRINGS,
+    Health,
+    Operation,
+    Param,
+)
 
 # Kinds of table (as paimon_ops.dagster.spec names them): the Dagster config offers each the modes valid for it.
 _PK, _APPEND, _APPEND_FIXED = "primary-key", "append", "append-fixed-bucket"
@@ -36,4 +50,6 @@ OPERATION = Operation(
               option=o.COMPACTION_MEMORY_BUDGET),
         Param("force", BOOL, "no effect (kept for old command lines)", cli_hidden=True, dagster=False),
     ),
+    health=(Health("small_files", "paimon_small_files_sensor"),
+            Health("dv_ratio", "paimon_dv_ratio_sensor", tables=DV_TABLES)),
 )

@@ -1,5 +1,5 @@
 """Manifest compaction (the smallest operation: the example to copy)."""
-from paimon_ops.operations import METADATA, Operation
+from paimon_ops.operations import METADATA, Health, Operation
 
 OPERATION = Operation(
     stage=70,
@@ -7,4 +7,5 @@ OPERATION = Operation(
     summary="merge the latest snapshot's manifests into few (a COMPACT snapshot; data unchanged)",
     facade="maintenance.compact_manifests", plan_module="paimon_ops.lifecycle.manifest_compaction",
     plan_types=("compact_manifests",), placement=METADATA, dagster_job="paimon_compact_manifests", reclaims=False,
+    health=(Health("manifest_count", "paimon_manifest_sensor"),),
 )

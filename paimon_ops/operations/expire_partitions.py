@@ -2,7 +2,7 @@
 from typing import Any
 
 from paimon_ops import options as o
-from paimon_ops.operations import AGE, CHOICE, INT, METADATA, STR, Operation, Param
+from paimon_ops.operations import AGE, CHOICE, EXPIRING_TABLES, INT, METADATA, STR, Health, Operation, Param
 
 
 def _applies(spec: Any, section: Any) -> bool:
@@ -31,4 +31,5 @@ OPERATION = Operation(
         Param("max_expires", INT, "drop at most this many partitions per run", option=o.PARTITION_EXPIRATION_MAX_NUM,
               metavar="N"),
     ),
+    health=(Health("partition_expiry", "paimon_partition_expiry_sensor", tables=EXPIRING_TABLES),),
 )

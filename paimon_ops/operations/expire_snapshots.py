@@ -1,6 +1,6 @@
 """Snapshot expiry with data-file reclamation."""
 from paimon_ops import options as o
-from paimon_ops.operations import AGE, INSTANT, INT, Operation, Param
+from paimon_ops.operations import AGE, INSTANT, INT, Health, Operation, Param
 
 OPERATION = Operation(
     nightly=True, stage=30,
@@ -17,4 +17,5 @@ OPERATION = Operation(
               option=o.SNAPSHOT_TIME_RETAINED, metavar="AGE", group="time", engine_names=("time_retained",)),
         Param("max_deletes", INT, "expire at most this many snapshots", option=o.SNAPSHOT_EXPIRE_LIMIT, metavar="N"),
     ),
+    health=(Health("snapshot_retention", "paimon_snapshot_count_sensor"),),
 )

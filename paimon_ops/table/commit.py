@@ -337,7 +337,7 @@ class FileStoreCommit:
 
     def _cleanup(self, written: _Written) -> None:
         """Remove what an attempt wrote that no snapshot references (the one deletion path; never raises)."""
-        from paimon_ops.lifecycle.deleter import remove_written
+        from paimon_ops.execution.deleter import remove_written
         remove_written(self.table, [self.table.manifest_path(n) for n in written.names], "an uncommitted attempt")
         written.names.clear()
 

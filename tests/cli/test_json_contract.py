@@ -15,8 +15,8 @@ import pytest
 
 from paimon_ops import schemas
 from paimon_ops.cli import main
+from paimon_ops.execution.plan import Plan
 from paimon_ops.operations import OPERATIONS
-from paimon_ops.plan import Plan
 from tests import pypaimon_util as pu
 from tests.cli.json_contract import errors, validated
 

@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact, plan_compaction
+import paimon_ops as po
+from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.sort import sort_indices
 from paimon_ops.errors import InvalidArgumentError, UnsupportedError
 from paimon_ops.format.deletion_vectors import DeletionVector, write_dv_index_file
@@ -47,7 +48,7 @@ def test_small_files_bin_pack(warehouse):
     plan = plan_compaction(t, mode="small-files")
     assert len(plan.tasks) == 2 and all(len(tk.files) == 6 for tk in plan.tasks)  # 6 >= compaction.min.file-num
     assert not plan_compaction(t, mode="small-files", min_files=7).tasks
-    r = compact(t, mode="small-files")
+    r = po.Table(t).maintenance.compact(mode="small-files").execute()
     assert r.details["files_out"] == 2 and r.details["rows_out"] == 120
     assert _live(t) == before
     assert pu.sorted_rows(pu.read(warehouse, "db.ap"), ["dt", "k"]) == pu.sorted_rows(
@@ -62,7 +63,7 @@ def test_small_files_bin_pack(warehouse):
 def test_full_append_and_target_size_rolls(warehouse):
     t = _append_table(warehouse, files=3, options={"target-file-row-num": "25"})
     before = _live(t)
-    r = compact(t, mode="full")
+    r = po.Table(t).maintenance.compact(mode="full").execute()
     assert r.details["files_out"] == 4  # 30 rows per partition rolled at 25 rows: 25 + 5
     assert _live(t) == before
 
@@ -91,7 +92,7 @@ def test_append_dv_ratio(warehouse):
     ratios = sorted(r["ratio"] for r in plan.details["dv_ratios"]["files"])
     assert ratios[-2:] == [0.1, 0.8] and plan.details["dv_ratio_threshold"] == 0.2
     assert [len(tk.files) for tk in plan.tasks] == [1]
-    r = compact(t, mode="dv-ratio")
+    r = po.Table(t).maintenance.compact(mode="dv-ratio").execute()
     assert r.details["deletion_vectors_dropped"] == 1
     assert _live(t) == before
     res = TableScanner(t.refresh()).scan_latest()
@@ -110,7 +111,7 @@ def test_append_dv_ratio(warehouse):
 def test_sort_compaction(warehouse, strategy):
     t = _append_table(warehouse, files=4)
     before = _live(t)
-    r = compact(t, mode="sort", order_by=["k", "x"], strategy=strategy)
+    r = po.Table(t).maintenance.compact(mode="sort", order_by=["k", "x"], strategy=strategy).execute()
     assert _live(t) == before
     res = TableScanner(t.refresh()).scan_latest()
     assert res.snapshot.commit_kind == "COMPACT" and len(res.files) == 2
@@ -163,10 +164,10 @@ def test_java_append_table_small_files_and_sort(tmp_path):
         "partition_keys": ["dt"], "primary_keys": [], "options": {"bucket": "-1", "file.format": "orc"}})),
         ("write", src.payload(batches=batches))])
     before = src.rows()
-    r = compact(Table(str(src.path)), mode="small-files")
+    r = po.Table(Table(str(src.path))).maintenance.compact(mode="small-files").execute()
     assert r.details["files_out"] == 2
     shutil.copytree(src.path, tmp_path / "wh2" / "db.db" / "ap")
-    r2 = compact(Table(str(src.path)), mode="sort", order_by="v,k", strategy="zorder")
+    r2 = po.Table(Table(str(src.path))).maintenance.compact(mode="sort", order_by="v,k", strategy="zorder").execute()
     assert r2.snapshot_id is not None
     after, _, _, after_write, missing = jh.run_many([
         ("read", src.payload()), ("write", src.payload(batches=[{"rows": [[999, "z", "d1"]]}])),
@@ -187,7 +188,7 @@ def test_sort_compaction_keeps_concurrent_appends(warehouse):
         if done == total:  # after every task ran, before the commit
             write_rows(t.refresh(), {"dt": ["d1", "d2"], "k": [999, 998], "x": [0.0, 0.0], "s": ["late", "late"]})
 
-    r = compact(t, mode="sort", order_by=["x"], progress=concurrent_append)
+    r = po.Table(t).maintenance.compact(mode="sort", order_by=["x"]).execute(progress=concurrent_append)
     assert r.snapshot_id is not None
     after = _live(t)
     assert len(after) == len(before) + 2 and {r["k"] for r in after if r["s"] == "late"} == {998, 999}

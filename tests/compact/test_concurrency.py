@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from paimon_ops.compact import compact, plan_compaction
+import paimon_ops as po
+from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.api import commit_compaction, execute_plan
 from paimon_ops.errors import CommitConflictError
 from paimon_ops.table.scan import TableScanner
@@ -41,7 +42,7 @@ def test_conflicting_compaction_aborts_cleanly(warehouse):
     plan = plan_compaction(t)
     executed = execute_plan(t, plan)
     assert all(os.path.exists(p) for p in executed.written_paths)
-    compact(t)  # someone else compacts the same buckets first
+    po.Table(t).maintenance.compact().execute()  # someone else compacts the same buckets first
     latest = t.snapshots.latest_id()
     before = _rows(warehouse)
     with pytest.raises(CommitConflictError, match="no longer live"):
@@ -59,7 +60,7 @@ def test_append_to_same_bucket_during_compaction_is_kept(warehouse):
         if done == total:
             pu.write(pu.get_table(warehouse, "db.t"), {"k": [1, 2, 100], "v": ["late", "late", "late"]})
 
-    r = compact(t, progress=concurrent_writer)
+    r = po.Table(t).maintenance.compact().execute(progress=concurrent_writer)
     assert r.snapshot_id is not None
     rows = {d["k"]: d["v"] for d in _rows(warehouse)}
     assert rows[1] == rows[2] == rows[100] == "late" and len(rows) == 61
@@ -75,9 +76,9 @@ def test_replan_after_conflict(warehouse):
         if not calls:
             calls.append(1)
             write_rows(t.refresh(), {"k": [5], "v": ["x"]})
-            compact(t.refresh())
+            po.Table(t.refresh()).maintenance.compact().execute()
 
-    r = compact(t, progress=other_compactor, max_replans=2)
+    r = po.Table(t).maintenance.compact().execute(progress=other_compactor, max_replans=2)
     assert r.details["replans"] == 1
     rows = {d["k"]: d["v"] for d in _rows(warehouse)}
     assert rows[5] == "x" and len(rows) == 60
@@ -107,13 +108,13 @@ def test_writer_thread_during_compactions(warehouse):
     runs = 0
     while not stop.is_set() or runs == 0:
         try:
-            compact(Table(t.root), max_replans=3)
+            po.Table(Table(t.root)).maintenance.compact().execute(max_replans=3)
         except CommitConflictError:
             pass  # aborted cleanly; the next round re-plans
         runs += 1
     th.join()
     assert not errors
-    compact(Table(t.root))
+    po.Table(Table(t.root)).maintenance.compact().execute()
     assert {d["k"]: d["v"] for d in _rows(warehouse)} == expected
 
 
@@ -128,7 +129,7 @@ def test_corrupt_file_commits_nothing_and_leaves_nothing(warehouse):
     latest = t.snapshots.latest_id()
     from paimon_ops.compact.api import CompactionTaskError
     with pytest.raises(CompactionTaskError, match=victim.name):
-        compact(t)
+        po.Table(t).maintenance.compact().execute()
     assert t.snapshots.latest_id() == latest
     assert _files_on_disk(t.root) == on_disk  # every file we wrote was removed again
 
@@ -158,9 +159,9 @@ def test_java_dv_writer_during_compaction(tmp_path):
             jt.write([{"rows": [[1, "java"], [2, None]], "kinds": ["+U", "-D"]}])
 
     with pytest.raises(CommitConflictError):
-        compact(table, progress=java_writer)
+        po.Table(table).maintenance.compact().execute(progress=java_writer)
     java_writer.ran = False
-    r = compact(Table(str(jt.path)), progress=java_writer, max_replans=1)
+    r = po.Table(Table(str(jt.path))).maintenance.compact().execute(progress=java_writer, max_replans=1)
     assert r.details["replans"] == 1
     got, missing = jh.run_many([("read", jt.payload()), ("check_files", jt.payload())])
     expected = {i: f"v{i}-" + "x" * 40 for i in range(2000)} | {i: "u" for i in range(10)} | {i: "w" for i in range(5, 15)}

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.compact import compact, plan_compaction
+import paimon_ops as po
+from paimon_ops.compact import plan_compaction
 from paimon_ops.rowcount import count_rows
 from paimon_ops.table.table import Table
 from tests import pypaimon_util as pu
@@ -141,7 +142,7 @@ def test_full_compaction_of_java_table(java_tables, tmp_path, name):
         assert count_before.buckets_merged > 0 and count_before.rows_before_merge != len(before_rows)
     plan = plan_compaction(table)
     json.dumps(plan.to_dict(), default=str)  # the plan is JSON-serialisable
-    report = compact(table)
+    report = po.Table(table).maintenance.compact().execute()
     assert report.snapshot_id is not None
     assert report.details["rows_out"] <= report.details["rows_in"]
 
@@ -190,7 +191,7 @@ def test_java_compacts_after_dv_ratio_rewrite(java_tables, tmp_path):
     assert ratios and any(r["deleted"] > 0 for r in ratios)
     levels_in = {f.name: f.level for t in plan.tasks for f in t.files}
     assert plan.tasks
-    report = compact(Table(str(ours.path)), mode="dv-ratio", threshold=0.0)
+    report = po.Table(Table(str(ours.path))).maintenance.compact(mode="dv-ratio", threshold=0.0).execute()
     scan, after, _, _, after_write, control_read, missing = jh.run_many([
         ("scan", ours.payload()), ("read", ours.payload()),
         ("write", ours.payload(batches=[EXTRA])), ("write", control.payload(batches=[EXTRA])),
@@ -224,7 +225,7 @@ def test_partial_dv_ratio_rewrite_keeps_other_vectors(java_tables, tmp_path):
     rewritten = {f.name for t in plan.tasks for f in t.files}
     kept = {r["file"] for r in ratios} - rewritten
     assert rewritten and kept
-    compact(table, mode="dv-ratio", threshold=thr)
+    po.Table(table).maintenance.compact(mode="dv-ratio", threshold=thr).execute()
     scan, after, _, after_write, missing = jh.run_many([
         ("scan", ours.payload()), ("read", ours.payload()), ("write", ours.payload(batches=[EXTRA])),
         ("read", ours.payload()), ("check_files", ours.payload())])

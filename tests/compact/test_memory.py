@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pyarrow as pa
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -35,8 +35,8 @@ def test_budget_merge_equals_unbounded_merge(warehouse):
     bytes_in = sum(f.meta.file_size for f in TableScanner(t).scan_latest().files)
     budget = 128 * 1024
     assert bytes_in > 4 * budget  # the bucket is several times the budget
-    small = compact(t, memory_budget=budget)
-    big = compact(t2)
+    small = po.Table(t).maintenance.compact(memory_budget=budget).execute()
+    big = po.Table(t2).maintenance.compact().execute()
     assert small.details["merge_slices"] > 10 * big.details["merge_slices"]
     a = pu.sorted_rows(pu.read(warehouse, "db.big"), ["k", "s"])
     rows_small = {(r["k"], r["s"]): r for r in a}

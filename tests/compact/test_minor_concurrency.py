@@ -11,7 +11,8 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact, plan_compaction
+import paimon_ops as po
+from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.api import commit_compaction, execute_plan
 from paimon_ops.errors import CommitConflictError
 from paimon_ops.table.table import Table
@@ -42,9 +43,9 @@ def _layered(warehouse: str) -> Table:
     """Max level with a deletion vector, level 4, and fresh level-0 updates: a minor compaction marks rows."""
     t = create_table(warehouse, "db.t", FIELDS, partition_keys=["pt"], primary_keys=["pt", "id"], options=OPTS)
     write_rows(t, _rows(400))
-    compact(t.refresh(), mode="full")
+    po.Table(t.refresh()).maintenance.compact(mode="full").execute()
     write_rows(t.refresh(), _rows(50, 0, "u"))
-    compact(t.refresh(), mode="minor")
+    po.Table(t.refresh()).maintenance.compact(mode="minor").execute()
     write_rows(t.refresh(), _rows(30, 100, "w"))
     write_rows(t.refresh(), _rows(5, 10, "x"), row_kinds=[3] * 5)
     return t.refresh()
@@ -58,7 +59,7 @@ def test_concurrent_dv_index_change_aborts_lookup_compaction(warehouse):
     ours = executed.written_paths
     assert any("/index/" in p for p in ours) and any("changelog-" in p for p in ours)
     # another job rewrites the max-level file whose rows we just marked (and replaces the bucket's DV index)
-    other = compact(t.refresh(), mode="dv-ratio", threshold=0.0)
+    other = po.Table(t.refresh()).maintenance.compact(mode="dv-ratio", threshold=0.0).execute()
     assert other.snapshot_id is not None
     latest = t.snapshots.latest_id()
     with pytest.raises(CommitConflictError, match="deletion vectors"):
@@ -66,7 +67,7 @@ def test_concurrent_dv_index_change_aborts_lookup_compaction(warehouse):
     assert t.snapshots.latest_id() == latest
     assert not any(os.path.exists(p) for p in ours), "data, changelog and DV index files of the aborted run removed"
     # re-planned on the new base, the compaction goes through and marks the rewritten file instead
-    report = compact(t.refresh(), mode="minor")
+    report = po.Table(t.refresh()).maintenance.compact(mode="minor").execute()
     assert report.snapshot_id == latest + 1 and report.details["rows_marked_deleted"] > 0
 
 
@@ -104,7 +105,7 @@ def test_concurrent_java_writer_during_lookup_compaction(tmp_path):
         if done == total and not fired:
             fired.append(writer.call("write", batches=[late]))
 
-    report = compact(table, mode="minor", progress=concurrent_writer, max_replans=2)
+    report = po.Table(table).maintenance.compact(mode="minor").execute(progress=concurrent_writer, max_replans=2)
     # the Java writer's own lookup compaction took our level-0 inputs: our commit conflicted, the re-plan found
     # nothing left to do (or compacts what is left) — never a lost update
     assert fired and report.details["replans"] == 1

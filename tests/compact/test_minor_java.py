@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.compact import compact, plan_compaction
+import paimon_ops as po
+from paimon_ops.compact import plan_compaction
 from paimon_ops.errors import UnsupportedError
 from paimon_ops.table.table import Table
 from tests.interop import java_harness as jh
@@ -139,7 +140,7 @@ def outcomes(java_tables, tmp_path_factory) -> dict:
         table = Table(str(ours.path))
         before = table.snapshots.latest_id()
         json.dumps(plan_compaction(table, mode=mode).to_dict(), default=str)  # plans stay JSON-serialisable
-        report = compact(table, mode=mode)
+        report = po.Table(table).maintenance.compact(mode=mode).execute()
         extra = _extra(name)
         steps = [
             ("compact", java.payload(full=mode == "full")),
@@ -207,7 +208,7 @@ def test_minor_compaction_creates_deletion_vectors_java_reads(java_tables, tmp_p
     assert plan.tasks and all(t.kind == "lsm" for t in plan.tasks) and any(t.lookup_files for t in plan.tasks)
     max_files = {f["file_name"] for f in before["files"] if f["level"] == 5}
     assert not any(f.name in max_files for t in plan.tasks for f in t.files), "max-level files are not rewritten"
-    report = compact(table, mode="minor")
+    report = po.Table(table).maintenance.compact(mode="minor").execute()
     assert report.details["rows_marked_deleted"] > 0 and report.details["keys_found"] > 0
     after = jh.run("scan", ours.payload())
     assert {f["file_name"] for f in after["files"] if f["level"] == 5} == max_files
@@ -232,7 +233,7 @@ def test_refusals(tmp_path):
     with pytest.raises(UnsupportedError, match="first-row"):
         plan_compaction(t, mode="minor")
     assert main(["compact", wh, "db.fr", "--mode", "minor", "--local"]) == 2
-    assert compact(t, mode="full").snapshot_id is not None  # everything to the max level is fine
+    assert po.Table(t).maintenance.compact(mode="full").execute().snapshot_id is not None  # everything to the max level is fine
     ap = create_table(wh, "db.ap", [("k", "INT")], options={"bucket": "-1"})
     write_rows(ap, {"k": [1]})
     assert main(["compact", wh, "db.ap", "--mode", "minor", "--local"]) == 2

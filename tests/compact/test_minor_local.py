@@ -11,12 +11,12 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
+import paimon_ops as po
 from paimon_ops.compact import changelog as cl
-from paimon_ops.compact import compact, plan_compaction
+from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.api import CompactionTaskError
-from paimon_ops.lifecycle.expire import expire_snapshots
+from paimon_ops.execution.runner import SparkRunner
 from paimon_ops.merge import MergeSpec, merge_records
-from paimon_ops.runner import SparkRunner
 from paimon_ops.table.reader import read_file, visible_files
 from paimon_ops.table.scan import LiveFile, TableScanner
 from paimon_ops.table.table import Table
@@ -80,7 +80,7 @@ def _composite_history(warehouse: str, budget: int | None) -> tuple[Table, dict,
                 model.pop(key, None)
             else:
                 model[key] = {"pt": key[0], "k1": key[1], "k2": key[2], "v": data["v"][j].as_py(), "s": data["s"][j]}
-        r = compact(t.refresh(), mode="full" if i == 0 else "minor")
+        r = po.Table(t.refresh()).maintenance.compact(mode="full" if i == 0 else "minor").execute()
         if r.snapshot_id is None:
             continue
         stats["slices"] += r.details.get("merge_slices", 0)
@@ -120,10 +120,10 @@ def test_minor_compaction_on_spark_carries_changelog_and_deletion_vectors(spark,
     t = create_table(warehouse, "db.s", FIELDS, partition_keys=["pt"], primary_keys=["pt", "k1", "k2"], options=OPTS)
     rnd = random.Random(3)
     write_rows(t, *_batch(rnd, 300, 0))
-    compact(t.refresh(), mode="full", runner=SparkRunner(spark))
+    po.Table(t.refresh()).maintenance.compact(mode="full").execute(runner=SparkRunner(spark))
     write_rows(t.refresh(), *_batch(rnd, 80, 1))
     before = _visible(t.refresh())
-    r = compact(t.refresh(), mode="minor", runner=SparkRunner(spark))
+    r = po.Table(t.refresh()).maintenance.compact(mode="minor").execute(runner=SparkRunner(spark))
     assert r.snapshot_id and r.details["changelog_rows"] > 0 and r.details["rows_marked_deleted"] > 0
     assert r.written.get("changelog") and r.written.get("index") == r.details["buckets"]  # one DV file per bucket
     snap = t.refresh().snapshots.latest()
@@ -136,7 +136,7 @@ def test_failed_lookup_task_leaves_nothing(warehouse):
                      options={**OPTS, "bucket": "1"})
     rnd = random.Random(5)
     write_rows(t, *_batch(rnd, 300, 0))
-    compact(t.refresh(), mode="full")
+    po.Table(t.refresh()).maintenance.compact(mode="full").execute()
     write_rows(t.refresh(), *_batch(rnd, 50, 1))
     plan = plan_compaction(t.refresh(), mode="minor")
     victim = next(f for task in plan.tasks for f in task.lookup_files)
@@ -145,7 +145,7 @@ def test_failed_lookup_task_leaves_nothing(warehouse):
     os.rename(victim.path, victim.path + ".hidden")  # the lookup target cannot be read
     latest = t.snapshots.latest_id()
     with pytest.raises(CompactionTaskError):
-        compact(t.refresh(), mode="minor")
+        po.Table(t.refresh()).maintenance.compact(mode="minor").execute()
     os.rename(victim.path + ".hidden", victim.path)
     after = {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
     assert after == before and t.snapshots.latest_id() == latest
@@ -156,11 +156,11 @@ def test_changelog_files_expire_with_their_snapshots(warehouse):
                      options={**OPTS, "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
     rnd = random.Random(9)
     write_rows(t, *_batch(rnd, 100, 0))
-    r = compact(t.refresh(), mode="minor")
+    r = po.Table(t.refresh()).maintenance.compact(mode="minor").execute()
     paths = [a.path for a in r.files if a.kind == "changelog"]
     assert paths and all(os.path.exists(p) for p in paths)
     write_rows(t.refresh(), *_batch(rnd, 10, 1))
-    expire_snapshots(t.refresh(), retain_max=1, retain_min=1, older_than=10 ** 15)
+    po.Table(t.refresh()).maintenance.expire_snapshots(retain_max=1, retain_min=1, older_than=10 ** 15).execute()
     assert not any(os.path.exists(p) for p in paths), "expiry deletes the changelog files of expired snapshots"
 
 

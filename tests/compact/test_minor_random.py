@@ -18,7 +18,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import TableWriter, create_table
 from tests.interop import java_harness as jh
@@ -121,11 +121,12 @@ def _history(seed: int, wh: str):
         if i == 0 or (i >= 2 and mode is None and rnd.random() < 0.2):
             mode = "minor"
         if mode:
-            report = compact(Table(t.location), mode=mode)
+            report = po.Table(Table(t.location)).maintenance.compact(mode=mode).execute()
             if report.snapshot_id is not None:
                 visible = model.snapshot()
                 steps.append({"id": report.snapshot_id, "kind": mode, "state": model.snapshot(), "visible": visible})
-    report = compact(Table(t.location), mode="full")  # a final full compaction: every changelog producer emits
+    report = po.Table(Table(t.location)).maintenance.compact(mode="full").execute(
+        )  # a final full compaction: every changelog producer emits
     if report.snapshot_id is not None:
         visible = model.snapshot()
         steps.append({"id": report.snapshot_id, "kind": "full", "state": model.snapshot(), "visible": visible})

@@ -12,18 +12,18 @@ import json
 import pyarrow as pa
 import pytest
 
+import paimon_ops as po
 from paimon_ops.cli import main
 from paimon_ops.compact.postpone import (
     bucket_num_by_rows,
-    compact_postpone,
     plan_postpone_compaction,
     replay_order,
     resolve_bucket_count,
     writer_prefix,
 )
 from paimon_ops.errors import InvalidOptionError, StalePlanError, UnsupportedError
-from paimon_ops.plan import Plan
-from paimon_ops.runner import LocalRunner
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.reader import read_file
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
@@ -134,8 +134,7 @@ def test_postpone_compaction_reads_as_pypaimon_reads_its_fixed_bucket_twin(wareh
         assert plan.segments and all(a.path.count("/bucket-postpone/") for a in plan.deletes)
         report = plan.execute(runner=LocalRunner())
         if shape == "first_row":  # first-row readers skip level 0 too: the twin is read after a full compaction
-            from paimon_ops.compact import compact
-            compact(catalog.get_table("db.twin"), runner=LocalRunner())
+            po.Table(catalog.get_table("db.twin")).maintenance.compact().execute(runner=LocalRunner())
         expected = py_rows(warehouse, "db.twin")
         assert py_rows(warehouse, "db.pp") == expected, f"round {n + 1}: pypaimon"
         assert rust_rows(warehouse, "db.pp") == expected, f"round {n + 1}: pypaimon-rust"
@@ -157,10 +156,9 @@ def test_postpone_compaction_reads_as_pypaimon_reads_its_fixed_bucket_twin(wareh
     # pypaimon writes more (postpone rows again) and reads; a third compaction keeps the known count
     _write(pp, [[_batch("x", [5], [55], ["late"])]])
     _write(twin, [[_batch("x", [5], [55], ["late"])]])
-    compact_postpone(catalog.get_table("db.pp"), runner=LocalRunner())
+    po.Table(catalog.get_table("db.pp")).maintenance.compact_postpone().execute(runner=LocalRunner())
     if shape == "first_row":
-        from paimon_ops.compact import compact
-        compact(catalog.get_table("db.twin"), runner=LocalRunner())
+        po.Table(catalog.get_table("db.twin")).maintenance.compact().execute(runner=LocalRunner())
     assert py_rows(warehouse, "db.pp") == py_rows(warehouse, "db.twin") == rust_rows(warehouse, "db.pp")
 
 
@@ -184,10 +182,10 @@ def test_lookup_changelog_rows(warehouse):
         return sorted(rows, key=lambda r: (r[1], r[0]))
 
     _write(pp, [[_batch("x", [1, 2, 3], [1, 2, 3], ["a"] * 3)]])
-    compact_postpone(table, runner=LocalRunner())
+    po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     assert changelog(table.refresh()) == [(0, 1, 1), (0, 2, 2), (0, 3, 3)]
     _write(pp, [[_batch("x", [1, 2, 4], [10, 2, 4], ["a", "a", "a"], ["+U", "-D", "+I"])]])
-    compact_postpone(table.refresh(), runner=LocalRunner())
+    po.Table(table.refresh()).maintenance.compact_postpone().execute(runner=LocalRunner())
     assert changelog(table.refresh()) == [(1, 1, 1), (2, 1, 10), (3, 2, 2), (0, 4, 4)]
 
 
@@ -200,7 +198,7 @@ def test_bucket_count_from_target_row_num_per_bucket(warehouse):
     pu.write(t, {"pt": [0] * 100 + [1] * 450, "k": list(range(100)) + list(range(450)),
                  "v": list(range(100)) + list(range(450))})
     table = Catalog(warehouse).get_table("db.target")
-    report = compact_postpone(table, runner=LocalRunner())
+    report = po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     assert sorted((p["partition"]["pt"], p["buckets"]) for p in report.details["partitions"]) == [(0, 1), (1, 3)]
     buckets = {}
     for f in TableScanner(table.refresh()).scan_latest().files:
@@ -264,7 +262,7 @@ def test_stale_plan_and_concurrent_postpone_writes(warehouse):
     t = pu.create_table(warehouse, "db.stale", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "-2"})
     _write(t, ROUND_1)
     table = Catalog(warehouse).get_table("db.stale")
-    compact_postpone(table, runner=LocalRunner())
+    po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     _write(t, ROUND_2)
     plan = plan_postpone_compaction(table.refresh())
     # rows written to bucket-postpone after planning do not make the plan stale: they wait for the next run
@@ -287,11 +285,11 @@ def _files(table: Table) -> list[str]:
 
 
 def test_on_spark(warehouse, spark):
-    from paimon_ops.runner import SparkRunner
+    from paimon_ops.execution.runner import SparkRunner
     t = pu.create_table(warehouse, "db.spark", SCHEMA, ["pt"], ["pt", "id"],
                         {"bucket": "-2", "postpone.default-bucket-num": "2", "deletion-vectors.enabled": "true"})
     _write(t, ROUND_1)
-    report = compact_postpone(Catalog(warehouse).get_table("db.spark"), runner=SparkRunner(spark))
+    report = po.Table(Catalog(warehouse).get_table("db.spark")).maintenance.compact_postpone().execute(runner=SparkRunner(spark))
     assert report.snapshot_id and report.details["buckets_compacted"] >= 1
     assert py_rows(warehouse, "db.spark") == rust_rows(warehouse, "db.spark")
     assert len(py_rows(warehouse, "db.spark")) == 61  # no rowkind.field here: the "-D" row is an insert
@@ -300,23 +298,21 @@ def test_on_spark(warehouse, spark):
 def test_partition_expiry_of_a_postpone_table(warehouse):
     """An expired partition loses its real buckets and its waiting postpone rows (Java's dropPartitions); the other
     partitions keep theirs, and their postpone rows still move afterwards."""
-    from datetime import datetime, timezone
-
-    from paimon_ops.lifecycle.partition_expiry import expire_partitions
+    from datetime import datetime, timedelta, timezone
 
     s = pa.schema([("dt", pa.string()), ("id", pa.int32()), ("v", pa.string())])
     t = pu.create_table(warehouse, "db.exp", s, ["dt"], ["dt", "id"], {"bucket": "-2"})
     pu.write(t, {"dt": ["2024-01-01", "2024-01-09"], "id": [1, 1], "v": ["old", "new"]})
     table = Catalog(warehouse).get_table("db.exp")
-    compact_postpone(table, runner=LocalRunner())
+    po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     pu.write(t, {"dt": ["2024-01-01", "2024-01-09"], "id": [2, 2], "v": ["old-pending", "new-pending"]})
     now = int(datetime(2024, 1, 10, tzinfo=timezone.utc).timestamp() * 1000)
-    report = expire_partitions(table.refresh(), now_millis=now, expiration_time="3 d")
+    report = po.Table(table.refresh()).maintenance.expire_partitions(now=now, expiration_time=timedelta(days=3)).execute()
     assert [p["partition"] for p in report.details["expired_partitions"]] == [{"dt": "2024-01-01"}]
     left = TableScanner(table.refresh()).scan_latest().files
     assert {(f.bucket, TableScanner(table).partition_dir(f.partition)) for f in left} == \
         {(0, "dt=2024-01-09/"), (-2, "dt=2024-01-09/")}
-    compact_postpone(table.refresh(), runner=LocalRunner())
+    po.Table(table.refresh()).maintenance.compact_postpone().execute(runner=LocalRunner())
     expected = [{"dt": "2024-01-09", "id": 1, "v": "new"}, {"dt": "2024-01-09", "id": 2, "v": "new-pending"}]
     assert pu.sorted_rows(pu.read(warehouse, "db.exp"), ["dt", "id"]) == expected
 

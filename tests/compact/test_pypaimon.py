@@ -4,7 +4,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact, plan_compaction
+import paimon_ops as po
+from paimon_ops.compact import plan_compaction
 from paimon_ops.rowcount import count_rows
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
@@ -48,7 +49,7 @@ def test_full_compaction_of_pypaimon_table(warehouse, name):
     before = _rows(warehouse, ident)
     table = Catalog(warehouse).get_table(ident)
     assert count_rows(table).exact == len(before)  # the row count Dagster reports is pypaimon's (merged)
-    report = compact(table)
+    report = po.Table(table).maintenance.compact().execute()
     assert report.snapshot_id is not None and report.details["files_in"] > report.details["files_out"]
     assert _rows(warehouse, ident) == before
     assert count_rows(table.refresh()).exact == len(before)
@@ -75,7 +76,7 @@ def test_dv_table_written_by_pypaimon_becomes_visible(warehouse):
     _write_history(pu_plain)
     expected = _rows(warehouse, "db.plain")
     assert count_rows(Catalog(warehouse).get_table("db.dv")).exact == len(_rows(warehouse, "db.dv")) == 0
-    compact(Catalog(warehouse).get_table("db.dv"))
+    po.Table(Catalog(warehouse).get_table("db.dv")).maintenance.compact().execute()
     assert _rows(warehouse, "db.dv") == expected
     assert count_rows(Catalog(warehouse).get_table("db.dv")).exact == len(expected)
 
@@ -97,7 +98,7 @@ def test_partitions_and_where_filters(warehouse):
     # idle time: every partition was just written
     assert not plan_compaction(table, partition_idle_time="1 h").tasks
     assert plan_compaction(table, partition_idle_time="1 h", now_millis=2 ** 62).tasks
-    r = compact(table, where="pt = 'y'")
+    r = po.Table(table).maintenance.compact(where="pt = 'y'").execute()
     assert r.details["buckets"] == 1
     assert _rows(warehouse, ident) == before
     scan = TableScanner(table.refresh()).scan_latest()
@@ -112,7 +113,7 @@ def test_first_row_table_written_by_pypaimon(warehouse):
                         options={"bucket": "2", "merge-engine": "first-row"})
     _write_history(t)
     assert _rows(warehouse, "db.fr") == []
-    compact(Catalog(warehouse).get_table("db.fr"))
+    po.Table(Catalog(warehouse).get_table("db.fr")).maintenance.compact().execute()
     expected = [{"pt": p, "id": i, "a": j * 30 + i, "b": f"b{j * 30 + i}"} for j, p in enumerate("xy") for i in range(30)]
     expected += [{"pt": "x", "id": 40, "a": 1, "b": "n40"}, {"pt": "x", "id": 41, "a": 2, "b": "n41"}]
     assert _rows(warehouse, "db.fr") == pu.sorted_rows(pa.Table.from_pylist(expected), ["pt", "id"])
@@ -131,7 +132,7 @@ def test_pypaimon_table_java_reads_same_and_keeps_writing(warehouse, name):
     java_before = jt.rows()
     py_before = _rows(warehouse, ident)
     assert len(java_before) == len(py_before)
-    compact(Catalog(warehouse).get_table(ident))
+    po.Table(Catalog(warehouse).get_table(ident)).maintenance.compact().execute()
     assert _rows(warehouse, ident) == py_before
     # (after Java 0.9 writes, the table has 0.9-layout manifests, which pypaimon 2.1.0 cannot read: KeyError
     # '_VALUE_STATS_COLS' — a pypaimon limitation, see test_java_interop.py)

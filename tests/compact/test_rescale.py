@@ -6,13 +6,12 @@ import json
 
 import pytest
 
+import paimon_ops as po
 from paimon_ops.cli import main
-from paimon_ops.compact import compact
-from paimon_ops.compact.postpone import compact_postpone
-from paimon_ops.compact.rescale import plan_rescale, rescale
+from paimon_ops.compact.rescale import plan_rescale
 from paimon_ops.errors import InvalidArgumentError, UnsupportedError
-from paimon_ops.plan import Plan
-from paimon_ops.runner import LocalRunner
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
@@ -40,9 +39,9 @@ def test_rescale_fixed_bucket_table(warehouse, new, dv):
     _write(t, HISTORY)
     cat = Catalog(warehouse)
     if dv:
-        compact(cat.get_table("db.t"), runner=LocalRunner())  # DV readers see level >= 1 only
+        po.Table(cat.get_table("db.t")).maintenance.compact().execute(runner=LocalRunner())  # DV readers see level >= 1 only
         _write(t, [[_batch("x", [3, 4], [33, 44], ["dv", "dv"])]])
-        compact(cat.get_table("db.t"), mode="minor", runner=LocalRunner())
+        po.Table(cat.get_table("db.t")).maintenance.compact(mode="minor").execute(runner=LocalRunner())
     before = py_rows(warehouse, "db.t")
     assert before and rust_rows(warehouse, "db.t") == before
     plan = plan_rescale(cat.get_table("db.t"), new)
@@ -64,7 +63,7 @@ def test_rescale_fixed_bucket_table(warehouse, new, dv):
     # pypaimon writes into the rescaled table (the new option) and reads
     _write(pu.get_table(warehouse, "db.t"), [[_batch("x", [1, 99], [111, 999], ["after", "after"])]])
     if dv:
-        compact(cat.get_table("db.t"), mode="minor", runner=LocalRunner())
+        po.Table(cat.get_table("db.t")).maintenance.compact(mode="minor").execute(runner=LocalRunner())
     after = py_rows(warehouse, "db.t")
     assert {(r["id"], r["a"]) for r in after if r["pt"] == "x"} >= {(1, 111), (99, 999)}
     assert rust_rows(warehouse, "db.t") == after
@@ -80,12 +79,12 @@ def test_rescale_chosen_partitions_of_a_postpone_table(warehouse):
     t = pu.create_table(warehouse, "db.pp", SCHEMA, ["pt"], ["pt", "id"], {**opts, "bucket": "-2"})
     _write(t, HISTORY)
     cat = Catalog(warehouse)
-    compact_postpone(cat.get_table("db.pp"), runner=LocalRunner())
+    po.Table(cat.get_table("db.pp")).maintenance.compact_postpone().execute(runner=LocalRunner())
     _write(t, [[_batch("x", [5, 80], [55, 800], ["pending", "pending"])]])  # waits in bucket-postpone
     before = py_rows(warehouse, "db.pp")
     with pytest.raises(InvalidArgumentError, match="must provide the resulting bucket number"):
         plan_rescale(cat.get_table("db.pp"))
-    report = rescale(cat.get_table("db.pp"), 5, partitions=[{"pt": "x"}], runner=LocalRunner())
+    report = po.Table(cat.get_table("db.pp")).maintenance.rescale(bucket_num=5, partitions=[{"pt": "x"}]).execute(runner=LocalRunner())
     assert report.details["bucket_option"] == -2 and report.details["split_tasks"] == 2
     table = cat.get_table("db.pp")
     assert table.schema.id == 0
@@ -94,7 +93,7 @@ def test_rescale_chosen_partitions_of_a_postpone_table(warehouse):
     for f in TableScanner(table).scan_latest().files:
         counts.setdefault(TableScanner(table).partition_dir(f.partition), set()).add(f.total_buckets)
     assert counts == {"pt=x/": {5, -2}, "pt=y/": {2}}  # the pending postpone file kept in pt=x
-    compact_postpone(table, runner=LocalRunner())
+    po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     ours = _key_buckets(cat.get_table("db.pp"))
     twin5 = _twin_buckets(warehouse, 5, {"rowkind.field": "rk"})
     assert {k: v for k, v in ours.items() if k[0] == "x" and k in twin5} == {k: v for k, v in twin5.items()
@@ -136,8 +135,8 @@ def test_concurrent_writer_makes_the_rescale_plan_stale(warehouse, capsys):
 def test_commit_refuses_a_writer_that_lands_during_the_rewrite(warehouse):
     """The plan is checked before anything is written; a commit into the partition while the tasks run is caught by
     the commit itself, and everything the rescale wrote is removed."""
-    from paimon_ops.executor import execute
-    from paimon_ops.runner import LocalRunner as LR
+    from paimon_ops.execution.executor import execute
+    from paimon_ops.execution.runner import LocalRunner as LR
 
     t = pu.create_table(warehouse, "db.c", SCHEMA, ["pt"], ["pt", "id"], {"rowkind.field": "rk", "bucket": "2"})
     _write(t, HISTORY)
@@ -174,11 +173,11 @@ def test_refusals(warehouse):
 
 
 def test_rescale_on_spark(warehouse, spark):
-    from paimon_ops.runner import SparkRunner
+    from paimon_ops.execution.runner import SparkRunner
     t = pu.create_table(warehouse, "db.sp", SCHEMA, ["pt"], ["pt", "id"], {"rowkind.field": "rk", "bucket": "2"})
     _write(t, HISTORY)
     before = py_rows(warehouse, "db.sp")
-    report = rescale(Catalog(warehouse).get_table("db.sp"), 3, runner=SparkRunner(spark))
+    report = po.Table(Catalog(warehouse).get_table("db.sp")).maintenance.rescale(bucket_num=3).execute(runner=SparkRunner(spark))
     assert report.snapshot_id and json.loads(json.dumps(report.to_dict()))["details"]["files_out"] >= 3
     assert py_rows(warehouse, "db.sp") == before == rust_rows(warehouse, "db.sp")
 
@@ -190,7 +189,7 @@ def test_rescale_fixed_bucket_append_table(warehouse):
     for w in ("w1", "w2"):  # the same ids twice: an append table keeps both rows
         pu.write(t, {"pt": ["x"] * 30, "id": list(range(30)), "a": list(range(30)), "b": [w] * 30})
     before = py_rows(warehouse, "db.app")
-    rescale(Catalog(warehouse).get_table("db.app"), 3, runner=LocalRunner())
+    po.Table(Catalog(warehouse).get_table("db.app")).maintenance.rescale(bucket_num=3).execute(runner=LocalRunner())
     assert py_rows(warehouse, "db.app") == before == rust_rows(warehouse, "db.app") and len(before) == 60
     files = TableScanner(Catalog(warehouse).get_table("db.app")).scan_latest().files
     assert {(f.bucket, f.total_buckets, f.level) for f in files} == {(0, 3, 0), (1, 3, 0), (2, 3, 0)}

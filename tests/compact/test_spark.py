@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.compact import compact
-from paimon_ops.runner import SparkRunner
+import paimon_ops as po
+from paimon_ops.execution.runner import SparkRunner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
 from tests.compact.test_pypaimon import SCHEMA, _rows, _write_history
@@ -30,12 +30,12 @@ def _make_table(warehouse: str, ident: str = "db.t", options: dict | None = None
 def test_compaction_on_local_spark(spark, warehouse):
     _make_table(warehouse, options={"deletion-vectors.enabled": "true"})
     table = Catalog(warehouse).get_table("db.t")
-    r0 = compact(table)  # level 0 -> max level (DV readers now see the rows)
+    r0 = po.Table(table).maintenance.compact().execute()  # level 0 -> max level (DV readers now see the rows)
     before = _rows(warehouse, "db.t")
     pu.write(pu.get_table(warehouse, "db.t"), {"pt": ["x"] * 3, "id": [1, 2, 77], "a": [9, None, 7],
                                                "b": [None, "q", "r"]})
     seen = []
-    r = compact(table.refresh(), runner=SparkRunner(spark), progress=lambda d, n: seen.append((d, n)))
+    r = po.Table(table.refresh()).maintenance.compact().execute(runner=SparkRunner(spark), progress=lambda d, n: seen.append((d, n)))
     assert r.snapshot_id and r0.snapshot_id and seen[-1] == (r.details["tasks"], r.details["tasks"])
     rows = {(d["pt"], d["id"]): d for d in _rows(warehouse, "db.t")}
     assert rows[("x", 1)]["a"] == 9 and rows[("x", 1)]["b"] == {(d["pt"], d["id"]): d for d in before}[("x", 1)]["b"]
@@ -54,10 +54,10 @@ def standalone_cluster(tmp_path):
 
 DRIVER = r"""
 import json, os, sys
-from paimon_ops.compact import compact
-from paimon_ops.runner import SparkRunner, local_spark
+import paimon_ops as po
+from paimon_ops.execution.runner import SparkRunner, local_spark
 spark = local_spark(sys.argv[1], "paimon-ops-cluster-test", {"spark.executor.memory": "1g", "spark.executor.cores": "1"})
-report = compact(sys.argv[2], runner=SparkRunner(spark), memory_budget=1 << 20)
+report = po.Table.open(sys.argv[2]).maintenance.compact(memory_budget=1 << 20).execute(runner=SparkRunner(spark))
 print(json.dumps({"report": report.to_dict(), "driver_pid": os.getpid()}))
 spark.stop()
 """

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.runner import SparkRunner
+from paimon_ops.execution.runner import SparkRunner
 
 pytestmark = pytest.mark.cluster
 
@@ -146,7 +146,7 @@ def _expected_and_table(warehouse: str):
 
 
 def test_full_compaction_runs_on_spark_connect(connect, connect_server, warehouse):
-    from paimon_ops.compact import compact
+    import paimon_ops as po
     from paimon_ops.table.scan import TableScanner
     from tests import pypaimon_util as pu
 
@@ -156,7 +156,8 @@ def test_full_compaction_runs_on_spark_connect(connect, connect_server, warehous
     assert pu.sorted_rows(pu.read(warehouse, "db.t"), ["k"]) == expected  # pypaimon merges level 0 the same way
 
     seen = []
-    report = compact(table, mode="full", runner=SparkRunner(connect), progress=lambda d, n: seen.append((d, n)))
+    report = po.Table(table).maintenance.compact(mode="full").execute(runner=SparkRunner(connect), progress=lambda d, n: seen.append((d,
+        n)))
 
     assert report.snapshot_id is not None and report.details["tasks"] == 2 and seen[-1] == (2, 2)
     pids = report.details["task_pids"]
@@ -189,7 +190,7 @@ def test_runner_error_path_over_connect(connect, tmp_path):
     (allowed / "data-1.parquet").write_bytes(b"x")
     (outside / "keep.txt").write_bytes(b"y")
     roots = [str(allowed)]
-    results = runner.run("paimon_ops.lifecycle.deleter.delete_task", str(allowed), [
+    results = runner.run("paimon_ops.execution.deleter.delete_task", str(allowed), [
         {"roots": roots, "paths": [str(allowed / "data-1.parquet")]},
         {"roots": roots, "paths": [str(outside / "keep.txt")]},
     ])

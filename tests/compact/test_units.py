@@ -8,7 +8,8 @@ import math
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact, plan_compaction
+import paimon_ops as po
+from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.filters import partition_predicate
 from paimon_ops.compact.model import meta_from_json, meta_to_json
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
@@ -85,8 +86,8 @@ def test_bad_input_refused(warehouse):
     write_rows(t, {"k": [1], "v": ["a"]})
     write_rows(t, {"k": [1], "v": ["b"]})
     # write-only writers + a dedicated compaction job (us) is Paimon's recommended multi-writer deployment
-    assert compact(t, mode="minor").snapshot_id is None  # 2 sorted runs < num-sorted-run.compaction-trigger
-    assert compact(t).snapshot_id is not None
+    assert po.Table(t).maintenance.compact(mode="minor").execute().snapshot_id is None  # 2 sorted runs < num-sorted-run.compaction-trigger
+    assert po.Table(t).maintenance.compact().execute().snapshot_id is not None
     bad_engine = create_table(warehouse, "db.be", [("k", "INT"), ("v", "STRING")], primary_keys=["k"],
                               options={"bucket": "1", "merge-engine": "no-such-engine"})
     with pytest.raises(InvalidOptionError, match="merge-engine"):
@@ -110,7 +111,7 @@ def test_dry_run_and_plan_json(warehouse):
     for i in range(3):
         write_rows(t, {"k": list(range(10)), "v": [str(i)] * 10})
     latest = t.snapshots.latest_id()
-    r = compact(t, dry_run=True)
+    r = po.Table(t).maintenance.compact().dry_run_report()
     assert r.dry_run and r.snapshot_id is None and t.snapshots.latest_id() == latest
     assert r.details["files_in"] == 6
     plan = plan_compaction(t)

@@ -13,7 +13,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import StalePlanError
-from paimon_ops.plan import Plan
+from paimon_ops.execution.plan import Plan
 from paimon_ops.table.writer import TableWriter
 from tests.safety.util import age, partitioned_table, tree_digest
 

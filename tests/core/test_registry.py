@@ -15,7 +15,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops import operations as registry
-from paimon_ops.plan import plan_type
+from paimon_ops.execution.plan import plan_type
 from paimon_ops.table.writer import TableWriter, create_table
 
 T0 = 1_780_000_000_000  # commit times of the writes (2026-05-28), "now" of the plans a day later
@@ -91,6 +91,21 @@ def test_every_table_changing_operation_has_a_dagster_job_with_its_own_config():
         knobs = set(config[op.dagster_key].config_type.fields)
         assert knobs == {p.name for p in op.params if p.dagster and not p.positional and
                          (p.by_table_kind is None or PRIMARY_KEY in p.by_table_kind)}, op.name
+
+
+def test_every_health_signal_has_its_dagster_check_and_a_sensor_requesting_its_operation():
+    from paimon_ops.dagster import checks
+    from paimon_ops.dagster.sensors import OBSERVATION_SENSOR, build_sensors
+
+    signals = registry.health_signals()
+    assert {op.name for op, _ in signals} == {"compact", "expire_snapshots", "expire_partitions", "compact_manifests"}
+    for op, h in signals:
+        assert op.changes_table and op.dagster_job, op.name
+        assert h.check in checks._CHECKS and h.check in checks.CHEAP, (op.name, h.check)
+    sensors = {s.name: s for s in build_sensors([], {op.name: op.dagster_job for op, _ in signals})}
+    assert set(sensors) == {OBSERVATION_SENSOR} | {h.sensor for _, h in signals}
+    for op, h in signals:
+        assert sensors[h.sensor].job_name == op.dagster_job, h.sensor
 
 
 # ------------------------------------------------------------------------------------- apply round trip

@@ -219,8 +219,8 @@ def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, f
     for e in third.asset_events:
         fresh_instance.report_runless_asset_event(e)
     # a compaction changes files, not data: observed, not materialised
-    from paimon_ops.compact import compact
-    compact(Catalog(warehouse).get_table(ORDERS), mode="full")
+    import paimon_ops as po
+    po.Table(Catalog(warehouse).get_table(ORDERS)).maintenance.compact(mode="full").execute()
     fourth = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=third.cursor)
     kinds = sorted({type(e).__name__ for e in fourth.asset_events})
     assert kinds == ["AssetCheckEvaluation", "AssetObservation"]
@@ -240,7 +240,7 @@ def test_observation_sensor_reports_broken_tables_once(full_warehouse, fresh_ins
 def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vectors(warehouse, spark_res, instance):
     """Primary-key tables get Paimon's minor compaction from the sensor (what a dedicated compaction job runs):
     level 0 moves up and the rows it supersedes in the (much larger) max level are marked in deletion vectors."""
-    from paimon_ops.compact import compact
+    import paimon_ops as po
     from paimon_ops.table.writer import create_table
 
     t = create_table(warehouse, ORDERS, [("id", "INT"), ("name", "STRING"), ("amount", "BIGINT")],
@@ -248,7 +248,7 @@ def test_small_files_sensor_requests_a_minor_compaction_that_marks_deletion_vect
                                                    "write-only": "true", "compaction.small-files-threshold": "1"})
     write(t, {"id": list(range(3000)), "name": [f"n{i}" for i in range(3000)], "amount": list(range(3000))},
           ms(2026, 3, 26, 10))
-    compact(t.refresh(), mode="full")
+    po.Table(t.refresh()).maintenance.compact(mode="full").execute()
     write(t.refresh(), {"id": list(range(20, 30)) + [5000], "name": [f"u{i}" for i in range(11)],
                         "amount": [7] * 11}, ms(2026, 3, 28, 11))
     defs = build_paimon_definitions(warehouse, spark=spark_res)

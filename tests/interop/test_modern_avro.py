@@ -10,7 +10,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
@@ -49,7 +49,7 @@ def test_avro_tables_compacted_into_avro(tmp_path, pk):
              for i in (1, 2, 3)}
     full_before = _hashable(pu.both_read(wh, "db.t", COLS))
     table = Catalog(wh).get_table("db.t")
-    r = compact(table, mode="full")
+    r = po.Table(table).maintenance.compact(mode="full").execute()
     assert r.snapshot_id == 4
     outs = [f for f in TableScanner(table.refresh()).scan_latest().files if f.meta.file_source == 1]
     assert outs and all(f.name.endswith(".avro") for f in outs)

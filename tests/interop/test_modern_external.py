@@ -10,12 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.errors import UnsafeOperationError
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tags import create_tag, delete_tags
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
@@ -48,7 +44,7 @@ def base(tmp_path_factory):
     pu.write(t, {"pt": ["x"] * 6 + ["y"] * 4, "id": list(range(6)) + list(range(4)), "a": list(range(10))})
     pu.write(t, {"pt": ["x", "y"], "id": [1, 2], "a": [100, 200]})
     pu.write(t, {"pt": ["x"], "id": [7], "a": [7]})
-    create_tag(Catalog(str(wh)).get_table("db.t"), "t1", snapshot_id=1)
+    po.Table(Catalog(str(wh)).get_table("db.t")).tags.create("t1", snapshot_id=1).execute()
     expected = {sid: pu.both_read(str(wh), "db.t", COLS, snapshot_id=sid) for sid in (1, 2, 3)}
     return top, expected
 
@@ -60,7 +56,7 @@ def test_compaction_expiry_tags_orphans_rollback_on_external_paths(base):
     assert all(f.meta.external_path for f in TableScanner(table).scan_latest().files)
     written_by_pypaimon = _ext_files(e1) | _ext_files(e2)
 
-    r = compact(table)  # full: every bucket to the max level
+    r = po.Table(table).maintenance.compact().execute()  # full: every bucket to the max level
     assert r.snapshot_id == 4 and r.details["files_out"] >= 2
     files = TableScanner(table.refresh()).scan_latest().files
     outputs = [f for f in files if f.meta.file_source == 1 and f.name not in written_by_pypaimon]
@@ -75,10 +71,10 @@ def test_compaction_expiry_tags_orphans_rollback_on_external_paths(base):
     # pypaimon writes on; minor compaction; expiry keeps only the latest snapshot and the tag
     pu.write(pu.get_table(wh, "db.t"), {"pt": ["y"], "id": [9], "a": [9]})
     latest_rows = _ms(expected[3] + [("y", 9, 9)])
-    compact(table.refresh(), mode="minor")
+    po.Table(table.refresh()).maintenance.compact(mode="minor").execute()
     assert pu.both_read(wh, "db.t", COLS) == latest_rows
     before = _ext_files(e1) | _ext_files(e2)
-    r = expire_snapshots(table.refresh(), retain_min=1, retain_max=1, now_millis=FAR_FUTURE)
+    r = po.Table(table.refresh()).maintenance.expire_snapshots(retain_min=1, retain_max=1, now=FAR_FUTURE).execute()
     gone = {Path(f.path).name for f in r.files if f.kind == "data"}
     assert gone and all(f.path.startswith((str(e1), str(e2))) for f in r.files if f.kind == "data")
     assert (_ext_files(e1) | _ext_files(e2)) == before - gone
@@ -91,7 +87,7 @@ def test_compaction_expiry_tags_orphans_rollback_on_external_paths(base):
     stray.write_bytes(b"x")
     os.utime(stray, (1, 1))
     (bucket_dir / "link.parquet").symlink_to(top / "wh" / "db.db" / "t" / "schema" / "schema-0")
-    r = remove_orphans(table.refresh(), older_than=10_000, allow_short=True)
+    r = po.Table(table.refresh()).maintenance.remove_orphans(older_than=10_000, allow_short=True).execute()
     assert [f.path for f in r.files if f.kind == "orphan"] == [str(stray)]
     assert (bucket_dir / "link.parquet").is_symlink()
     assert str(bucket_dir / "link.parquet") in {s["path"] for s in r.details["symlinks"]}
@@ -100,15 +96,15 @@ def test_compaction_expiry_tags_orphans_rollback_on_external_paths(base):
     # deleting the tag reclaims the external files only it kept
     tag_files = {f.name for f in TableScanner(table.refresh()).scan_tag("t1").files}
     live = {f.name for f in TableScanner(table.refresh()).scan_latest().files}
-    delete_tags(table.refresh(), ["t1"])
+    po.Table(table.refresh()).maintenance.delete_tags(["t1"]).execute()
     assert not (tag_files - live) & (_ext_files(e1) | _ext_files(e2))
     assert pu.both_read(wh, "db.t", COLS) == latest_rows
 
     # rollback to a tag on the latest snapshot, after one more write
     latest = table.refresh().snapshots.latest_id()
-    create_tag(table.refresh(), "t2", snapshot_id=latest)
+    po.Table(table.refresh()).tags.create("t2", snapshot_id=latest).execute()
     pu.write(pu.get_table(wh, "db.t"), {"pt": ["x"], "id": [50], "a": [50]})
-    rollback(table.refresh(), tag="t2", confirm=True)
+    po.Table(table.refresh()).maintenance.rollback(tag="t2").execute()
     assert pu.both_read(wh, "db.t", COLS) == latest_rows
     pu.write(pu.get_table(wh, "db.t"), {"pt": ["x"], "id": [51], "a": [51]})
     assert pu.both_read(wh, "db.t", COLS) == _ms(latest_rows + [("x", 51, 51)])
@@ -125,7 +121,7 @@ def test_strategies_and_shared_roots(tmp_path):
                             options={"bucket": "1", "data-file.external-paths": f"file://{ext}", **opts})
         pu.write(t, {"pt": ["x", "x"], "id": [1, 2], "a": [1, 2]})
         pu.write(t, {"pt": ["x"], "id": [1], "a": [3]})
-        compact(Catalog(str(wh)).get_table(f"db.{name}"))
+        po.Table(Catalog(str(wh)).get_table(f"db.{name}")).maintenance.compact().execute()
         out = [f for f in TableScanner(Catalog(str(wh)).get_table(f"db.{name}")).scan_latest().files]
         assert pu.both_read(str(wh), f"db.{name}", COLS) == [("x", 1, 3), ("x", 2, 2)]
         if name == "none":  # strategy none (Java's default): new files go into the table, existing ones are read
@@ -134,4 +130,4 @@ def test_strategies_and_shared_roots(tmp_path):
             assert out[0].meta.external_path.startswith(f"file:{ext}/")
     # both tables name the same root: orphan removal cannot tell their files apart
     with pytest.raises(UnsafeOperationError, match="also an external path of db.fs"):
-        remove_orphans(Catalog(str(wh)).get_table("db.none"), allow_short=True, older_than=0)
+        po.Table(Catalog(str(wh)).get_table("db.none")).maintenance.remove_orphans(allow_short=True, older_than=0).execute()

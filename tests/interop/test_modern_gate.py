@@ -13,14 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import paimon_ops as po
 from paimon_ops import features
-from paimon_ops.compact import compact
 from paimon_ops.errors import UnsupportedError
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.manifest_compaction import compact_manifests
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tags import create_tag, delete_tags
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
 
@@ -71,7 +66,7 @@ def test_compaction_refused_in_one_line_and_nothing_changes(shapes, ident, featu
     table = Catalog(shapes).get_table(ident)
     for mode in ("full", "minor", "dv-ratio") if ident == "db.pp" else ("dv-ratio", "sort"):
         with pytest.raises(UnsupportedError) as e:
-            compact(table, mode=mode, order_by="id" if mode == "sort" else None)
+            po.Table(table).maintenance.compact(mode=mode, order_by="id" if mode == "sort" else None).execute()
         msg = str(e.value)
         assert "\n" not in msg and feature in msg and ident in msg and "nothing was changed" in msg
     assert _listing(table_dir) == before
@@ -129,22 +124,22 @@ def test_handled_operations_run_and_both_readers_agree(shapes, tmp_path):
         latest = table.snapshots.latest_id()
         expected = pu.both_read(wh, ident, cols)
         first = pu.both_read(wh, ident, cols, snapshot_id=1)
-        create_tag(table, "t1", snapshot_id=1)
-        create_tag(table, "t_last", snapshot_id=latest)
-        compact_manifests(table.refresh())
+        po.Table(table).tags.create("t1", snapshot_id=1).execute()
+        po.Table(table).tags.create("t_last", snapshot_id=latest).execute()
+        po.Table(table.refresh()).maintenance.compact_manifests().execute()
         assert pu.both_read(wh, ident, cols) == expected
-        r = expire_snapshots(table.refresh(), retain_min=1, retain_max=1, now_millis=2 ** 45)
+        r = po.Table(table.refresh()).maintenance.expire_snapshots(retain_min=1, retain_max=1, now=2 ** 45).execute()
         assert r.details["expired_snapshots"], (r.details, r.warnings)
         assert pu.both_read(wh, ident, cols) == expected
         assert pu.both_read(wh, ident, cols, tag="t1") == first
         assert pu.both_read(wh, ident, cols, tag="t_last") == expected
         # nothing is an orphan: every file is referenced
-        orphans = remove_orphans(table.refresh(), older_than=2 ** 62 // 1_000_000, now_millis=2 ** 62 // 1_000_000,
-                                 allow_short=True, dry_run=True)
+        orphans = po.Table(table.refresh()).maintenance.remove_orphans(older_than=2 ** 62 // 1_000_000, now=2 ** 62 // 1_000_000,
+            allow_short=True).dry_run_report()
         assert not [f for f in orphans.files if "data-" in f.path], orphans.files
-        delete_tags(table.refresh(), ["t_last"])
+        po.Table(table.refresh()).maintenance.delete_tags(["t_last"]).execute()
         assert pu.both_read(wh, ident, cols) == expected
-        rollback(table.refresh(), tag="t1", confirm=True)  # (a rollback also drops newer tags, as in Java)
+        po.Table(table.refresh()).maintenance.rollback(tag="t1").execute()  # (a rollback also drops newer tags, as in Java)
         assert pu.both_read(wh, ident, cols) == first
         assert pu.both_read(wh, ident, cols, tag="t1") == first
         if ident != "db.blob":
@@ -163,12 +158,12 @@ def test_newer_snapshot_format_refused(shapes, tmp_path):
     obj["blobManifestList"] = "manifest-list-future-0"
     path.write_text(json.dumps(obj))
     table = table.refresh()
-    for fn in (lambda: expire_snapshots(table, retain_min=1, retain_max=1),
-               lambda: remove_orphans(table, allow_short=True, older_than=0),
-               lambda: compact_manifests(table)):
+    for fn in (lambda: po.Table(table).maintenance.expire_snapshots(retain_min=1, retain_max=1).execute(),
+               lambda: po.Table(table).maintenance.remove_orphans(allow_short=True, older_than=0).execute(),
+               lambda: po.Table(table).maintenance.compact_manifests().execute()):
         with pytest.raises(UnsupportedError, match="newer snapshot format.*blobManifestList"):
             fn()
-    create_tag(table, "still-fine")
+    po.Table(table).tags.create("still-fine").execute()
 
 
 def test_dagster_check_reports_refused_operations(shapes):

@@ -24,13 +24,9 @@ import os
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import FileKind, IndexManifestEntry
-from paimon_ops.lifecycle.manifest_compaction import compact_manifests
-from paimon_ops.lifecycle.partition_expiry import expire_partitions
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tags import create_tag
 from paimon_ops.table.scan import TableScanner, merge_entries
 from paimon_ops.table.table import Catalog, Table
 from tests import pypaimon_util as pu
@@ -174,7 +170,7 @@ def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry
     fsets = _field_sets(table, enriched_snap)
 
     # manifest compaction: every entry carried, the snapshot keeps what Java's compactManifest keeps
-    compact_manifests(table)
+    po.Table(table).maintenance.compact_manifests().execute()
     table = Catalog(wh).get_table("db.de")
     s2 = table.snapshots.latest()
     assert s2.id == enriched_snap.id + 1 and s2.commit_kind == "COMPACT"
@@ -184,14 +180,15 @@ def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry
     _check_manifest_metas(table, s2, fsets)
 
     # a tag is the snapshot as it was
-    create_tag(table, "t", snapshot_id=s2.id)
+    po.Table(table).tags.create("t", snapshot_id=s2.id).execute()
     tag = Catalog(wh).get_table("db.de").tags.tag("t")
     assert dataclasses.replace(tag.to_snapshot(), extra={}) == dataclasses.replace(s2, extra={})
 
     # partition expiry (a commit): the old partition's entries are deleted exactly as added, everything else and
     # the global index file of the new partition are carried; nextRowId / watermark carried, properties are the
     # commit's own (none)
-    expire_partitions(table, now_millis=int(dt.datetime(2024, 6, 1).timestamp() * 1000), expiration_time="1 d")
+    po.Table(table).maintenance.expire_partitions(now=int(dt.datetime(2024, 6, 1).timestamp() * 1000), expiration_time=dt.timedelta(
+        days=1)).execute()
     table = Catalog(wh).get_table("db.de")
     s3 = table.snapshots.latest()
     assert (s3.commit_kind, s3.next_row_id, s3.watermark, s3.properties, s3.operation) == (
@@ -209,7 +206,7 @@ def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry
     assert global_ie in index_after
 
     # rollback to the tag: the snapshot as tagged, every entry as enriched
-    rollback(table, tag="t", confirm=True)
+    po.Table(table).maintenance.rollback(tag="t").execute()
     table = Catalog(wh).get_table("db.de")
     assert table.snapshots.latest() == s2 and _live(table) == enriched
     merged, _ = merge_entries([e for _, es, _ in _entries(table, s2.base_manifest_list) for e in es], "x")
@@ -226,7 +223,7 @@ def test_compaction_commit_carries_untouched_entries_and_snapshot_fields(tmp_pat
                              "fields.b.stats-mode": "none"})
     for k in range(3):
         pu.write(pu.get_table(wh, "db.pk"), {"id": [1, 2, 3, 4, 10 + k], "a": [k] * 5, "b": [str(k)] * 5})
-    compact(Catalog(wh).get_table("db.pk"), mode="full")  # max-level files in both buckets
+    po.Table(Catalog(wh).get_table("db.pk")).maintenance.compact(mode="full").execute()  # max-level files in both buckets
     pu.write(pu.get_table(wh, "db.pk"), {"id": [1, 2, 3, 4, 5], "a": [8] * 5, "b": ["8"] * 5})
     _enrich(Catalog(wh).get_table("db.pk"))
     table = Catalog(wh).get_table("db.pk")
@@ -236,7 +233,7 @@ def test_compaction_commit_carries_untouched_entries_and_snapshot_fields(tmp_pat
 
     # compact bucket 0 only, with the base manifests merged by the commit (manifest.merge-min-count = 1)
     merging = Table(table.location, options_override={"manifest.merge-min-count": "1"})
-    r = compact(merging, mode="full", buckets=[0])
+    r = po.Table(merging).maintenance.compact(mode="full", buckets=[0]).execute()
     assert r.details["files_in"]
     table = Catalog(wh).get_table("db.pk")
     snap = table.snapshots.latest()

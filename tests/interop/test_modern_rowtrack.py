@@ -14,14 +14,10 @@ import shutil
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact, plan_compaction
+import paimon_ops as po
+from paimon_ops.compact import plan_compaction
 from paimon_ops.errors import CommitConflictError, StalePlanError, UnsupportedError
-from paimon_ops.executor import execute
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.manifest_compaction import compact_manifests
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tags import create_tag
+from paimon_ops.execution.executor import execute
 from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
 from paimon_ops.table.table import Catalog, Table
 from tests import pypaimon_util as pu
@@ -94,7 +90,7 @@ def _append(wh: str, ident: str, rows: dict[str, list], model: Model) -> None:
 
 
 def _compact(wh: str, ident: str, model: Model, table: Table | None = None, **kw):
-    r = compact(table or Catalog(wh).get_table(ident), **kw)
+    r = po.Table(table or Catalog(wh).get_table(ident)).maintenance.compact(**kw).execute()
     model.record(wh, ident)
     return r
 
@@ -176,7 +172,7 @@ def test_row_tracking_compaction_keeps_row_ids_and_sequence_numbers(shape):
     with_seq = pu.both_read(wh, ident, sys_cols, system=True)
     table = Catalog(wh).get_table(ident)
     next_row_id = table.snapshots.latest().next_row_id
-    create_tag(table, "t2", snapshot_id=2)
+    po.Table(table).tags.create("t2", snapshot_id=2).execute()
     r = _compact(wh, ident, model, mode="full")
     # partition a: row ids 0..3 joined (adjacent), 7 stays apart; partition b: 4..6 joined
     assert r.details["tasks"] == 2 and r.details["files_in"] == 4 and r.details["files_out"] == 2
@@ -199,7 +195,7 @@ def test_row_tracking_compaction_keeps_row_ids_and_sequence_numbers(shape):
     # sort and dv-ratio would change row ids: refused, nothing written
     for mode in ("sort", "dv-ratio"):
         with pytest.raises(UnsupportedError, match="row tracking"):
-            compact(Catalog(wh).get_table(ident), mode=mode, order_by="id")
+            po.Table(Catalog(wh).get_table(ident)).maintenance.compact(mode=mode, order_by="id").execute()
     _lifecycle(wh, ident, model, {"t2": 2})
 
 
@@ -210,7 +206,7 @@ def test_data_evolution_compaction_merges_columns_by_row_id_and_moves_deletion_v
     wh, ident, model = shape
     _check(wh, ident, model)
     table = Catalog(wh).get_table(ident)
-    create_tag(table, "t4", snapshot_id=4)
+    po.Table(table).tags.create("t4", snapshot_id=4).execute()
     next_row_id = table.snapshots.latest().next_row_id
     # Java's rule (small-files): one bin of 7 files >= compaction.min.file-num (5)
     r = _compact(wh, ident, model, mode="small-files")
@@ -300,18 +296,18 @@ def _lifecycle(wh: str, ident: str, model: Model, tags: dict[str, int]) -> None:
     """Manifest compaction, a second compaction, expiry, orphans, rollback; then pypaimon writes on."""
     table = Catalog(wh).get_table(ident)
     last = table.snapshots.latest_id()
-    create_tag(table, "t_last", snapshot_id=last)
+    po.Table(table).tags.create("t_last", snapshot_id=last).execute()
     tags = {**tags, "t_last": last}
-    compact_manifests(table.refresh())
+    po.Table(table.refresh()).maintenance.compact_manifests().execute()
     model.record(wh, ident)
     _check(wh, ident, model, tags)
-    r = expire_snapshots(Catalog(wh).get_table(ident), retain_min=1, retain_max=1, now_millis=NOW_FAR)
+    r = po.Table(Catalog(wh).get_table(ident)).maintenance.expire_snapshots(retain_min=1, retain_max=1, now=NOW_FAR).execute()
     assert r.details["expired_snapshots"]
     _check(wh, ident, model, tags)
-    orphans = remove_orphans(Catalog(wh).get_table(ident), older_than=2 ** 62 // 1_000_000,
-                             now_millis=2 ** 62 // 1_000_000, allow_short=True, dry_run=True)
+    orphans = po.Table(Catalog(wh).get_table(ident)).maintenance.remove_orphans(older_than=2 ** 62 // 1_000_000, now=2 ** 62 // 1_000_000,
+        allow_short=True).dry_run_report()
     assert not [f for f in orphans.files if "data-" in f.path or "index-" in f.path], orphans.files
-    rollback(Catalog(wh).get_table(ident), tag="t_last", confirm=True)
+    po.Table(Catalog(wh).get_table(ident)).maintenance.rollback(tag="t_last").execute()
     _check(wh, ident, model, tags)
     if "id" in model.cols and "a" in model.cols:
         row = {c: [None] for c in model.cols}
@@ -332,12 +328,12 @@ def test_what_cannot_keep_row_ids_is_refused_in_one_line(tables):
     for override, words in (({"row-tracking.enabled": "false"}, "row-tracking.enabled is not set"),
                             ({"deletion-vectors.enabled": "true"}, "deletion vectors on a row-tracking table")):
         with pytest.raises(UnsupportedError, match=words) as e:
-            compact(Table(loc, options_override=override), mode="full")
+            po.Table(Table(loc, options_override=override)).maintenance.compact(mode="full").execute()
         assert "\n" not in str(e.value) and "nothing was changed" in str(e.value)
     de = Catalog(wh).get_table("db.de").location
     with pytest.raises(UnsupportedError, match="data.evolution"):
-        compact(Table(de, options_override={"data-evolution.enabled": "false", "deletion-vectors.enabled": "false"}),
-                mode="full")
+        po.Table(Table(de, options_override={"data-evolution.enabled": "false", "deletion-vectors.enabled": "false"})).maintenance.compact(
+            mode="full").execute()
     assert sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs) == before
 
 

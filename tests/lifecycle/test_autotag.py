@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 import pendulum
 import pytest
 
+import paimon_ops as po
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError
 from paimon_ops.lifecycle.autotag import (
     CONFLICT,
@@ -20,7 +21,6 @@ from paimon_ops.lifecycle.autotag import (
     TOO_LATE,
     PeriodCannotBeTaggedError,
     PeriodNotDueError,
-    create_auto_tags,
     create_tag_for_period,
     expected_tag_periods,
     latest_expected_tag,
@@ -127,7 +127,7 @@ def test_bad_options_clear_error_nothing_written(warehouse, opts, option):
     t = fake_history(warehouse, "bad", None, [ms(2026, 11, 20, 10), ms(2026, 11, 21, 10)])
     bad = with_options(t, opts)
     now = ms(2026, 11, 23)
-    for call in (lambda: create_auto_tags(bad, now_millis=now),
+    for call in (lambda: po.Table(bad).maintenance.create_auto_tags(now=now).execute(),
                  lambda: create_tag_for_period(bad, "2026-11-20", now),
                  lambda: plan_auto_tags(bad, now_millis=now)):
         with pytest.raises(InvalidOptionError) as ei:
@@ -187,7 +187,7 @@ def test_dst_one_tag_per_day_on_time_equals_backfill(warehouse, zone, create_tim
     for at in times:
         if at != times[0]:
             add_fake_snapshot(t, at)
-        create_auto_tags(t.refresh(), now_millis=at)
+        po.Table(t.refresh()).maintenance.create_auto_tags(now=at).execute()
         for name in tag_ids(t):
             first_seen.setdefault(name, at)
     got = tag_ids(t)
@@ -206,7 +206,7 @@ def test_dst_one_tag_per_day_on_time_equals_backfill(warehouse, zone, create_tim
     assert period_for_date(t, pendulum.date(*transition_day).subtract(days=1)).due_millis == ms(*deadline_utc)
 
     backfilled = fake_history(warehouse, "dst_backfill", opts, times)
-    report = create_auto_tags(backfilled, now_millis=times[-1])
+    report = po.Table(backfilled).maintenance.create_auto_tags(now=times[-1]).execute()
     assert tag_ids(backfilled) == got
     assert report.details["created"] == sorted(got)
 
@@ -233,7 +233,7 @@ def test_far_zones_name_by_local_date(warehouse, zone, offset_h):
     times = [ms(2026, 11, 19) + i * 3_600_000 for i in range(72)]
     t = fake_history(warehouse, "far", {"tag.create-time": "00:15", "tag.create-time-zone": zone}, times)
     now = times[-1]
-    create_auto_tags(t, now_millis=now)
+    po.Table(t).maintenance.create_auto_tags(now=now).execute()
     got = tag_ids(t)
     for name, sid in got.items():
         d = pendulum.parse(name).date()
@@ -253,7 +253,7 @@ def test_java_mode_hourly_with_delay_and_process_zone(warehouse):
             "tag.creation-delay": "10 min", "sink.process-time-zone": "Asia/Kolkata"}  # +05:30
     times = [ms(2026, 11, 21, 0, 5) + i * 20 * 60_000 for i in range(9)]  # 00:05 .. 02:45 UTC, every 20 min
     t = fake_history(warehouse, "hourly", opts, times)
-    r = create_auto_tags(t, now_millis=ms(2026, 11, 21, 3))
+    r = po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 21, 3)).execute()
     got = tag_ids(t)
     # local 05:35 .. 08:15; hour H is due at H+1:10 local -> hours 05, 06, 07 are due by 08:30 local
     assert set(got) == {"2026-11-21 05", "2026-11-21 06", "2026-11-21 07"}
@@ -266,7 +266,7 @@ def test_java_mode_hourly_with_delay_and_process_zone(warehouse):
 def test_latest_snapshot_at_or_before_deadline_not_first_after(warehouse):
     times = [ms(2026, 11, 20, 9), ms(2026, 11, 20, 23, 59), ms(2026, 11, 21, 2, 0), ms(2026, 11, 21, 2, 1)]
     t = fake_history(warehouse, "choice", {"tag.create-time": "02:00"}, times)
-    d = statuses(create_auto_tags(t, now_millis=ms(2026, 11, 22, 3)))
+    d = statuses(po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 22, 3)).execute())
     # deadline 11-21 02:00 is inclusive: snapshot 3 (exactly at 02:00) -> Java would pick 3 as well here, but a
     # snapshot one minute later (#4) is never taken for 11-20
     assert d["2026-11-20"] == (CREATE, 3)
@@ -277,10 +277,10 @@ def test_idempotent_and_conflict_left_unchanged(warehouse):
     times = [ms(2026, 11, 20, 10), ms(2026, 11, 21, 10), ms(2026, 11, 22, 10)]
     t = fake_history(warehouse, "idem", {"tag.create-time": "00:00"}, times)
     now = ms(2026, 11, 23, 1)
-    first = create_auto_tags(t, now_millis=now)
+    first = po.Table(t).maintenance.create_auto_tags(now=now).execute()
     assert first.details["created"] == ["2026-11-20", "2026-11-21", "2026-11-22"]
     before = {n: t.io.read_bytes(t.tags.path(n)) for n in tag_ids(t)}
-    again = create_auto_tags(t, now_millis=now)
+    again = po.Table(t).maintenance.create_auto_tags(now=now).execute()
     assert again.details["created"] == [] and again.written == {}
     assert {n: t.io.read_bytes(t.tags.path(n)) for n in tag_ids(t)} == before
     # explicit periods: exists -> no-op
@@ -311,11 +311,11 @@ def test_backfill_later_equals_on_time(warehouse):
     on_time = fake_history(warehouse, "ontime", {"tag.create-time": "04:00"}, times)
     late = fake_history(warehouse, "late", {"tag.create-time": "04:00"}, times)
     for d in (21, 22, 23):
-        create_auto_tags(on_time, now_millis=ms(2026, 11, d, 4))
+        po.Table(on_time).maintenance.create_auto_tags(now=ms(2026, 11, d, 4)).execute()
     # the late job missed two days, then backfills the missing periods one by one (Dagster partitions)
     for name in ("2026-11-21", "2026-11-19", "2026-11-20"):
         create_tag_for_period(late, name, ms(2026, 11, 23, 12))
-    create_auto_tags(late, now_millis=ms(2026, 11, 23, 12))
+    po.Table(late).maintenance.create_auto_tags(now=ms(2026, 11, 23, 12)).execute()
     assert tag_ids(late) == tag_ids(on_time) == {"2026-11-19": 1, "2026-11-20": 4, "2026-11-21": 7, "2026-11-22": 10}
 
 
@@ -327,7 +327,7 @@ def test_expired_snapshot_reported_never_substituted(warehouse):
     now = ms(2026, 11, 23, 1)
     with pytest.raises(PeriodCannotBeTaggedError, match="expired.*not tagging a different snapshot"):
         create_tag_for_period(t, "2026-11-17", now)
-    r = create_auto_tags(t, now_millis=now, periods=["2026-11-16", "2026-11-19"])
+    r = po.Table(t).maintenance.create_auto_tags(now=now, periods=["2026-11-16", "2026-11-19"]).execute()
     assert statuses(r) == {"2026-11-16": (EXPIRED, None), "2026-11-19": (CREATE, 5)}
     assert tag_ids(t) == {"2026-11-19": 5}
     assert any("2026-11-16: expired" in w for w in r.warnings)
@@ -339,11 +339,11 @@ def test_gap_after_last_auto_tag_reported_once_then_resumes(warehouse):
     t.tags.write("2026-11-14", _tag_of(t, 1))  # an old auto tag holds snapshot 1
     drop_snapshots_below(t, 5)
     t = t.refresh()
-    r = create_auto_tags(t, now_millis=ms(2026, 11, 23, 1))
+    r = po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 23, 1)).execute()
     assert [w for w in r.warnings if "2026-11-15 .. 2026-11-18" in w and "expired" in w]
     assert r.details["created"] == ["2026-11-19", "2026-11-20", "2026-11-21", "2026-11-22"]
     assert tag_ids(t) == {"2026-11-14": 1, "2026-11-19": 5, "2026-11-20": 6, "2026-11-21": 7, "2026-11-22": 8}
-    assert create_auto_tags(t, now_millis=ms(2026, 11, 23, 1)).warnings == ()
+    assert po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 23, 1)).execute().warnings == ()
 
 
 def test_tag_held_expired_snapshot_is_used_when_its_successor_is_known(warehouse):
@@ -370,7 +370,7 @@ def test_empty_period_before_first_snapshot_is_not_tagged(warehouse):
     t = fake_history(warehouse, "empty", {"tag.create-time": "00:00"}, [ms(2026, 11, 21, 15)])
     r = create_tag_for_period(t, "2026-11-20", ms(2026, 11, 23))
     assert r.details["status"] == EMPTY and r.written == {} and "no snapshot" in r.details["reason"]
-    r = create_auto_tags(t, now_millis=ms(2026, 11, 23))
+    r = po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 23)).execute()
     assert r.details["created"] == ["2026-11-21"]  # starts at the first period whose deadline follows snapshot 1
     assert tag_ids(t) == {"2026-11-21": 1}
 
@@ -385,7 +385,7 @@ def test_idle_periods_and_automatic_completion(warehouse, completion, java_auto,
     if java_auto:
         opts["tag.automatic-creation"] = "process-time"
     t = fake_history(warehouse, "idle", opts, [ms(2026, 11, 20, 10), ms(2026, 11, 23, 10)])
-    r = create_auto_tags(t, now_millis=ms(2026, 11, 24, 1))
+    r = po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 24, 1)).execute()
     assert tag_ids(t) == expected
     if expected.keys() != {"2026-11-20", "2026-11-21", "2026-11-22", "2026-11-23"}:
         assert r.details["idle"] == ["2026-11-21", "2026-11-22"]
@@ -404,7 +404,7 @@ def test_java_auto_never_puts_two_auto_tags_on_one_snapshot(warehouse):
     opts = {"tag.automatic-creation": "process-time"}
     t = fake_history(warehouse, "two", opts, [ms(2026, 11, 20, 10), ms(2026, 11, 21, 10), ms(2026, 11, 22, 10)])
     t.tags.write("2026-11-21", _tag_of(t, 3))  # what Java's rule gives: first snapshot after 11-22 00:00
-    r = create_auto_tags(t, now_millis=ms(2026, 11, 23, 1), periods=["2026-11-21", "2026-11-22"])
+    r = po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 23, 1), periods=["2026-11-21", "2026-11-22"]).execute()
     s = statuses(r)
     assert s["2026-11-21"] == (CONFLICT, 3)  # exists on 3, ours would be 2: left unchanged
     assert s["2026-11-22"] == (CONFLICT, 3) and any("already carries auto tag '2026-11-21'" in w for w in r.warnings)
@@ -415,7 +415,7 @@ def test_default_time_retained_on_auto_tags(warehouse):
     opts = {"tag.create-time": "00:00", "tag.default-time-retained": "3 d",
             "tag.create-time-zone": "Pacific/Kiritimati", "sink.process-time-zone": "Pacific/Kiritimati"}
     t = fake_history(warehouse, "ret", opts, [ms(2026, 11, 20, 10)])  # = 11-21 00:00 in Kiritimati
-    create_auto_tags(t, now_millis=ms(2026, 11, 22, 1))
+    po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 22, 1)).execute()
     assert tag_ids(t) == {"2026-11-20": 1}  # committed exactly at the deadline (inclusive); 11-21 is idle
     tag = t.tags.tag("2026-11-20")
     # tagCreateTime is the local now of the tag local zone (sink.process-time-zone)
@@ -427,7 +427,7 @@ def test_n_day_interval_aligned_like_java_durations(warehouse):
     opts = {"tag.create-time": "01:00", "tag.create-interval": "7 d"}
     times = [ms(2026, 11, 1) + i * 12 * 3_600_000 for i in range(40)]
     t = fake_history(warehouse, "weekly", opts, times)
-    r = create_auto_tags(t, now_millis=times[-1])
+    r = po.Table(t).maintenance.create_auto_tags(now=times[-1]).execute()
     # 1970-01-01 was a Thursday: 7-day periods start on Thursdays
     for name in tag_ids(t):
         assert pendulum.parse(name).day_of_week == pendulum.THURSDAY
@@ -444,8 +444,8 @@ def test_watermark_mode_first_snapshot_reaching_and_max_delay_guard(warehouse):
     wms = [None, ms(2026, 11, 20, 12), ms(2026, 11, 21, 0), ms(2026, 11, 21, 6), ms(2026, 11, 24, 3),
            ms(2026, 11, 24, 9), -(1 << 63)]
     t = fake_history(warehouse, "wm", opts, times, wms)
-    r = create_auto_tags(t, now_millis=ms(2020, 1, 1), periods=["2026-11-19", "2026-11-20", "2026-11-21",
-                                                                  "2026-11-22", "2026-11-23", "2026-11-24"])
+    r = po.Table(t).maintenance.create_auto_tags(now=ms(2020, 1, 1), periods=["2026-11-19", "2026-11-20", "2026-11-21",
+                                                                  "2026-11-22", "2026-11-23", "2026-11-24"]).execute()
     s = statuses(r)
     assert s["2026-11-19"] == (CREATE, 2)  # 1st watermark 11-20 12:00 is within one day of 11-20 00:00
     assert s["2026-11-20"] == (CREATE, 3)  # watermark exactly 11-21 00:00 reaches the deadline
@@ -458,24 +458,24 @@ def test_watermark_mode_first_snapshot_reaching_and_max_delay_guard(warehouse):
         create_tag_for_period(t, "2026-11-22", ms(2020, 1, 1))
     # due periods without periods=: starts one max-delay before the first watermark, stops at the max watermark
     t2 = fake_history(warehouse, "wm2", opts, times, wms)
-    assert create_auto_tags(t2, now_millis=ms(2020, 1, 1)).details["created"] == ["2026-11-19", "2026-11-20",
+    assert po.Table(t2).maintenance.create_auto_tags(now=ms(2020, 1, 1)).execute().details["created"] == ["2026-11-19", "2026-11-20",
                                                                                     "2026-11-23"]
 
 
 # ---------------------------------------------------------------------------------------------- batch mode
 def test_batch_mode_creates_and_replaces_with_reclamation(warehouse):
     t = real_table(warehouse, "batch", {"tag.automatic-creation": "batch"}, [ms(2026, 11, 21, 9)])
-    r = create_auto_tags(t)
+    r = po.Table(t).maintenance.create_auto_tags().execute()
     assert tag_ids(t) == {"batch-write-2026-11-21": 1} and r.written == {"tag": 1}
-    assert create_auto_tags(t).written == {}  # same snapshot: no-op
+    assert po.Table(t).maintenance.create_auto_tags().execute().written == {}  # same snapshot: no-op
     commit_rows(t, [5], ms(2026, 11, 21, 18))
-    dry = create_auto_tags(t.refresh(), dry_run=True)
+    dry = po.Table(t.refresh()).maintenance.create_auto_tags().dry_run_report()
     assert dry.dry_run and tag_ids(t) == {"batch-write-2026-11-21": 1}
-    r = create_auto_tags(t.refresh())
+    r = po.Table(t.refresh()).maintenance.create_auto_tags().execute()
     assert tag_ids(t) == {"batch-write-2026-11-21": 2}
     assert r.details["status"] == "replace" and r.deleted.get("tag") == 1 and r.written == {"tag": 1}
     named = with_options(t, {"tag.batch.customized-name": "nightly"})
-    create_auto_tags(named)
+    po.Table(named).maintenance.create_auto_tags().execute()
     assert tag_ids(t)["nightly"] == 2
 
 
@@ -492,7 +492,7 @@ def test_expected_periods_period_for_date_and_plan_is_dry(warehouse):
     assert [a.path.rsplit("tag-", 1)[1] for a in plan.writes] == ["2026-11-18"]
     assert statuses(plan) == {"2026-11-18": (CREATE, 1), "2026-11-19": (IDLE, 1)}
     assert tag_dir_listing(t) == []  # planning writes nothing
-    assert create_auto_tags(t, now_millis=now, dry_run=True).files[0].path == plan.writes[0].path
+    assert po.Table(t).maintenance.create_auto_tags(now=now).dry_run_report().files[0].path == plan.writes[0].path
     assert tag_dir_listing(t) == []
     assert latest_expected_tag(t, now) == "2026-11-18"
     assert latest_expected_tag(t, ms(2026, 11, 21, 1, 30)) == "2026-11-20"
@@ -503,11 +503,10 @@ def test_numeric_period_names_of_the_tables_own_formatter_are_created(warehouse)
     """Paimon's without_dashes daily names are all digits; Java creates and expires tags by exactly these names,
     so auto tags may carry them — while a user-supplied numeric tag name is still refused."""
     from paimon_ops.errors import InvalidArgumentError
-    from paimon_ops.lifecycle.tags import create_tag
 
     t = fake_history(warehouse, "compact_names", None, [ms(2026, 11, 20, 10), ms(2026, 11, 21, 10)])
     t = with_options(t, {"tag.create-time": "02:00", "tag.period-formatter": "without_dashes"})
-    report = create_auto_tags(t, now_millis=ms(2026, 11, 22, 3))
+    report = po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 22, 3)).execute()
     assert "20261121" in t.tags.names() and "20261120" in t.tags.names(), report
     with pytest.raises(InvalidArgumentError, match="numeric"):
-        create_tag(t, "20261125")
+        po.Table(t).tags.create("20261125").execute()

@@ -10,11 +10,11 @@ import posixpath
 
 import pytest
 
+import paimon_ops as po
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, PaimonOpsError, StalePlanError
-from paimon_ops.executor import execute as execute_expire
-from paimon_ops.lifecycle.expire import expire_snapshots, plan_expire_snapshots
-from paimon_ops.lifecycle.tag_deletion import delete_tags
-from paimon_ops.runner import LocalRunner
+from paimon_ops.execution.executor import execute as execute_expire
+from paimon_ops.execution.runner import LocalRunner
+from paimon_ops.lifecycle.expire import plan_expire_snapshots
 from paimon_ops.table.table import Table
 from tests.lifecycle.helpers import (
     HOUR_MS,
@@ -54,7 +54,7 @@ def test_worked_example_successor_rule(wh):
     sim = _twenty(wh)
     t = sim.table
     assert t.snapshots.snapshot(6).time_millis < sim.now - HOUR_MS < t.snapshots.snapshot(7).time_millis
-    r = expire_snapshots(t, now_millis=sim.now, retain_min=10)
+    r = po.Table(t).maintenance.expire_snapshots(now=sim.now, retain_min=10).execute()
     # snapshot 6 is itself older than an hour, but its successor 7 is not: 6 stays (2.0+ rule; <= 1.x expired it)
     assert r.details["expired_snapshots"] == [1, 2, 3, 4, 5]
     assert t.snapshots.list_ids() == list(range(6, 21))
@@ -107,15 +107,15 @@ def test_consumers_pin_snapshots(wh):
     (dict(retain_min=-3), "retain_min must be at least 1"),
     (dict(retain_min=5, retain_max=4), "must be at least the minimum retained"),
     (dict(max_deletes=0), "max_deletes"),
-    (dict(older_than=1, time_retained=dt.timedelta(hours=1)), "not both"),
-    (dict(time_retained=dt.timedelta(hours=-1)), "must not be negative"),
+    (dict(older_than=1, min_age=dt.timedelta(hours=1)), "not both"),
+    (dict(min_age=dt.timedelta(hours=-1)), "must not be negative"),
     (dict(older_than="yesterday"), "older_than"),
 ])
 def test_bad_arguments_refused_before_anything_is_deleted(wh, kw, msg):
     sim = _twenty(wh)
     before = rel_files(sim.table.root)
     with pytest.raises(InvalidArgumentError, match=msg):
-        expire_snapshots(sim.table, now_millis=sim.now, **kw)
+        po.Table(sim.table).maintenance.expire_snapshots(now=sim.now, **kw).execute()
     assert rel_files(sim.table.root) == before
 
 
@@ -125,11 +125,11 @@ def test_bad_table_options_refused(wh):
     before = rel_files(t.root)
     # the option is named (with its table), never a flag or argument the caller did not pass (issue 18)
     with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.min' on table t.*#10088") as e:
-        expire_snapshots(t, now_millis=sim.now)
+        po.Table(t).maintenance.expire_snapshots(now=sim.now).execute()
     assert "retain_min" not in str(e.value)
     t = Table(sim.table.root, options_override={"snapshot.num-retained.max": "-1"})
     with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.max' on table t") as e:
-        expire_snapshots(t, now_millis=sim.now)
+        po.Table(t).maintenance.expire_snapshots(now=sim.now).execute()
     assert "retain_max" not in str(e.value)
     assert rel_files(t.root) == before
 
@@ -141,7 +141,7 @@ def test_end_snapshot_missing_deletes_nothing(wh):
     before = rel_files(t.root)
     # a hole in the history is refused outright (issue 18: fail closed on an inconsistent table), naming it
     with pytest.raises(CorruptMetadataError, match="snapshot-8: is missing between snapshot-1 and snapshot-20"):
-        expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=13)  # hi = 20 - 13 + 1 = 8
+        po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=13).execute()  # hi = 20 - 13 + 1 = 8
     assert rel_files(t.root) == before
 
 
@@ -155,7 +155,7 @@ def test_dry_run_plan_json_reasons_and_rerun(wh):
     sim.write(0)
     t = sim.table
     before = rel_files(t.root)
-    dry = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1, dry_run=True)
+    dry = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).dry_run_report()
     assert dry.dry_run and rel_files(t.root) == before
     d = json.loads(dry.to_json())
     reasons = {os.path.basename(f["path"]): (f["kind"], f["reason"]) for f in d["files"]}
@@ -171,7 +171,7 @@ def test_dry_run_plan_json_reasons_and_rerun(wh):
     assert real.total_deleted == len(before - rel_files(t.root))
     check_references(t)
     assert not leaks(t)
-    again = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    again = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert again.total_deleted == 0 and again.details["expired_snapshots"] == []
 
 
@@ -197,13 +197,13 @@ def test_tag_protects_by_name_not_level_and_reads_stay(wh):
     sim.write([("a", 1, "x2")])
     sim.compact(0)
     sim.write([("b", 9, "z")])
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert r.details["expired_snapshots"] == [1, 2, 3, 4]
     check_references(t)
     assert sim.check_reads() == 2  # the latest snapshot and tag t1
     assert not leaks(t)
     # deleting the tag reclaims what only it kept
-    r = delete_tags(t, ["t1"])
+    r = po.Table(t).maintenance.delete_tags(["t1"]).execute()
     assert r.deleted["data"] >= 1
     check_references(t)
     assert not leaks(t)
@@ -223,7 +223,7 @@ def test_deletion_vector_index_files(wh):
     sim.delete_rows(2)
     sim.delete_rows(3)
     sim.write([("a", 9, "n")])
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert r.deleted.get("index", 0) >= 1 and r.deleted.get("index-manifest", 0) >= 1
     for name in tagged_index:
         assert os.path.exists(posixpath.join(t.index_dir, name))
@@ -239,7 +239,7 @@ def test_changelog_files_are_not_protected_by_tags(wh):
         sim.write(i, changelog=True)
     sim.tag("t2", 2)
     cl_files = {e.file.file_name for e in sim.store.entries_of_list(t.snapshots.snapshot(2).changelog_manifest_list)}
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert r.deleted["changelog"] == 3  # snapshots 1..3
     names = {os.path.basename(p) for p in all_files(t.root)}
     assert not cl_files & names  # Java does the same (test_expire_java: the tag's changelog list dangles)
@@ -257,7 +257,7 @@ def test_decoupled_changelog_lifecycle(wh, producer):
     sim.compact(0)
     snap_json = {i: open(t.snapshots.path(i), "rb").read() for i in (1, 2, 3)}
     now = sim.now + 10 * HOUR_MS
-    r = expire_snapshots(t, now_millis=now)
+    r = po.Table(t).maintenance.expire_snapshots(now=now).execute()
     assert r.details["settings"]["decoupled"]
     assert r.details["expired_snapshots"] == [1, 2, 3, 4, 5]  # retain max 2 of 6
     assert t.changelogs.list_ids() == [1, 2, 3, 4, 5]
@@ -270,7 +270,7 @@ def test_decoupled_changelog_lifecycle(wh, producer):
     check_references(t)  # includes what long-lived changelogs still need (changelog files / APPEND files)
     for i in range(6):
         sim.write(i, changelog=producer == "input")
-    r = expire_snapshots(t, now_millis=now)
+    r = po.Table(t).maintenance.expire_snapshots(now=now).execute()
     assert t.snapshots.list_ids() == [12]  # 11 is above the count limit but its successor is old enough
     # changelog.num-retained.max 6: below 12 - 6 + 1 = 7 by count, 7 itself is younger than a day
     assert r.details["changelog"]["expired_changelogs"] == [1, 2, 3, 4, 5, 6]
@@ -293,7 +293,7 @@ def test_clean_empty_directories_only_if_empty(wh):
     sim.write(0)
     bdir = posixpath.join(t.root, "pt=b")
     assert os.path.isdir(posixpath.join(bdir, "bucket-0"))
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert not os.path.exists(bdir)
     assert os.path.isdir(posixpath.join(t.root, "pt=a", "bucket-0"))
     assert r.deleted.get("directory", 0) == 2
@@ -305,7 +305,7 @@ def test_clean_empty_directories_only_if_empty(wh):
         f.write("not ours")
     sim.overwrite(1)
     sim.write(0)
-    expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert os.path.exists(foreign)
 
 
@@ -320,7 +320,7 @@ def test_unreadable_delta_keeps_that_snapshots_files(wh):
     victim = t.snapshots.snapshot(4).delta_manifest_list
     with open(t.manifest_path(victim), "wb") as f:
         f.write(b"garbage")
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert any("snapshot 4" in w and "unreadable" in w for w in r.warnings)
     assert r.details["expired_snapshots"] == [1, 2, 3, 4, 5]
     check_references(t)
@@ -345,7 +345,7 @@ def test_unreadable_metadata_refuses(wh, what):
         f.write("{ not json")
     before = rel_files(t.root)
     with pytest.raises(CorruptMetadataError):
-        expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+        po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert rel_files(t.root) == before
 
 
@@ -357,7 +357,7 @@ def test_unreadable_successor_stops_the_window_before_it(wh):
     before = rel_files(t.root)
     # issue 18: an unreadable snapshot that stays could need any file, so nothing is deleted (Java: expires up to it)
     with pytest.raises(CorruptMetadataError, match="snapshot-4: snapshot is not valid JSON"):
-        expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+        po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert rel_files(t.root) == before
 
 
@@ -394,7 +394,7 @@ def test_unreadable_nearest_tag_keeps_data(wh):
     os.remove(t.snapshots.path(2))  # only the tag still describes snapshot 2
     before = rel_files(t.root)
     with pytest.raises(CorruptMetadataError, match="snapshot-2: is missing"):  # a hole in the history: refused
-        expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+        po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert rel_files(t.root) == before
 
 
@@ -402,8 +402,8 @@ def test_runner_batches_and_progress(wh):
     sim = _twenty(wh)
     t = sim.table
     seen = []
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1, runner=LocalRunner(),
-                         progress=lambda d, n: seen.append((d, n)), parallel_threshold=1, batch_size=3)
+    r = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute(runner=LocalRunner(),
+        progress=lambda d, n: seen.append((d, n)), parallel_threshold=1, batch_size=3)
     assert r.details["expired_snapshots"] == list(range(1, 20))
     assert seen and seen[-1][0] == seen[-1][1]
     check_references(t)
@@ -429,7 +429,7 @@ def test_branch_is_expired_against_its_own_tags(wh):
     for pick in range(2):
         bsim.compact(pick)  # rewrites the buckets: files of the branch's earlier snapshots are deleted
     bsim.write([("b", 7, "b7")])
-    r = expire_snapshots(branch, now_millis=bsim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(branch).maintenance.expire_snapshots(now=bsim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert r.details["branch"] == "dev" and r.details["tag_set"] == [["base", 2], ["bt", bt_id]]
     assert [f.reason for f in r.files if f.kind == "data"] and \
         all(f.reason.endswith("not in tag bt") for f in r.files if f.kind == "data")
@@ -463,13 +463,13 @@ def test_files_shared_with_another_branch_are_never_deleted(wh):
     bsim.write([("a", 9, "b9")])
     base_files = {f.name for f in sim.scanner.scan(main.tags.tag("base")).files}
     # main: drop the tag, expire everything old
-    r = delete_tags(main, ["base"])
+    r = po.Table(main).maintenance.delete_tags(["base"]).execute()
     assert r.details["protected_branches"] == ["dev"]
-    r = expire_snapshots(main, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(main).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert r.details["expired_snapshots"] and r.details["protected_branches"] == ["dev"]
     # the branch: expire, drop its copy of the tag too (reclamation), expire again
-    expire_snapshots(branch, now_millis=bsim.now + 10 * HOUR_MS, retain_min=1)
-    delete_tags(branch, ["base"])
+    po.Table(branch).maintenance.expire_snapshots(now=bsim.now + 10 * HOUR_MS, retain_min=1).execute()
+    po.Table(branch).maintenance.delete_tags(["base"]).execute()
     check_references(main)
     assert bsim.check_reads() >= 1 and sim.check_reads() >= 1
     on_disk = {os.path.basename(p) for p in all_files(main.root)}
@@ -478,7 +478,6 @@ def test_files_shared_with_another_branch_are_never_deleted(wh):
 
 
 def test_stale_plan_refused_after_rollback_or_new_consumer(wh):
-    from paimon_ops.lifecycle.rollback import rollback
     sim = _twenty(wh)
     t = sim.table
     plan = plan_expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=3)
@@ -489,7 +488,7 @@ def test_stale_plan_refused_after_rollback_or_new_consumer(wh):
         execute_expire(plan, t)
     assert rel_files(t.root) == before
     os.remove(posixpath.join(t.consumers.dir, "consumer-late-reader"))
-    rollback(t, snapshot_id=12, confirm=True)
+    po.Table(t).maintenance.rollback(snapshot_id=12).execute()
     sim.write(0)
     sim.write(0)
     sim.write(0)
@@ -514,7 +513,7 @@ def test_statistics_files_follow_their_snapshots(wh):
     for name in ("stat-x", "stat-y"):
         t.io.write_bytes(posixpath.join(t.statistics_dir, name), b"{}")
     tag_snapshot(t, "t5", 5)
-    r = expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert r.details["expired_snapshots"] == [1, 2, 3, 4, 5]
     assert r.deleted["statistics"] == 1
     assert sorted(os.listdir(t.statistics_dir)) == ["stat-y"]

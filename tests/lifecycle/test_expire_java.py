@@ -23,8 +23,7 @@ import time
 
 import pytest
 
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
+import paimon_ops as po
 from paimon_ops.table.table import Table
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
@@ -175,7 +174,7 @@ def test_same_result_as_java(java_tables, tmp_path, name, args, consumer):
         write_consumer(Table(a), "reader", consumer)
         write_consumer(Table(b), "reader", consumer)
     before = Table(b).snapshots.list_ids()
-    report = expire_snapshots(Table(b), now_millis=NOW, time_retained=dt.timedelta(hours=1), **args)
+    report = po.Table(Table(b)).maintenance.expire_snapshots(now=NOW, min_age=dt.timedelta(hours=1), **args).execute()
     check_ours, java_expired, snaps_java, snaps_ours, check_java = _check_after(java_tables, name, b, jt_ours, [
         ("expire_snapshots", jt_java.payload(now_ms=NOW, time_retained_ms=HOUR_MS, **args)),
         ("snapshots", jt_java.payload()),
@@ -209,8 +208,7 @@ def test_time_rule_successor_vs_java_own_time(java_tables, tmp_path):
     older_than = times[k] + 500  # snapshot k is older than the threshold, its successor k+1 is not
     now = older_than + HOUR_MS
     a, b, jt_java, jt_ours = _copies(java_tables, tmp_path, name)
-    report = expire_snapshots(Table(b), now_millis=now, time_retained=dt.timedelta(hours=1), retain_min=1,
-                              max_deletes=50)
+    report = po.Table(Table(b)).maintenance.expire_snapshots(now=now, min_age=dt.timedelta(hours=1), retain_min=1, max_deletes=50).execute()
     assert report.details["expired_snapshots"] == list(range(1, k))  # k stays: its successor is too young
     assert report.details["end"] == k
     # Java 0.9 with the same clock expires k as well (own-time rule: documented divergence); with the window made
@@ -234,7 +232,7 @@ def test_orphan_removal_same_as_java(java_tables, tmp_path):
     name = "dv"
     a, b, jt_java, jt_ours = _copies(java_tables, tmp_path, name)
     args = dict(retain_min=2, retain_max=1000, max_deletes=50)
-    expire_snapshots(Table(b), now_millis=NOW, time_retained=dt.timedelta(hours=1), **args)
+    po.Table(Table(b)).maintenance.expire_snapshots(now=NOW, min_age=dt.timedelta(hours=1), **args).execute()
     jh.run("expire_snapshots", jt_java.payload(now_ms=NOW, time_retained_ms=HOUR_MS, **args))
     planted = ["pt=a/bucket-0/data-orphan-1.parquet", "manifest/manifest-orphan-1", "index/index-orphan-1",
                "statistics/stat-orphan-1", "snapshot/.snapshot-99.0c6e.tmp", "pt=b/bucket-0/young-orphan"]
@@ -250,7 +248,7 @@ def test_orphan_removal_same_as_java(java_tables, tmp_path):
     now = int(time.time() * 1000)
     threshold = now - 2 * DAY_MS
     java_deleted = jt_java.remove_orphans(older_than_ms=threshold)
-    report = remove_orphans(Table(b), older_than=dt.timedelta(days=2), now_millis=now)
+    report = po.Table(Table(b)).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=now).execute()
     ours = sorted(os.path.relpath(f.path, b) for f in report.files if f.kind != "directory")
     assert ours == sorted(os.path.relpath(p, a) for p in java_deleted)
     assert set(ours) == set(planted[:-1])
@@ -264,8 +262,8 @@ def test_spark_placement_same_as_in_process_and_java(java_tables, spark, tmp_pat
     Spark (local[2]: deltas decoded and referenced names joined on executors, deletes there through the deleter).
     The two reports of ours are identical, all three copies keep the same files, and Java reads every retained
     snapshot and tag of the Spark copy with the rows it read before, its check_files finding nothing missing."""
-    from paimon_ops.runner import LocalRunner, SparkRunner
-    from tests.lifecycle.test_spark_placement import comparable
+    from paimon_ops.execution.runner import LocalRunner, SparkRunner
+    from tests.lifecycle.test_spark_placement import comparable, expire_snapshots, remove_orphans
     name = "pk"
     a, b, jt_java, _ = _copies(java_tables, tmp_path, name)
     c = copy_table(os.path.join(java_tables["wh"], "db.db", name), str(tmp_path / "spark"), "db", name)

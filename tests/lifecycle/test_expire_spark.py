@@ -2,9 +2,8 @@
 expiry's planning decodes its deltas there too (tests/lifecycle/test_spark_placement.py compares with in-process)."""
 from __future__ import annotations
 
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.tag_deletion import delete_tags
-from paimon_ops.runner import SparkRunner
+import paimon_ops as po
+from paimon_ops.execution.runner import SparkRunner
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, check_references, leaks, new_table
 
 
@@ -32,14 +31,14 @@ def test_expiry_and_tag_deletion_delete_on_executors(spark, tmp_path):
     sim.tag("t5", 5)
     runner = RecordingSparkRunner(spark)
     seen = []
-    r = expire_snapshots(sim.table, now_millis=sim.now + 10 * HOUR_MS, retain_min=1, runner=runner,
-                         parallel_threshold=10, batch_size=8, progress=lambda d, n: seen.append((d, n)))
+    r = po.Table(sim.table).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute(runner=runner,
+        parallel_threshold=10, batch_size=8, progress=lambda d, n: seen.append((d, n)))
     assert r.deleted["data"] >= 8 and r.deleted["snapshot"] == len(r.details["expired_snapshots"])
     # the expired deltas were decoded on executors (the caller chose Spark), then the deletes ran there
     assert runner.calls[0][0] == "paimon_ops.lifecycle.expire.delta_candidates_task"
     runner.calls = runner.calls[1:]
     assert runner.calls, "no delete phase went to Spark"
-    assert all(fn == "paimon_ops.lifecycle.deleter.delete_task" for fn, _, _ in runner.calls)
+    assert all(fn == "paimon_ops.execution.deleter.delete_task" for fn, _, _ in runner.calls)
     assert any(n > 1 for _, n, _ in runner.calls)  # several batches in one phase
     assert all(res["ok"] for _, _, results in runner.calls for res in results)
     executed = sum(res["deleted"] + res["missing"] for _, _, results in runner.calls for res in results)
@@ -49,7 +48,7 @@ def test_expiry_and_tag_deletion_delete_on_executors(spark, tmp_path):
     check_references(sim.table)
     assert not leaks(sim.table)
     before = len(runner.calls)
-    r = delete_tags(sim.table, ["t5"], runner=runner, parallel_threshold=2, batch_size=2)
+    r = po.Table(sim.table).maintenance.delete_tags(["t5"]).execute(runner=runner, parallel_threshold=2, batch_size=2)
     assert r.deleted["data"] >= 1 and r.deleted["manifest-list"] >= 2 and len(runner.calls) > before
     check_references(sim.table)
     assert not leaks(sim.table)

@@ -14,10 +14,7 @@ from typing import Callable
 
 import pytest
 
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tag_deletion import delete_tags
+import paimon_ops as po
 from paimon_ops.table.fileio import InjectedFault, fault_after
 from paimon_ops.table.table import Table
 from tests import pypaimon_util as pu
@@ -89,14 +86,14 @@ class Op:
 
 
 OPS = [
-    Op("expire", "plain", lambda t, b: expire_snapshots(t, now_millis=b.now + 10 * HOUR_MS, retain_min=2)),
+    Op("expire", "plain", lambda t, b: po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=t)),
     Op("expire-decoupled", "decoupled",
-       lambda t, b: expire_snapshots(t, now_millis=b.now + 10 * HOUR_MS, retain_min=2)),
+       lambda t, b: po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=t)),
     Op("delete-tags", "plain",
-       lambda t, b: _expire_then(t, b, lambda: delete_tags(t, ["mid", "early"], missing_ok=True))),
+       lambda t, b: _expire_then(t, b, lambda: po.Table(t).maintenance.delete_tags(["mid", "early"], missing_ok=True).execute(table=t))),
     Op("remove-orphans", "plain",
-       lambda t, b: remove_orphans(t, older_than=dt.timedelta(days=2), now_millis=NOW_WALL)),
-    Op("rollback", "plain", lambda t, b: _expire_then(t, b, lambda: rollback(t, tag="early", confirm=True))),
+       lambda t, b: po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=NOW_WALL).execute(table=t)),
+    Op("rollback", "plain", lambda t, b: _expire_then(t, b, lambda: po.Table(t).maintenance.rollback(tag="early").execute(table=t))),
 ]
 
 
@@ -105,7 +102,7 @@ def _expire_then(t: Table, b: Base, fn):
     The expiry itself runs without faults (its own faults are covered by the 'expire' case)."""
     clean = Table(t.root)
     if clean.snapshots.exists(2):
-        expire_snapshots(clean, now_millis=b.now + 10 * HOUR_MS, retain_min=2)
+        po.Table(clean).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=clean)
     return fn()
 
 

@@ -10,10 +10,10 @@ import shutil
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact.api import compact
+import paimon_ops as po
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
-from paimon_ops.runner import LocalRunner
 from paimon_ops.table.fileio import InjectedFault, fault_after
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog, Table
@@ -32,7 +32,7 @@ def source(tmp_path_factory) -> str:
         w = TableWriter(t.refresh())
         w.write(pa.table({"dt": [day] * 4, "k": [i, i + 1, i + 2, i + 3], "v": [f"v{i}"] * 4}))
         w.commit()
-    compact(t.refresh(), runner=LocalRunner())
+    po.Table(t.refresh()).maintenance.compact().execute(runner=LocalRunner())
     w = TableWriter(t.refresh())
     w.write(pa.table({"dt": ["2024-01-01"], "k": [1], "v": ["late"]}))
     w.commit()

@@ -21,10 +21,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tag_deletion import delete_tags
+import paimon_ops as po
 from tests.lifecycle.helpers import DAY_MS, MetaSim, Sim, check_references, fast_tmpdir, leaks, new_table, write_consumer
 
 PROPS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -62,14 +59,14 @@ def _expire(sim, args: dict) -> None:
     if args["consumer"] is not None and latest is not None:
         write_consumer(table, "c", max(1, latest - args["consumer"]))
     rmax = None if args["extra_max"] is None else args["retain_min"] + args["extra_max"]
-    expire_snapshots(table, now_millis=sim.now, retain_min=args["retain_min"], retain_max=rmax,
-                     max_deletes=args["max_deletes"], time_retained=dt.timedelta(minutes=args["time_retained_min"]))
+    po.Table(table).maintenance.expire_snapshots(now=sim.now, retain_min=args["retain_min"], retain_max=rmax,
+        max_deletes=args["max_deletes"], min_age=dt.timedelta(minutes=args["time_retained_min"])).execute()
 
 
 def _untag(sim, pick: int) -> None:
     names = sim.table.tags.names()
     if names:
-        delete_tags(sim.table, [names[pick % len(names)]])
+        po.Table(sim.table).maintenance.delete_tags([names[pick % len(names)]]).execute()
 
 
 def _tag(sim, pick: int, n: int) -> None:
@@ -84,15 +81,14 @@ def _rollback(sim, pick: int) -> None:
     if not ids:
         return
     if pick % 2 and names:
-        rollback(sim.table, tag=names[pick % len(names)], confirm=True)
+        po.Table(sim.table).maintenance.rollback(tag=names[pick % len(names)]).execute()
     else:
-        rollback(sim.table, snapshot_id=ids[pick % len(ids)], confirm=True)
+        po.Table(sim.table).maintenance.rollback(snapshot_id=ids[pick % len(ids)]).execute()
     sim.had_rollback = True
 
 
 def _orphans(sim) -> None:
-    remove_orphans(sim.table, older_than=dt.timedelta(days=1),
-                   now_millis=int(time.time() * 1000) + ORPHAN_NOW_OFFSET)
+    po.Table(sim.table).maintenance.remove_orphans(min_age=dt.timedelta(days=1), now=int(time.time() * 1000) + ORPHAN_NOW_OFFSET).execute()
 
 
 def _run_meta(ops, options: dict, changelog: bool, allow_rollback: bool) -> None:

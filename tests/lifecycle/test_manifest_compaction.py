@@ -14,19 +14,16 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.cli import main
-from paimon_ops.compact.api import compact
 from paimon_ops.errors import StalePlanError
-from paimon_ops.lifecycle.expire import expire_snapshots
+from paimon_ops.execution.plan import Plan
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.lifecycle.manifest_compaction import (
     ManifestCompactionPlan,
-    compact_manifests,
     data_manifests,
     manifest_count,
     manifest_health,
     plan_compact_manifests,
 )
-from paimon_ops.plan import Plan
-from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import Table
 from paimon_ops.table.writer import TableWriter, create_table
@@ -58,7 +55,7 @@ def busy(warehouse) -> Table:
     for i in range(10):
         _write(t, "a" if i % 2 else "b", [i % 4, (i + 1) % 4], f"v{i}")
         if i == 5:
-            compact(t.refresh(), runner=LocalRunner())
+            po.Table(t.refresh()).maintenance.compact().execute(runner=LocalRunner())
     po.Catalog(warehouse).get_table("db.t").tags.create("mid", snapshot_id=4).execute()
     return t.refresh()
 
@@ -107,7 +104,7 @@ def test_round_trip_and_apply_later(busy, tmp_path):
 
 def test_stale_when_someone_else_merged(busy, warehouse):
     plan = plan_compact_manifests(busy)
-    compact_manifests(busy)  # another job merged first
+    po.Table(busy).maintenance.compact_manifests().execute()  # another job merged first
     before = tree_digest(warehouse)
     with pytest.raises(StalePlanError, match="merged or replaced since the plan"):
         Plan.from_json(plan.to_json()).execute()
@@ -122,7 +119,7 @@ def test_large_clean_prefix_is_kept(warehouse):
     _write(t, "a", [1, 2], "x")
     _write(t, "b", [1, 2], "x")
     _write(t, "b", [3], "y")
-    compact(t.refresh(), partitions=[{"dt": "b"}], runner=LocalRunner())
+    po.Table(t.refresh()).maintenance.compact(partitions=[{"dt": "b"}]).execute(runner=LocalRunner())
     t = t.refresh()
     metas = data_manifests(ManifestStore(t), t.snapshots.latest())
     plan = plan_compact_manifests(t)
@@ -144,7 +141,7 @@ def test_nothing_to_do(warehouse):
     w = TableWriter(t.refresh())
     w.write(pa.table({"k": [1]}))
     w.commit()
-    r = compact_manifests(t.refresh())
+    r = po.Table(t.refresh()).maintenance.compact_manifests().execute()
     assert r.snapshot_id is None and t.refresh().snapshots.latest_id() == 1
 
 
@@ -163,8 +160,8 @@ def test_snapshot_expiry_reclaims_merged_manifests(busy):
     t = busy.refresh()
     merged = [a.path for a in plan.merged_manifests]
     tag_manifests = {m.file_name for m in data_manifests(ManifestStore(t), t.tags.tag("mid"))}
-    expire_snapshots(t, now_millis=t.snapshots.latest().time_millis + 10**9, retain_min=1, retain_max=1,
-                     max_deletes=100)
+    po.Table(t).maintenance.expire_snapshots(now=t.snapshots.latest().time_millis + 10**9, retain_min=1, retain_max=1,
+        max_deletes=100).execute()
     t = t.refresh()
     gone = [p for p in merged if not os.path.exists(p)]
     kept = [p for p in merged if os.path.exists(p)]

@@ -21,8 +21,8 @@ import time
 
 import pytest
 
+import paimon_ops as po
 from paimon_ops.cli import main
-from paimon_ops.lifecycle.expire import expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import data_manifests, manifest_count
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import Catalog
@@ -156,8 +156,8 @@ def run(tmp_path_factory):
     expired = {}
     for n in SCHEMAS:
         t = cat.get_table(f"db.{n}")
-        expired[n] = expire_snapshots(t, now_millis=int(time.time() * 1000) + 86_400_000, retain_min=1, retain_max=1,
-                                      max_deletes=1000)
+        expired[n] = po.Table(t).maintenance.expire_snapshots(now=int(time.time() * 1000) + 86_400_000, retain_min=1, retain_max=1,
+            max_deletes=1000).execute()
     cmds, keys = [], []
     for n in SCHEMAS:
         cmds += [("read", ot[n].payload()), ("check_files", ot[n].payload())]

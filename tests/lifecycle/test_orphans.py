@@ -8,10 +8,9 @@ import time
 
 import pytest
 
+import paimon_ops as po
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, UnsafeOperationError, UnsupportedError
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import plan_remove_orphans, remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
+from paimon_ops.lifecycle.orphans import plan_remove_orphans
 from paimon_ops.table.table import Table
 from tests import pypaimon_util as pu
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, Sim, age_files, check_references, create_branch_from_tag, leaks, new_table, rel_files
@@ -44,7 +43,7 @@ def _table(wh: str) -> MetaSim:
     sim.compact(0)
     sim.dv(1)
     sim.write(1)
-    expire_snapshots(sim.table, now_millis=sim.now + 10 * HOUR_MS, retain_min=2)
+    po.Table(sim.table).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=2).execute()
     age_files(sim.table.root, 4 * DAY_S)  # referenced files are old too: only references keep them
     return sim
 
@@ -68,9 +67,9 @@ def test_removes_only_unreferenced_old_files(wh):
             _plant(t.root, "tag/whatever"), _plant(t.root, "schema/.schema-1.tmp"),
             _plant(os.path.dirname(t.root), "t-sibling/pt=a/bucket-0/data-orphan.parquet")]
     before = rel_files(t.root)
-    dry = remove_orphans(t, dry_run=True)
+    dry = po.Table(t).maintenance.remove_orphans().dry_run_report()
     assert rel_files(t.root) == before
-    r = remove_orphans(t)
+    r = po.Table(t).maintenance.remove_orphans().execute()
     assert r.deleted == dry.deleted
     gone = before - rel_files(t.root)
     assert gone == set(old) | set(temps)
@@ -80,7 +79,7 @@ def test_removes_only_unreferenced_old_files(wh):
     check_references(t)
     assert not leaks(t) - {os.path.join(t.root, "pt=a/bucket-0/data-young.parquet"),
                            os.path.join(t.root, "misc/notes.txt"), keep[0]}
-    assert remove_orphans(t).total_deleted == 0  # idempotent
+    assert po.Table(t).maintenance.remove_orphans().execute().total_deleted == 0  # idempotent
 
 
 @pytest.mark.parametrize("older_than,err,msg", [
@@ -93,7 +92,7 @@ def test_threshold_validation(wh, older_than, err, msg):
     _plant(sim.table.root, "manifest/manifest-x-0")
     before = rel_files(sim.table.root)
     with pytest.raises(err, match=msg):
-        remove_orphans(sim.table, older_than=older_than)
+        plan_remove_orphans(sim.table, older_than)
     assert rel_files(sim.table.root) == before
 
 
@@ -103,13 +102,13 @@ def test_threshold_in_future_refused_and_short_needs_override(wh):
     p = _plant(t.root, "manifest/manifest-x-0", age_s=7200)
     now = int(time.time() * 1000)
     with pytest.raises(InvalidArgumentError, match="in the future"):
-        remove_orphans(t, older_than=now + 60_000, now_millis=now)
+        po.Table(t).maintenance.remove_orphans(older_than=now + 60_000, now=now).execute()
     with pytest.raises(InvalidArgumentError, match="in the future"):
-        remove_orphans(t, older_than=dt.datetime.now() + dt.timedelta(hours=1))
+        po.Table(t).maintenance.remove_orphans(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).execute()
     with pytest.raises(UnsafeOperationError):
-        remove_orphans(t, older_than=now - HOUR_MS, now_millis=now)
+        po.Table(t).maintenance.remove_orphans(older_than=now - HOUR_MS, now=now).execute()
     assert os.path.exists(p)
-    r = remove_orphans(t, older_than=dt.timedelta(minutes=30), allow_short=True)
+    r = po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(minutes=30), allow_short=True).execute()
     assert r.deleted == {"orphan": 1} and not os.path.exists(p)
     check_references(t)
 
@@ -163,7 +162,7 @@ def test_refuses_on_incomplete_information(wh, breaker, err):
     t = Table(t.root)
     before = rel_files(t.root)
     with pytest.raises(err):
-        remove_orphans(t)
+        po.Table(t).maintenance.remove_orphans().execute()
     assert rel_files(t.root) == before
 
 
@@ -180,10 +179,10 @@ def test_files_of_branches_and_long_lived_changelogs_are_kept(wh):
     bsim.compact(0)
     sim.write([("b", 9, "x")])
     sim.compact(0)
-    r = expire_snapshots(main, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = po.Table(main).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert main.changelogs.list_ids()  # decoupled: expired snapshots kept as changelogs
     age_files(main.root, 4 * DAY_S)
-    r = remove_orphans(main)
+    r = po.Table(main).maintenance.remove_orphans().execute()
     assert r.total_deleted == 0, [f.path for f in r.files]
     assert r.details["branches"] == ["main", "dev"]
     check_references(main)
@@ -195,11 +194,11 @@ def test_tag_with_dangling_changelog_list_does_not_block(wh):
     for i in range(4):
         sim.write(i, changelog=True)
     sim.tag("t2", 2)
-    expire_snapshots(sim.table, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    po.Table(sim.table).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert not os.path.exists(sim.table.manifest_path(sim.table.tags.tag("t2").changelog_manifest_list))
     age_files(sim.table.root, 4 * DAY_S)
     p = _plant(sim.table.root, "pt=a/bucket-0/changelog-orphan.parquet")
-    r = remove_orphans(sim.table)
+    r = po.Table(sim.table).maintenance.remove_orphans().execute()
     assert r.deleted == {"orphan": 1} and not os.path.exists(p)
     check_references(sim.table)
 
@@ -214,7 +213,7 @@ def test_empty_directories_and_partition_without_buckets(wh):
     age_files(os.path.join(t.root, "pt=yy"), 4 * DAY_S)
     os.makedirs(os.path.join(t.root, "pt=ww", "bucket-0"))  # an empty, old bucket directory
     age_files(os.path.join(t.root, "pt=ww"), 4 * DAY_S)
-    r = remove_orphans(t)
+    r = po.Table(t).maintenance.remove_orphans().execute()
     assert r.deleted["orphan"] == 3
     for d in ("pt=zz", "pt=yy", "pt=ww"):
         assert not os.path.exists(os.path.join(t.root, d)), d
@@ -232,11 +231,11 @@ def test_orphans_left_by_rollback_are_reclaimed_and_table_reads(wh):
     want = pu.sorted_rows(pu.read(wh, "db.t", snapshot_id=2))
     sim.compact(0)
     sim.write([("a", 9, "late")])
-    rollback(t, snapshot_id=2, confirm=True)
+    po.Table(t).maintenance.rollback(snapshot_id=2).execute()
     age_files(t.root, 4 * DAY_S)
     lost = leaks(t)
     assert lost  # files written after snapshot 2
-    r = remove_orphans(t)
+    r = po.Table(t).maintenance.remove_orphans().execute()
     assert {f.path for f in r.files if f.kind == "orphan"} == lost
     assert not leaks(t)
     check_references(t)

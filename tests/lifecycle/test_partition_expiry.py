@@ -19,15 +19,14 @@ from paimon_ops.errors import (
     InvalidOptionError,
     StalePlanError,
 )
+from paimon_ops.execution.plan import Plan
 from paimon_ops.format.manifest import FileKind
 from paimon_ops.lifecycle.partition_expiry import (
     PartitionExpiryPlan,
     expirable_partitions,
-    expire_partitions,
     partition_expiry_due,
     plan_expire_partitions,
 )
-from paimon_ops.plan import Plan
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -246,12 +245,12 @@ def test_check_interval(warehouse):
 
 
 def test_convenience_and_dry_run(daily):
-    r = expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3, dry_run=True)
+    r = po.Table(daily).maintenance.expire_partitions(now=NOW, expiration_time=DAYS3).dry_run_report()
     assert r.dry_run and r.deleted == {"data": 6} and daily.refresh().snapshots.latest_id() == 5
-    r = expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3)
+    r = po.Table(daily).maintenance.expire_partitions(now=NOW, expiration_time=DAYS3).execute()
     assert not r.dry_run and r.snapshot_id == 6
     assert r.deleted_as.startswith("dropped from the table") and "dropped from the table" in r.summary()
-    r = expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3)  # nothing left to do: no commit
+    r = po.Table(daily).maintenance.expire_partitions(now=NOW, expiration_time=DAYS3).execute()  # nothing left to do: no commit
     assert r.snapshot_id is None and r.deleted == {} and daily.refresh().snapshots.latest_id() == 6
     assert dataclasses.asdict(expirable_partitions(daily.refresh(), now_millis=NOW + 86_400_000 * 30,
                                                    expiration_time=DAYS3)[0])["expired"]

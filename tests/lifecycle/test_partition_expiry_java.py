@@ -30,10 +30,10 @@ import time
 
 import pytest
 
+import paimon_ops as po
 from paimon_ops.cli import main
+from paimon_ops.execution.plan import Plan
 from paimon_ops.format.partition import parse_partition_dir
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.plan import Plan
 from paimon_ops.table.table import Catalog
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -215,8 +215,8 @@ def run(tmp_path_factory):
     reclaimed = {}
     for sc in SCENARIOS:
         t = catalog.get_table(f"db.{sc}")
-        reclaimed[sc] = expire_snapshots(t, now_millis=int(time.time() * 1000) + DAY_MS, retain_min=1,
-                                         retain_max=1, max_deletes=1000)
+        reclaimed[sc] = po.Table(t).maintenance.expire_snapshots(now=int(time.time() * 1000) + DAY_MS, retain_min=1, retain_max=1,
+            max_deletes=1000).execute()
     cmds = []
     for sc in SCENARIOS:
         cmds += [("read", ot[sc].payload()), ("check_files", ot[sc].payload())]

@@ -7,9 +7,9 @@ import posixpath
 
 import pytest
 
+import paimon_ops as po
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.tag_deletion import delete_tags, plan_delete_tags
+from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, Sim, all_files, check_references, copy_table, leaks, new_table, rel_files
 
 
@@ -35,7 +35,7 @@ def _history(wh: str) -> MetaSim:
     sim.write(1)            # 9: b9
     for name, sid in (("t2", 2), ("t4", 4), ("t4b", 4), ("t6", 6)):
         sim.tag(name, sid)
-    expire_snapshots(sim.table, now_millis=sim.now + 10 * HOUR_MS, retain_min=2)
+    po.Table(sim.table).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=2).execute()
     assert sim.table.snapshots.list_ids() == [8, 9]
     return sim
 
@@ -52,7 +52,7 @@ def test_tag_on_live_snapshot_deletes_only_the_tag_file(wh):
     sim.tag("t2", 2)
     sim.compact(0)
     before = rel_files(sim.table.root)
-    r = delete_tags(sim.table, ["t2"])
+    r = po.Table(sim.table).maintenance.delete_tags(["t2"]).execute()
     assert r.deleted == {"tag": 1}
     assert before - rel_files(sim.table.root) == {"tag/tag-t2"}
     assert r.details["tags"][0]["why_not"].startswith("snapshot 2 still exists")
@@ -64,7 +64,7 @@ def test_neighbours_protect_and_unique_files_are_reclaimed(wh):
     t2, t4, t6 = _names(sim, "t2"), _names(sim, "t4"), _names(sim, "t6")
     latest = {e.file.file_name for e in sim.scanner.live_entries(t.snapshots.latest()).values()}
     # another tag on the same snapshot: no reclamation
-    r = delete_tags(t, ["t4b"])
+    r = po.Table(t).maintenance.delete_tags(["t4b"]).execute()
     assert r.deleted == {"tag": 1} and "same snapshot" in r.details["tags"][0]["why_not"]
     # t4's files: c3 is in nothing else... left neighbour t2 has a1, a2; right neighbour t6 has c5, a6
     plan = plan_delete_tags(t, ["t4"])
@@ -74,18 +74,18 @@ def test_neighbours_protect_and_unique_files_are_reclaimed(wh):
     assert all("only in tag t4 (snapshot 4), not in tag t2 (2) and tag t6 (6)" == a.reason
                for a in plan.deletes if a.kind == "data")
     json.loads(plan.to_json())
-    r = delete_tags(t, ["t4"])
+    r = po.Table(t).maintenance.delete_tags(["t4"]).execute()
     assert r.deleted["data"] == len(data) and r.deleted["tag"] == 1
     check_references(t)
     assert not leaks(t)
     # the first tag: no left neighbour; right = t6
-    r = delete_tags(t, ["t2"])
+    r = po.Table(t).maintenance.delete_tags(["t2"]).execute()
     assert r.details["tags"][0]["protectors"] == ["tag t6"]
     check_references(t)
     assert not leaks(t)
     # the last tag: right neighbour = the earliest snapshot (8), which still has partition a's c7? no: c7 was
     # written at 7 and is live in 8 -> kept; c5, a6 reclaimed
-    r = delete_tags(t, ["t6"])
+    r = po.Table(t).maintenance.delete_tags(["t6"]).execute()
     assert r.details["tags"][0]["protectors"] == ["snapshot 8"]
     check_references(t)
     assert not leaks(t)
@@ -95,11 +95,11 @@ def test_neighbours_protect_and_unique_files_are_reclaimed(wh):
 def test_batch_deletion_equals_sequential(wh, tmp_path):
     sim = _history(wh)
     other = copy_table(sim.table.root, str(tmp_path / "copy"))
-    r = delete_tags(sim.table, ["t4", "t4b", "t2"])
+    r = po.Table(sim.table).maintenance.delete_tags(["t4", "t4b", "t2"]).execute()
     from paimon_ops.table.table import Table
     t2 = Table(other)
     for name in ("t4", "t4b", "t2"):
-        delete_tags(t2, [name])
+        po.Table(t2).maintenance.delete_tags([name]).execute()
     assert rel_files(sim.table.root) == rel_files(other)
     assert r.deleted["tag"] == 3 and r.deleted["data"] > 0
     check_references(sim.table)
@@ -110,12 +110,12 @@ def test_unknown_tag_and_missing_ok(wh):
     sim = _history(wh)
     before = rel_files(sim.table.root)
     with pytest.raises(InvalidArgumentError, match="'nope'.*existing tags: t2, t4, t4b, t6"):
-        delete_tags(sim.table, ["t2", "nope"])
+        po.Table(sim.table).maintenance.delete_tags(["t2", "nope"]).execute()
     assert rel_files(sim.table.root) == before
-    r = delete_tags(sim.table, ["nope"], missing_ok=True)
+    r = po.Table(sim.table).maintenance.delete_tags(["nope"], missing_ok=True).execute()
     assert r.total_deleted == 0
     with pytest.raises(InvalidArgumentError):
-        delete_tags(sim.table, [])
+        po.Table(sim.table).maintenance.delete_tags([]).execute()
 
 
 @pytest.mark.parametrize("broken", ["left-tag", "right-snapshot-manifest"])
@@ -132,7 +132,7 @@ def test_unreadable_neighbour_deletes_nothing(wh, broken):
         f.write(b"broken")
     before = rel_files(t.root)
     with pytest.raises(CorruptMetadataError, match=f"neighbour .* of tag '{target}'; deleting nothing"):
-        delete_tags(t, names)
+        po.Table(t).maintenance.delete_tags(names).execute()
     assert rel_files(t.root) == before  # the tags themselves stay as well
 
 
@@ -140,7 +140,7 @@ def test_unreadable_own_manifest_deletes_tag_but_no_data(wh):
     sim = _history(wh)
     t = sim.table
     os.remove(t.manifest_path(t.tags.tag("t4").delta_manifest_list))
-    r = delete_tags(t, ["t4", "t4b"])
+    r = po.Table(t).maintenance.delete_tags(["t4", "t4b"]).execute()
     assert "data" not in r.deleted and r.deleted["tag"] == 2
     assert any("not reclaimed" in w for w in r.warnings)
     check_references(t)
@@ -154,10 +154,10 @@ def test_dry_run_and_success_file(wh):
     with open(success, "w") as f:
         f.write("{}")
     before = rel_files(t.root)
-    dry = delete_tags(t, ["t4b", "t4"], dry_run=True)
+    dry = po.Table(t).maintenance.delete_tags(["t4b", "t4"]).dry_run_report()
     assert dry.dry_run and rel_files(t.root) == before
     assert t.tags.names() == ["t2", "t4", "t4b", "t6"]  # tag-success-file is a directory, not a tag
-    r = delete_tags(t, ["t4b", "t4"])
+    r = po.Table(t).maintenance.delete_tags(["t4b", "t4"]).execute()
     assert r.deleted == dry.deleted
     assert not os.path.exists(success)
 
@@ -174,9 +174,9 @@ def test_reclaims_deletion_vector_index_files_and_reads_stay(wh):
     sim.write([("a", 7, "x")])
     sim.compact(0)
     sim.write([("a", 8, "y")])
-    expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert sim.check_reads() == 2
-    r = delete_tags(t, ["dv1"])
+    r = po.Table(t).maintenance.delete_tags(["dv1"]).execute()
     assert r.deleted.get("index") == len(tagged_index) and r.deleted.get("index-manifest") == 1
     check_references(t)
     assert not leaks(t)
@@ -196,9 +196,9 @@ def test_long_lived_changelogs_protect_their_files(wh, producer):
     sim.tag("t2", 2)
     sim.compact(0)
     sim.write(1, changelog=producer == "input")
-    expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert t.changelogs.list_ids() == [1, 2, 3, 4] and t.snapshots.list_ids() == [5]
-    r = delete_tags(t, ["t2"])
+    r = po.Table(t).maintenance.delete_tags(["t2"]).execute()
     want = ["snapshot 5", "changelog 2"] if producer == "none" else ["snapshot 5"]
     assert r.details["tags"][0]["protectors"] == want
     check_references(t)  # every long-lived changelog still has what it needs

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
+import paimon_ops as po
 from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.rollback import plan_rollback, rollback
+from paimon_ops.lifecycle.rollback import plan_rollback, require_confirmation
 from paimon_ops.table.table import Table
 from tests import pypaimon_util as pu
 from tests.lifecycle.helpers import HOUR_MS, Sim, check_references, new_table, rel_files
@@ -43,7 +43,7 @@ def test_rollback_to_snapshot(wh):
     want = pu.sorted_rows(pu.read(wh, "db.t", snapshot_id=4))
     data_before = _data_files(t.root)
     manifests_before = {p for p in rel_files(t.root) if p.startswith("manifest/")}
-    r = rollback(t, snapshot_id=4, confirm=True)
+    r = po.Table(t).maintenance.rollback(snapshot_id=4).execute()
     assert t.snapshots.list_ids() == [1, 2, 3, 4]
     assert t.snapshots.latest_id() == 4
     assert open(os.path.join(t.snapshots.dir, "LATEST")).read() == "4"
@@ -68,8 +68,8 @@ def test_confirm_required_and_dry_run(wh):
     t = sim.table
     before = rel_files(t.root)
     with pytest.raises(UnsafeOperationError, match=r"would remove 3 snapshot\(s\) 5..7, tag\(s\) late.*confirm=True"):
-        rollback(t, snapshot_id=4)
-    dry = rollback(t, snapshot_id=4, dry_run=True)
+        require_confirmation(po.Table(t).maintenance.rollback(snapshot_id=4), False)  # as the CLI without --yes
+    dry = po.Table(t).maintenance.rollback(snapshot_id=4).dry_run_report()
     assert dry.dry_run and dry.deleted == {"snapshot": 3, "tag": 1}
     assert {os.path.basename(f.path) for f in dry.files if f.kind != "hint"} == \
         {"snapshot-5", "snapshot-6", "snapshot-7", "tag-late"}
@@ -89,7 +89,7 @@ def test_bad_targets(wh, kw, msg):
     sim = _history(wh)
     before = rel_files(sim.table.root)
     with pytest.raises(InvalidArgumentError, match=msg):
-        rollback(sim.table, confirm=True, **kw)
+        po.Table(sim.table).maintenance.rollback(**kw).execute()
     assert rel_files(sim.table.root) == before
 
 
@@ -98,10 +98,10 @@ def test_rollback_to_expired_tagged_snapshot_restores_it(wh, how):
     sim = _history(wh)
     t = sim.table
     want = pu.sorted_rows(pu.read(wh, "db.t", tag="early"))
-    expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=2)
+    po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=2).execute()
     assert t.snapshots.list_ids() == [6, 7]
     kw = {"tag": "early"} if how == "tag" else {"snapshot_id": 2}
-    r = rollback(t, confirm=True, **kw)
+    r = po.Table(t).maintenance.rollback(**kw).execute()
     assert r.details["via_tag"] == "early" and r.details["restore_snapshot_from_tag"]
     assert t.snapshots.list_ids() == [2]
     assert t.snapshots.earliest_id() == 2 and t.snapshots.latest_id() == 2
@@ -113,7 +113,7 @@ def test_rollback_to_expired_tagged_snapshot_restores_it(wh, how):
     check_references(t)
     sim.check_reads()
     # rerun: nothing left to do
-    again = rollback(t, confirm=True, **kw)
+    again = po.Table(t).maintenance.rollback(**kw).execute()
     assert again.total_deleted == 0 and not again.written
 
 
@@ -124,9 +124,9 @@ def test_long_lived_changelogs_are_rolled_back(wh):
     for i in range(6):
         sim.write([("a", i, f"v{i}")])
     sim.tag("t3", 3)
-    expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=2)
+    po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=2).execute()
     assert t.changelogs.list_ids() == [1, 2, 3, 4] and t.snapshots.list_ids() == [5, 6]
-    r = rollback(t, tag="t3", confirm=True)
+    r = po.Table(t).maintenance.rollback(tag="t3").execute()
     assert r.deleted == {"snapshot": 2, "changelog-metadata": 1}
     assert t.changelogs.list_ids() == [1, 2, 3]
     assert open(os.path.join(t.changelogs.dir, "LATEST")).read() == "3"
@@ -144,7 +144,7 @@ def test_branch_rollback_only_touches_the_branch(wh):
     bsim.write([("a", 50, "b")])
     bsim.write([("a", 51, "b")])
     main_before = rel_files(main.root) - {p for p in rel_files(main.root) if p.startswith("branch/")}
-    rollback(branch, snapshot_id=3, confirm=True)
+    po.Table(branch).maintenance.rollback(snapshot_id=3).execute()
     assert branch.snapshots.list_ids() == [2, 3]
     assert rel_files(main.root) - {p for p in rel_files(main.root) if p.startswith("branch/")} == main_before
     assert Table(main.root).snapshots.latest_id() == 7

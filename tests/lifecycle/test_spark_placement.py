@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.runner import AutoRunner, LocalRunner, SparkRunner, Workload
+import paimon_ops as po
+from paimon_ops.execution.plan import Workload
+from paimon_ops.execution.runner import AutoRunner, LocalRunner, SparkRunner, planning_on
 from paimon_ops.table.table import Table
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, age_files, check_references, copy_table, leaks, new_table, rel_files
 
@@ -35,6 +35,26 @@ class RecordingSparkRunner(SparkRunner):
         self.functions.append(function)
         return super().frame(function, table_location, tasks, schema, options)
 
+
+
+def _run(plan_fn, table, runner, dry_run, parallel_threshold):
+    """Plan with `runner` placing the planning (as the CLI does), then dry-run or execute on the same runner."""
+    with planning_on(runner):
+        plan = plan_fn(po.Table(table).maintenance)
+    return plan.dry_run_report() if dry_run else plan.execute(table=table, runner=runner,
+                                                             parallel_threshold=parallel_threshold)
+
+
+def expire_snapshots(table, *, now_millis=None, time_retained=None, runner=None, dry_run=False,
+                     parallel_threshold=None, **kw):
+    return _run(lambda m: m.expire_snapshots(now=now_millis, min_age=time_retained, **kw), table, runner, dry_run,
+                parallel_threshold)
+
+
+def remove_orphans(table, *, now_millis=None, older_than=None, runner=None, dry_run=False, parallel_threshold=None,
+                   **kw):
+    return _run(lambda m: m.remove_orphans(now=now_millis, min_age=older_than, **kw), table, runner, dry_run,
+                parallel_threshold)
 
 def comparable(report, root: str) -> str:
     """The report without where it ran and how long it took, every path relative to the table root, files sorted
@@ -83,7 +103,7 @@ def test_expiry_on_spark_same_report_and_files(history, spark, tmp_path):
     r_s = expire_snapshots(remote, now_millis=now, retain_min=5, max_deletes=1000, runner=runner,
                            parallel_threshold=10)
     assert r_s.runner["where"].startswith("Spark") and r_l.runner["where"] == "in-process"
-    assert "paimon_ops.lifecycle.deleter.delete_task" in runner.functions  # the deletes ran on executors
+    assert "paimon_ops.execution.deleter.delete_task" in runner.functions  # the deletes ran on executors
     assert r_l.deleted["data"] >= 50 and r_l.deleted["snapshot"] >= 50
     assert comparable(r_l, local.root) == comparable(r_s, remote.root)
     assert rel_files(local.root) == rel_files(remote.root)
@@ -119,7 +139,7 @@ def test_orphans_on_spark_same_report_and_files(history, spark, tmp_path):
     r_s = remove_orphans(remote, now_millis=now, runner=runner, parallel_threshold=10)
     # planned on Spark, preflight's reference check read the manifests on Spark again, then executors deleted
     assert runner.functions[1:] == ["paimon_ops.lifecycle.orphans.manifest_names_task"] * 2 + \
-        ["paimon_ops.lifecycle.deleter.delete_task"]
+        ["paimon_ops.execution.deleter.delete_task"]
     assert comparable(r_l, local.root) == comparable(r_s, remote.root)
     assert rel_files(local.root) == rel_files(remote.root)
     check_references(remote)

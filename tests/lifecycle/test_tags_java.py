@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from paimon_ops.lifecycle.autotag import CONFLICT, EXISTS, create_auto_tags, plan_auto_tags
-from paimon_ops.lifecycle.tag_expiry import expire_tags
-from paimon_ops.lifecycle.tags import create_tag, list_tags
+import paimon_ops as po
+from paimon_ops.lifecycle.autotag import CONFLICT, EXISTS, plan_auto_tags
+from paimon_ops.lifecycle.tags import list_tags
 from paimon_ops.table.table import Catalog, Table
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -30,11 +30,11 @@ def _rows(n: int) -> list[list]:
 def test_java_and_pypaimon_read_our_tags_and_java_honours_retention(warehouse):
     t = real_table(warehouse, "ours", {"tag.create-time": "00:00"},
                    [ms(2026, 11, 20, 10), ms(2026, 11, 21, 10), ms(2026, 11, 22, 10)])
-    create_auto_tags(t, now_millis=ms(2026, 11, 21, 1))  # 2026-11-20 -> snapshot 1, no retention
+    po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 21, 1)).execute()  # 2026-11-20 -> snapshot 1, no retention
     long_kept = Table(t.root, t.identifier, options_override={"tag.default-time-retained": "3650 d"}, io=t.io)
-    create_auto_tags(long_kept, now_millis=ms(2026, 11, 23, 1))  # 11-21 -> 2, 11-22 -> 3, with retention
-    create_tag(t, "manual-short", snapshot_id=1, time_retained="1 d", now_millis=ms(2026, 11, 20, 11))
-    create_tag(t, "manual", snapshot_id=2)
+    po.Table(long_kept).maintenance.create_auto_tags(now=ms(2026, 11, 23, 1)).execute()  # 11-21 -> 2, 11-22 -> 3, with retention
+    po.Table(t).tags.create("manual-short", snapshot_id=1, time_retained=dt.timedelta(days=1), now=ms(2026, 11, 20, 11)).execute()
+    po.Table(t).tags.create("manual", snapshot_id=2).execute()
     assert tag_ids(t) == {"2026-11-20": 1, "2026-11-21": 2, "2026-11-22": 3, "manual-short": 1, "manual": 2}
     assert t.tags.tag("2026-11-21").tag_time_retained == dt.timedelta(days=3650)
     assert t.tags.tag("2026-11-20").tag_create_time is None
@@ -77,9 +77,9 @@ def test_java_created_tags_are_listed_and_used_by_ours(warehouse):
     assert before - 5_000 <= created_ms <= int(time.time() * 1000) + 5_000
 
     # ours: a tag on an expired snapshot that only a Java tag still holds (Java's findSnapshot)
-    create_tag(t, "from-java", snapshot_id=2)
+    po.Table(t).tags.create("from-java", snapshot_id=2).execute()
     # ours: expire Java's retention tag (with reclamation), keep the others
-    r = expire_tags(t, now_millis=created_ms + 60_001)
+    r = po.Table(t).maintenance.expire_tags(now=created_ms + 60_001).execute()
     assert list(r.details["expired_tags"]) == ["java-ret"]
     # append table: snapshot 3's data file is still live; its manifest lists were only the tag's -> reclaimed
     assert r.deleted.get("tag") == 1 and r.deleted.get("manifest-list", 0) >= 1 and not r.deleted.get("data")
@@ -98,7 +98,7 @@ def test_java_recognises_our_auto_tag_names_and_expires_them_by_count(warehouse)
     delete ours."""
     opts = {"tag.automatic-creation": "process-time", "tag.num-retained-max": "2", "sink.process-time-zone": "UTC"}
     t = real_table(warehouse, "count", opts, [ms(2024, 1, 1, 10), ms(2024, 1, 2, 10), ms(2024, 1, 3, 10)])
-    r = create_auto_tags(t, now_millis=ms(2024, 1, 4, 1))
+    r = po.Table(t).maintenance.create_auto_tags(now=ms(2024, 1, 4, 1)).execute()
     assert r.details["created"] == ["2024-01-01", "2024-01-02", "2024-01-03"]
     assert tag_ids(t) == {"2024-01-01": 1, "2024-01-02": 2, "2024-01-03": 3}
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from paimon_ops.compact import compact
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
+import paimon_ops as po
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
 from tests import pypaimon_util as pu
@@ -62,7 +60,7 @@ def test_external_paths_on_s3(s3_server):
     pypaimon_files = {k for k in s3_server.keys(bucket, "ext/") if k.endswith(".parquet")}
 
     table = Catalog(f"s3://{bucket}/wh", options=s3_server.options).get_table("db.t")
-    r = compact(table)
+    r = po.Table(table).maintenance.compact().execute()
     assert r.snapshot_id == 3
     live = TableScanner(table.refresh()).scan_latest().files
     assert all(f.meta.external_path.startswith(f"s3://{bucket}/ext/") for f in live)
@@ -70,7 +68,7 @@ def test_external_paths_on_s3(s3_server):
     assert new and not [k for k in s3_server.keys(bucket, "wh/") if "/data-" in k]
     assert rows() == expected
 
-    r = expire_snapshots(table.refresh(), retain_min=1, retain_max=1, now_millis=2 ** 45)
+    r = po.Table(table.refresh()).maintenance.expire_snapshots(retain_min=1, retain_max=1, now=2 ** 45).execute()
     gone = {f.path for f in r.files if f.kind == "data"}
     assert gone and all(p.startswith(f"{bucket}/ext/") for p in gone)
     left = set(s3_server.keys(bucket, "ext/"))
@@ -78,7 +76,7 @@ def test_external_paths_on_s3(s3_server):
     assert rows() == expected
 
     s3_server.put_many(bucket, ["ext/pt=x/bucket-0/data-stray-0.parquet"])
-    r = remove_orphans(table.refresh(), older_than=2 ** 45 - 10 * 86_400_000, now_millis=2 ** 45)
+    r = po.Table(table.refresh()).maintenance.remove_orphans(older_than=2 ** 45 - 10 * 86_400_000, now=2 ** 45).execute()
     assert [f.path for f in r.files if f.kind == "orphan"] == [f"{bucket}/ext/pt=x/bucket-0/data-stray-0.parquet"]
     assert rows() == expected
     _write(py.get_table("db.t"), {"pt": ["y"], "id": [4], "a": [4]})

@@ -12,9 +12,7 @@ from typing import Callable
 
 import pytest
 
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.tag_deletion import delete_tags
+import paimon_ops as po
 from paimon_ops.table.fileio import InjectedFault, fault_after
 from paimon_ops.table.table import Table
 from tests.lifecycle.helpers import HOUR_MS, views
@@ -32,16 +30,17 @@ class Op:
 
 
 def _expire(t: Table, b: Base):
-    return expire_snapshots(t, now_millis=b.now + 10 * HOUR_MS, retain_min=2)
+    return po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=t)
 
 
 OPS = [
     Op("expire", "plain", lambda t, b: None, _expire),
     Op("expire-decoupled", "decoupled", lambda t, b: None, _expire),
-    Op("delete-tags", "plain", _expire, lambda t, b: delete_tags(t, ["mid", "early"], missing_ok=True)),
+    Op("delete-tags", "plain", _expire, lambda t, b: po.Table(t).maintenance.delete_tags(["mid", "early"], missing_ok=True).execute(
+        table=t)),
     # objects uploaded now: their S3 last-modified is now, so 'old' is judged from a clock 5 days ahead
     Op("remove-orphans", "plain", lambda t, b: None,
-       lambda t, b: remove_orphans(t, older_than=dt.timedelta(days=2), now_millis=NOW + 5 * 86_400_000)),
+       lambda t, b: po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=NOW + 5 * 86_400_000).execute(table=t)),
 ]
 
 

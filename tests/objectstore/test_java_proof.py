@@ -15,13 +15,8 @@ import time
 
 import pytest
 
-from paimon_ops.compact.api import compact
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tag_deletion import delete_tags
-from paimon_ops.lifecycle.tags import create_tag
-from paimon_ops.runner import LocalRunner
+import paimon_ops as po
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.table import Catalog
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -86,27 +81,27 @@ def test_every_maintenance_operation_on_s3_then_java_checks(java_warehouse, s3_s
     for name in TABLES:
         t = catalog.get_table(f"db.{name}")
         latest = t.snapshots.latest_id()
-        rollback(t, tag="target", confirm=True)
+        po.Table(t).maintenance.rollback(tag="target").execute()
         t = t.refresh()
         assert t.snapshots.latest_id() == t.tags.tag("target").id < latest
-        report = compact(t, mode="full", runner=runner, force=True)
+        report = po.Table(t).maintenance.compact(mode="full", force=True).execute(runner=runner)
         assert report.written, f"{name}: compaction wrote nothing"
         t = t.refresh()
-        create_tag(t, "compacted", snapshot_id=t.snapshots.latest_id())
-        expire_snapshots(t, retain_min=1, retain_max=1, now_millis=int(time.time() * 1000) + 3_600_000)
+        po.Table(t).tags.create("compacted", snapshot_id=t.snapshots.latest_id()).execute()
+        po.Table(t).maintenance.expire_snapshots(retain_min=1, retain_max=1, now=int(time.time() * 1000) + 3_600_000).execute()
         t = t.refresh()
         assert len(t.snapshots.list_ids()) == 1
         assert not t.snapshots.exists(t.tags.tag("early").id)  # the tag 'early' now owns its files alone
-        rep = delete_tags(t, ["early"], runner=runner)
+        rep = po.Table(t).maintenance.delete_tags(["early"]).execute(runner=runner)
         assert sum(rep.deleted.values()) > 1  # the tag file and files only it kept alive
         # an orphan: unreferenced, written now; too young at 'now', deleted once it is 2 days old
         key = f"warehouse/db.db/{name}/pt=a/bucket-0/data-orphan-{name}.parquet"
         s3_server.boto().put_object(Bucket=bucket, Key=key, Body=b"PAR1junk")
         orphan_keys.append(key)
-        young = remove_orphans(t, older_than=dt.timedelta(days=1), runner=runner)
+        young = po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(days=1)).execute(runner=runner)
         assert not young.deleted
         now2 = int(time.time() * 1000) + 2 * 86_400_000
-        old = remove_orphans(t, older_than=dt.timedelta(days=1), now_millis=now2, runner=runner)
+        old = po.Table(t).maintenance.remove_orphans(min_age=dt.timedelta(days=1), now=now2).execute(runner=runner)
         assert old.deleted.get("orphan", 0) >= 1
     keys = set(s3_server.keys(bucket, "warehouse/"))
     assert not keys & set(orphan_keys)

@@ -11,9 +11,8 @@ import os
 
 import pytest
 
-from paimon_ops.compact.api import compact
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.runner import SparkRunner
+import paimon_ops as po
+from paimon_ops.execution.runner import SparkRunner
 from paimon_ops.table.table import Catalog
 from paimon_ops.table.writer import write_rows
 from tests.lifecycle.helpers import new_table
@@ -41,15 +40,15 @@ def test_executors_get_store_settings_from_the_task(spark, s3_server, bucket, tm
     runner = SparkRunner(spark)
 
     # without the shipped settings an executor cannot open the table (proves the executors do not have them)
-    bare = runner.run("paimon_ops.lifecycle.deleter.delete_task", table.location,
+    bare = runner.run("paimon_ops.execution.deleter.delete_task", table.location,
                       [{"roots": [table.root], "paths": [table.root + "/nothing"]}])
     assert not bare[0]["ok"] and "no credentials" in bare[0]["error"]
 
-    report = compact(table, mode="full", runner=runner, force=True)  # rewrite tasks run on executors
+    report = po.Table(table).maintenance.compact(mode="full", force=True).execute(runner=runner)  # rewrite tasks run on executors
     assert report.written
     table = table.refresh()
-    plan = expire_snapshots(table, retain_min=1, retain_max=1, dry_run=True)
-    done = expire_snapshots(table, retain_min=1, retain_max=1, runner=runner, parallel_threshold=1)
+    plan = po.Table(table).maintenance.expire_snapshots(retain_min=1, retain_max=1).dry_run_report()
+    done = po.Table(table).maintenance.expire_snapshots(retain_min=1, retain_max=1).execute(runner=runner, parallel_threshold=1)
     assert sum(done.deleted.values()) == sum(plan.deleted.values()) > 0
     assert table.refresh().snapshots.list_ids() == [table.snapshots.latest_id()]
     remaining = set(s3_server.keys(bucket, "warehouse/"))

@@ -5,11 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError, UnsupportedError
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tags import create_tag
+from paimon_ops.lifecycle.rollback import require_confirmation
 from paimon_ops.table.table import Catalog
 from paimon_ops.table.writer import TableWriter, create_table
 from tests.cli.conftest import cli
@@ -68,14 +66,14 @@ def test_python_errors_name_the_keywords(sample):
     cat = Catalog(str(sample))
     orders = cat.get_table("shop.orders")
     with pytest.raises(UnsafeOperationError, match=r"allow_short=True"):
-        remove_orphans(orders, older_than=__import__("datetime").timedelta(hours=1))
+        po.Table(orders).maintenance.remove_orphans(min_age=__import__("datetime").timedelta(hours=1)).execute()
     with pytest.raises(UnsafeOperationError, match=r"confirm=True"):
-        rollback(orders, snapshot_id=1)
+        require_confirmation(po.Table(orders).maintenance.rollback(snapshot_id=1), False)
     with pytest.raises(UnsupportedError, match=r"mode='full'"):
-        compact(orders, mode="small-files")
-    create_tag(orders, "t1", snapshot_id=1)
-    with pytest.raises(InvalidArgumentError, match=r"replace_tag\(\)"):
-        create_tag(orders, "t1", snapshot_id=2)
+        po.Table(orders).maintenance.compact(mode="small-files").execute()
+    po.Table(orders).tags.create("t1", snapshot_id=1).execute()
+    with pytest.raises(InvalidArgumentError, match=r"replace=True"):
+        po.Table(orders).tags.create("t1", snapshot_id=2).execute()
 
 
 def test_json_errors_are_objects_on_stdout(sample):

@@ -13,15 +13,11 @@ import time
 import fastavro
 import pytest
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.errors import CorruptMetadataError, UnsafeNameError
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.lifecycle.rollback import rollback
-from paimon_ops.lifecycle.tag_deletion import delete_tags
-from paimon_ops.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 from tests.lifecycle.helpers import Sim, new_table
@@ -52,12 +48,12 @@ def _live_file_elsewhere(table: Table) -> tuple[str, str]:
 
 def _operations(table: Table):
     return {
-        "expire-snapshots": lambda: expire_snapshots(table.refresh(), now_millis=FAR_FUTURE, retain_min=1,
-                                                     retain_max=1, runner=LocalRunner()),
-        "remove-orphans": lambda: remove_orphans(table.refresh(), now_millis=FAR_FUTURE),
-        "delete-tag": lambda: delete_tags(table.refresh(), ["t1"]),
-        "compact": lambda: compact(table.refresh(), mode="full", runner=LocalRunner()),
-        "rollback": lambda: rollback(table.refresh(), tag="t1", confirm=True),
+        "expire-snapshots": lambda: po.Table(table.refresh()).maintenance.expire_snapshots(now=FAR_FUTURE, retain_min=1,
+            retain_max=1).execute(runner=LocalRunner()),
+        "remove-orphans": lambda: po.Table(table.refresh()).maintenance.remove_orphans(now=FAR_FUTURE).execute(),
+        "delete-tag": lambda: po.Table(table.refresh()).maintenance.delete_tags(["t1"]).execute(),
+        "compact": lambda: po.Table(table.refresh()).maintenance.compact(mode="full").execute(runner=LocalRunner()),
+        "rollback": lambda: po.Table(table.refresh()).maintenance.rollback(tag="t1").execute(),
     }
 
 
@@ -68,7 +64,7 @@ def _build(tmp_path) -> Table:
     table = partitioned_table(str(wh), commits=3)
     from paimon_ops.format.snapshot import Tag
     table.tags.write("t1", Tag.from_snapshot(table.snapshots.snapshot(2)))
-    compact(table, mode="full", runner=LocalRunner())
+    po.Table(table).maintenance.compact(mode="full").execute(runner=LocalRunner())
     import pyarrow as pa
 
     from paimon_ops.table.writer import TableWriter
@@ -104,7 +100,7 @@ def test_crafted_data_file_name_stops_every_operation(tmp_path, op):
         manifest, victim = _craft(table, table.snapshots.snapshot(4), FileKind.DELETE)
     else:
         if op == "delete-tag":  # t1's own snapshot expires first: deleting the tag then reclaims through its files
-            expire_snapshots(table, now_millis=FAR_FUTURE, retain_min=2, retain_max=2, runner=LocalRunner())
+            po.Table(table).maintenance.expire_snapshots(now=FAR_FUTURE, retain_min=2, retain_max=2).execute(runner=LocalRunner())
             table = table.refresh()
         # snapshot 1's delta manifest: the first of t1's base, and in the latest snapshot's base too
         manifest, victim = _craft(table, table.tags.tag("t1"), FileKind.ADD, "base")
@@ -149,7 +145,7 @@ def test_crafted_index_entries_stop_every_operation(tmp_path, field, op):
     rewrite_avro(path, change)
     age(str(tmp_path / "dvwh"))
     before = tree_digest(str(tmp_path / "dvwh"))
-    run = (lambda: rollback(table.refresh(), snapshot_id=latest.id - 1, confirm=True)) if op == "rollback" else \
+    run = (lambda: po.Table(table.refresh()).maintenance.rollback(snapshot_id=latest.id - 1).execute()) if op == "rollback" else \
         _operations(table)[op]
     with pytest.raises(CorruptMetadataError, match="not a plain file name") as e:
         run()
@@ -183,7 +179,7 @@ def test_crafted_changelog_entry_stops_expiry(tmp_path):
     age(str(wh))
     before = tree_digest(str(wh))
     with pytest.raises(CorruptMetadataError, match="not a plain file name") as e:
-        expire_snapshots(table.refresh(), now_millis=FAR_FUTURE, retain_min=1, retain_max=1, runner=LocalRunner())
+        po.Table(table.refresh()).maintenance.expire_snapshots(now=FAR_FUTURE, retain_min=1, retain_max=1).execute(runner=LocalRunner())
     assert "manifest-crafted-changelog-0" in str(e.value)
     assert os.path.exists(victim) and tree_digest(str(wh)) == before
 
@@ -200,9 +196,9 @@ def test_crafted_snapshot_file_names_are_refused(tmp_path, key):
         json.dump(obj, f)
     before = tree_digest(str(wh))
     with pytest.raises(UnsafeNameError, match=key):
-        expire_snapshots(table.refresh(), now_millis=FAR_FUTURE, retain_min=1, retain_max=1, runner=LocalRunner())
+        po.Table(table.refresh()).maintenance.expire_snapshots(now=FAR_FUTURE, retain_min=1, retain_max=1).execute(runner=LocalRunner())
     with pytest.raises(CorruptMetadataError, match=key):
-        remove_orphans(table.refresh(), now_millis=FAR_FUTURE)
+        po.Table(table.refresh()).maintenance.remove_orphans(now=FAR_FUTURE).execute()
     assert tree_digest(str(wh)) == before
 
 

@@ -8,10 +8,10 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.errors import InvalidOptionError
+from paimon_ops.execution.runner import LocalRunner, SparkRunner
 from paimon_ops.options import COMMIT_MAX_RETRIES, COMPACTION_SMALL_FILE_RATIO, NUM_SORTED_RUN_COMPACTION_TRIGGER, Options
-from paimon_ops.runner import LocalRunner, SparkRunner
 from paimon_ops.table.commit import FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
@@ -23,7 +23,7 @@ def test_overrides_travel_with_the_tasks_to_spark_executors(tmp_path, spark):
     wh.mkdir()
     base = partitioned_table(str(wh))  # written with file.compression=none
     table = Table(base.root, identifier="db.t", options_override={"file.compression": "gzip"})
-    report = compact(table, mode="full", runner=SparkRunner(spark))
+    report = po.Table(table).maintenance.compact(mode="full").execute(runner=SparkRunner(spark))
     assert report.details["task_pids"] and os.getpid() not in report.details["task_pids"]  # ran on executors
     written = [a.path for a in report.files if a.reason == "written by compaction"]
     assert written
@@ -55,7 +55,7 @@ def test_meaningless_zero_is_refused_not_replaced(tmp_path, option, value):
     base = partitioned_table(str(wh))
     table = Table(base.root, identifier="db.t", options_override={option: value})
     with pytest.raises(InvalidOptionError, match=option):
-        compact(table, mode="full", runner=LocalRunner())
+        po.Table(table).maintenance.compact(mode="full").execute(runner=LocalRunner())
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "orc"])
@@ -66,6 +66,6 @@ def test_unknown_codec_is_refused_before_anything_is_written(tmp_path, fmt):
     before = tree_digest(str(wh))
     table = Table(base.root, identifier="db.t", options_override={"file.compression": "bogus"})
     with pytest.raises(InvalidOptionError, match="file.compression"):
-        compact(table, mode="full", runner=LocalRunner())
+        po.Table(table).maintenance.compact(mode="full").execute(runner=LocalRunner())
     assert tree_digest(str(wh)) == before
     assert len(TableScanner(base).scan(base.snapshots.latest()).files) > 0

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from paimon_ops.errors import PreflightError
-from paimon_ops.lifecycle.deleter import preflight
-from paimon_ops.plan import DELETE_FILES, DELETE_ORDERED, FileAction, Step
+from paimon_ops.execution.deleter import preflight
+from paimon_ops.execution.plan import DELETE_FILES, DELETE_ORDERED, FileAction, Step
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Table
 from tests.safety.util import partitioned_table

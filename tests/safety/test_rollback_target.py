@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+import paimon_ops as po
 from paimon_ops.errors import CorruptMetadataError
 from paimon_ops.format.snapshot import Tag
-from paimon_ops.lifecycle.rollback import rollback
 from paimon_ops.table.scan import TableScanner
 from tests.lifecycle.helpers import Sim, new_table
 from tests.safety.util import partitioned_table, tree_digest
@@ -39,9 +39,9 @@ def test_unreadable_target_is_refused(tmp_path, what, how):
     _break(path, how)
     before = tree_digest(str(wh))
     with pytest.raises(CorruptMetadataError, match="refusing to roll"):
-        rollback(table, snapshot_id=2, confirm=True)
+        po.Table(table).maintenance.rollback(snapshot_id=2).execute()
     with pytest.raises(CorruptMetadataError, match="refusing to roll"):
-        rollback(table, snapshot_id=2, dry_run=True)
+        po.Table(table).maintenance.rollback(snapshot_id=2).dry_run_report()
     assert tree_digest(str(wh)) == before
     assert table.refresh().snapshots.latest_id() == 4
 
@@ -57,7 +57,7 @@ def test_unreadable_index_manifest_of_the_target_is_refused(tmp_path):
     _break(table.manifest_path(target.index_manifest), "corrupt")
     before = tree_digest(str(tmp_path))
     with pytest.raises(CorruptMetadataError, match="refusing to roll"):
-        rollback(table, snapshot_id=3, confirm=True)
+        po.Table(table).maintenance.rollback(snapshot_id=3).execute()
     assert tree_digest(str(tmp_path)) == before
 
 
@@ -74,9 +74,9 @@ def test_a_tag_whose_changelog_was_expired_restores_without_it(tmp_path):
     import os
     os.remove(table.snapshots.path(2))
     os.remove(table.snapshots.path(1))
-    plan = rollback(table, tag="old", dry_run=True)
+    plan = po.Table(table).maintenance.rollback(tag="old").dry_run_report()
     assert any("changelog" in w for w in plan.warnings)
-    rollback(table, tag="old", confirm=True)
+    po.Table(table).maintenance.rollback(tag="old").execute()
     restored = table.refresh().snapshots.latest()
     assert restored.id == 2 and restored.changelog_manifest_list is None
     TableScanner(table.refresh()).scan(restored)  # readable

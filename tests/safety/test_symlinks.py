@@ -10,12 +10,10 @@ import time
 
 import pytest
 
-from paimon_ops.compact import compact
+import paimon_ops as po
 from paimon_ops.errors import PaimonOpsError, UnsafeOperationError
-from paimon_ops.lifecycle.deleter import delete_task
-from paimon_ops.lifecycle.expire import expire_snapshots
-from paimon_ops.lifecycle.orphans import remove_orphans
-from paimon_ops.runner import LocalRunner, SparkRunner
+from paimon_ops.execution.deleter import delete_task
+from paimon_ops.execution.runner import LocalRunner, SparkRunner
 from paimon_ops.table.fileio import FileIO
 from tests.safety.util import age, make_victim, partitioned_table, tree_digest
 
@@ -58,7 +56,7 @@ def test_remove_orphans_never_follows_a_symlink(setup, shape, runner_kind, reque
     victim_before = tree_digest(victim)
     runner = LocalRunner() if runner_kind == "local" else SparkRunner(request.getfixturevalue("spark"))
 
-    dry = remove_orphans(table, dry_run=True)
+    dry = po.Table(table).maintenance.remove_orphans().dry_run_report()
     listed = {a.path for a in dry.files}
     assert orphan in listed
     assert not any(p.startswith(link + "/") or p == link or p.startswith(victim) for p in listed)
@@ -67,7 +65,7 @@ def test_remove_orphans_never_follows_a_symlink(setup, shape, runner_kind, reque
     json.loads(dry.to_json())
 
     # parallel_threshold=1: every delete phase goes to the runner (Spark executors for "spark")
-    report = remove_orphans(table, runner=runner, parallel_threshold=1)
+    report = po.Table(table).maintenance.remove_orphans().execute(runner=runner, parallel_threshold=1)
     assert not os.path.exists(orphan)
     assert os.path.islink(link)
     assert {"path": link, "target": os.readlink(link)} in report.details["symlinks"]
@@ -87,7 +85,7 @@ def test_a_delete_through_a_symlink_is_refused_by_the_executor_too(setup, runner
             delete_task(table.location, task)
     else:
         runner = SparkRunner(request.getfixturevalue("spark"))
-        [result] = runner.run("paimon_ops.lifecycle.deleter.delete_task", table.location, [task])
+        [result] = runner.run("paimon_ops.execution.deleter.delete_task", table.location, [task])
         assert not result["ok"] and "symbolic link" in result["error"]
     assert tree_digest(victim) == before
 
@@ -98,7 +96,7 @@ def test_a_data_file_that_is_a_symlink_is_never_deleted(setup):
     link = os.path.join(bucket, "data-looks-like-an-orphan.parquet")
     os.symlink(os.path.join(victim, "data-precious-1.parquet"), link)
     before = tree_digest(victim)
-    report = remove_orphans(table)
+    report = po.Table(table).maintenance.remove_orphans().execute()
     assert os.path.islink(link)
     assert any(s["path"] == link for s in report.details["symlinks"])
     io, _ = FileIO.resolve(table.root)
@@ -118,7 +116,7 @@ def test_compaction_never_writes_through_a_symlinked_bucket(tmp_path):
     before_victim, before_wh = tree_digest(str(victim)), tree_digest(str(wh))
     snapshots_before = table.snapshots.list_ids()
     with pytest.raises(PaimonOpsError, match="symbolic link"):
-        compact(table, mode="full", runner=LocalRunner())
+        po.Table(table).maintenance.compact(mode="full").execute(runner=LocalRunner())
     assert tree_digest(str(victim)) == before_victim
     after = tree_digest(str(wh))
     assert {k: v for k, v in after.items() if not k.startswith("db.db/t/dt=2024-01-02")} == \
@@ -131,15 +129,14 @@ def test_expiry_refuses_to_delete_through_a_symlinked_bucket(tmp_path):
     wh.mkdir()
     table = partitioned_table(str(wh), commits=4, **{"snapshot.num-retained.min": "1",
                                                     "snapshot.num-retained.max": "1"})
-    from paimon_ops.compact import compact as _compact
-    _compact(table, mode="full", runner=LocalRunner())  # older files become deletable by expiry
+    po.Table(table).maintenance.compact(mode="full").execute(runner=LocalRunner())  # older files become deletable by expiry
     victim = tmp_path / "elsewhere"
     bucket = os.path.join(table.root, "dt=2024-01-01", "bucket-0")
     shutil.move(bucket, victim)
     os.symlink(victim, bucket)
     before = tree_digest(str(victim))
     with pytest.raises(UnsafeOperationError, match="symbolic link"):
-        expire_snapshots(table.refresh(), now_millis=int(time.time() * 1000) + 10**9, runner=LocalRunner())
+        po.Table(table.refresh()).maintenance.expire_snapshots(now=int(time.time() * 1000) + 10**9).execute(runner=LocalRunner())
     assert tree_digest(str(victim)) == before
 
 
@@ -152,7 +149,7 @@ def test_the_warehouse_root_itself_may_be_a_symlink(tmp_path):
     from paimon_ops.table.table import Catalog
     t = Catalog(str(tmp_path / "alias")).get_table("db.t")
     assert t.root == os.path.realpath(table.root)
-    report = compact(t, mode="full", runner=LocalRunner())
+    report = po.Table(t).maintenance.compact(mode="full").execute(runner=LocalRunner())
     assert report.snapshot_id is not None
 
 
@@ -161,8 +158,8 @@ def test_many_files_of_one_directory_are_listed_once_and_a_link_among_them_is_re
     symbolic link among them (swapped in after planning) is refused exactly as before — the files before it are
     gone, the link, the files after it and the victim stay — on FileIO.delete_files and on the Deleter's grouped
     path (preflight bypassed: the executor's own checks)."""
-    from paimon_ops.lifecycle.deleter import Deleter
-    from paimon_ops.plan import DATA, FileAction
+    from paimon_ops.execution.deleter import Deleter
+    from paimon_ops.execution.plan import DATA, FileAction
     from paimon_ops.table.fileio import DELETE_LISTING_RUN
     table, victim, _ = setup
     bucket = os.path.join(table.root, "dt=2024-01-02", "bucket-3")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from paimon_ops.runner import LocalRunner, SparkRunner, spark_partitions
+from paimon_ops.execution.runner import LocalRunner, SparkRunner, spark_partitions
 
 
 def echo_task(table_location: str, task: dict) -> dict:
@@ -71,7 +71,8 @@ def test_spark_runner_runs_packed_partitions_in_parallel(spark):
 
 
 def test_auto_runner_places_small_plans_in_process_and_says_why():
-    from paimon_ops.runner import AutoRunner, Workload
+    from paimon_ops.execution.plan import Workload
+    from paimon_ops.execution.runner import AutoRunner
     auto = AutoRunner(max_local_bytes=100, max_local_tasks=2)
     runner, why = auto.place(Workload(tasks=0, deletes=10))
     assert runner is auto.local and "no tasks" in why["why"] and not auto.spark.started
@@ -84,8 +85,8 @@ def test_auto_runner_places_small_plans_in_process_and_says_why():
 
 def test_auto_runner_thresholds_are_table_options(tmp_path, spark):
     from paimon_ops.compact import plan_compaction
-    from paimon_ops.executor import execute
-    from paimon_ops.runner import AutoRunner
+    from paimon_ops.execution.executor import execute
+    from paimon_ops.execution.runner import AutoRunner
     from paimon_ops.table.table import Table
     from tests.safety.util import partitioned_table
     wh = tmp_path / "wh"

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from paimon_ops.errors import PaimonOpsError, PreflightError, UnsafeOperationError
-from paimon_ops.format.names import first_unplain
-from paimon_ops.plan import (
+from paimon_ops.execution.plan import (
     CHANGELOG,
     CONTENT_KINDS,
     DATA,
@@ -54,7 +53,8 @@ from paimon_ops.plan import (
     FileAction,
     Step,
 )
-from paimon_ops.runner import Progress, Runner
+from paimon_ops.execution.runner import Progress, Runner
+from paimon_ops.format.names import first_unplain
 from paimon_ops.table.fileio import FileIO, ensure_within, entry_types
 from paimon_ops.table.table import BRANCH_PREFIX, CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, TAG_PREFIX, Table
 
@@ -537,7 +537,7 @@ class Deleter:
         actions = by_directory(actions)  # (each task then touches few directories)
         batches = [actions[i:i + self.batch_size] for i in range(0, len(actions), self.batch_size)]
         tasks = [{"roots": self.roots, "paths": [a.path for a in b]} for b in batches]
-        results = self.runner.run("paimon_ops.lifecycle.deleter.delete_task", self.table.location, tasks,  # type: ignore[union-attr]
+        results = self.runner.run("paimon_ops.execution.deleter.delete_task", self.table.location, tasks,  # type: ignore[union-attr]
                                   progress=self.progress)
         failed = [r["error"] for r in results if not r.get("ok")]
         if failed:
@@ -599,7 +599,7 @@ class Deleter:
         failed: list[tuple[str, str]] = []
         if use_runner:
             tasks = [{"roots": self.roots, "paths": b} for b in batches]
-            results = self.runner.run("paimon_ops.lifecycle.deleter.delete_task", self.table.location, tasks,  # type: ignore[union-attr]
+            results = self.runner.run("paimon_ops.execution.deleter.delete_task", self.table.location, tasks,  # type: ignore[union-attr]
                                       progress=self.progress, options=self.table.io.task_options())
             errors = [r["error"] for r in results if not r.get("ok")]
             if errors:

@@ -7,87 +7,24 @@ only in the JSON (`to_dict`, format paimon-ops-report/1)."""
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping
 
-from paimon_ops.options import format_duration
-from paimon_ops.plan import (
+from paimon_ops.execution.plan import (
     FileAction,
     Plan,
     bytes_by_kind,
     count_by_kind,
+    effects_rows,
     encode,
-    human_bytes,
     removal_code,
     removal_words,
+    serves_plans,
+    split_details,
+    text_table,
 )
 from paimon_ops.schemas import REPORT, envelope
-
-# Details that are bookkeeping, not figures a person reads (in the JSON only).
-INTERNAL_DETAILS = frozenset({"task_pids", "merge_slices", "task_time_s", "settings", "units", "dv_ratios"})
-
-
-def _detail(v: Any) -> str:
-    if isinstance(v, (list, tuple)):
-        return ", ".join(map(str, v[:10])) + (f" … (+{len(v) - 10})" if len(v) > 10 else "")
-    if isinstance(v, Mapping):
-        return ", ".join(f"{k}={x}" for k, x in list(v.items())[:10])
-    return str(v)
-
-
-def _human_detail(key: str, v: Any) -> str:
-    if key.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool):  # a duration in seconds
-        return format_duration(_dt.timedelta(seconds=v))
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if not isinstance(v, int):
-        return _detail(v)
-    sized = key.endswith(("bytes", "_bytes_in", "_size")) or key.startswith("bytes_")
-    return human_bytes(v) if sized else f"{v:,}"
-
-
-def split_details(details: Mapping[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
-    """(the figures a person reads — scalars, sizes human-readable —, everything else for the JSON entry)."""
-    shown: list[tuple[str, str]] = []
-    rest: dict[str, Any] = {}
-    for k, v in details.items():
-        if v is None:  # nothing to say (the JSON keeps the null)
-            continue
-        if k in INTERNAL_DETAILS or isinstance(v, (list, tuple, set, Mapping)) or (isinstance(v, str) and len(v) > 200):
-            rest[k] = v
-        else:
-            label = k[:-2] if k.endswith("_s") and isinstance(v, (int, float)) else k
-            shown.append((label.replace("_", " "), _human_detail(k, v)))
-    return shown, rest
-
-
-def text_table(header: Sequence[str], rows: Iterable[Sequence[Any]], indent: str = "  ") -> list[str]:
-    """A plain-text table (columns padded, numbers and sizes right-aligned) as lines."""
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
-    right = [i > 0 and all(r[i][:1].isdigit() or r[i] == "-" for r in cells) for i in range(len(header))]
-
-    def line(r: Sequence[str]) -> str:
-        return indent + "  ".join(c.rjust(w) if right[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
-    return [line(list(header)).rstrip()] + [line(r).rstrip() for r in cells]
-
-
-def effects_rows(written: Mapping[str, int], written_bytes: Mapping[str, int], deleted: Mapping[str, int],
-                 deleted_bytes: Mapping[str, int], sized_writes: bool = True) -> list[tuple[Any, ...]]:
-    """Rows (kind, written, size, deleted, size) by kind plus a total row: the table every report starts with.
-    `sized_writes` False (a dry run's outputs not written yet): the written size is unknown, shown as "-"."""
-    kinds = sorted(set(deleted) | set(written))
-
-    def w_size(n: int | None) -> str:
-        return human_bytes(n) if sized_writes else "-"
-    rows: list[tuple[Any, ...]] = [(k, written.get(k, 0), w_size(written_bytes.get(k, 0)), deleted.get(k, 0),
-                                    human_bytes(deleted_bytes.get(k, 0))) for k in kinds]
-    if len(kinds) > 1:
-        rows.append(("total", sum(written.values()), w_size(sum(written_bytes.values())), sum(deleted.values()),
-                     human_bytes(sum(deleted_bytes.values()))))
-    return rows
 
 
 @dataclass(frozen=True)
@@ -171,4 +108,7 @@ class Report:
     __str__ = summary
 
 
-__all__ = ["Report", "split_details", "text_table", "effects_rows", "INTERNAL_DETAILS"]
+serves_plans("dry_run_report")(Report.of_plan)
+
+
+__all__ = ["Report"]

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 from urllib.parse import urlparse
 
-from paimon_ops.errors import PaimonOpsError, UnreachableError
+from paimon_ops.errors import InvalidArgumentError, PaimonOpsError, UnreachableError
+from paimon_ops.execution.plan import Workload, human_bytes
 from paimon_ops.options import (
     EXECUTION_LOCAL_MAX_FILES,
     EXECUTION_LOCAL_MAX_INPUT_SIZE,
@@ -280,7 +281,7 @@ class SparkRunner:
         df = self.spark.range(0, len(groups), 1, len(groups))
 
         def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from paimon_ops.runner import run_task as _run  # imported on the executor
+            from paimon_ops.execution.runner import run_task as _run  # imported on the executor
             for batch in batches:
                 ids = [i for p in batch.column(0).to_pylist() for i in groups[p]]
                 results = [_run(function, table_location, payloads[i], opts) for i in ids]
@@ -336,7 +337,7 @@ class SparkRunner:
         df = self.spark.range(0, len(tasks), 1, max(1, len(tasks)))
 
         def rows(batches: Iterator[Any]) -> Iterator[Any]:
-            from paimon_ops.runner import run_rows as _rows  # imported on the executor
+            from paimon_ops.execution.runner import run_rows as _rows  # imported on the executor
             for batch in batches:
                 for i in batch.column(0).to_pylist():
                     yield _rows(function, table_location, payloads[i], opts, schema)
@@ -535,18 +536,6 @@ DEFAULT_LOCAL_MAX_MANIFESTS = EXECUTION_LOCAL_MAX_MANIFESTS.default
 DEFAULT_LOCAL_MAX_FILES = EXECUTION_LOCAL_MAX_FILES.default
 
 
-@dataclass(frozen=True)
-class Workload:
-    """What a plan asks of a runner: tasks (compaction) with the bytes they read; file deletes; for expiry and orphan
-    removal the manifests its planning reads and the files it considers (listed candidates or deletes)."""
-
-    tasks: int = 0
-    input_bytes: int = 0
-    deletes: int = 0
-    manifests: int = 0
-    files: int = 0
-
-
 class AutoRunner:
     """The default runner: in-process when the plan is small enough for this machine, Spark otherwise (the embedded
     `local[*]`, or the master / Connect server given). Spark is not even started for plans that have no tasks.
@@ -564,17 +553,16 @@ class AutoRunner:
     def __init__(self, master: str | None = None, remote: str | None = None, *, max_local_bytes: int | None = None,
                  max_local_tasks: int | None = None, workers: int | None = None,
                  connect_timeout_s: float | None = None, what: str = "", max_local_manifests: int | None = None,
-                 max_local_files: int | None = None):
+                 max_local_files: int | None = None, spark: LazySparkRunner | None = None):
         self.max_local_bytes = max_local_bytes
         self.max_local_tasks = max_local_tasks
         self.max_local_manifests = max_local_manifests
         self.max_local_files = max_local_files
         self.local = LocalRunner(workers)
-        self.spark = LazySparkRunner(master, remote, connect_timeout_s=connect_timeout_s, what=what)
+        self.spark = spark or LazySparkRunner(master, remote, connect_timeout_s=connect_timeout_s, what=what)
 
     def place(self, work: Workload, options: Any = None) -> tuple[Runner, dict[str, str]]:
         """(the runner for this work, {where, why}) — the report says both."""
-        from paimon_ops.plan import human_bytes
         max_bytes = self.max_local_bytes
         max_tasks = self.max_local_tasks
         if options is not None:
@@ -620,9 +608,38 @@ class AutoRunner:
         return runner.run(function, table_location, tasks, progress, options)
 
 
+def make_runner(placement: str = "auto", *, master: str | None = None, remote: str | None = None,
+                connect_timeout_s: float | None = None, what: str = "", spark: LazySparkRunner | None = None,
+                probe: bool = True) -> Any:
+    """The runner a placement asks for — the one factory of the CLI, Dagster and Airflow: "local" in-process;
+    "spark" that Spark (`master` / `remote`, or the embedded local[*]; probed now unless `probe` is False, so an
+    unreachable endpoint fails before anything is planned or changed); "auto" in-process unless the plan is large,
+    then that Spark. `spark`: a Spark runner configured by the caller."""
+    if placement == "local":
+        return LocalRunner()
+    spark = spark or LazySparkRunner(master, remote, connect_timeout_s=connect_timeout_s, what=what)
+    if placement == "spark":
+        if probe:
+            spark.probe()
+        return spark
+    if placement == "auto":
+        return AutoRunner(spark=spark)
+    raise InvalidArgumentError(f"placement {placement!r}: expected auto, spark or local")
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A placement already decided (`place` once, then show it and execute on it: `plan.execute(runner=placed)`)."""
+
+    runner: Any
+    placement: dict[str, str]
+
+
 def place(runner: Any, work: Workload, options: Any = None) -> tuple[Any, dict[str, str]]:
-    """The runner an execution uses and why: an AutoRunner (or None = the default) decides by the work; any other
-    runner was chosen by the caller."""
+    """The runner an execution uses and why: an AutoRunner (or None = the default) decides by the work; a `Placed`
+    was decided before; any other runner was chosen by the caller."""
+    if isinstance(runner, Placed):
+        return runner.runner, dict(runner.placement)
     if runner is None:
         runner = AutoRunner()
     if hasattr(runner, "place"):

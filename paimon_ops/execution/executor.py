@@ -1,6 +1,6 @@
 """The one executor: check a plan's preconditions against the table now, run its steps in order on a runner,
-build the report. Every operation goes through it — `plan.execute()`, `paimon-ops apply`, the convenience
-functions (`expire_snapshots(…)`), Dagster.
+build the report. Every operation goes through it — `plan.execute()` (the facade's plans, `paimon-ops apply`,
+Dagster, Airflow).
 
 A plan is a review artifact, not an authority (design.md §1). Before anything changes:
 
@@ -21,15 +21,14 @@ and the step.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import posixpath
 import time
 from typing import Any, Callable, Sequence
 
-from paimon_ops.errors import CancelledError, InvalidOptionError, PaimonOpsError, StalePlanError
-from paimon_ops.format.snapshot import parse_hint
-from paimon_ops.options import affects_files
-from paimon_ops.plan import (
+from paimon_ops.errors import CancelledError, CommitConflictError, InvalidOptionError, PaimonOpsError, StalePlanError
+from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
     DELETE_ORDERED,
@@ -42,11 +41,15 @@ from paimon_ops.plan import (
     Step,
     bytes_by_kind,
     count_by_kind,
+    plan_again,
     removal_words,
     replan,
+    serves_plans,
 )
-from paimon_ops.report import Report
-from paimon_ops.runner import Progress, Runner, place
+from paimon_ops.execution.report import Report
+from paimon_ops.execution.runner import Progress, Runner, place
+from paimon_ops.format.snapshot import parse_hint
+from paimon_ops.options import affects_files
 from paimon_ops.table.fileio import ensure_within
 from paimon_ops.table.table import Table
 
@@ -81,7 +84,7 @@ class Execution:
 
     def __init__(self, plan: Plan, table: Table, runner: Runner | None, progress: Progress | None,
                  batch_size: int | None = None, parallel_threshold: int | None = None):
-        from paimon_ops.lifecycle.deleter import Deleter, allowed_roots
+        from paimon_ops.execution.deleter import Deleter, allowed_roots
         self.plan = plan
         self.table = table
         self.runner = runner
@@ -116,7 +119,7 @@ class Execution:
 
     def journal_writes(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Record, before writing, that files named with a token will appear in a directory (crash leftovers)."""
-        from paimon_ops.lifecycle import journal
+        from paimon_ops.execution import journal
         if self.journal is None:
             self.journal = journal.start(self.table, self.plan.operation, writes=pairs)
         else:
@@ -206,14 +209,46 @@ def check_identity(plan: Plan, table: Table) -> None:
                                                  "override how the table's files are read)", f"plan for {plan.table}")
 
 
+@serves_plans("execute")
 def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = None,
             progress: Progress | None = None, batch_size: int | None = None,
-            parallel_threshold: int | None = None, state: dict[str, Any] | None = None) -> Report:
+            parallel_threshold: int | None = None, max_replans: int = 0, commit_user: str | None = None,
+            commit_time_millis: int | None = None) -> Report:
     """Execute `plan` exactly: refuse it if stale or not what its operation decides now (StalePlanError: nothing
     changed), refuse any path that is not safe to delete (PreflightError: nothing changed), else run every step in
-    order."""
-    from paimon_ops.lifecycle import journal
-    from paimon_ops.lifecycle.deleter import preflight
+    order.
+
+    Execution options: `batch_size` / `parallel_threshold` of the deletes; `commit_user` and `commit_time_millis`
+    (the snapshot's timeMillis) of a commit; `max_replans`: a plan fresh from its planner whose commit conflicts with
+    a concurrent writer (CommitConflictError, or StalePlanError once the table moved on) is planned again with the
+    same arguments on the new latest snapshot and executed, up to that many times (the report's `replans` says how
+    many). A saved plan is never re-planned into something nobody reviewed: it runs as shown or is refused."""
+    started = time.time()
+    replans = 0
+    while True:
+        try:
+            report = _execute_once(plan, table, runner, progress, batch_size, parallel_threshold,
+                                   {"commit_user": commit_user, "commit_time_millis": commit_time_millis})
+        except (CommitConflictError, StalePlanError) as e:
+            if replans >= max_replans or not plan.is_fresh or "$unrecordable" in plan.planned_with:
+                if max_replans:
+                    log.warning("%s of %s aborted: %s", plan.operation, plan.table, e)
+                raise
+            replans += 1
+            log.info("%s of %s conflicted (%s); re-planning (%d/%d)", plan.operation, plan.table, e, replans,
+                     max_replans)
+            plan = plan_again(plan, table or open_plan_table(plan))
+            continue
+        if not max_replans:
+            return report
+        return dataclasses.replace(report, duration_s=round(time.time() - started, 3),
+                                   details={**report.details, "replans": replans})
+
+
+def _execute_once(plan: Plan, table: Table | None, runner: Runner | None, progress: Progress | None,
+                  batch_size: int | None, parallel_threshold: int | None, state: dict[str, Any]) -> Report:
+    from paimon_ops.execution import journal
+    from paimon_ops.execution.deleter import preflight
     started = time.time()
     if table is None:
         table = open_plan_table(plan)
@@ -242,7 +277,7 @@ def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = N
             check(table, plan, step)
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
     ex.runner_info = placement
-    ex.state.update(state or {})
+    ex.state.update(state)
     if checked.owners and checked.content:
         ex.journal = journal.start(table, plan.operation, deletes=[a.path for a in checked.content])
     try:
@@ -283,16 +318,6 @@ def _end_journal_after_failure(ex: Execution) -> None:
             j.abandon()
             return
     j.close()
-
-
-def run_plan(plan: Plan, table: Table, dry_run: bool = False, runner: Runner | None = None,
-             progress: Progress | None = None, batch_size: int | None = None,
-             parallel_threshold: int | None = None, started: float | None = None) -> Report:
-    """A dry run's report, or the execution's: what the convenience functions (`expire_snapshots(…)`) return."""
-    if dry_run:
-        return plan.dry_run_report(time.time() - (started or time.time()))
-    return execute(plan, table, runner=runner, progress=progress, batch_size=batch_size,
-                   parallel_threshold=parallel_threshold)
 
 
 # ---------------------------------------------------------------------------------------------- generic steps
@@ -344,5 +369,5 @@ def _ensure_hints(ex: Execution, step: Step) -> None:
         ex.ensure_hint(posixpath.join(d, h["name"]), value, f"{h['name'].lower()} {prefix.rstrip('-')}")
 
 
-__all__ = ["execute", "run_plan", "register_step", "register_check", "Execution", "check_preconditions",
+__all__ = ["execute", "register_step", "register_check", "Execution", "check_preconditions",
            "open_plan_table", "check_identity"]

@@ -27,9 +27,10 @@ import time
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
+from paimon_ops.options import format_duration
 from paimon_ops.schemas import PLAN, envelope, format_of
 
 # Kinds of files a plan touches (used as report keys too).
@@ -68,6 +69,19 @@ ENSURE_HINTS = "ensure-hints"        # params: hints [{dir, name, source}]: repa
 # The saved plan's format (paimon_ops.schemas): new fields may be added without a new major (readers ignore what
 # they do not know, so plans saved by older versions still load); a renamed or retyped field needs paimon-ops-plan/2.
 PLAN_FORMAT = format_of(PLAN)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What executing a plan asks of a runner (the default runner places the work by it): tasks (compaction) with
+    the bytes they read; file deletes; for expiry and orphan removal the manifests its planning reads and the files
+    it considers (listed candidates or deletes)."""
+
+    tasks: int = 0
+    input_bytes: int = 0
+    deletes: int = 0
+    manifests: int = 0
+    files: int = 0
 
 
 @dataclass(frozen=True, slots=True)  # (slots: a plan can hold millions of them)
@@ -223,31 +237,6 @@ class EarliestSnapshotIs(Precondition):
 
 
 @dataclass(frozen=True)
-class TagsAre(Precondition):
-    """The exact tag set (name -> snapshot id): a tag created or deleted since changes what protects which file."""
-
-    kind: ClassVar[str] = "tags"
-    tags: tuple[tuple[str, int], ...]
-
-    def check(self, table: Any) -> str | None:
-        from paimon_ops.lifecycle.protection import read_tags
-        now = {n: t.id for n, t in read_tags(table)}
-        was = dict(self.tags)
-        if now == was:
-            return None
-        added = sorted(set(now) - set(was))
-        removed = sorted(set(was) - set(now))
-        moved = sorted(n for n in set(now) & set(was) if now[n] != was[n])
-        parts = ([f"tag(s) {', '.join(added)} created"] if added else []) + \
-            ([f"tag(s) {', '.join(removed)} deleted"] if removed else []) + \
-            ([f"tag(s) {', '.join(moved)} moved"] if moved else [])
-        return "; ".join(parts)
-
-    def describe(self) -> str:
-        return f"tags are {', '.join(f'{n}@{i}' for n, i in self.tags) or 'none'}"
-
-
-@dataclass(frozen=True)
 class TagIs(Precondition):
     """A tag is absent (`snapshot_id` None) or points at that snapshot."""
 
@@ -272,6 +261,25 @@ class TagIs(Precondition):
 
 # ---------------------------------------------------------------------------------------------- plans
 _PLANS: dict[str, type[Plan]] = {}
+
+# What runs a plan: the executor and the report register themselves here when imported (`import paimon_ops` imports
+# both), as operations register their step handlers with the executor — a plan is data and never imports them.
+_SERVED: dict[str, Callable[..., Any]] = {}
+
+
+def serves_plans(role: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the function behind `Plan.execute` ("execute") or `Plan.dry_run_report` ("dry_run_report")."""
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _SERVED[role] = fn
+        return fn
+    return deco
+
+
+def _served(role: str) -> Callable[..., Any]:
+    try:
+        return _SERVED[role]
+    except KeyError:
+        raise PaimonOpsError(f"nothing registered to {role.replace('_', ' ')} plans: import paimon_ops") from None
 
 
 def plan_type(op: str) -> type[Plan] | None:
@@ -338,25 +346,27 @@ class Plan:
 
     def workload(self) -> Any:
         """What executing this plan asks of a runner (the default runner places the work by it)."""
-        from paimon_ops.runner import Workload
         return Workload(deletes=len(self.deletes))
 
     # ------------------------------------------------------------------ execution
-    def execute(self, *, table: Any = None, runner: Any = None, progress: Any = None) -> Any:
-        """Check the preconditions against the table now, run the steps, return the Report."""
-        from paimon_ops.executor import execute
-        return execute(self, table, runner=runner, progress=progress)
+    def execute(self, *, table: Any = None, runner: Any = None, progress: Any = None, batch_size: int | None = None,
+                parallel_threshold: int | None = None, max_replans: int = 0, commit_user: str | None = None,
+                commit_time_millis: int | None = None) -> Any:
+        """Check the preconditions against the table now, run the steps, return the Report. The execution options
+        (`batch_size`, `parallel_threshold` of deletes; `max_replans` on a concurrent commit; `commit_user`,
+        `commit_time_millis` of a commit) are described at `paimon_ops.execution.executor.execute`."""
+        return _served("execute")(self, table, runner=runner, progress=progress, batch_size=batch_size,
+                       parallel_threshold=parallel_threshold, max_replans=max_replans, commit_user=commit_user,
+                       commit_time_millis=commit_time_millis)
 
     def dry_run_report(self, duration_s: float = 0.0) -> Any:
-        from paimon_ops.report import Report
-        return Report.of_plan(self, duration_s)
+        return _served("dry_run_report")(self, duration_s)
 
     # ------------------------------------------------------------------ text
     def summary(self, limit: int | None = None, files: bool = True) -> str:
         """For review: what it would write and delete (by kind, with byte totals), the figures a person reads, then
         every file with its kind and reason; `limit`: only the first N files, then how many more; `files` False:
         counts and bytes per kind of each step instead of the file list. Internals are in the JSON only."""
-        from paimon_ops.report import effects_rows, split_details, text_table
         deletes, writes = self.deletes, self.writes
         lines = [f"{self.operation} on {self.table}" + (f" (branch {self.branch})" if self.branch != "main" else "")
                  + f", planned on snapshot {self.base_snapshot}"]
@@ -612,7 +622,7 @@ class PlanBuilder:
 
     def warn(self, msg: str) -> None:
         import logging
-        logging.getLogger("paimon_ops.plan").warning(msg)
+        logging.getLogger("paimon_ops.execution.plan").warning(msg)
         self.warnings.append(msg)
 
     def _close(self) -> None:
@@ -743,10 +753,6 @@ def replan(plan: Plan, table: Any) -> Plan:
     """The plan `plan`'s operation makes now, on `table`, with the recorded arguments — refused (StalePlanError, which
     lists the differences) unless it decides exactly what `plan` says. Nothing is changed either way."""
     op = plan.operation
-    plan_type(op)
-    fn = _PLANNERS.get(op)
-    if fn is None:
-        raise PaimonOpsError(f"no planner for operation {op!r}")
     pw = plan.planned_with
     if not isinstance(pw, Mapping) or not pw:
         raise StalePlanError(op, plan.table, ["the plan does not record the arguments it was made with (made by an "
@@ -755,22 +761,33 @@ def replan(plan: Plan, table: Any) -> Plan:
         raise StalePlanError(op, plan.table, [f"the plan was made with an argument that cannot be saved "
                                               f"({pw['$unrecordable']}), so it cannot be verified; plan and execute "
                                               "in one go"])
-    try:
-        params = decode_param(dict(pw))
-        inspect.signature(fn).bind(table, **params)
-    except (TypeError, ValueError) as e:
-        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {e}") from None
-    if op in _SAVED_CHECKS:
-        _SAVED_CHECKS[op](params)
-    try:
-        fresh = fn(table, **params)
-    except (TypeError, AttributeError, KeyError) as e:  # wrongly typed arguments the planner did not expect
-        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {type(e).__name__}: {e}") from None
+    fresh = plan_again(plan, table, saved=True)
     changes = decision_diff(plan, fresh)
     if changes:
         raise StalePlanError(op, plan.table, [f"the plan differs from what {op} decides on the table now with the "
                                               f"same arguments: {'; '.join(changes)}"])
     return fresh
+
+
+def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
+    """What `plan`'s planner decides now on `table` with the arguments `plan` records (a fresh plan). `saved`: the
+    arguments come from a saved plan, so they are checked first."""
+    op = plan.operation
+    plan_type(op)
+    fn = _PLANNERS.get(op)
+    if fn is None:
+        raise PaimonOpsError(f"no planner for operation {op!r}")
+    try:
+        params = decode_param(dict(plan.planned_with))
+        inspect.signature(fn).bind(table, **params)
+    except (TypeError, ValueError) as e:
+        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {e}") from None
+    if saved and op in _SAVED_CHECKS:
+        _SAVED_CHECKS[op](params)
+    try:
+        return fn(table, **params)
+    except (TypeError, AttributeError, KeyError) as e:  # wrongly typed arguments the planner did not expect
+        raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {type(e).__name__}: {e}") from None
 
 
 # What an execution does is decided by these parts of a plan (details, warnings and times are for people).
@@ -862,10 +879,78 @@ def _list_diff(kind: str, a: list, b: list) -> list[str]:
     return out
 
 
+
+# ------------------------------------------------------------------------------------ rendering for people
+# Details that are bookkeeping, not figures a person reads (in the JSON only).
+INTERNAL_DETAILS = frozenset({"task_pids", "merge_slices", "task_time_s", "settings", "units", "dv_ratios"})
+
+
+def _detail(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v[:10])) + (f" … (+{len(v) - 10})" if len(v) > 10 else "")
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}={x}" for k, x in list(v.items())[:10])
+    return str(v)
+
+
+def _human_detail(key: str, v: Any) -> str:
+    if key.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool):  # a duration in seconds
+        return format_duration(_dt.timedelta(seconds=v))
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if not isinstance(v, int):
+        return _detail(v)
+    sized = key.endswith(("bytes", "_bytes_in", "_size")) or key.startswith("bytes_")
+    return human_bytes(v) if sized else f"{v:,}"
+
+
+def split_details(details: Mapping[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """(the figures a person reads — scalars, sizes human-readable —, everything else for the JSON entry)."""
+    shown: list[tuple[str, str]] = []
+    rest: dict[str, Any] = {}
+    for k, v in details.items():
+        if v is None:  # nothing to say (the JSON keeps the null)
+            continue
+        if k in INTERNAL_DETAILS or isinstance(v, (list, tuple, set, Mapping)) or (isinstance(v, str) and len(v) > 200):
+            rest[k] = v
+        else:
+            label = k[:-2] if k.endswith("_s") and isinstance(v, (int, float)) else k
+            shown.append((label.replace("_", " "), _human_detail(k, v)))
+    return shown, rest
+
+
+def text_table(header: Sequence[str], rows: Iterable[Sequence[Any]], indent: str = "  ") -> list[str]:
+    """A plain-text table (columns padded, numbers and sizes right-aligned) as lines."""
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    right = [i > 0 and all(r[i][:1].isdigit() or r[i] == "-" for r in cells) for i in range(len(header))]
+
+    def line(r: Sequence[str]) -> str:
+        return indent + "  ".join(c.rjust(w) if right[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    return [line(list(header)).rstrip()] + [line(r).rstrip() for r in cells]
+
+
+def effects_rows(written: Mapping[str, int], written_bytes: Mapping[str, int], deleted: Mapping[str, int],
+                 deleted_bytes: Mapping[str, int], sized_writes: bool = True) -> list[tuple[Any, ...]]:
+    """Rows (kind, written, size, deleted, size) by kind plus a total row: the table every report starts with.
+    `sized_writes` False (a dry run's outputs not written yet): the written size is unknown, shown as "-"."""
+    kinds = sorted(set(deleted) | set(written))
+
+    def w_size(n: int | None) -> str:
+        return human_bytes(n) if sized_writes else "-"
+    rows: list[tuple[Any, ...]] = [(k, written.get(k, 0), w_size(written_bytes.get(k, 0)), deleted.get(k, 0),
+                                    human_bytes(deleted_bytes.get(k, 0))) for k in kinds]
+    if len(kinds) > 1:
+        rows.append(("total", sum(written.values()), w_size(sum(written_bytes.values())), sum(deleted.values()),
+                     human_bytes(sum(deleted_bytes.values()))))
+    return rows
+
+
 __all__ = ["Plan", "Step", "FileAction", "Precondition", "LatestSnapshotIs", "SnapshotIs", "EarliestSnapshotIs",
-           "TagsAre", "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
-           "declare_step_action", "plan_type", "InvalidArgumentError", "planner", "replan", "decision",
-           "decision_diff", "encode_param", "decode_param"]
+           "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
+           "declare_step_action", "plan_type", "serves_plans", "Workload", "InvalidArgumentError", "planner", "replan", "decision",
+           "decision_diff", "encode_param", "decode_param", "split_details", "text_table", "effects_rows",
+           "INTERNAL_DETAILS"]
 
 
 def _plan_options(options: Mapping[str, str]) -> dict[str, str]:
