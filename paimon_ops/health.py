@@ -309,6 +309,7 @@ class Need:
     figure: str
     operation: str | None = None
     arguments: dict = field(default_factory=dict)
+    over: tuple[BucketStat, ...] = ()  # compaction signals: the buckets over the threshold (not in the JSON)
 
     def to_dict(self) -> dict:
         return {"signal": self.signal, "due": self.due, "figure": self.figure, "operation": self.operation,
@@ -367,13 +368,14 @@ def assess(table: Table, signals: tuple[str, ...] | list[str] = SIGNALS, now_mil
         needs.append(Need(SMALL_FILES, bool(over),
                           f"at most {files.max_small_count} {files.small_files_label} per bucket vs threshold "
                           f"{files.small_files_threshold}; {len(over)} of {len(files.buckets)} buckets at or over",
-                          "compact", _compaction_arguments(table, mode, over) if over else {"mode": mode}))
+                          "compact", _compaction_arguments(table, mode, over) if over else {"mode": mode}, tuple(over)))
     if files is not None and DV_RATIO in signals and table.options.deletion_vectors_enabled:
         over = files.dv_over
         needs.append(Need(DV_RATIO, bool(over),
                           f"worst file deleted-row ratio {files.max_dv_ratio:.1%} (table {files.total_dv_ratio:.1%}) "
                           f"vs threshold {files.dv_threshold:.1%}; {len(over)} of {len(files.buckets)} buckets over",
-                          "compact", _compaction_arguments(table, "dv-ratio", over) if over else {"mode": "dv-ratio"}))
+                          "compact", _compaction_arguments(table, "dv-ratio", over) if over else {"mode": "dv-ratio"},
+                          tuple(over)))
     if SNAPSHOTS in signals:
         r = measure_retention(table, now_millis)
         limit = "" if r.retain_max is None else f", max {r.retain_max}"
@@ -382,7 +384,9 @@ def assess(table: Table, signals: tuple[str, ...] | list[str] = SIGNALS, now_mil
     if MANIFESTS in signals:
         from paimon_ops.lifecycle.manifest_compaction import manifest_health
         m = manifest_health(table)
-        needs.append(Need(MANIFESTS, m.due, f"{m.manifests} manifests ({m.small_manifests} small) vs "
+        from paimon_ops.execution.plan import human_bytes
+        needs.append(Need(MANIFESTS, m.due, f"{m.manifests} manifests ({m.small_manifests} small, "
+                                            f"{human_bytes(m.total_bytes)}) vs "
                                             f"manifest.compaction-trigger {m.trigger}", "compact_manifests"))
     expiration = table.options.text(PARTITION_EXPIRATION_TIME)
     if PARTITIONS in signals and table.schema.partition_keys and expiration:

@@ -81,7 +81,8 @@ def job_config(operations: Sequence[str], table_ops: Mapping[str, Any]) -> Confi
     def to_op_config(given: Mapping[str, Any]) -> Mapping[str, Any]:
         out: dict[str, Any] = {k: given[k] for k in _PASSED_ON if given.get(k)}
         given_ops = given.get("ops") or {}
-        out["ops"] = {op_name: {"config": {"dry_run": bool(cfg.get("dry_run")),
+        # a job without operations observes (a run naming no section would do what the table needs now)
+        out["ops"] = {op_name: {"config": {"dry_run": bool(cfg.get("dry_run")), "observe_only": not operations,
                                            **{name: dict(cfg.get(name) or {}) for name in operations}}}
                       for op_name in table_ops
                       for cfg in [(given_ops.get(op_name) or {}).get("config") or {}]}

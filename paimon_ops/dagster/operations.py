@@ -6,8 +6,10 @@ primary-key table compacts `minor` | `full` | `dv-ratio`, an unaware-bucket appe
 
 What a run does is its config: the op runs the operations whose section is given, in the registry's stage order
 (tags before anything expires, orphans last). The paimon_* jobs map their own run config — exactly their operations'
-knobs, with defaults and docs (`jobs.job_config`) — onto those sections; a run of the tables from the asset page
-observes them unless its config names a section. No run tag decides what runs.
+knobs, with defaults and docs (`jobs.job_config`) — onto those sections. A run naming no section (the asset page's
+"Materialize") runs what the table needs now: the operations its health signals make due, each with the section its
+sensor would request (`due`), else observes; `observe_only` observes in any case (what `paimon_observe` sets). No run
+tag decides what runs.
 """
 from __future__ import annotations
 
@@ -101,12 +103,16 @@ def section_class(op: Operation, kind: str | None) -> type[Config]:
 
 
 class TableConfig(Config):
-    """Config of a tables' op: `dry_run`, and one section per operation to run (absent: not run). The paimon_* jobs
-    fill the sections of their operations; without any, a run observes the tables and evaluates their checks."""
+    """Config of a tables' op: `dry_run`, `observe_only`, and one section per operation to run (absent: not run). The
+    paimon_* jobs fill the sections of their operations; without any, a run does what each table needs now (the
+    operations its health signals make due), or observes it when nothing is due or `observe_only` is set."""
 
     dry_run: bool = Field(default=False, description="plan only: record what would be written and deleted "
                                                      "(would_* keys) as an observation; change nothing, never start "
                                                      "Spark")
+    observe_only: bool = Field(default=False, description="only observe the tables and evaluate their checks, even "
+                                                          "when maintenance is due (without a section, a run does "
+                                                          "the operations the table's health signals make due)")
 
 
 def _table_config(kind: str | None) -> type[TableConfig]:
@@ -144,16 +150,16 @@ def operations_of(config: Any) -> list[str]:
     return [name for name in DAGSTER_OPERATIONS if getattr(config, name, None) is not None]
 
 
-def applies(name: str, spec: TableSpec, config: Any) -> bool:
+def applies(name: str, spec: TableSpec, section: Any) -> bool:
+    """Whether operation `name` applies to the table given its config section."""
     op = DAGSTER_OPERATIONS[name]
-    return op.applies is None or op.applies(spec, getattr(config, name))
+    return op.applies is None or op.applies(spec, section)
 
 
-def plan(name: str, table: Any, config: Any, now: int) -> Any:
+def plan(name: str, table: Any, section: Any, now: int) -> Any:
     """The plan of operation `name` on `table` (a `po.Table`) with its section of the run config; errors name the
     config fields (`remove_orphans.min_age`)."""
     op = DAGSTER_OPERATIONS[name]
-    section = getattr(config, name)
     values = {k: (v or None) if isinstance(v, (list, str)) else v for k, v in section.model_dump().items()}
     if name == COMPACT:
         if values.get("mode") == "minor" and read(table.options, BUCKET, f"table {table.identifier}") == -2:

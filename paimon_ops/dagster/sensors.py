@@ -59,7 +59,7 @@ from dagster import (
 )
 
 from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster import health
+from paimon_ops.dagster import due, health
 from paimon_ops.dagster.instance import POOL_WARNING, unlimited_pools
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.observe import (
@@ -71,17 +71,15 @@ from paimon_ops.dagster.observe import (
     state_key,
     table_state,
 )
-from paimon_ops.dagster.operations import default_compaction_mode, now_millis
+from paimon_ops.dagster.operations import now_millis
 from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import partition_key_of
 from paimon_ops.errors import PaimonOpsError
-from paimon_ops.execution.plan import human_bytes
 from paimon_ops.format.snapshot import parse_hint
-from paimon_ops.lifecycle.manifest_compaction import manifest_health
-from paimon_ops.lifecycle.partition_expiry import expirable_partitions, partition_expiry_due
+from paimon_ops.lifecycle.partition_expiry import partition_expiry_due
 from paimon_ops.operations import Health, health_signals
-from paimon_ops.options import PARTITION_EXPIRATION_TIME, Options
+from paimon_ops.options import Options
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.table import LATEST, Catalog, SnapshotManager, Table, TagManager
 
@@ -293,21 +291,19 @@ def run_tags(ref: TableRef, trigger: str, snapshot_id: int, reason: str) -> dict
             "paimon/snapshot": str(snapshot_id), "paimon/reason": _truncate(reason, MAX_TAG_LEN)}
 
 
-def compaction_requests(ref: TableRef, kind: str, snapshot_id: int, job_name: str, mode: str,
-                        over: list[health.BucketStat], figure: str) -> list[RunRequest]:
-    """One run per group of partitions sharing the same over-threshold buckets: exactly those buckets."""
+def compaction_requests(ref: TableRef, kind: str, snapshot_id: int, job_name: str, need: due.Need) -> list[RunRequest]:
+    """One run per section of a compaction that is due (a group of partitions sharing the same over-threshold
+    buckets): exactly those buckets."""
     out = []
-    groups = health.bucket_groups(over)
-    for i, (partitions, buckets) in enumerate(groups):
-        chosen = [b for b in over if b.partition in partitions and b.bucket in buckets]
-        suffix = f":{i + 1}/{len(groups)}" if len(groups) > 1 else ""
+    n = len(need.sections)
+    for i, (section, chosen) in enumerate(zip(need.sections, need.buckets)):
+        suffix = f":{i + 1}/{n}" if n > 1 else ""
         out.append(RunRequest(
             run_key=f"{kind}:{ref.ident}:{snapshot_id}{suffix}",
             job_name=job_name,
             asset_selection=[ref.key],
-            run_config={"ops": {ref.op_name: {"config": {"compact": {
-                "mode": mode, "partitions": partitions if ref.spec.partition_keys else [], "buckets": buckets}}}}},
-            tags={**run_tags(ref, f"{kind}_sensor", snapshot_id, figure), "paimon/buckets": _labels(chosen)},
+            run_config={"ops": {ref.op_name: {"config": {"compact": dict(section)}}}},
+            tags={**run_tags(ref, f"{kind}_sensor", snapshot_id, need.figure), "paimon/buckets": _labels(list(chosen))},
         ))
     return out
 
@@ -322,44 +318,28 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
     job_of = {h.check: jobs[op.name] for op, h in health_signals()}
 
     def decide_dv(ref: TableRef, table: Any, sid: int):
-        h = health.measure_files(table)
-        over = h.dv_over
-        figure = (f"{ref.ident} snapshot {sid}: worst file deleted-row ratio {h.max_dv_ratio:.1%} "
-                  f"(table {h.total_dv_ratio:.1%}) vs threshold {h.dv_threshold:.1%}; "
-                  f"{len(over)} of {len(h.buckets)} buckets over")
-        if not over:
-            return [], figure
-        return compaction_requests(ref, "dv_ratio", sid, job_of[checks_mod.DV_RATIO], "dv-ratio", over, figure), figure
+        need = due.need(ref.spec, table, now_millis(), checks_mod.DV_RATIO)
+        return compaction_requests(ref, "dv_ratio", sid, job_of[checks_mod.DV_RATIO], need), need.figure
 
     def decide_small(ref: TableRef, table: Any, sid: int):
-        h = health.measure_files(table)
-        over = h.small_over
-        figure = (f"{ref.ident} snapshot {sid}: at most {h.max_small_count} {h.small_files_label} per bucket vs "
-                  f"threshold {h.small_files_threshold}; {len(over)} of {len(h.buckets)} buckets at or over")
-        if not over:
-            return [], figure
-        return compaction_requests(ref, "small_files", sid, job_of[checks_mod.SMALL_FILES], default_compaction_mode(ref.spec), over,
-                                   figure), figure
+        need = due.need(ref.spec, table, now_millis(), checks_mod.SMALL_FILES)
+        return compaction_requests(ref, "small_files", sid, job_of[checks_mod.SMALL_FILES], need), need.figure
 
     def decide_snapshots(ref: TableRef, table: Any, sid: int):
-        r = health.measure_retention(table, now_millis())
-        limit = "" if r.retain_max is None else f", max {r.retain_max}"
-        figure = (f"{ref.ident} snapshot {sid}: {r.count} snapshots{limit}, {r.expirable} expirable now "
-                  f"(expiry due at {r.threshold})")
-        if not r.over:
-            return [], figure
+        need = due.need(ref.spec, table, now_millis(), checks_mod.SNAPSHOT_RETENTION)
+        if not need.due:
+            return [], need.figure
         return [RunRequest(run_key=f"snapshot_count:{ref.ident}:{sid}", job_name=job_of[checks_mod.SNAPSHOT_RETENTION],
                            asset_selection=[ref.key],
-                           tags=run_tags(ref, "snapshot_count_sensor", sid, figure))], figure
+                           tags=run_tags(ref, "snapshot_count_sensor", sid, need.figure))], need.figure
 
     def decide_manifests(ref: TableRef, table: Any, sid: int):
-        h = manifest_health(table)
-        figure = (f"{ref.ident} snapshot {sid}: {h.manifests} manifests ({h.small_manifests} small, "
-                  f"{human_bytes(h.total_bytes)}) vs manifest.compaction-trigger {h.trigger}")
-        if not h.due:
-            return [], figure
-        return [RunRequest(run_key=f"manifests:{ref.ident}:{sid}", job_name=job_of[checks_mod.MANIFESTS], asset_selection=[ref.key],
-                           tags=run_tags(ref, "manifest_sensor", sid, figure))], figure
+        need = due.need(ref.spec, table, now_millis(), checks_mod.MANIFESTS)
+        if not need.due:
+            return [], need.figure
+        return [RunRequest(run_key=f"manifests:{ref.ident}:{sid}", job_name=job_of[checks_mod.MANIFESTS],
+                           asset_selection=[ref.key],
+                           tags=run_tags(ref, "manifest_sensor", sid, need.figure))], need.figure
 
     def partition_check_due(ref: TableRef, latest: int, seen: Optional[str]):
         now = now_millis()
@@ -370,16 +350,12 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
 
     def decide_partitions(ref: TableRef, table: Any, sid: int):
         now = now_millis()
-        expired = expirable_partitions(table, now)
-        figure = (f"{ref.ident} snapshot {sid}: {len(expired)} partition(s) older than "
-                  f"{PARTITION_EXPIRATION_TIME.key} {table.options.text(PARTITION_EXPIRATION_TIME)}"
-                  + (": " + ", ".join(v.path.rstrip("/") for v in expired[:5]) + (" …" if len(expired) > 5 else "")
-                     if expired else ""))
-        if not expired:
-            return [], figure
-        return [RunRequest(run_key=f"partition_expiry:{ref.ident}:{sid}:{now}", job_name=job_of[checks_mod.PARTITION_EXPIRY],
-                           asset_selection=[ref.key],
-                           tags=run_tags(ref, "partition_expiry_sensor", sid, figure))], figure
+        need = due.need(ref.spec, table, now, checks_mod.PARTITION_EXPIRY)
+        if not need.due:
+            return [], need.figure
+        return [RunRequest(run_key=f"partition_expiry:{ref.ident}:{sid}:{now}",
+                           job_name=job_of[checks_mod.PARTITION_EXPIRY], asset_selection=[ref.key],
+                           tags=run_tags(ref, "partition_expiry_sensor", sid, need.figure))], need.figure
 
     # How each health signal is sensed: (decide, when a table is due for a look (default: a new snapshot), why not,
     # the sensor's description, why it skips without tables).

@@ -5,10 +5,14 @@ writers materialise it; we observe it); the tables' checks are the check specs o
 selects the tables it maintains (sensors and the schedule: one per run); the op does exactly the selected tables.
 
 Per selected table the op holds the table's pool slot (`instance.table_slot`: `paimon/<db>.<table>`, limit 1) and
-runs the maintenance operations its run config asks for (the sections the paimon_* jobs fill, `jobs.job_config`;
-none: observe only). Per operation it plans first (metadata only), then — unless a dry run — gets a runner only when the
-plan has work, and executes. It then records ONE observation on the table: the table's figures after the run, bytes
-reclaimed by the run and in total, per-operation figures and the reports (dry runs: `would_*` keys and the plans).
+runs the maintenance operations its run config asks for (the sections the paimon_* jobs fill, `jobs.job_config`).
+A run naming none — "Materialize" on the asset page — does what the table needs now: the operations its health
+signals make due (`due.needs`: the checks' and sensors' measurements), each with the section its sensor would request
+(compaction of the over-threshold buckets, snapshot expiry by the table's own retention options, manifest compaction,
+partition expiry), else (nothing due, or `observe_only`) observes it and says why. Per operation it plans first
+(metadata only), then — unless a dry run — gets a runner only when the plan has work, and executes. It then records
+ONE observation on the table: the table's figures after the run, bytes reclaimed by the run and in total, what was
+due and why, per-operation figures and the reports (dry runs: `would_*` keys and the plans).
 The table's checks then evaluate the new state (in the checks' op, after this one; in a run of a whole paimon_* job,
 which holds no checks, in this op). A run over several tables goes on past a table that fails and fails at the end,
 naming each.
@@ -40,9 +44,11 @@ from dagster import (
 
 import paimon_ops as po
 from paimon_ops.dagster import checks as checks_mod
+from paimon_ops.dagster import due
 from paimon_ops.dagster.instance import PRIORITY_TAG, table_slot
 from paimon_ops.dagster.jobs import JOBS
 from paimon_ops.dagster.metadata import (
+    md_table,
     plan_markdown,
     plan_metadata,
     report_line,
@@ -54,9 +60,11 @@ from paimon_ops.dagster.operations import (
     CONFIG_BY_KIND,
     CREATE_TAGS,
     DAGSTER_OPERATIONS,
+    EXPIRE_SNAPSHOTS,
     applies,
     now_millis,
     operations_of,
+    section_class,
 )
 from paimon_ops.dagster.operations import (
     plan as plan_operation,
@@ -226,6 +234,44 @@ def run_table(context: AssetExecutionContext, ref: TableRef, names: list[str], c
             context.log_event(outcome.evaluation(key))
 
 
+def _due_order(name: str) -> tuple[bool, int]:
+    """Due work runs in the registry's stage order (partitions expire before anything is compacted), except snapshot
+    expiry, last: it then expires by the table's retention the snapshots the run itself committed too, and the table
+    holds no more snapshots than its retention allows when the run ends."""
+    return name == EXPIRE_SNAPSHOTS, DAGSTER_OPERATIONS[name].stage
+
+
+def due_work(context: AssetExecutionContext, spec: TableSpec, raw: Any, names: list[str], config: Any
+             ) -> tuple[list[tuple[str, str, Any]], dict[str, Any]]:
+    """What a run does on the table: (label, operation, its config section) in run order, and metadata saying why.
+    The sections the config gives; none: what the table needs now — each operation its health signals make due,
+    with the section its sensor would request (`due.needs`); `observe_only` (or nothing due): nothing."""
+    if names:
+        return [(name, name, getattr(config, name)) for name in names], {}
+    if config.observe_only:
+        context.log.info(f"{spec.identifier}: observe only (observe_only is set)")
+        return [], {"due": "not assessed (observe_only)"}
+    found = call_engine(spec, "assessing what is due", lambda: due.needs(spec, raw, now_millis()))
+    for need in found:
+        context.log.info(("due: " if need.due else "not due: ") + need.figure)
+    md: dict[str, Any] = {"health": MetadataValue.md(md_table(
+        ["signal", "due", "figure"], [(n.check, "yes" if n.due else "no", n.figure.split(": ", 1)[-1]) for n in found],
+        "lll"))} if found else {}
+    work: list[tuple[str, str, Any]] = []
+    for name in sorted(DAGSTER_OPERATIONS, key=_due_order):
+        sections = [s for n in found if n.due and n.operation == name for s in n.sections]
+        for i, section in enumerate(sections):
+            label = name if len(sections) == 1 else f"{name}.{i + 1}"
+            work.append((label, name, section_class(DAGSTER_OPERATIONS[name], spec.kind)(**section)))
+    if not work:
+        context.log.info(f"{spec.identifier}: nothing due; observing it")
+        md["due"] = "nothing due"
+    else:
+        md["due"] = ", ".join(f"{n.operation} ({n.check})" for n in found if n.due)
+        context.log.info(f"{spec.identifier}: due: {md['due']}; running " + ", ".join(label for label, _, _ in work))
+    return work, md
+
+
 def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, tags_key: AssetKey | None,
               names: list[str], config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> None:
     raw = paimon.open_table(spec.identifier)
@@ -234,17 +280,18 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
     sections: list[str] = []
     done: list[str] = []
     reclaimed = deleted = written = written_bytes = 0
-    for name in names:
+    work, due_md = due_work(context, spec, raw, names, config)
+    for label, name, section in work:
         op = DAGSTER_OPERATIONS[name]
-        if not applies(name, spec, config):
+        if not applies(name, spec, section):
             context.log.info(f"{spec.identifier}: {op.title} does not apply to this table; skipped")
             continue
         table = po.Table(raw)
-        plan = call_engine(spec, op.title, partial(plan_operation, name, table, config, now_millis()))
-        done.append(name)
+        plan = call_engine(spec, op.title, partial(plan_operation, name, table, section, now_millis()))
+        done.append(label)
         if dry:
             context.log.info(f"dry run of {op.title} on {spec.identifier}:\n{plan.summary()}")
-            run_md.update(plan_metadata(plan, prefix=f"{name}/"))
+            run_md.update(plan_metadata(plan, prefix=f"{label}/"))
             sections.append(plan_markdown(plan))
             continue
         runner = runner_for(plan, spark, raw.options)
@@ -259,7 +306,7 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
                              f"{plan.base_snapshot})")
         report = call_engine(spec, op.title, partial(plan.execute, table=raw, runner=runner, progress=progress))
         context.log.info(report_line(report))
-        run_md.update(report_metadata(report, prefix=f"{name}/"))
+        run_md.update(report_metadata(report, prefix=f"{label}/"))
         sections.append(report_markdown(report))
         if op.reclaims:
             reclaimed += report.total_deleted_bytes
@@ -276,7 +323,7 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
     except (PaimonOpsError, OSError, ValueError) as e:
         state = {"state_error": f"{type(e).__name__}: {e}"}
     # what the run did first (effects, then the report), then the table's figures, then per-operation figures
-    md: dict[str, Any] = {"operations": ", ".join(done) or "observe", "dry_run": dry}
+    md: dict[str, Any] = {"operations": ", ".join(done) or "observe", "dry_run": dry, **due_md}
     previous_total = reclaimed_total(context.instance, key)
     if dry:
         for k in ("would_delete", "would_delete_bytes", "would_write", "would_write_bytes"):
@@ -289,5 +336,6 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
     md.update(state)
     md[RECLAIMED_TOTAL] = MetadataValue.int(previous_total + (0 if dry else reclaimed))
     md.update(run_md)
-    what = ("dry run of " if dry else "") + (", ".join(done) or "observation")
+    what = ("dry run of " if dry else "") + (", ".join(done) or "observation") + (
+        " (nothing due)" if due_md.get("due") == "nothing due" else "")
     context.log_event(AssetObservation(asset_key=key, metadata=md, description=f"{what} of {spec.identifier}"))

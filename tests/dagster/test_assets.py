@@ -13,6 +13,7 @@ from dagster import AssetKey, BackfillPolicy, DagsterInvalidConfigError, materia
 from paimon_ops.dagster import PaimonSpark, PaimonWarehouse, build_paimon_definitions
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import Catalog
+from paimon_ops.table.writer import create_table
 from tests.dagster.util import (
     EVENTS,
     ORDERS,
@@ -20,10 +21,13 @@ from tests.dagster.util import (
     build_orders,
     everything,
     materializations,
+    ms,
     observations,
+    op_name,
     run_job,
     table_files,
     table_key,
+    write,
 )
 from tests.pypaimon_util import read, sorted_rows
 
@@ -188,17 +192,19 @@ def test_nightly_creates_due_tags_before_expiring(warehouse, spark_res, fresh_in
     assert obs["operations"].startswith("create_tags, expire_snapshots")
 
 
-def test_executing_the_table_asset_observes_it(warehouse, fresh_instance):
-    """From the asset page (the implicit job, no operation in its config): an observation and the checks, nothing
-    else — no materialisation, no change."""
+def test_observe_only_executing_the_table_asset_observes_it(warehouse, fresh_instance):
+    """From the asset page (the implicit job) with `observe_only`: an observation and the checks, nothing else — no
+    materialisation, no change, though compaction and expiry are due."""
     build_events(warehouse)
     files = table_files(Catalog(warehouse).get_table(EVENTS))
     defs = build_paimon_definitions(warehouse)
     result = materialize(everything(defs), selection=[EVENTS_KEY], instance=fresh_instance,
-                         resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
+                         resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()},
+                         run_config={"ops": {op_name(defs, EVENTS): {"config": {"observe_only": True}}}})
     assert result.success and materializations(result) == []
     (obs,) = observations(result, EVENTS_KEY)
     assert obs["operations"] == "observe" and obs["snapshots"] == 7 and obs["files"] == 7
+    assert obs["due"] == "not assessed (observe_only)"
     assert obs["dagster/row_count"] == 19 and obs["small_files"] == 7 and obs["tags"] == 0
     evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
     # the checks are the outputs of an op of their own, which runs after the tables' op
@@ -208,6 +214,58 @@ def test_executing_the_table_asset_observes_it(warehouse, fresh_instance):
     assert not evals["snapshot_retention"].passed and evals["snapshot_retention"].severity.value == "WARN"
     assert "compaction is due" in evals["small_files"].description
     assert table_files(Catalog(warehouse).get_table(EVENTS)) == files
+
+
+DUE = "shop.due"  # primary-key table: six level-0 files in its bucket (threshold 5), six snapshots (at most 3 kept)
+HEALTHY = "shop.healthy"
+
+
+def _build_due_and_healthy(warehouse: str) -> None:
+    due = create_table(warehouse, DUE, [("id", "INT"), ("v", "STRING")], primary_keys=["id"],
+                       options={"bucket": "1", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3",
+                                "snapshot.time-retained": "1 min"})
+    for i in range(6):  # each commit rewrites ids 0..4 and adds one: the latest value of a key wins
+        write(due, {"id": list(range(5)) + [10 + i], "v": [f"r{i}"] * 6}, ms(2026, 3, 27, 8 + i))
+    healthy = create_table(warehouse, HEALTHY, [("id", "INT"), ("v", "STRING")], primary_keys=["id"],
+                           options={"bucket": "1"})
+    write(healthy, {"id": [1, 2], "v": ["a", "b"]}, ms(2026, 3, 27, 8))
+
+
+def test_materialize_without_config_does_what_the_table_needs(warehouse, fresh_instance):
+    """Materialize on the asset page (the implicit job, no config): the operations the table's health signals make
+    due, each as its sensor's job would run it — minor compaction of the bucket over the level-0 threshold, then
+    snapshot expiry by the table's own retention — then the observation; the result read back by pypaimon. A
+    healthy table is only observed, and the run says "nothing due"."""
+    _build_due_and_healthy(warehouse)
+    expected = sorted_rows(read(warehouse, DUE), ["id"])
+    assert len(expected) == 11 and expected[0]["v"] == "r5"
+    healthy_files = table_files(Catalog(warehouse).get_table(HEALTHY))
+    defs = build_paimon_definitions(warehouse)
+    result = materialize(everything(defs), selection=[table_key(DUE), table_key(HEALTHY)], instance=fresh_instance,
+                         resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
+    assert result.success and materializations(result) == []
+
+    (obs,) = observations(result, table_key(DUE))
+    assert obs["operations"] == "compact, expire_snapshots" and obs["dry_run"] is False
+    assert obs["due"] == "compact (small_files), expire_snapshots (snapshot_retention)"
+    assert "| small_files | yes | at most 6 level-0 files per bucket vs threshold 5" in obs["health"]
+    assert obs["compact/files_deleted"] == 6 and obs["level0_files"] == 0
+    # expiry ran last, by the table's options: snapshot 6 was superseded by the compaction's 7 under a minute ago
+    assert obs["expire_snapshots/deleted/snapshot"] == 5 and obs["snapshots"] == 2
+    assert obs["dagster/row_count"] == 11
+    table = Catalog(warehouse).get_table(DUE)
+    assert table.snapshots.latest().commit_kind == "COMPACT" and table.snapshots.list_ids() == [6, 7]
+    assert sorted_rows(read(warehouse, DUE), ["id"]) == expected  # pypaimon reads the same rows
+    evals = {(e.asset_key, e.check_name): e for e in result.get_asset_check_evaluations()}
+    assert evals[(table_key(DUE), "small_files")].passed and evals[(table_key(DUE), "snapshot_retention")].passed
+    logs = [r.user_message for r in fresh_instance.all_logs(result.run_id) if r.user_message]
+    assert any(m.startswith("due: shop.due snapshot 6: at most 6 level-0 files") for m in logs)
+
+    (obs,) = observations(result, table_key(HEALTHY))
+    assert obs["operations"] == "observe" and obs["due"] == "nothing due"
+    assert "| snapshot_retention | no |" in obs["health"]
+    assert "shop.healthy: nothing due; observing it" in logs
+    assert table_files(Catalog(warehouse).get_table(HEALTHY)) == healthy_files
 
 
 def test_a_whole_job_run_evaluates_the_checks_itself(warehouse, fresh_instance):
