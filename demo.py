@@ -84,6 +84,8 @@ def _say_run(result, indent: str = "     ") -> None:
         shown = ", ".join(names) if len(names) <= 3 else f"{names[0]} … {names[-1]}"
         _say(f"{indent}{key}: {len(names)} partition(s) materialised (tags {shown})")
     for key, meta in _events(result, "ASSET_OBSERVATION"):
+        if meta.get("phase") == "planned":  # the plan logged before the work; its report follows
+            continue
         for op in [o.strip() for o in str(meta.get("operations", "")).split(",") if o.strip() != "observe"]:
             _say(f"{indent}{key} {op}: {_op_summary(meta, op)}")
         rows = meta.get("dagster/row_count")

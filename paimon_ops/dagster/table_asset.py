@@ -262,7 +262,11 @@ def due_work(context: AssetExecutionContext, spec: TableSpec, raw: Any, names: l
         sections = [s for n in found if n.due and n.operation == name for s in n.sections]
         for i, section in enumerate(sections):
             label = name if len(sections) == 1 else f"{name}.{i + 1}"
-            work.append((label, name, section_class(DAGSTER_OPERATIONS[name], spec.kind)(**section)))
+            try:
+                work.append((label, name, section_class(DAGSTER_OPERATIONS[name], spec.kind)(**section)))
+            except ValueError as e:  # e.g. a mode this kind of table is not offered: its job could not run it either
+                context.log.warning(f"{spec.identifier}: {label} is due but cannot run here: {e}")
+                md.setdefault("not_run", []).append(f"{label}: {str(e).splitlines()[0]}")
     if not work:
         context.log.info(f"{spec.identifier}: nothing due; observing it")
         md["due"] = "nothing due"

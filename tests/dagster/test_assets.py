@@ -241,8 +241,18 @@ def test_materialize_without_config_does_what_the_table_needs(warehouse, fresh_i
     assert len(expected) == 11 and expected[0]["v"] == "r5"
     healthy_files = table_files(Catalog(warehouse).get_table(HEALTHY))
     defs = build_paimon_definitions(warehouse)
+    resources = {"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()}
+    # a dry run of it first: the plans of what is due, nothing changed
+    due_files = table_files(Catalog(warehouse).get_table(DUE))
+    dry = materialize(everything(defs), selection=[table_key(DUE)], instance=fresh_instance, resources=resources,
+                      run_config={"ops": {op_name(defs, DUE): {"config": {"dry_run": True}}}})
+    (obs,) = observations(dry, table_key(DUE))
+    assert obs["operations"] == "compact, expire_snapshots" and obs["dry_run"] is True
+    assert obs["compact/would_delete"] == 6 and obs["would_delete"] > 6 and "dry run" in obs["plan"]
+    assert table_files(Catalog(warehouse).get_table(DUE)) == due_files
+
     result = materialize(everything(defs), selection=[table_key(DUE), table_key(HEALTHY)], instance=fresh_instance,
-                         resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()})
+                         resources=resources)
     assert result.success and materializations(result) == []
 
     (obs,) = observations(result, table_key(DUE))
