@@ -79,7 +79,7 @@ def test_definitions_are_constant_in_the_number_of_tables(fleet):
     # one optional section per Dagster operation (a run of a paimon_* job fills its own: jobs.job_config)
     assert structure["config"]["paimon_primary_key_tables"] == ["compact", "compact_manifests", "create_tags",
                                                                 "dry_run", "expire_partitions", "expire_snapshots",
-                                                                "expire_tags", "remove_orphans"]
+                                                                "expire_tags", "observe_only", "remove_orphans"]
     # each spec keeps its own daily partitions and its tag time
     tags = repo.asset_graph.get(AssetKey(["paimon", "db0", "pk_0000", "tags"]))
     assert tags.partitions_def.timezone == "Asia/Shanghai"
