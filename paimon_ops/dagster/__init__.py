@@ -6,8 +6,9 @@
 or, in a `dg` project, the `PaimonComponent` (`type: paimon_ops.dagster.PaimonComponent` in a defs.yaml).
 
 Per table: the table asset `paimon/<db>/<table>` (observed; maintenance runs record their reports on it as
-observations; its Materialize runs the maintenance its health signals make due, `due`; checks hang off it) and, with automatic tags, its daily tags asset — specs of a few multi-assets, so
-ops, jobs, schedules and sensors are constant in number. The engine (`paimon_ops` outside this package) never
+observations; its Materialize runs the maintenance its health signals make due, `due`; checks hang off it) and,
+with automatic tags, its daily tags asset — specs of a few multi-assets, so ops, jobs, schedules and sensors are
+constant in number. The engine (`paimon_ops` outside this package) never
 imports Dagster.
 """
 import importlib.util as _util

@@ -258,6 +258,7 @@ def due_work(context: AssetExecutionContext, spec: TableSpec, raw: Any, names: l
         ["signal", "due", "figure"], [(n.check, "yes" if n.due else "no", n.figure.split(": ", 1)[-1]) for n in found],
         "lll"))} if found else {}
     work: list[tuple[str, str, Any]] = []
+    not_run: list[str] = []
     for name in sorted(DAGSTER_OPERATIONS, key=_due_order):
         sections = [s for n in found if n.due and n.operation == name for s in n.sections]
         for i, section in enumerate(sections):
@@ -266,13 +267,16 @@ def due_work(context: AssetExecutionContext, spec: TableSpec, raw: Any, names: l
                 work.append((label, name, section_class(DAGSTER_OPERATIONS[name], spec.kind)(**section)))
             except ValueError as e:  # e.g. a mode this kind of table is not offered: its job could not run it either
                 context.log.warning(f"{spec.identifier}: {label} is due but cannot run here: {e}")
-                md.setdefault("not_run", []).append(f"{label}: {str(e).splitlines()[0]}")
-    if not work:
+                not_run.append(f"{label}: {str(e).splitlines()[0]}")
+    if not any(n.due for n in found):
         context.log.info(f"{spec.identifier}: nothing due; observing it")
         md["due"] = "nothing due"
-    else:
-        md["due"] = ", ".join(f"{n.operation} ({n.check})" for n in found if n.due)
-        context.log.info(f"{spec.identifier}: due: {md['due']}; running " + ", ".join(label for label, _, _ in work))
+        return work, md
+    md["due"] = ", ".join(f"{n.operation} ({n.check})" for n in found if n.due)
+    if not_run:
+        md["not_run"] = "; ".join(not_run)
+    context.log.info(f"{spec.identifier}: due: {md['due']}; running "
+                     + (", ".join(label for label, _, _ in work) or "nothing (see not_run)"))
     return work, md
 
 
