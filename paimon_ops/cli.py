@@ -351,7 +351,7 @@ def _each_table(args: argparse.Namespace, op: Operation,
     for name in tables:
         try:
             payload, text = one(args, name)
-        except (PaimonOpsError, OSError, ValueError) as e:
+        except (PaimonOpsError, OSError) as e:
             if isinstance(e, CancelledError):
                 raise
             err = e if isinstance(e, PaimonOpsError) else _in_table(args, e, name)
@@ -402,7 +402,11 @@ def cmd_apply(args: argparse.Namespace) -> None:
     """Execute exactly a plan saved with --dry-run --json, or refuse it (StalePlanError) if the table changed."""
     path = args.plan
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        if path == "-":
+            text = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                text = f.read()
     except OSError as e:
         raise PaimonOpsError(f"cannot read plan {path}: {e.strerror or e}") from None
     from paimon_ops.execution.plan import Plan
@@ -694,7 +698,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except (OSError, ValueError) as e:  # I/O and decoding failures the engine did not name: still one line
+    except OSError as e:  # I/O failures the engine did not name: still one line
         if args.verbose:
             log.info("failed", exc_info=True)
         _fail(args, _in_table(args, e))

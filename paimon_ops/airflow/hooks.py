@@ -158,7 +158,7 @@ class PaimonHook(BaseHook):
                 raw = self.get_table(ident).raw
                 auto = tag_schedule(raw) is not None
                 expires = bool(raw.schema.partition_keys) and bool(raw.options.text(PARTITION_EXPIRATION_TIME))
-            except (PaimonOpsError, OSError, ValueError) as e:
+            except (PaimonOpsError, OSError) as e:
                 self.log.warning("paimon: %s cannot be maintained until fixed: %s", ident, " ".join(str(e).split()))
                 out["unreadable"].append(ident)
                 continue

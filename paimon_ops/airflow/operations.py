@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from paimon_ops import api
 from paimon_ops import operations as registry
+from paimon_ops.errors import InvalidArgumentError
 
 # operation name -> facade method, as `<attribute of po.Table>.<method>` (from the registry)
 FACADE: dict[str, str] = {name: op.facade for name, op in registry.OPERATIONS.items()}
@@ -57,7 +58,8 @@ class Operation:
         for p in self.parameters:
             if p.name == name:
                 return p
-        raise KeyError(name)
+        raise InvalidArgumentError(f"{self.name} has no parameter {name!r}; its parameters: "
+                                   + ", ".join(p.name for p in self.parameters))
 
     def plan(self, table: api.Table, arguments: Mapping[str, Any]) -> Any:
         """The plan of this operation on `table` with these arguments (checked and coerced by the registry; None

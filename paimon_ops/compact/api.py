@@ -61,7 +61,7 @@ class ExecutionResult:
 def _delete_paths(table: Table, paths: Sequence[str]) -> int:
     """Remove files this run wrote and did not commit (the one deletion path; an unreferenced leftover that cannot be
     removed is an orphan, never a correctness problem)."""
-    from paimon_ops.execution.deleter import remove_written
+    from paimon_ops.table.removal import remove_written
     return remove_written(table, list(paths), "uncommitted compaction output")[0]
 
 
@@ -108,7 +108,7 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     `journal_writes`) before anything is written; an interrupt (Ctrl-C, SIGTERM, a terminated Dagster run) stops
     queued tasks at once and running ones at their next batch, and every file named with the run's tokens is then
     removed (CancelledError says how many)."""
-    from paimon_ops.execution.deleter import allowed_roots, check_paths
+    from paimon_ops.table.removal import allowed_roots, check_paths
     table = open_table(table)
     runner = runner or LocalRunner()
     # inputs are files of this table, never anything else (a plan's task names them; the re-plan checks them too)

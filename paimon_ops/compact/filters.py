@@ -152,6 +152,9 @@ def partition_predicate(names: Sequence[str], types: Sequence[Any], default_name
     if partitions is not None:
         if isinstance(partitions, (Mapping, str)):
             partitions = [partitions]
+        if not isinstance(partitions, (list, tuple)) or not all(isinstance(p, (Mapping, str)) for p in partitions):
+            raise InvalidArgumentError(f"{arg('partitions')} must be a list of {{key: value}} partition specs (or "
+                                       f"'k=v,k2=v2' texts), got {partitions!r}")
         specs = [parse_partition_spec({k: str(v) for k, v in p.items()} if isinstance(p, Mapping) else p,
                                       names, types, default_name) for p in partitions]
         preds.append(lambda row: any(all(row[k] == v for k, v in s.items()) for s in specs))

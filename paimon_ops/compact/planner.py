@@ -141,6 +141,22 @@ def _spec_text(d: dict[str, Any]) -> dict[str, str]:
     return {k: ("null" if v is None else str(v)) for k, v in d.items()}
 
 
+def _number(value: Any, name: str, integer: bool) -> Any:
+    """A numeric argument as given in Python or as text; anything else is refused naming the argument."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            return int(value) if integer else float(value)
+        except ValueError:
+            raise InvalidArgumentError(f"{arg(name)} {value!r}: expected {'an integer' if integer else 'a number'}") \
+                from None
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        raise InvalidArgumentError(f"{arg(name)} must be {'an integer' if integer else 'a number'}, got "
+                                   f"{type(value).__name__}")
+    return value
+
+
 @planner("compact", resolve=_resolve_now)
 def plan_compaction(
     table: Table | str,
@@ -159,6 +175,12 @@ def plan_compaction(
 ) -> CompactionPlan:
     """Plan a compaction (reads metadata only). See the module docstring for the modes."""
     table = open_table(table)
+    threshold = _number(threshold, "threshold", integer=False)
+    min_files = _number(min_files, "min_files", integer=True)
+    memory_budget = _number(memory_budget, "memory_budget", integer=True)
+    if buckets is not None and (not isinstance(buckets, (list, tuple, set, frozenset))
+                                or not all(type(b) is int for b in buckets)):
+        raise InvalidArgumentError(f"{arg('buckets')} must be a list of bucket numbers, got {buckets!r}")
     if mode not in MODES:
         raise InvalidArgumentError(f"unknown compaction {arg('mode')} {mode!r}; use one of {', '.join(MODES)}")
     from paimon_ops import features

@@ -536,7 +536,7 @@ class _Run:
 def _delete_quietly(table: Table, paths: Sequence[str]) -> None:
     """Remove uncommitted output through the one deletion path (an unreferenced leftover that cannot be removed is
     an orphan, never a correctness problem)."""
-    from paimon_ops.execution.deleter import remove_written
+    from paimon_ops.table.removal import remove_written
     remove_written(table, list(paths), "uncommitted output")
 
 

@@ -144,7 +144,7 @@ class RollingWriter:
             except Exception:  # noqa: BLE001 - best effort, the file is deleted next
                 pass
             self._open = False
-        from paimon_ops.execution.deleter import remove_written
+        from paimon_ops.table.removal import remove_written
         remove_written(self.table, self.paths, "a failed compaction")
 
     # ------------------------------------------------------------------ files

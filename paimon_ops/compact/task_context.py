@@ -105,7 +105,7 @@ class TaskContext:
         return w
 
     def abort(self) -> None:
-        from paimon_ops.execution.deleter import remove_written
+        from paimon_ops.table.removal import remove_written
         for w in self.writers + self.changelog_writers:
             w.abort()
         remove_written(self.table, self.extra_paths, "a failed compaction")

@@ -50,7 +50,7 @@ FEATURES = "features_supported"
 # what the observation sensor evaluates on every change
 CHEAP = (METADATA_READABLE, *(h.check for _, h in health_signals()), LATEST_TAG, FEATURES)
 
-READ_ERRORS = (PaimonOpsError, OSError, ValueError)
+READ_ERRORS = (PaimonOpsError, OSError)
 MAX_ROWS = 15
 
 _DESCRIPTIONS = {

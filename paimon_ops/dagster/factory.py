@@ -54,7 +54,7 @@ def load_specs(warehouse: PaimonWarehouse) -> list[TableSpec]:
     try:
         catalog = warehouse.catalog()
         identifiers = warehouse.table_identifiers(catalog)
-    except (PaimonOpsError, OSError, ValueError) as e:
+    except (PaimonOpsError, OSError) as e:
         log.warning("paimon: warehouse %s cannot be listed: %s", warehouse.uri, e)
         db, _, name = WAREHOUSE_PLACEHOLDER.partition(".")
         return [TableSpec(identifier=WAREHOUSE_PLACEHOLDER, database=db, table=name, location=warehouse.uri,
@@ -63,7 +63,7 @@ def load_specs(warehouse: PaimonWarehouse) -> list[TableSpec]:
     def one(ident: str) -> TableSpec:
         try:
             return load_spec(warehouse.get_table(ident, catalog))
-        except (PaimonOpsError, OSError, ValueError) as e:
+        except (PaimonOpsError, OSError) as e:
             log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
             db, _, name = ident.partition(".")
             return TableSpec(identifier=ident, database=db, table=name, error=f"{type(e).__name__}: {e}")

@@ -73,7 +73,7 @@ class PaimonWarehouse(ConfigurableResource):
                 metadata={"table": identifier, "warehouse": self.uri, "error": str(e)},
                 allow_retries=False,
             ) from e
-        except (OSError, ValueError) as e:  # file system / credentials / unknown scheme (pyarrow: ArrowInvalid)
+        except OSError as e:  # file system / credentials (the engine words everything else: PaimonOpsError)
             raise Failure(
                 description=f"cannot reach warehouse {self.uri} for table {identifier}: {type(e).__name__}: {e}",
                 metadata={"table": identifier, "warehouse": self.uri, "error": str(e)},

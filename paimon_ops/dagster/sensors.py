@@ -87,7 +87,7 @@ ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatu
           DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 MAX_TAG_LEN = 200
 MAX_SKIP_LEN = 1500
-READ_ERRORS = (PaimonOpsError, OSError, ValueError)
+READ_ERRORS = (PaimonOpsError, OSError)
 DEFAULT_BUDGET_S = 20.0  # per tick; Dagster gives a sensor evaluation 60 s (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS)
 PROBE_THREADS = 16  # hint reads in flight on an object store (local disks: one thread, it is faster)
 OBSERVE_BATCH = 50  # tables whose latest materialisation is fetched in one query

@@ -197,7 +197,7 @@ def load_spec(table: Table) -> TableSpec:
             columns=tuple(Column(f.name, _type_text(f.type), f.type.nullable, f.description) for f in schema.fields),
             comment=schema.comment,
         )
-    except (PaimonOpsError, OSError, ValueError) as e:
+    except (PaimonOpsError, OSError) as e:
         log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
         return TableSpec(identifier=ident, database=db, table=name, location=table.location,
                          error=f"{type(e).__name__}: {e}")

@@ -88,7 +88,7 @@ def call_engine(spec: TableSpec, what: str, fn: Callable[[], Any]) -> Any:
         raise Failure(description=f"{what} of {spec.identifier} failed: {e}",
                       metadata={"table": spec.identifier, "error": f"{type(e).__name__}: {e}"},
                       allow_retries=False) from e
-    except (OSError, ValueError) as e:
+    except OSError as e:
         raise Failure(description=f"{what} of {spec.identifier} failed: {type(e).__name__}: {e}",
                       metadata={"table": spec.identifier, "error": f"{type(e).__name__}: {e}"},
                       allow_retries=False) from e
@@ -328,7 +328,7 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
         raw = raw.refresh()
     try:
         state = table_state(raw)
-    except (PaimonOpsError, OSError, ValueError) as e:
+    except (PaimonOpsError, OSError) as e:
         state = {"state_error": f"{type(e).__name__}: {e}"}
     # what the run did first (effects, then the report), then the table's figures, then per-operation figures
     md: dict[str, Any] = {"operations": ", ".join(done) or "observe", "dry_run": dry, **due_md}

@@ -55,7 +55,10 @@ from paimon_ops.execution.plan import (
 )
 from paimon_ops.execution.runner import Progress, Runner
 from paimon_ops.format.names import first_unplain
-from paimon_ops.table.fileio import FileIO, ensure_within, entry_types
+from paimon_ops.table.consistency import check_history
+from paimon_ops.table.fileio import FileIO, entry_types
+from paimon_ops.table.references import branch_tables, kept_names, referenced_among, referencing_owner
+from paimon_ops.table.removal import allowed_roots, check_paths
 from paimon_ops.table.table import BRANCH_PREFIX, CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, TAG_PREFIX, Table
 
 log = logging.getLogger(__name__)
@@ -70,36 +73,6 @@ LOCAL_PARALLEL_THRESHOLD = 1_000_000
 # (benchmarks/bench_expiry_s3.py); executors pay off only for very large phases.
 BULK_PARALLEL_THRESHOLD = 200_000
 BULK_DRIVER_CHUNK = 100_000
-
-
-def allowed_roots(table: Table) -> list[str]:
-    """The table root plus configured external data paths on its file system (data files may legally live there),
-    as real paths."""
-    from paimon_ops.table.external import allowed_roots as external_roots
-    return [table.root, *external_roots(table)]
-
-
-def check_paths(roots: Sequence[str], paths: Sequence[str]) -> None:
-    """Refuse (UnsafeOperationError, as ensure_within words it for the first root) any path outside every root:
-    the roots are normalised once, then one normpath and one prefix test per path."""
-    norm_roots = [posixpath.normpath(r) for r in roots]
-    exact = set(norm_roots)
-    prefixes = tuple(r.rstrip("/") + "/" for r in norm_roots)
-    normpath = posixpath.normpath
-    inside: set[str] = set()  # normalised directories inside a root: a plain name below one is inside too
-    for p in paths:
-        d, _, name = p.rpartition("/")
-        if d in inside and name not in ("", ".", ".."):
-            continue
-        n = normpath(p)
-        if n.startswith(prefixes):  # strictly below a root: its directory is the root or below it
-            if n == p:
-                inside.add(d)
-            continue
-        if n in exact:
-            continue
-        ensure_within(roots[0], p)  # raises, naming the path
-        raise UnsafeOperationError(f"refusing to touch {p}: outside the table root {roots[0]}")  # (unreachable)
 
 
 def by_directory(actions: Sequence[FileAction]) -> list[FileAction]:
@@ -300,7 +273,6 @@ def preflight(table: Table, steps: Iterable[Step], check_references: bool = True
         for d, items in by_dir.items():
             _check_local_dir(io, ident, d, items)
     if check_references and out.content:
-        from paimon_ops.lifecycle.consistency import check_history
         check_history(table, "deleting files")
         check_unreferenced(table, out.content, out.owners, runner)
     return out
@@ -441,7 +413,6 @@ def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owne
     """Refuse (PreflightError) if any content file is kept alive by a snapshot, tag or long-lived changelog of any
     branch that stays — read from the live table now. Orphans must not even be named by anything (on Spark when
     `runner` is a Spark runner)."""
-    from paimon_ops.lifecycle.references import kept_names, referencing_owner
     # orphans are checked against what anything names (a superset of what is kept): one read of the history
     only_orphans = all(a.kind == ORPHAN for a in content) and not removed_owners
     kept = set() if only_orphans else kept_names(table, removed_owners).names
@@ -467,8 +438,7 @@ def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owne
 def _named_by_any(table: Table, names: Sequence[str], runner: Runner | None = None) -> tuple[set[str], int]:
     """(which of `names` any snapshot, tag or changelog of any branch names — orphan removal's used set, how many
     owners were read); the manifests read on Spark when `runner` is a Spark runner."""
-    from paimon_ops.lifecycle.orphans import _branch_tables, referenced_among
-    branches = _branch_tables(table)
+    branches = branch_tables(table)
     spark = runner if getattr(runner, "name", "") == "spark" and hasattr(runner, "frame") else None
     hit, _, owners = referenced_among(branches[0], branches, list(names), spark)
     return hit, owners
@@ -622,23 +592,3 @@ class Deleter:
                                  f"{len(paths)} file(s), first {failed[0][0]}: {failed[0][1]}; the table stays "
                                  "readable, re-run to finish")
         return [a for a in actions if a.path not in missing], len(missing)
-
-
-def remove_written(table: Table, paths: Sequence[str], why: str = "") -> tuple[int, list[str]]:
-    """Delete files this run wrote and did not commit (a failed or cancelled task, a lost commit): confined to the
-    table's roots, plain files only, quiet about missing ones. Never raises — the error that made them leftovers is
-    the one to report; a file that could not be deleted is logged and returned (an orphan for remove-orphans).
-    Returns (deleted, not deleted)."""
-    if not paths:
-        return 0, []
-    roots = allowed_roots(table)
-    io = table.io.with_roots(roots[1:])
-    deleted, failed = 0, []
-    for p in paths:
-        try:
-            check_paths(roots, [p])
-            deleted += bool(io.delete_file(p))
-        except (OSError, PaimonOpsError) as e:
-            log.warning("could not remove %s%s: %s", p, f" ({why})" if why else "", e)
-            failed.append(p)
-    return deleted, failed

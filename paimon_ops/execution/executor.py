@@ -84,7 +84,8 @@ class Execution:
 
     def __init__(self, plan: Plan, table: Table, runner: Runner | None, progress: Progress | None,
                  batch_size: int | None = None, parallel_threshold: int | None = None):
-        from paimon_ops.execution.deleter import Deleter, allowed_roots
+        from paimon_ops.execution.deleter import Deleter
+        from paimon_ops.table.removal import allowed_roots
         self.plan = plan
         self.table = table
         self.runner = runner

@@ -105,7 +105,7 @@ class Journal:
     def close(self) -> None:
         """The run ended cleanly (committed, or cleaned up after itself): nothing left to finish."""
         if self.path:
-            from paimon_ops.execution.deleter import remove_written
+            from paimon_ops.table.removal import remove_written
             if remove_written(self.table, [self.path], "journal")[1]:  # (the one deletion path; never raises)
                 self.abandon()  # left behind: the next run (even in this process) finishes and removes it
 
@@ -175,7 +175,7 @@ def plan_pending(b: PlanBuilder, table: Table, now_ms: int | None = None) -> int
     if not journals:
         return 0
     from paimon_ops.execution.deleter import Layout, bad_name
-    from paimon_ops.lifecycle.references import kept_names
+    from paimon_ops.table.references import kept_names
     try:
         kept = kept_names(table).names
     except CorruptMetadataError as e:

@@ -440,6 +440,11 @@ class Plan:
 
     @staticmethod
     def from_json(text: str | bytes, where: str = "plan") -> Plan:
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                raise CorruptMetadataError(where, "not a paimon-ops plan: not UTF-8 text") from None
         try:
             d = json.loads(text)
         except RecursionError:

@@ -83,7 +83,7 @@ class TableSchema:
             options = {str(k): str(v) for k, v in (obj.get("options") or {}).items()}
             with_schema_defaults(options, version)  # what Java fills in when it reads an old schema
             comment = obj.get("comment")
-            return TableSchema(
+            schema = TableSchema(
                 id=int(obj["id"]),
                 fields=fields,
                 partition_keys=tuple(obj.get("partitionKeys") or ()),
@@ -98,3 +98,10 @@ class TableSchema:
             raise CorruptMetadataError(path, f"schema lacks required key {e.args[0]!r}") from None
         except (TypeError, ValueError) as e:
             raise CorruptMetadataError(path, f"malformed schema ({e})") from None
+        # every key names a field: checked here, where the file is read, not as a KeyError wherever it is looked up
+        names = set(schema.field_names)
+        for what, keys in (("partition key", schema.partition_keys), ("primary key", schema.primary_keys)):
+            for key in keys:
+                if not isinstance(key, str) or key not in names:
+                    raise CorruptMetadataError(path, f"{what} {key!r} is not a field of the schema")
+        return schema

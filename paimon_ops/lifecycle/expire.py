@@ -67,7 +67,6 @@ from paimon_ops.execution.plan import (
 )
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.consistency import check_history
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
     DataSkipper,
@@ -100,6 +99,7 @@ from paimon_ops.options import (
     SNAPSHOT_TIME_RETAINED,
     parse_duration,
 )
+from paimon_ops.table.consistency import check_history
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import EARLIEST, LATEST, Table
 from paimon_ops.timeutil import iso

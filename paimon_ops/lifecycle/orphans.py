@@ -29,12 +29,11 @@ import posixpath
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
-    MissingFileError,
     TableNotFoundError,
     UnsafeOperationError,
     arg,
@@ -53,11 +52,9 @@ from paimon_ops.execution.plan import (
     planner,
 )
 from paimon_ops.features import MANAGED_BLOB_SUFFIXES
-from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.consistency import check_history
-from paimon_ops.lifecycle.protection import STORE_CAPACITY
+from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
-from paimon_ops.table.scan import ManifestStore
+from paimon_ops.table.references import branch_tables, collect_used, referenced_among
 from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, Table
 from paimon_ops.timeutil import iso
 
@@ -90,9 +87,9 @@ class NotReferenced(Precondition):
     names: tuple[str, ...]
 
     def check(self, table: Any) -> str | None:
-        branches = _branch_tables(table)
+        branches = branch_tables(table)
         try:
-            used = _collect_used(branches[0], branches)
+            used = collect_used(branches[0], branches)
         except CorruptMetadataError as e:
             return f"metadata became unreadable ({e})"
         now_used = sorted(set(self.names) & used.names)
@@ -135,231 +132,6 @@ def resolve_threshold(older_than: Any, now_millis: int, allow_short: bool, min_a
             "in flight or of long-running writers could be deleted. Use at least 1 day, or pass "
             f"{arg('allow_short', True)} if no writer can be active")
     return thr
-
-
-# ---------------------------------------------------------------------------------------------- used names
-
-
-# Manifests queued before they are decoded together (bounds what is held: names only, never entries).
-PENDING_MANIFESTS = 512
-DECODE_BATCH = 32  # manifests decoded at once (what is held: their lifecycle columns)
-
-
-class _Used:
-    """Names referenced by every snapshot, tag and long-lived changelog of every branch."""
-
-    def __init__(self, main: Table, defer: bool = False):
-        self.main = main
-        self.defer = defer  # manifests stay queued for Spark (`referenced_on_spark`), never decoded here
-        self.store = ManifestStore(main, capacity=STORE_CAPACITY)
-        self.names: set[str] = set()
-        self._lists: dict[str, list[str]] = {}
-        self._manifests: set[str] = set()
-        self._indexes: set[str] = set()
-        self._pending: list[tuple[str, str, Callable[[], bool], bool]] = []
-        self.owners = 0
-
-    def _missing(self, what: str, name: str, owner: str, still_there: Callable[[], bool]) -> bool:
-        """True if the owner vanished meanwhile (concurrent expiry: fine); else the run must be refused."""
-        if not still_there():
-            return True
-        raise UnsafeOperationError(
-            f"{what} {name} referenced by {owner} of {self.main.identifier} is missing. Its files cannot be told "
-            "apart from orphans, so nothing is deleted. If an expiry or tag deletion was interrupted, re-run it first; "
-            "otherwise the table has lost metadata and needs repair")
-
-    def add_list(self, name: str, owner: str, still_there: Callable[[], bool], tolerate_missing: bool) -> bool:
-        self.names.add(name)
-        manifests = self._lists.get(name)
-        if manifests is None:
-            try:
-                metas = self.store.manifest_list(name, owner)
-            except MissingFileError:
-                if tolerate_missing:
-                    return True
-                return self._missing("manifest list", name, owner, still_there)
-            manifests = self._lists[name] = [m.file_name for m in metas]
-            self.names.update(manifests)
-        # every owner of a manifest not read yet is queued with it: a missing one is judged per owner
-        self._pending += [(m, owner, still_there, tolerate_missing) for m in manifests if m not in self._manifests]
-        if len(self._pending) >= PENDING_MANIFESTS and not self.defer:
-            self.flush()
-        return True
-
-    def flush(self) -> None:
-        """Read the manifests queued by add_list, DECODE_BATCH at a time (one native decode each, names taken
-        column-wise, nothing kept but the names); a missing one is judged per referencing owner."""
-        pending, self._pending = self._pending, []
-        todo = list(dict.fromkeys(p[0] for p in pending if p[0] not in self._manifests))
-        missing: set[str] = set()
-        for i in range(0, len(todo), DECODE_BATCH):
-            chunk = todo[i:i + DECODE_BATCH]
-            got = self.store.columns_many(chunk, "a manifest list")
-            for mname in chunk:
-                cols = got.get(mname)
-                if cols is None:
-                    missing.add(mname)
-                    continue
-                # ADD and DELETE alike (§4.2 step 4); a manifest's names go into the set in one C-level update
-                self.names.update(cols.file_name)
-                self.names.update(x for xs in cols.extra_files if xs for x in xs)
-                self._manifests.add(mname)
-        for mname, owner, still_there, tolerate in pending:
-            if mname in missing and not tolerate:
-                self._missing("manifest", mname, owner, still_there)  # raises unless the owner is gone
-
-    def add_index(self, name: str, owner: str, still_there: Callable[[], bool], tolerate_missing: bool) -> None:
-        self.names.add(name)
-        if name in self._indexes:
-            return
-        try:
-            entries = self.store.index_manifest(name, owner)
-        except MissingFileError:
-            if not tolerate_missing:
-                self._missing("index manifest", name, owner, still_there)
-            return
-        self.names.update(ie.file_name for ie in entries)
-        self._indexes.add(name)
-
-    def add_owner(self, s: Snapshot, owner: str, still_there: Callable[[], bool], kind: str,
-                  producer_none: bool) -> None:
-        """kind: 'snapshot' | 'tag' | 'changelog'. Tags do not protect changelog lists (expiry deletes them, §2.3);
-        long-lived changelogs may have lost base/delta lists and index manifests to snapshot expiry (§2.8)."""
-        self.owners += 1
-        loose_data = kind == "changelog" and not producer_none
-        self.add_list(s.base_manifest_list, owner, still_there, loose_data)
-        self.add_list(s.delta_manifest_list, owner, still_there, loose_data)
-        if s.changelog_manifest_list:
-            self.add_list(s.changelog_manifest_list, owner, still_there, kind == "tag")
-        if s.index_manifest:
-            self.add_index(s.index_manifest, owner, still_there, kind == "changelog")
-        if s.statistics:
-            self.names.add(s.statistics)
-
-
-def _branch_tables(table: Table) -> list[Table]:
-    main = table.for_branch("main") if table.branch != "main" else table
-    out = [main]
-    for b in main.branches():
-        try:
-            bt = main.for_branch(b)
-        except TableNotFoundError:
-            raise UnsafeOperationError(f"branch {b!r} of {main.identifier} has no schema directory; refusing to "
-                                       "remove orphans (its files could not be told apart from orphans)") from None
-        if not bt.schemas.list_ids():
-            raise UnsafeOperationError(f"branch {b!r} of {main.identifier} has no schema file; refusing to remove "
-                                       "orphans")
-        out.append(bt)
-    return out
-
-
-def _collect_used(main: Table, branches: list[Table], defer: bool = False) -> _Used:
-    """Every name referenced; `defer`: the manifests are left queued (`_pending`) for `referenced_on_spark`."""
-    used = _Used(main, defer)
-    producer_none = main.options.changelog_producer == "none"
-    for bt in branches:
-        label = "" if bt.branch == "main" else f"branch {bt.branch} "
-        for mgr, kind in ((bt.snapshots, "snapshot"), (bt.changelogs, "changelog")):
-            for sid in mgr.list_ids():
-                s = mgr.try_snapshot(sid)  # corrupt -> CorruptMetadataError: refuse
-                if s is None:
-                    continue  # expired while we listed
-                used.add_owner(s, f"{label}{kind} {sid}", functools.partial(mgr.exists, sid), kind, producer_none)
-        for name in bt.tags.names():
-            try:
-                t = bt.tags.tag(name)
-            except InvalidArgumentError:
-                continue  # deleted while we listed
-            used.add_owner(t, f"{label}tag {name}", functools.partial(bt.tags.exists, name), "tag", producer_none)
-    if not defer:
-        used.flush()
-    return used
-
-
-# ---------------------------------------------------------------------------------------------- on Spark
-SPARK_MANIFESTS_PER_TASK = 64
-_NAMES_SCHEMA = "error string, name string, kind string"
-
-
-def manifest_names_task(table_location: str, task: dict) -> dict:
-    """Executor side: the file names (data and extra files, ADD and DELETE alike) the task's manifests reference,
-    kind 'used', and the manifests that do not exist, kind 'missing'. A crafted name or an unreadable manifest
-    raises (the job then fails closed)."""
-    table = Table(table_location)
-    store = ManifestStore(table, capacity=1)
-    names: list[str] = []
-    kinds: list[str] = []
-    wanted = task["manifests"]
-    got = store.columns_many(wanted, "a manifest list")
-    for mname in wanted:
-        cols = got.get(mname)
-        if cols is None:
-            names.append(mname)
-            kinds.append("missing")
-            continue
-        found = list(cols.file_name) + [x for xs in cols.extra_files if xs for x in xs]
-        names += found
-        kinds += ["used"] * len(found)
-    return {"name": names, "kind": kinds}
-
-
-def referenced_on_spark(runner: Any, used: _Used, candidates: list[str]) -> tuple[set[str], int]:
-    """The live-set difference on Spark: executors decode the manifests `used` has queued (`_collect_used(…,
-    defer=True)`) into the names they reference, which are joined there with the candidates' names and the names
-    read on the driver (manifest lists, manifests, index and statistics files). Returns (the candidates that are
-    referenced, how many distinct names are referenced) — what `used.names` answers in-process; only those come
-    back to the driver. A missing manifest is judged per owner as in-process (`_Used.flush`)."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
-    pending, used._pending = used._pending, []
-    todo = list(dict.fromkeys(p[0] for p in pending if p[0] not in used._manifests))
-    tasks = [{"manifests": todo[i:i + SPARK_MANIFESTS_PER_TASK]}
-             for i in range(0, len(todo), SPARK_MANIFESTS_PER_TASK)]
-    spark = runner.spark
-    driver = pa.table({"error": pa.array([None] * len(used.names), pa.string()),
-                       "name": pa.array(sorted(used.names), pa.string()),
-                       "kind": pa.array(["used"] * len(used.names), pa.string())})
-    cands = sorted(set(candidates))
-    cand = pa.table({"error": pa.array([None] * len(cands), pa.string()), "name": pa.array(cands, pa.string()),
-                     "kind": pa.array(["candidate"] * len(cands), pa.string())})
-    frames = [spark.createDataFrame(driver), spark.createDataFrame(cand)]
-    if tasks:
-        frames.append(runner.frame("paimon_ops.lifecycle.orphans.manifest_names_task", used.main.location, tasks,
-                                   _NAMES_SCHEMA, options=used.main.io.task_options()))
-    rows = frames[0]
-    for f in frames[1:]:
-        rows = rows.unionByName(f)
-    rows = rows.select(F.coalesce("error", "name").alias("name"),
-                       F.when(F.col("error").isNotNull(), F.lit("error")).otherwise(F.col("kind")).alias("kind"))
-    flags = rows.groupBy("name").agg(*[F.max((F.col("kind") == k).cast("int")).alias(k)
-                                       for k in ("used", "candidate", "missing", "error")])
-    flags = flags.persist()
-    try:
-        found = flags.where("(candidate = 1 AND used = 1) OR missing = 1 OR error = 1").collect()
-        total = flags.where("used = 1").count()
-    finally:
-        flags.unpersist()
-    errors = sorted(r["name"] for r in found if r["error"])
-    if errors:
-        raise CorruptMetadataError(used.main.manifest_dir, f"reading manifests on Spark failed: {errors[0]}")
-    missing = {r["name"] for r in found if r["missing"]}
-    for mname, owner, still_there, tolerate in pending:
-        if mname in missing and not tolerate:
-            used._missing("manifest", mname, owner, still_there)  # raises unless the owner is gone
-    used._manifests.update(m for m in todo if m not in missing)
-    return {r["name"] for r in found if r["candidate"] and r["used"]}, total
-
-
-def referenced_among(main: Table, branches: list[Table], candidates: list[str], runner: Any = None
-                     ) -> tuple[set[str], int, int]:
-    """(which of `candidates` any snapshot, tag or long-lived changelog of any branch references, how many distinct
-    names are referenced, how many owners were read): in-process, or on Spark when `runner` is one."""
-    used = _collect_used(main, branches, defer=runner is not None)
-    if runner is None:
-        return {n for n in candidates if n in used.names}, len(used.names), used.owners
-    hit, total = referenced_on_spark(runner, used, candidates)
-    return hit, total, used.owners
 
 
 # ---------------------------------------------------------------------------------------------- candidates
@@ -504,7 +276,7 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
     chose Spark."""
     now = int(time.time() * 1000) if now_millis is None else int(now_millis)
     threshold = resolve_threshold(older_than, now, allow_short, min_age)
-    branches = _branch_tables(table)
+    branches = branch_tables(table)
     main = branches[0]
     check_history(main, "orphan removal")
     notes: list[str] = []
@@ -523,7 +295,7 @@ def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | 
         partition_children.update(more_children)
     if ext_roots:
         notes.append(f"external data paths scanned: {', '.join(ext_roots)}")
-    from paimon_ops.execution.deleter import allowed_roots, check_paths
+    from paimon_ops.table.removal import allowed_roots, check_paths
     roots = allowed_roots(main)
     candidates: list[FileStatus] = []
     listing: dict[str, list[FileStatus]] = {}

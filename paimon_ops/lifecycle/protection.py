@@ -16,14 +16,12 @@ from typing import Any, ClassVar, Iterable, Sequence
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError
 from paimon_ops.execution.plan import Precondition
 from paimon_ops.format.snapshot import Snapshot, Tag
+from paimon_ops.table.references import STORE_CAPACITY
 from paimon_ops.table.scan import ManifestStore, merge_entries
 from paimon_ops.table.table import Table
 
 DataKey = tuple[bytes, int, str]  # (partition, bucket, file name): how Java compares data files, never by level
 
-# Decoded manifests kept in memory at once: bounds driver memory (a manifest can hold ~100k entries) while every
-# manifest is still decoded about once per operation (immutable, named by UUID).
-STORE_CAPACITY = 32
 
 
 def read_tags(table: Table) -> list[tuple[str, Tag]]:

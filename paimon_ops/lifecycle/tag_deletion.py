@@ -30,7 +30,6 @@ from paimon_ops.execution.plan import (
     planner,
 )
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.lifecycle.consistency import check_history
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
     DataKey,
@@ -43,6 +42,7 @@ from paimon_ops.lifecycle.protection import (
 )
 from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_index_and_stats, plan_manifest_list
 from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
+from paimon_ops.table.consistency import check_history
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
 from paimon_ops.table.table import Table
 

@@ -15,12 +15,12 @@ from typing import Any
 
 from paimon_ops.execution.journal import plan_pending
 from paimon_ops.execution.plan import Plan, PlanBuilder, planner
-from paimon_ops.lifecycle.consistency import check_history
 from paimon_ops.lifecycle.protection import TagsAre
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
 from paimon_ops.options import TAG_NUM_RETAINED_MAX, TAG_TIME_EXPIRE_ENABLED, format_duration
+from paimon_ops.table.consistency import check_history
 from paimon_ops.table.table import Table
 from paimon_ops.timeutil import (
     iso,

@@ -138,7 +138,10 @@ class Param:
                 if k == STRINGS:
                     return [s.strip() for s in text.split(",") if s.strip()]
                 if k == INTS:
-                    return [int(self.coerce(s, words)) for s in text.split(",") if s.strip()]
+                    try:
+                        return [int(s) for s in text.split(",") if s.strip()]
+                    except ValueError:
+                        raise InvalidArgumentError(f"{what} {value!r}: expected integers separated by commas") from None
                 return [text]
             return text
         if k == PARTITIONS and isinstance(value, (list, tuple)):
@@ -222,7 +225,8 @@ class Operation:
         for p in self.params:
             if p.name == name:
                 return p
-        raise KeyError(name)
+        raise InvalidArgumentError(f"operation {self.name} has no parameter {name!r}; its parameters: "
+                                   + ", ".join(p.name for p in self.params))
 
     def cli_words(self) -> dict[str, str]:
         """keyword -> the flag standing for it on this command (errors.arg)."""

@@ -6,7 +6,7 @@ The one commit path: every snapshot paimon-ops writes goes through `FileStoreCom
 latest snapshot on every attempt, runs the caller's conflict check on it, writes the manifests and the snapshot,
 retries a lost race from the new latest, and removes what an attempt wrote whenever no snapshot references it — a
 lost race, a refused commit (a store without conditional put), an error or an interrupt (only the one deletion path,
-`deleter.remove_written`, deletes). A journal, when the caller gives one, records the attempt's manifest names
+`removal.remove_written`, deletes). A journal, when the caller gives one, records the attempt's manifest names
 before they are written, so a crash leaves nothing a rerun does not reclaim.
 
 Conflict detection always runs (format.md §3.6 says it is never wrong): the files we delete must still be
@@ -337,7 +337,7 @@ class FileStoreCommit:
 
     def _cleanup(self, written: _Written) -> None:
         """Remove what an attempt wrote that no snapshot references (the one deletion path; never raises)."""
-        from paimon_ops.execution.deleter import remove_written
+        from paimon_ops.table.removal import remove_written
         remove_written(self.table, [self.table.manifest_path(n) for n in written.names], "an uncommitted attempt")
         written.names.clear()
 

@@ -35,6 +35,18 @@ _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getatt
 # URI schemes paimon-ops maintains tables on (s3/s3a/s3n: objectstore.py); anything else is refused up front with a
 # clear error. Google Cloud Storage and Azure are refused too although pyarrow can open them: their commits would
 # not be atomic here and their clients wait minutes for credentials (no connection is bounded by a timeout).
+# scheme -> opener(scheme, location after "://", options, fault hook) -> (FileIO, path): the object stores register
+# theirs when paimon_ops.table is imported (objectstore.py subclasses FileIO, so FileIO cannot import it)
+StoreOpener = Callable[[str, str, "Mapping[str, str] | None", "FaultHook | None"], "tuple[FileIO, str]"]
+_STORE_OPENERS: dict[str, StoreOpener] = {}
+
+
+def register_store(schemes: Sequence[str], opener: StoreOpener) -> None:
+    """Open URIs of `schemes` with `opener` (FileIO.resolve)."""
+    for scheme in schemes:
+        _STORE_OPENERS[scheme] = opener
+
+
 SUPPORTED_SCHEMES = ("file", "s3", "s3a", "s3n", "hdfs", "viewfs")
 UNSUPPORTED_STORES = {"gs": "Google Cloud Storage", "gcs": "Google Cloud Storage", "abfs": "Azure Data Lake Storage",
                       "abfss": "Azure Data Lake Storage", "wasb": "Azure Blob Storage", "wasbs": "Azure Blob Storage",
@@ -159,15 +171,10 @@ class FileIO:
         if scheme == "file":
             root = os.path.realpath("/" + rest.lstrip("/")).rstrip("/") or "/"
             return FileIO(pafs.LocalFileSystem(), "", "", fault_hook, (root,)), root
-        # --- object stores (issue 13): conditional-put commits, bulk deletes, paginated listing
-        from paimon_ops.table import objectstore
-        if scheme in objectstore.S3_SCHEMES:
-            # on an executor: the settings shipped with the task, under any explicit options
-            options = {**(objectstore.current_task_options() or {}), **(options or {})}
-            bucket, _, key = rest.partition("/")
-            io = objectstore.ObjectStoreFileIO.open(scheme, bucket, options, fault_hook)
-            return io, f"{bucket}/{key.strip('/')}".rstrip("/")
-        # ---
+        # object stores (conditional-put commits, bulk deletes, paginated listing): opened by what registered them
+        opener = _STORE_OPENERS.get(scheme)
+        if opener is not None:
+            return opener(scheme, rest, options, fault_hook)
         if scheme in UNSUPPORTED_STORES:
             raise InvalidArgumentError(
                 f"unsupported URI scheme {scheme!r} in {location!r}: {UNSUPPORTED_STORES[scheme]} is not supported "

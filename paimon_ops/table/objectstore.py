@@ -40,7 +40,7 @@ from urllib.parse import urlparse
 
 from paimon_ops.errors import InvalidOptionError, ObjectStoreError, UnsafeOperationError
 from paimon_ops.options import COMMIT_OBJECT_STORE_UNSAFE_LOCK, parse_duration
-from paimon_ops.table.fileio import DeleteOutcome, FaultHook, FileIO, FileStatus
+from paimon_ops.table.fileio import DeleteOutcome, FaultHook, FileIO, FileStatus, register_store
 
 log = logging.getLogger(__name__)
 
@@ -746,6 +746,18 @@ class _LazyFs:
 
     def __getattr__(self, name: str):
         return getattr(self._client.filesystem(), name)
+
+
+def _open_s3(scheme: str, rest: str, options: Mapping[str, str] | None,
+             fault_hook: FaultHook | None) -> tuple[FileIO, str]:
+    """FileIO.resolve's opener for s3:// (s3a, s3n): on an executor the settings shipped with the task, under any
+    explicit options."""
+    options = {**(current_task_options() or {}), **(options or {})}
+    bucket, _, key = rest.partition("/")
+    return ObjectStoreFileIO.open(scheme, bucket, options, fault_hook), f"{bucket}/{key.strip('/')}".rstrip("/")
+
+
+register_store(S3_SCHEMES, _open_s3)
 
 
 __all__ = ["S3Settings", "S3Client", "ObjectStoreFileIO", "S3_SCHEMES", "UNSAFE_LOCK_OPTION", "is_store_option",

@@ -132,13 +132,13 @@ def test_orphans_on_spark_same_report_and_files(history, spark, tmp_path):
     now = int(time.time() * 1000)
     dry_l = remove_orphans(local, now_millis=now, dry_run=True, runner=LocalRunner())
     dry_s = remove_orphans(remote, now_millis=now, dry_run=True, runner=runner)
-    assert runner.functions == ["paimon_ops.lifecycle.orphans.manifest_names_task"]
+    assert runner.functions == ["paimon_ops.table.references.manifest_names_task"]
     assert comparable(dry_l, local.root) == comparable(dry_s, remote.root)
     assert dry_s.deleted["orphan"] == 44 and dry_s.details["referenced_names"] > 200
     r_l = remove_orphans(local, now_millis=now, runner=LocalRunner(), parallel_threshold=10)
     r_s = remove_orphans(remote, now_millis=now, runner=runner, parallel_threshold=10)
     # planned on Spark, preflight's reference check read the manifests on Spark again, then executors deleted
-    assert runner.functions[1:] == ["paimon_ops.lifecycle.orphans.manifest_names_task"] * 2 + \
+    assert runner.functions[1:] == ["paimon_ops.table.references.manifest_names_task"] * 2 + \
         ["paimon_ops.execution.deleter.delete_task"]
     assert comparable(r_l, local.root) == comparable(r_s, remote.root)
     assert rel_files(local.root) == rel_files(remote.root)

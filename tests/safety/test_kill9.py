@@ -29,8 +29,8 @@ from typing import Callable
 import pytest
 
 import paimon_ops as po
-from paimon_ops.lifecycle.orphans import _branch_tables, _collect_used
 from paimon_ops.table.fileio import FileIO
+from paimon_ops.table.references import branch_tables, collect_used
 from paimon_ops.table.table import Table
 from tests.cli.conftest import REPO
 from tests.interop import java_harness as jh
@@ -146,7 +146,7 @@ def _state(t: Path, op: str) -> dict[str, bytes | None]:
 def _unreferenced(t: Path) -> set[str]:
     """Files in the table's file directories that no snapshot, tag or changelog names (planted orphans excluded)."""
     table = Table(str(t))
-    used = _collect_used(table, _branch_tables(table)).names
+    used = collect_used(table, branch_tables(table)).names
     out = set()
     for sub in ("manifest", "index", "dt=2024-01-01", "dt=2024-01-02"):
         for p in (t / sub).rglob("*"):
