@@ -209,11 +209,12 @@ def spark_partitions(weights: Sequence[int], slots: int | None,
 
 def _package_zip() -> bytes:
     """paimon_ops as a zip, shipped to cluster executors that do not have it installed."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the paimon_ops package (this module is paimon_ops.execution.runner)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for p in root.rglob("*.py"):
-            z.write(p, p.relative_to(root.parent).as_posix())
+        for p in sorted(root.rglob("*")):
+            if p.suffix in (".py", ".json") and "__pycache__" not in p.parts:  # code and package data (JSON Schemas)
+                z.write(p, p.relative_to(root.parent).as_posix())
     return buf.getvalue()
 
 

@@ -104,3 +104,17 @@ def test_auto_runner_thresholds_are_table_options(tmp_path, spark):
     report = execute(plan_compaction(big.refresh()), big.refresh(), runner=AutoRunner())
     assert report.runner["where"].startswith("Spark") and "execution.local.max-input-size" in report.runner["why"]
     assert report.details["task_pids"] and os.getpid() not in report.details["task_pids"]
+
+
+def test_the_shipped_package_zip_is_the_whole_package():
+    """What SparkRunner ships to executors without paimon_ops installed: every module of the package under
+    `paimon_ops/` (not only the subpackage the runner lives in) and its package data."""
+    import io
+    import zipfile
+
+    from paimon_ops.execution.runner import _package_zip
+    names = set(zipfile.ZipFile(io.BytesIO(_package_zip())).namelist())
+    for must in ("paimon_ops/__init__.py", "paimon_ops/execution/runner.py", "paimon_ops/execution/deleter.py",
+                 "paimon_ops/table/references.py", "paimon_ops/schemas/plan.schema.json"):
+        assert must in names, must
+    assert all(n.startswith("paimon_ops/") and "__pycache__" not in n for n in names)
