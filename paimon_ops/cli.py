@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -294,12 +295,11 @@ class _Listing:
     def write(self, end: str = "\n") -> None:
         """As print(str(self), end=end)."""
         out = sys.stdout
-        first = True
-        for line in self.plan.summary_lines(self.limit, self.files):
-            if not first:
-                out.write("\n")
-            out.write(line)
-            first = False
+        lines = self.plan.summary_lines(self.limit, self.files)
+        sep = ""
+        while chunk := list(itertools.islice(lines, 4096)):  # (a few writes per thousand lines)
+            out.write(sep + "\n".join(chunk))
+            sep = "\n"
         out.write(end)
 
 

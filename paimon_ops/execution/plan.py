@@ -619,8 +619,16 @@ class PlanBuilder:
         return True
 
     def add_all(self, actions: Iterable[FileAction]) -> None:
+        """`add` of each action in turn (one loop: millions of files in a large expiry)."""
+        assert self._action is not None, "call step() first"
+        if not self._dedupe:
+            self._files.extend(actions)
+            return
+        seen, files = self._seen, self._files
         for a in actions:
-            self.add(a)
+            if a.path not in seen:
+                seen.add(a.path)
+                files.append(a)
 
     def planned(self, path: str) -> bool:
         return path in self._seen

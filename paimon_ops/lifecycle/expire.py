@@ -485,7 +485,8 @@ def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, 
         return
     why = f"deleted by {owner}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
     other_data = others.data
-    add = b.add
+    planned: list[FileAction] = []
+    add = planned.append
     for path, (cols, i) in cands.items():
         partition, bucket = cols.partition[i], cols.bucket[i]
         if protect or other_data:
@@ -499,6 +500,7 @@ def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, 
             xp = extra_file_path(path, x)
             add(FileAction(xp, EXTRA, why, file_size(scanner.table, xp)))
         buckets.add((partition, bucket))
+    b.add_all(planned)
 
 
 def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,
