@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -282,12 +283,42 @@ def matching_tables(catalog: Catalog, pattern: str, exclude: Sequence[str] = ())
     return kept
 
 
+class _Listing:
+    """A dry run's text, printed line by line (`_say`): a listing of millions of files is never held whole."""
+
+    def __init__(self, plan: Any, limit: int | None, files: bool) -> None:
+        self.plan, self.limit, self.files = plan, limit, files
+
+    def __str__(self) -> str:
+        return "\n".join(self.plan.summary_lines(self.limit, self.files))
+
+    def write(self, end: str = "\n") -> None:
+        """As print(str(self), end=end)."""
+        out = sys.stdout
+        lines = self.plan.summary_lines(self.limit, self.files)
+        sep = ""
+        while chunk := list(itertools.islice(lines, 4096)):  # (a few writes per thousand lines)
+            out.write(sep + "\n".join(chunk))
+            sep = "\n"
+        out.write(end)
+
+
+def _say(text: str | _Listing, end: str = "\n") -> None:
+    if isinstance(text, _Listing):
+        text.write(end)
+    else:
+        print(text, end=end)
+
+
 def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True,
-            runner: Any = None) -> tuple[dict[str, Any], str]:
+            runner: Any = None) -> tuple[dict[str, Any], str | _Listing]:
     """The plan (a dry run: text lists every file, or --limit of them, or --summary's counts) or the report of
     executing it: as JSON and as text."""
     if args.dry_run:
-        text = plan.summary(limit=getattr(args, "limit", None), files=not getattr(args, "summary", False))
+        text = _Listing(plan, getattr(args, "limit", None), not getattr(args, "summary", False))
+        if not args.json:  # (the plan's JSON of a 10 M-entry table holds millions of dicts: only when printed)
+            files = [a for s in plan.steps for a in s.files]
+            return {"dry_run_files": len(files), "dry_run_bytes": sum(a.size or 0 for a in files)}, text
         return plan.to_dict(), text
     if not confirm:
         from paimon_ops.lifecycle.rollback import require_confirmation
@@ -303,14 +334,14 @@ def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) 
     """A dry run prints the plan (text: every file with kind and reason; --json: the plan itself, which
     `paimon-ops apply` executes later); otherwise the plan is executed and the report printed."""
     payload, text = _result(args, plan, label, confirm)
-    _emit(args, payload, lambda: print(text))
+    _emit(args, payload, lambda: _say(text))
 
 
 def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | None]:
     """The command of a registered operation: its flags, converted and validated by the registry (errors name the
     flags), plan on the facade, then dry run or execute — on one table, or on each table matching a pattern."""
 
-    def one(args: argparse.Namespace, table: str | None = None) -> tuple[dict[str, Any], str]:
+    def one(args: argparse.Namespace, table: str | None = None) -> tuple[dict[str, Any], str | _Listing]:
         t = _facade(args, table)
         values = {p.name: getattr(args, p.name) for p in op.params if p.cli}
         if op.takes_now:
@@ -333,7 +364,7 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
             if args.exclude:
                 raise PaimonOpsError(f"--exclude needs a table pattern (db.*, *.*), not the table {args.table!r}")
             payload, text = one(args)
-            _emit(args, payload, lambda: print(text))
+            _emit(args, payload, lambda: _say(text))
             return None
         return _each_table(args, op, one)
 
@@ -342,7 +373,7 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
 
 
 def _each_table(args: argparse.Namespace, op: Operation,
-                one: Callable[[argparse.Namespace, str], tuple[dict[str, Any], str]]) -> int:
+                one: Callable[[argparse.Namespace, str], tuple[dict[str, Any], str | _Listing]]) -> int:
     """Plan / run `op` on every table matching the pattern in turn: a failing table is reported and the others still
     run. Text: each table's output, then one summary line per table; --json: one envelope listing every table.
     Exit status 2 if any table failed (named on stderr)."""
@@ -361,7 +392,7 @@ def _each_table(args: argparse.Namespace, op: Operation,
             continue
         results.append({"table": name, "status": "ok", "result": payload})
         if not args.json:
-            print(text + "\n")
+            _say(text, "\n\n")
     failed = [r["table"] for r in results if r["status"] == "failed"]
     if args.json:
         print(json.dumps(envelope(TABLES, command=op.command, pattern=args.table, exclude=list(args.exclude or ()),
@@ -384,10 +415,14 @@ def _each_table(args: argparse.Namespace, op: Operation,
 def _table_line(args: argparse.Namespace, payload: dict[str, Any]) -> str:
     """One table's outcome in a few words, for the summary of a run over a pattern."""
     if args.dry_run:
-        files = [f for s in payload.get("steps") or () for f in (s.get("files") or [])]
-        if not files:
+        if "dry_run_files" in payload:  # text output: the counts `_result` kept instead of the plan's JSON
+            n, size = payload["dry_run_files"], payload["dry_run_bytes"]
+        else:
+            files = [f for s in payload.get("steps") or () for f in (s.get("files") or [])]
+            n, size = len(files), sum(f.get("size") or 0 for f in files)
+        if not n:
             return "nothing to do"
-        return f"would touch {len(files)} file(s), {human_bytes(sum(f.get('size') or 0 for f in files))}"
+        return f"would touch {n} file(s), {human_bytes(size)}"
     parts = []
     if payload.get("snapshot_id"):
         parts.append(f"committed snapshot {payload['snapshot_id']}")

@@ -16,18 +16,21 @@ name, so `Plan.from_json` returns the right type.
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import contextvars
 import dataclasses
 import datetime as _dt
 import functools
+import gc
 import importlib
 import inspect
+import itertools
 import json
 import time
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
 from paimon_ops.options import format_duration
@@ -367,6 +370,16 @@ class Plan:
         """For review: what it would write and delete (by kind, with byte totals), the figures a person reads, then
         every file with its kind and reason; `limit`: only the first N files, then how many more; `files` False:
         counts and bytes per kind of each step instead of the file list. Internals are in the JSON only."""
+        return "\n".join(self._summary_lines(limit, files))
+
+    def summary_lines(self, limit: int | None = None, files: bool = True) -> Iterator[str]:
+        """The lines of `summary`, one at a time (a listing of millions of files is printed, never held whole; a
+        subclass that words its summary itself gives its lines from that text)."""
+        if type(self).summary is not Plan.summary:
+            return iter(self.summary(limit, files).split("\n"))
+        return self._summary_lines(limit, files)
+
+    def _summary_lines(self, limit: int | None, files: bool) -> Iterator[str]:
         deletes, writes = self.deletes, self.writes
         lines = [f"{self.operation} on {self.table}" + (f" (branch {self.branch})" if self.branch != "main" else "")
                  + f", planned on snapshot {self.base_snapshot}"]
@@ -388,17 +401,20 @@ class Plan:
             lines.append(f"  {s.name}: {verb} {len(s.files)} file(s)" + (
                 f", {human_bytes(sum(a.size or 0 for a in s.files))}" if any(a.size for a in s.files) else ""))
             sign = "-" if s.deletes else "+" if s.writes else "~"  # "~": read or rewritten, left on disk
-            listed = [(sign, a) for a in s.files] + [("+", a) for a in s.creates]
             if not files:
                 for part, actions in (("", s.files), (" (created)", s.creates)):
                     n, size = count_by_kind(actions), bytes_by_kind(actions)
                     lines += [f"    {k:<15} {n[k]} file(s){part}, {human_bytes(size[k])}" for k in sorted(n)]
                 continue
-            if limit is not None:
-                omitted += max(0, len(listed) - max(0, limit - shown))
-                listed = listed[:max(0, limit - shown)]
-            shown += len(listed)
-            lines += [f"    {sign_} {a.kind:<15} {a.path}  ({a.reason})" for sign_, a in listed]
+            listed = len(s.files) + len(s.creates)
+            take = listed if limit is None else min(listed, max(0, limit - shown))
+            omitted += listed - take
+            shown += take
+            yield from lines
+            lines = []
+            for sign_, a in itertools.islice(itertools.chain(((sign, a) for a in s.files),
+                                                             (("+", a) for a in s.creates)), take):
+                yield f"    {sign_} {a.kind:<15} {a.path}  ({a.reason})"
         if omitted:
             lines.append(f"  … and {omitted} more file(s) (--limit {limit}; --json lists every file)")
         if not self.files:
@@ -409,7 +425,7 @@ class Plan:
                                                           if any(a.size for a in writes) else "")
                             if writes else ""))
         lines += [f"  warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
+        yield from lines
 
     __str__ = summary
 
@@ -608,8 +624,16 @@ class PlanBuilder:
         return True
 
     def add_all(self, actions: Iterable[FileAction]) -> None:
+        """`add` of each action in turn (one loop: millions of files in a large expiry)."""
+        assert self._action is not None, "call step() first"
+        if not self._dedupe:
+            self._files.extend(actions)
+            return
+        seen, files = self._seen, self._files
         for a in actions:
-            self.add(a)
+            if a.path not in seen:
+                seen.add(a.path)
+                files.append(a)
 
     def planned(self, path: str) -> bool:
         return path in self._seen
@@ -713,6 +737,21 @@ def _clock_now(params: dict[str, Any]) -> None:
 _SAVED_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {}
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a plan is built: a large plan creates millions of long-lived objects
+    (file actions, paths; none in a cycle), and each full collection would walk all of them again (a quarter of a
+    1 M-entry expiry plan's time). Collection resumes afterwards as usual."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def planner(operation: str, *, internal: tuple[str, ...] = (),
             resolve: Callable[[dict[str, Any]], None] | None = _clock_now,
             check_saved: Callable[[dict[str, Any]], None] | None = None) -> Callable[[Callable[..., Any]], Any]:
@@ -738,7 +777,8 @@ def planner(operation: str, *, internal: tuple[str, ...] = (),
                 resolve(params)
             token = _PLANNING.set(True)
             try:
-                plan = fn(table, **params)
+                with _gc_paused():
+                    plan = fn(table, **params)
             finally:
                 _PLANNING.reset(token)
             try:

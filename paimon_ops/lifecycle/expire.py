@@ -332,50 +332,68 @@ def delta_candidates(scanner: TableScanner, manifests: Iterable[mf.ManifestColum
     return cands
 
 
-# Snapshots whose delta manifests are decoded together (one native read); bounds what is held at once.
+# Snapshots whose delta manifests are decoded together (one native read), and at most this many of their entries
+# (counted from the manifest lists; one larger delta is decoded alone): what is held at once stays bounded whatever
+# the size of a commit (10 M-entry tables: the working set of a batch, not of the table).
 DELTA_BATCH = 64
+DELTA_BATCH_ENTRIES = 50_000
 
 
 def _deltas(store: ManifestStore, owners: list[tuple[int, Snapshot]], what: str
             ) -> Iterator[tuple[int, list[mf.ManifestColumns], CorruptMetadataError | None]]:
     """(id, its delta's manifests as columns, None) or (id, [], the error that made the delta unreadable) for each
-    owner in order; the manifests of DELTA_BATCH owners are decoded at once. A crafted file name raises."""
-    for i in range(0, len(owners), DELTA_BATCH):
-        chunk = owners[i:i + DELTA_BATCH]
-        lists: dict[int, list[str] | CorruptMetadataError] = {}
-        for sid, s in chunk:
-            try:
-                lists[sid] = [m.file_name for m in store.manifest_list(s.delta_manifest_list, f"{what} {sid}")]
-            except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
-                raise
-            except CorruptMetadataError as e:
-                lists[sid] = e
-        wanted = [n for v in lists.values() if not isinstance(v, CorruptMetadataError) for n in v]
+    owner in order; the manifests of up to DELTA_BATCH owners (DELTA_BATCH_ENTRIES entries) are decoded at once. A
+    crafted file name raises."""
+    chunk: list[tuple[int, Snapshot]] = []
+    lists: dict[int, list[str] | CorruptMetadataError] = {}
+    entries = 0
+    for sid, s in owners:
         try:
-            cols = store.columns_many(wanted, what)
+            metas = store.manifest_list(s.delta_manifest_list, f"{what} {sid}")
+            lists[sid] = [m.file_name for m in metas]
+            entries += sum(m.num_added_files + m.num_deleted_files for m in metas)
         except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
             raise
-        except CorruptMetadataError:
-            cols = {}  # one unreadable manifest: find whose, one manifest at a time
-        for sid, s in chunk:
-            names = lists[sid]
-            if isinstance(names, CorruptMetadataError):
-                yield sid, [], names
-                continue
-            delta = []
-            error: CorruptMetadataError | None = None
-            for n in names:
-                c = cols.get(n)
-                if c is None:
-                    try:
-                        c = store.manifest_columns(n, s.delta_manifest_list)
-                    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
-                        raise
-                    except CorruptMetadataError as e:
-                        error = e
-                        break
-                delta.append(c)
-            yield sid, ([] if error else delta), error
+        except CorruptMetadataError as e:
+            lists[sid] = e
+        chunk.append((sid, s))
+        if len(chunk) >= DELTA_BATCH or entries >= DELTA_BATCH_ENTRIES:
+            yield from _decode_deltas(store, chunk, lists, what)
+            chunk, lists, entries = [], {}, 0
+    if chunk:
+        yield from _decode_deltas(store, chunk, lists, what)
+
+
+def _decode_deltas(store: ManifestStore, chunk: list[tuple[int, Snapshot]],
+                   lists: dict[int, list[str] | CorruptMetadataError], what: str
+                   ) -> Iterator[tuple[int, list[mf.ManifestColumns], CorruptMetadataError | None]]:
+    """The decoded deltas of one chunk of `_deltas` (its manifest lists already read), in owner order."""
+    wanted = [n for v in lists.values() if not isinstance(v, CorruptMetadataError) for n in v]
+    try:
+        cols = store.columns_many(wanted, what)
+    except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+        raise
+    except CorruptMetadataError:
+        cols = {}  # one unreadable manifest: find whose, one manifest at a time
+    for sid, s in chunk:
+        names = lists[sid]
+        if isinstance(names, CorruptMetadataError):
+            yield sid, [], names
+            continue
+        delta = []
+        error: CorruptMetadataError | None = None
+        for n in names:
+            c = cols.get(n)
+            if c is None:
+                try:
+                    c = store.manifest_columns(n, s.delta_manifest_list)
+                except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
+                    raise
+                except CorruptMetadataError as e:
+                    error = e
+                    break
+            delta.append(c)
+        yield sid, ([] if error else delta), error
 
 
 def _delta_cands(store: ManifestStore, scanner: TableScanner, owners: list[tuple[int, Snapshot]], what: str,
@@ -467,7 +485,8 @@ def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, 
         return
     why = f"deleted by {owner}, " + (f"not in tag {tag[0]}" if tag else "no tag before it")
     other_data = others.data
-    add = b.add
+    planned: list[FileAction] = []
+    add = planned.append
     for path, (cols, i) in cands.items():
         partition, bucket = cols.partition[i], cols.bucket[i]
         if protect or other_data:
@@ -481,6 +500,7 @@ def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, 
             xp = extra_file_path(path, x)
             add(FileAction(xp, EXTRA, why, file_size(scanner.table, xp)))
         buckets.add((partition, bucket))
+    b.add_all(planned)
 
 
 def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,

@@ -671,3 +671,19 @@ def test_columns_native_batches_mixed_layouts_and_refuses_crafted_names(monkeypa
         _native_many(monkeypatch, [datas[0], bad_kind], ["/m/a", "/m/kind"])
     with pytest.raises(CorruptMetadataError, match="/m/junk"):
         _native_many(monkeypatch, [datas[0], b"Obj\x01junk"], ["/m/a", "/m/junk"])
+
+
+def test_native_reader_does_not_import_pandas():
+    """DataFusion's import would pull pandas in (~55 MiB) through pyarrow's pandas shim; it is kept out, and pandas
+    still works through pyarrow once something asks for it."""
+    import subprocess
+    import sys
+    code = ("import sys, pyarrow as pa\n"
+            "from paimon_ops.format import manifest_columns as mc\n"
+            "assert mc._context() is not None\n"
+            "assert mc._int_list(pa.chunked_array([[1, -2], [3]], pa.int8())) == [1, -2, 3]\n"
+            "assert mc._int_list(pa.array([5, 6, 7], pa.int64()).slice(1)) == [6, 7]\n"
+            "assert 'pandas' not in sys.modules\n"
+            "assert pa.table({'a': [1]}).to_pandas()['a'].tolist() == [1]\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -175,6 +175,30 @@ def test_dry_run_plan_json_reasons_and_rerun(wh):
     assert again.total_deleted == 0 and again.details["expired_snapshots"] == []
 
 
+def test_small_decode_batches_plan_the_same(wh, monkeypatch):
+    """The deltas are decoded in batches bounded by entries (the working set of a 10 M-entry plan): the decision
+    never depends on where a batch ends; the dry-run listing streams the same lines as the summary text."""
+    import paimon_ops.lifecycle.expire as ex
+    sim = MetaSim(new_table(wh, kind="append"))
+    for i in range(4):
+        sim.write(i, extra=True)
+    sim.tag("keep", 2)
+    sim.compact(0)
+    sim.write(1)
+    sim.compact(1)
+    sim.write(0)
+    t = sim.table
+    now = sim.now + 10 * HOUR_MS
+    plan = plan_expire_snapshots(t, now_millis=now, retain_min=1)
+    monkeypatch.setattr(ex, "DELTA_BATCH_ENTRIES", 1)
+    monkeypatch.setattr(ex, "DELTA_BATCH", 2)
+    small = plan_expire_snapshots(t, now_millis=now, retain_min=1)
+    assert small.steps == plan.steps and small.preconditions == plan.preconditions
+    assert any(a.kind == "data" for a in plan.deletes)
+    for limit, files in ((None, True), (3, True), (None, False)):
+        assert "\n".join(plan.summary_lines(limit, files)) == plan.summary(limit, files)
+
+
 def test_tag_created_after_planning_aborts_execution(wh):
     sim = _twenty(wh)
     t = sim.table
