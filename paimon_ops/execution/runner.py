@@ -530,11 +530,6 @@ def connect_spark(remote: str):
 
 
 # ---------------------------------------------------------------------------------------------- placement
-DEFAULT_LOCAL_MAX_BYTES = EXECUTION_LOCAL_MAX_INPUT_SIZE.default
-DEFAULT_LOCAL_MAX_TASKS = EXECUTION_LOCAL_MAX_TASKS.default
-# Expiry and orphan removal: above these, manifest reading, the live-set difference and the deletes run on Spark.
-DEFAULT_LOCAL_MAX_MANIFESTS = EXECUTION_LOCAL_MAX_MANIFESTS.default
-DEFAULT_LOCAL_MAX_FILES = EXECUTION_LOCAL_MAX_FILES.default
 
 
 class AutoRunner:
@@ -564,25 +559,15 @@ class AutoRunner:
 
     def place(self, work: Workload, options: Any = None) -> tuple[Runner, dict[str, str]]:
         """(the runner for this work, {where, why}) — the report says both."""
-        max_bytes = self.max_local_bytes
-        max_tasks = self.max_local_tasks
-        if options is not None:
-            if max_bytes is None:
-                max_bytes = options.get(EXECUTION_LOCAL_MAX_INPUT_SIZE)
-            if max_tasks is None:
-                max_tasks = options.get(EXECUTION_LOCAL_MAX_TASKS)
-        max_bytes = DEFAULT_LOCAL_MAX_BYTES if max_bytes is None else max_bytes
-        max_tasks = DEFAULT_LOCAL_MAX_TASKS if max_tasks is None else max_tasks
+        def limit(own: int | None, option: Any) -> int:  # the constructor's, else the table's option, else its default
+            if own is not None:
+                return own
+            return options.get(option) if options is not None else option.default
+        max_bytes = limit(self.max_local_bytes, EXECUTION_LOCAL_MAX_INPUT_SIZE)
+        max_tasks = limit(self.max_local_tasks, EXECUTION_LOCAL_MAX_TASKS)
         if work.tasks == 0 and (work.manifests or work.files):
-            max_manifests = self.max_local_manifests
-            max_files = self.max_local_files
-            if options is not None:
-                if max_manifests is None:
-                    max_manifests = options.get(EXECUTION_LOCAL_MAX_MANIFESTS)
-                if max_files is None:
-                    max_files = options.get(EXECUTION_LOCAL_MAX_FILES)
-            max_manifests = DEFAULT_LOCAL_MAX_MANIFESTS if max_manifests is None else max_manifests
-            max_files = DEFAULT_LOCAL_MAX_FILES if max_files is None else max_files
+            max_manifests = limit(self.max_local_manifests, EXECUTION_LOCAL_MAX_MANIFESTS)
+            max_files = limit(self.max_local_files, EXECUTION_LOCAL_MAX_FILES)
             size = f"{work.manifests} manifest(s), {work.files} file(s)"
             limits = f"execution.local.max-manifests {max_manifests} or execution.local.max-files {max_files}"
             if work.manifests > max_manifests or work.files > max_files:
