@@ -102,10 +102,10 @@ def _say_run(result, indent: str = "     ") -> None:
 def _table_state(warehouse: str) -> list[str]:
     from paimon_ops.table.reader import read_file, visible_files
     from paimon_ops.table.scan import TableScanner
-    from paimon_ops.table.table import Catalog
+    from paimon_ops.table.table import FileSystemCatalog
 
     lines = []
-    cat = Catalog(warehouse)
+    cat = FileSystemCatalog(warehouse)
     for ident in cat.all_tables():
         t = cat.get_table(ident)
         sc = TableScanner(t)

@@ -49,14 +49,14 @@ from paimon_ops.execution.executor import execute  # noqa: E402
 from paimon_ops.execution.plan import human_bytes  # noqa: E402
 from paimon_ops.execution.runner import LocalRunner, SparkRunner, local_spark  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
-from paimon_ops.table.table import Table  # noqa: E402
+from paimon_ops.table.table import FileStoreTable  # noqa: E402
 from paimon_ops.table.writer import TableWriter, create_table  # noqa: E402
 
 FIELDS = [("k", "BIGINT"), ("s", "STRING"), ("v", "DOUBLE"), ("n", "INT"), ("ts", "TIMESTAMP(3)")]
 CLI = [sys.executable, "-m", "paimon_ops.cli"]
 
 
-def build(warehouse: str, rows: int, buckets: int, runs: int) -> Table:
+def build(warehouse: str, rows: int, buckets: int, runs: int) -> FileStoreTable:
     t = create_table(warehouse, "db.t", FIELDS, primary_keys=["k"], options={"bucket": str(buckets)})
     rng = np.random.default_rng(7)
     per = rows // runs
@@ -71,9 +71,9 @@ def build(warehouse: str, rows: int, buckets: int, runs: int) -> Table:
     return t.refresh()
 
 
-def copy(src: Path, dst: Path) -> Table:
+def copy(src: Path, dst: Path) -> FileStoreTable:
     shutil.copytree(src, dst)
-    return Table(str(dst / "db.db" / "t"))
+    return FileStoreTable(str(dst / "db.db" / "t"))
 
 
 def settle() -> None:
@@ -94,7 +94,7 @@ def cli_compact(wh: Path, *flags: str) -> tuple[float, dict]:
     return wall, json.loads(p.stdout)
 
 
-def raw_rewrite(table: Table, out: Path) -> float:
+def raw_rewrite(table: FileStoreTable, out: Path) -> float:
     """Read every input file of each bucket, write the bucket back as one file (zstd level 1, as Paimon)."""
     res = TableScanner(table).scan_latest()
     out.mkdir(parents=True, exist_ok=True)
@@ -116,7 +116,7 @@ def runner_child(kind: str, work: Path) -> dict[str, float]:
     runner = SparkRunner(spark) if spark is not None else LocalRunner(workers=2)
     for phase in ("warm", "steady"):
         name = f"{phase}_{kind}"
-        table = Table(str(work / name / "db.db" / "t"))
+        table = FileStoreTable(str(work / name / "db.db" / "t"))
         plan = plan_compaction(table)
         settle()
         t0 = time.perf_counter()

@@ -43,7 +43,7 @@ from paimon_ops.format.types import parse_type  # noqa: E402
 from paimon_ops.lifecycle import expire as expire_mod  # noqa: E402
 from paimon_ops.lifecycle.expire import plan_expire_snapshots  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
-from paimon_ops.table.table import Table  # noqa: E402
+from paimon_ops.table.table import FileStoreTable  # noqa: E402
 
 IDENT = "db.expiry"
 PARTITIONS = 10
@@ -224,7 +224,7 @@ def link_copy(src: str, dst: str) -> None:
     shutil.copytree(src, dst, copy_function=copy)
 
 
-def data_files_on_disk(table: Table) -> set[str]:
+def data_files_on_disk(table: FileStoreTable) -> set[str]:
     out = set()
     for root, _, files in os.walk(table.root):
         for f in files:
@@ -233,9 +233,9 @@ def data_files_on_disk(table: Table) -> set[str]:
     return out
 
 
-def verify(table: Table) -> dict:
+def verify(table: FileStoreTable) -> dict:
     """Latest snapshot scans and its files exist; data files no retained snapshot references are counted."""
-    table = Table(table.root)
+    table = FileStoreTable(table.root)
     scanner = TableScanner(table)
     res = scanner.scan_latest()
     assert res is not None, "no latest snapshot after expiry"
@@ -296,7 +296,7 @@ def main() -> None:
             print(f"copied the table for the Spark run in {time.perf_counter() - t:.1f} s (data files hard-linked)")
 
         # ---- 1. planning
-        table = Table(root, IDENT)
+        table = FileStoreTable(root, IDENT)
         rss0, hwm0 = rss_mib(), peak_rss_mib()
         t = time.perf_counter()
         plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, time_retained="0 ms")
@@ -319,7 +319,8 @@ def main() -> None:
         # ---- 2. inline expiry
         t = time.perf_counter()
         with PlanTimer() as pt:
-            rep = po.Table(Table(root, IDENT)).maintenance.expire_snapshots(retain_min=RETAIN_MIN, min_age=datetime.timedelta(0)).execute(
+            rep = po.Table(FileStoreTable(root, IDENT)).maintenance.expire_snapshots(
+                retain_min=RETAIN_MIN, min_age=datetime.timedelta(0)).execute(
                 runner=None)
         e2e = time.perf_counter() - t
         n_del = rep.total_deleted
@@ -344,7 +345,7 @@ def main() -> None:
             try:
                 t = time.perf_counter()
                 with PlanTimer() as pt2:
-                    rep2 = po.Table(Table(spark_root, IDENT)).maintenance.expire_snapshots(retain_min=RETAIN_MIN,
+                    rep2 = po.Table(FileStoreTable(spark_root, IDENT)).maintenance.expire_snapshots(retain_min=RETAIN_MIN,
                         min_age=datetime.timedelta(0)).execute(
                         runner=SparkRunner(spark), parallel_threshold=100)
                 e2e2 = time.perf_counter() - t
@@ -355,7 +356,7 @@ def main() -> None:
             print(f"expire (spark local[2]): {e2e2:.2f} s end-to-end (planning {pt2.seconds:.2f} s, deleting "
                   f"{del2:.2f} s), {n2:,} files deleted ({fmt_counts(rep2.deleted)}); {n2 / e2e2:,.0f} deletes/s "
                   f"end-to-end, {n2 / del2:,.0f} deletes/s excluding planning; {len(rep2.warnings)} warnings")
-            v2 = verify(Table(spark_root, IDENT))
+            v2 = verify(FileStoreTable(spark_root, IDENT))
             print_verify("spark", v2)
             summary.append(f"expire_snapshots spark local[2]: {e2e2:.2f} s, {n2:,} deletes, "
                            f"{n2 / e2e2:,.0f} deletes/s ({n2 / del2:,.0f}/s excl. planning)")

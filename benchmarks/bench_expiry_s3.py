@@ -37,7 +37,7 @@ from bench_expiry import IDENT, RETAIN_MIN, PlanTimer, build_in_child, fmt_count
 import paimon_ops as po
 from paimon_ops.lifecycle.expire import plan_expire_snapshots  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
-from paimon_ops.table.table import Table  # noqa: E402
+from paimon_ops.table.table import FileStoreTable  # noqa: E402
 
 KEY, SECRET = "bench", "bench-secret"
 
@@ -77,7 +77,7 @@ def options(endpoint: str) -> dict[str, str]:
     return {"s3.endpoint": endpoint, "s3.access-key": KEY, "s3.secret-key": SECRET, "s3.region": "us-east-1"}
 
 
-def verify(table: Table) -> str:
+def verify(table: FileStoreTable) -> str:
     table = table.refresh()
     scanner = TableScanner(table)
     res = scanner.scan_latest()
@@ -97,7 +97,7 @@ class PerFileLimit(Exception):
     pass
 
 
-def run(label: str, table: Table, bulk: bool, limit: int | None) -> tuple[float, float, int, str]:
+def run(label: str, table: FileStoreTable, bulk: bool, limit: int | None) -> tuple[float, float, int, str]:
     if not bulk:
         table.io.bulk_delete = False  # this instance only: Deleter deletes file by file (HEAD + DELETE each)
         if limit:
@@ -154,7 +154,7 @@ def main() -> None:
             t = time.perf_counter()
             n = upload(store, b["root"], "wh/db.db/expiry")
             print(f"uploaded {n:,} objects to s3://{name} in {time.perf_counter() - t:.1f} s", flush=True)
-            tables[name] = Table(f"s3://{name}/wh/db.db/expiry", IDENT, options_override=options(endpoint))
+            tables[name] = FileStoreTable(f"s3://{name}/wh/db.db/expiry", IDENT, options_override=options(endpoint))
         plan = plan_expire_snapshots(tables["bulk"], retain_min=RETAIN_MIN, time_retained="0 ms")
         print(f"plan: {len(plan.details['expired_snapshots']):,} snapshots expire, {len(plan.deletes):,} files "
               f"({fmt_counts(plan.counts())})", flush=True)

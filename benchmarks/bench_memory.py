@@ -28,11 +28,11 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from paimon_ops.table.scan import TableScanner  # noqa: E402
-from paimon_ops.table.table import Table  # noqa: E402
+from paimon_ops.table.table import FileStoreTable  # noqa: E402
 from paimon_ops.table.writer import create_table, write_rows  # noqa: E402
 
 
-def build(warehouse: str, rows: int, files: int) -> Table:
+def build(warehouse: str, rows: int, files: int) -> FileStoreTable:
     t = create_table(warehouse, "db.bench", [("k", "BIGINT"), ("s", "STRING"), ("v", "DOUBLE"), ("n", "INT")],
                      primary_keys=["k"], options={"bucket": "1"})
     rng = np.random.default_rng(1)

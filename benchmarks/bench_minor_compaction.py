@@ -40,7 +40,7 @@ import paimon_ops as po  # noqa: E402
 from paimon_ops.execution.plan import human_bytes  # noqa: E402
 from paimon_ops.execution.runner import LocalRunner  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
-from paimon_ops.table.table import Table  # noqa: E402
+from paimon_ops.table.table import FileStoreTable  # noqa: E402
 from paimon_ops.table.writer import TableWriter, create_table  # noqa: E402
 
 FIELDS = [("id", "BIGINT"), ("a", "BIGINT"), ("b", "STRING"), ("c", "DOUBLE")]
@@ -53,7 +53,7 @@ def _data(ids: np.ndarray, rng: np.random.Generator, tag: str) -> pa.Table:
                      "c": pa.array(rng.random(n))})
 
 
-def _write(table: Table, data: pa.Table) -> None:
+def _write(table: FileStoreTable, data: pa.Table) -> None:
     w = TableWriter(table.refresh())
     w.write(data)
     w.commit()
@@ -63,7 +63,7 @@ KINDS = {"dv": {"deletion-vectors.enabled": "true"},
          "changelog": {"deletion-vectors.enabled": "true", "changelog-producer": "lookup"}}
 
 
-def build(warehouse: str, rows: int, new_ratio: float, kind: str) -> Table:
+def build(warehouse: str, rows: int, new_ratio: float, kind: str) -> FileStoreTable:
     t = create_table(warehouse, "db.bench", FIELDS, primary_keys=["id"],
                      options={"bucket": "1", "write-only": "true", **KINDS[kind]})
     rng = np.random.default_rng(11)
@@ -80,7 +80,7 @@ def build(warehouse: str, rows: int, new_ratio: float, kind: str) -> Table:
     return t.refresh()
 
 
-def layout(table: Table) -> str:
+def layout(table: FileStoreTable) -> str:
     res = TableScanner(table).scan_latest()
     by = {}
     for f in res.files:
@@ -89,7 +89,7 @@ def layout(table: Table) -> str:
     return ", ".join(f"L{lv}: {n:,} rows {human_bytes(b)}" for lv, (n, b) in sorted(by.items()))
 
 
-def visible_rows(table: Table) -> int:
+def visible_rows(table: FileStoreTable) -> int:
     sc = TableScanner(table)
     res = sc.scan_latest()
     total = 0
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace, kind: str) -> None:
         copies = {}
         for name in ("warm-up", "minor", "full", "java"):
             shutil.copytree(Path(src.location).parent.parent, work / name)
-            copies[name] = Table(str(work / name / "db.db" / "bench"))
+            copies[name] = FileStoreTable(str(work / name / "db.db" / "bench"))
 
         # Both of ours are timed in a warm process with the copies' dirty pages flushed (their write-back otherwise
         # lands on whichever contender runs first); the warm-up run is the cold figure, printed for reference.

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from paimon_ops.compact.postpone import plan_postpone_compaction  # noqa: E402
 from paimon_ops.execution.plan import human_bytes  # noqa: E402
 from paimon_ops.execution.runner import LocalRunner  # noqa: E402
-from paimon_ops.table.table import Table  # noqa: E402
+from paimon_ops.table.table import FileStoreTable  # noqa: E402
 from tests import pypaimon_util as pu  # noqa: E402
 
 SCHEMA = pa.schema([("k", pa.int64()), ("s", pa.string()), ("v", pa.float64()), ("n", pa.int32())])
@@ -134,7 +134,7 @@ def main() -> None:
     wh_cli = copy(src, "cli")
     cli_s = cli("compact-postpone", wh_cli, "db.t", "--json")
     wh_inproc = copy(src, "inproc")
-    t = Table(os.path.join(wh_inproc, "db.db", "t"))
+    t = FileStoreTable(os.path.join(wh_inproc, "db.db", "t"))
     start = time.time()
     plan = plan_postpone_compaction(t)
     report = plan.execute(runner=LocalRunner())

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import paimon_ops as po  # noqa: E402
 from paimon_ops.execution.runner import LocalRunner  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
-from paimon_ops.table.table import Catalog  # noqa: E402
+from paimon_ops.table.table import FileSystemCatalog  # noqa: E402
 from tests import pypaimon_util as pu  # noqa: E402
 
 SCHEMA = pa.schema([("k", pa.int64()), ("s", pa.string()), ("v", pa.float64()), ("n", pa.int32())])
@@ -63,7 +63,7 @@ def build(wh: str, rows: int, runs: int) -> None:
 
 
 def raw(wh: str, ident: str) -> tuple[float, int]:
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     res = TableScanner(table).scan(table.snapshots.latest())
     started = time.time()
     groups: dict[int, list] = {}
@@ -90,7 +90,7 @@ def raw(wh: str, ident: str) -> tuple[float, int]:
 
 def ours(wh: str, ident: str) -> tuple[float, int]:
     started = time.time()
-    r = po.Table(Catalog(wh).get_table(ident)).maintenance.compact(mode="full").execute(runner=LocalRunner())
+    r = po.Table(FileSystemCatalog(wh).get_table(ident)).maintenance.compact(mode="full").execute(runner=LocalRunner())
     return time.time() - started, int(r.details["rows_out"])
 
 

@@ -124,7 +124,7 @@ def run_files(n_files: int, workdir: str, java: bool, results: list[str], snapsh
     row = {}
     w, rss, out, code = measure(ours_cmd("remove-orphans", whs["ours"], IDENT, "--dry-run", "--json",
                                          "--older-than", str(now_ms), "--allow-short"), env=env())
-    found = sum(len(st["files"]) for st in json.loads(out)["steps"] if st["action"] == "delete-files") \
+    found = sum(len(st["files"]) for st in json.loads(out)["steps"] if st["action"] == "delete-files")\
         if code == 0 else "?"
     row["ours"] = (w, rss)
     print(f"  orphans paimon-ops: {w:.1f} s, peak RSS {rss:.0f} MiB, {found} found", flush=True)
@@ -183,10 +183,10 @@ def delete_rate(src: str, workdir: str) -> str:
     from paimon_ops.execution.deleter import Deleter
     from paimon_ops.execution.plan import DATA
     from paimon_ops.lifecycle.expire import plan_expire_snapshots
-    from paimon_ops.table.table import Table
+    from paimon_ops.table.table import FileStoreTable
     a = copy_table(src, os.path.join(workdir, "rate-a"))
     r = copy_table(src, os.path.join(workdir, "rate-b"))
-    plan = plan_expire_snapshots(Table(a, IDENT), retain_min=RETAIN_MIN, time_retained="0 ms")
+    plan = plan_expire_snapshots(FileStoreTable(a, IDENT), retain_min=RETAIN_MIN, time_retained="0 ms")
     actions = [f for f in plan.deletes if f.kind == DATA]
     raw_paths = [os.path.join(r, os.path.relpath(f.path, a)) for f in actions]
     del plan
@@ -194,7 +194,7 @@ def delete_rate(src: str, workdir: str) -> str:
     for p in raw_paths:
         os.unlink(p)
     raw = len(raw_paths) / (time.perf_counter() - t)
-    deleter = Deleter(Table(a, IDENT))
+    deleter = Deleter(FileStoreTable(a, IDENT))
     t = time.perf_counter()
     done, missing = deleter.delete(actions)
     ours = len(done) / (time.perf_counter() - t)
@@ -294,8 +294,8 @@ def build_metadata(warehouse: str, entries: int, out: mp.Queue) -> None:
 def plan_child(root: str, what: str, out: mp.Queue) -> None:
     from paimon_ops.lifecycle.expire import plan_expire_snapshots
     from paimon_ops.lifecycle.orphans import plan_remove_orphans
-    from paimon_ops.table.table import Table
-    table = Table(root, "db.meta")
+    from paimon_ops.table.table import FileStoreTable
+    table = FileStoreTable(root, "db.meta")
     t = time.perf_counter()
     if what == "expire":
         plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, time_retained="0 ms")

@@ -48,7 +48,7 @@ class Catalog:
         options = dict(options or {})
         # object-store settings (s3.endpoint, s3.access-key, ...) configure the warehouse's file system, not tables
         store = {k: v for k, v in options.items() if is_store_option(k)}
-        self._catalog = _tables.Catalog(warehouse, options=store or None)
+        self._catalog = _tables.FileSystemCatalog(warehouse, options=store or None)
         self.warehouse = warehouse
         self.options = {k: v for k, v in options.items() if k not in store}
 
@@ -68,7 +68,7 @@ class Catalog:
 class Table:
     """One Paimon table (one branch of it): what it is, and its maintenance."""
 
-    def __init__(self, raw: _tables.Table):
+    def __init__(self, raw: _tables.FileStoreTable):
         self.raw = raw  # the engine's table (metadata managers, scan, commit): for advanced use
         self.maintenance = Maintenance(raw)
         self.tags = Tags(raw)
@@ -76,7 +76,7 @@ class Table:
     @staticmethod
     def open(location: str, /, *, options: Mapping[str, str] | None = None) -> Table:
         """A table by its own location (no catalog)."""
-        return Table(_tables.Table(location, options_override=options))
+        return Table(_tables.FileStoreTable(location, options_override=options))
 
     @property
     def identifier(self) -> str:
@@ -130,7 +130,7 @@ class Table:
 class Maintenance:
     """Plans for one table; nothing changes until `plan.execute()`."""
 
-    def __init__(self, raw: _tables.Table):
+    def __init__(self, raw: _tables.FileStoreTable):
         self._t = raw
 
     def compact(self, *, mode: str = "full", partitions: Sequence[Mapping[str, Any]] | None = None,
@@ -247,7 +247,7 @@ class Maintenance:
 class Tags:
     """Manual tags of one table (plans, like everything else)."""
 
-    def __init__(self, raw: _tables.Table):
+    def __init__(self, raw: _tables.FileStoreTable):
         self._t = raw
 
     def list(self) -> list[Any]:
@@ -297,7 +297,7 @@ def load_plan(path_or_text: str, /) -> Plan:
         except UnicodeDecodeError:
             raise CorruptMetadataError(path_or_text, "not a paimon-ops plan: not UTF-8 text") from None
         except (OSError, ValueError) as e:
-            raise CorruptMetadataError(path_or_text, f"cannot read plan: {getattr(e, 'strerror', None) or e}") \
+            raise CorruptMetadataError(path_or_text, f"cannot read plan: {getattr(e, 'strerror', None) or e}")\
                 from None
     return Plan.from_json(text, where=path_or_text if text is not path_or_text else "plan")
 

@@ -24,7 +24,7 @@ from paimon_ops.execution.plan import human_bytes
 from paimon_ops.operations import BOOL, CHOICE, FLOAT, INT, NAMES, OPERATIONS, PARTITIONS, TASKS, Operation, by_plan_type
 from paimon_ops.schemas import ERROR, LIST, TABLES, envelope, format_of
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from paimon_ops.timeutil import iso
 
 
@@ -83,11 +83,11 @@ def _warehouse_options(args: argparse.Namespace) -> dict[str, str] | None:
     return out or None
 
 
-def _catalog(args: argparse.Namespace) -> Catalog:
-    return Catalog(args.warehouse, options=_warehouse_options(args))
+def _catalog(args: argparse.Namespace) -> FileSystemCatalog:
+    return FileSystemCatalog(args.warehouse, options=_warehouse_options(args))
 
 
-def _table(args: argparse.Namespace) -> Table:
+def _table(args: argparse.Namespace) -> FileStoreTable:
     catalog = _catalog(args)
     try:
         return catalog.get_table(args.table)
@@ -255,7 +255,7 @@ def is_pattern(table: str) -> bool:
     return bool(_GLOB & set(table))
 
 
-def _not_a_warehouse(catalog: Catalog) -> None:
+def _not_a_warehouse(catalog: FileSystemCatalog) -> None:
     """A directory holding no DATABASE.db directory is not a warehouse (a database directory or an empty one given
     by mistake): said naming it, rather than listing no tables."""
     if not catalog.io.has_directories or catalog.databases():
@@ -266,7 +266,7 @@ def _not_a_warehouse(catalog: Catalog) -> None:
     raise PaimonOpsError(f"{catalog.warehouse} is not a Paimon warehouse: it holds no DATABASE.db directory{hint}")
 
 
-def matching_tables(catalog: Catalog, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
+def matching_tables(catalog: FileSystemCatalog, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
     """The tables (db.table, sorted) matching an fnmatch pattern (`db.*`, `*.*`, `shop.ord*`) and none of `exclude`;
     a pattern matching nothing is an error naming it."""
     import fnmatch

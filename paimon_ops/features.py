@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from paimon_ops.format.schema import TableSchema
     from paimon_ops.format.snapshot import Snapshot
     from paimon_ops.table.scan import ScanResult, TableScanner
-    from paimon_ops.table.table import Table
+    from paimon_ops.table.table import FileStoreTable
 
 # ---------------------------------------------------------------------------------------------- operations
 COMPACT_MODES = ("full", "minor", "dv-ratio", "small-files", "sort")
@@ -166,7 +166,7 @@ def _types(t) -> Iterable[str]:
         yield from _types(f.type)
 
 
-def option_uses(table: Table) -> list[Use]:
+def option_uses(table: FileStoreTable) -> list[Use]:
     """Features the schema (options, column types) declares. Reads nothing but the schema."""
     from paimon_ops.table import external
     out = uses_of_schema(dict(table.options.raw), table.schema)
@@ -258,7 +258,7 @@ def snapshot_uses(snapshot: Snapshot | None, where: str = "") -> list[Use]:
     return out
 
 
-def metadata_uses(table: Table, scanner: TableScanner | None = None, snapshot: Snapshot | None = None) -> list[Use]:
+def metadata_uses(table: FileStoreTable, scanner: TableScanner | None = None, snapshot: Snapshot | None = None) -> list[Use]:
     """Features the latest snapshot's metadata shows: its JSON, the field sets of its manifest files, its index
     manifest. Reads the snapshot, one manifest list, one manifest and the index manifest."""
     from paimon_ops.errors import MissingFileError
@@ -334,7 +334,7 @@ def file_uses(result: ScanResult) -> list[Use]:
     return out
 
 
-def table_uses(table: Table, scanner: TableScanner | None = None, snapshot: Snapshot | None = None,
+def table_uses(table: FileStoreTable, scanner: TableScanner | None = None, snapshot: Snapshot | None = None,
                result: ScanResult | None = None) -> list[Use]:
     """Everything the gate knows about the table at the depth given (options; + metadata; + a scan's files)."""
     uses = option_uses(table) + metadata_uses(table, scanner, snapshot)
@@ -344,7 +344,7 @@ def table_uses(table: Table, scanner: TableScanner | None = None, snapshot: Snap
 
 
 # ---------------------------------------------------------------------------------------------- the gate
-def refusal(table: Table, operation: str, uses: Iterable[Use]) -> str | None:
+def refusal(table: FileStoreTable, operation: str, uses: Iterable[Use]) -> str | None:
     """The one-line refusal for `operation` on a table with `uses`, or None if it handles all of them."""
     for u in uses:
         if not handles(operation, u.feature):
@@ -355,7 +355,7 @@ def refusal(table: Table, operation: str, uses: Iterable[Use]) -> str | None:
     return None
 
 
-def require(table: Table, operation: str, uses: Iterable[Use] | None = None, *, deep: bool = True,
+def require(table: FileStoreTable, operation: str, uses: Iterable[Use] | None = None, *, deep: bool = True,
             scanner: TableScanner | None = None) -> None:
     """Refuse `operation` on `table` (UnsupportedError, one line) if it uses a feature the operation does not
     handle. `uses` defaults to the options, plus (with `deep`) the latest snapshot's metadata."""
@@ -373,7 +373,7 @@ def require(table: Table, operation: str, uses: Iterable[Use] | None = None, *, 
         raise UnsupportedError(msg)
 
 
-def refused_operations(table: Table, deep: bool = True) -> dict[str, str]:
+def refused_operations(table: FileStoreTable, deep: bool = True) -> dict[str, str]:
     """operation -> refusal line, for every operation the gate refuses on this table (Dagster's check)."""
     uses = option_uses(table) + (metadata_uses(table) if deep else [])
     out = {}

@@ -19,7 +19,7 @@ from paimon_ops.errors import MissingFileError
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.options import PARTITION_EXPIRATION_TIME, SNAPSHOT_EXPIRABLE_THRESHOLD
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 POSTPONE_BUCKET = -2
 INT_MAX = 2147483647
@@ -104,18 +104,18 @@ class FileHealth:
         return sum(b.files for b in self.buckets)
 
 
-def dv_threshold(table: Table) -> float:
+def dv_threshold(table: FileStoreTable) -> float:
     """`compaction.dv-ratio-threshold`, else Paimon's `compaction.delete-ratio-threshold`, else 0.2 — read by the
     compaction planner itself, so the check, the sensor and the dv-ratio compaction agree."""
     from paimon_ops.compact.planner import dv_ratio_threshold
     return dv_ratio_threshold(table, None)
 
 
-def small_files_threshold(table: Table) -> int:
+def small_files_threshold(table: FileStoreTable) -> int:
     return table.options.small_files_threshold(table.is_primary_key)
 
 
-def measure_files(table: Table, scanner: TableScanner | None = None) -> FileHealth:
+def measure_files(table: FileStoreTable, scanner: TableScanner | None = None) -> FileHealth:
     """Per-bucket file statistics of the latest snapshot, from manifests and the index manifest only."""
     scanner = scanner or TableScanner(table)
     threshold = dv_threshold(table)
@@ -170,7 +170,7 @@ def bucket_groups(buckets: list[BucketStat]) -> list[tuple[list[dict[str, str]],
     return [(parts, list(bs)) for bs, parts in groups.items()]
 
 
-def refused_operations(table: Table) -> dict[str, str]:
+def refused_operations(table: FileStoreTable) -> dict[str, str]:
     """Operations the feature gate refuses on this table (operation -> the one-line refusal)."""
     from paimon_ops.features import refused_operations as refused
     return refused(table)
@@ -199,7 +199,7 @@ class Retention:
         return self.expirable > 0 and (self.over_max or self.expirable >= self.threshold)
 
 
-def measure_retention(table: Table, now_millis: int | None = None) -> Retention:
+def measure_retention(table: FileStoreTable, now_millis: int | None = None) -> Retention:
     """Snapshot count and the §2.2 expiry window by the table's options, as the engine resolves them (reads only
     snapshot and consumer JSON)."""
     from paimon_ops.lifecycle.expire import expirable_snapshots, resolve_settings
@@ -228,7 +228,7 @@ class FilePresence:
     by_kind: dict[str, int] = field(default_factory=dict)
 
 
-def _referenced(table: Table, scanner: TableScanner, snap: Snapshot, source: str,
+def _referenced(table: FileStoreTable, scanner: TableScanner, snap: Snapshot, source: str,
                 refs: dict[str, tuple[str, str]]) -> None:
     """Collect what `snap` references; an unreadable (missing) metadata file is itself recorded as referenced."""
     def add(path: str, kind: str) -> None:
@@ -262,7 +262,7 @@ def _referenced(table: Table, scanner: TableScanner, snap: Snapshot, source: str
         add(posixpath.join(table.statistics_dir, snap.statistics), "statistics")
 
 
-def missing_files(table: Table) -> FilePresence:
+def missing_files(table: FileStoreTable) -> FilePresence:
     """Files referenced by the latest snapshot and every tag that do not exist (one listing of the table)."""
     scanner = TableScanner(table)
     out = FilePresence(table.identifier)
@@ -336,7 +336,7 @@ class Assessment:
                 "needs": [n.to_dict() for n in self.needs]}
 
 
-def _compaction_arguments(table: Table, mode: str, over: list[BucketStat]) -> dict:
+def _compaction_arguments(table: FileStoreTable, mode: str, over: list[BucketStat]) -> dict:
     """Exactly the buckets over the threshold when they form one partitions × buckets filter, else the partitions."""
     groups = bucket_groups(over)
     partitions = [dict(b.partition) for b in over if b.partition]
@@ -349,7 +349,7 @@ def _compaction_arguments(table: Table, mode: str, over: list[BucketStat]) -> di
     return args
 
 
-def assess(table: Table, signals: tuple[str, ...] | list[str] = SIGNALS, now_millis: int | None = None) -> Assessment:
+def assess(table: FileStoreTable, signals: tuple[str, ...] | list[str] = SIGNALS, now_millis: int | None = None) -> Assessment:
     """Evaluate `signals` on the table's latest snapshot (metadata only). Signals that do not apply to the table
     (dv_ratio without deletion vectors, partitions without partition.expiration-time) are left out."""
     unknown = [s for s in signals if s not in SIGNALS]

@@ -11,7 +11,7 @@ import pyarrow as pa
 from paimon_ops.health import FileHealth, Retention, measure_files, measure_retention, refused_operations
 from paimon_ops.rowcount import RowCount, count_rows
 from paimon_ops.table.scan import ScanResult, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 
 def _utc(millis: int | None) -> _dt.datetime | None:
@@ -32,7 +32,7 @@ class SnapshotInfo:
     watermark: int | None
 
 
-def snapshots(table: Table) -> list[SnapshotInfo]:
+def snapshots(table: FileStoreTable) -> list[SnapshotInfo]:
     """Every live snapshot, oldest first."""
     return [SnapshotInfo(s.id, s.commit_kind, _utc(s.time_millis), s.schema_id,  # type: ignore[arg-type]
                          s.commit_user, s.commit_identifier, s.total_record_count, s.delta_record_count,
@@ -52,7 +52,7 @@ FILE_FIELDS = [
 ]
 
 
-def files(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+def files(table: FileStoreTable, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
     """The live data files of the latest snapshot (or `snapshot_id`, or `tag`), one row each, sorted by partition,
     bucket, level and name; partitioned tables add `partition_values`, a struct of the typed partition values."""
     scanner = TableScanner(table)
@@ -112,12 +112,12 @@ class TableHealth:
         return self.retention.over
 
 
-def health(table: Table, merge_budget: int = 0, now_millis: int | None = None) -> TableHealth:
+def health(table: FileStoreTable, merge_budget: int = 0, now_millis: int | None = None) -> TableHealth:
     """Measure the latest snapshot. `merge_budget`: data bytes the row count may read to merge overlapping buckets
     (0: metadata only — the count is then unknown where level-0 files overlap)."""
     scanner = TableScanner(table)
     result = scanner.scan_latest()
-    rows = count_rows(table, scanner, merge_budget=merge_budget, result=result) if result is not None \
+    rows = count_rows(table, scanner, merge_budget=merge_budget, result=result) if result is not None\
         else RowCount(None, 0, 0)
     fh = measure_files(table, scanner)
     return TableHealth(table.identifier, fh.snapshot_id, rows, fh, measure_retention(table, now_millis),

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from paimon_ops.options import DELETION_VECTORS_MERGE_ON_READ
 from paimon_ops.table.scan import LiveFile, ScanResult, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 MERGE_BUDGET_BYTES = 64 * 1024 * 1024  # data read per count to merge buckets whose layout does not give the count
 POSTPONE_BUCKET = -2
@@ -49,10 +49,10 @@ class RowCount:
         return f"merged {self.buckets_merged} bucket(s)" if self.buckets_merged else "exact from the file layout"
 
 
-def _raw_read(table: Table) -> bool:
+def _raw_read(table: FileStoreTable) -> bool:
     """Java reads level > 0 files as they are (no merge): DV primary-key tables and first-row tables."""
     opts = table.options
-    return (opts.deletion_vectors_enabled and not opts.get(DELETION_VECTORS_MERGE_ON_READ)) \
+    return (opts.deletion_vectors_enabled and not opts.get(DELETION_VECTORS_MERGE_ON_READ))\
         or opts.merge_engine == "first-row"
 
 
@@ -62,13 +62,13 @@ def _one_sorted_run(files: list[LiveFile]) -> bool:
     return len(files) <= 1 or (len({f.level for f in files}) == 1 and files[0].level > 0)
 
 
-def count_rows(table: Table, scanner: TableScanner | None = None, *, merge_budget: int = MERGE_BUDGET_BYTES,
+def count_rows(table: FileStoreTable, scanner: TableScanner | None = None, *, merge_budget: int = MERGE_BUDGET_BYTES,
                snapshot_id: int | None = None, result: ScanResult | None = None) -> RowCount:
     """The row count of the latest snapshot (or of snapshot `snapshot_id`, or of `result`, an already scanned
     snapshot); see the module doc."""
     scanner = scanner or TableScanner(table)
     if result is None:
-        result = scanner.scan(table.snapshots.snapshot(snapshot_id)) if snapshot_id is not None \
+        result = scanner.scan(table.snapshots.snapshot(snapshot_id)) if snapshot_id is not None\
             else scanner.scan_latest()
     if result is None:
         return RowCount(None, 0, 0)
@@ -106,7 +106,7 @@ def count_rows(table: Table, scanner: TableScanner | None = None, *, merge_budge
     return RowCount(result.snapshot.id, before, None if unknown else exact, merged, merged_bytes, unknown)
 
 
-def _merged_rows(table: Table, scanner: TableScanner, result: ScanResult, files: list[LiveFile]) -> int:
+def _merged_rows(table: FileStoreTable, scanner: TableScanner, result: ScanResult, files: list[LiveFile]) -> int:
     """Rows of one bucket after the merge engine (retractions dropped), as Java's merge-on-read batch read."""
     from paimon_ops.merge import MergeSpec, merge_records
     from paimon_ops.table.reader import read_file

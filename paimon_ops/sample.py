@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_ops.errors import InvalidArgumentError
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from paimon_ops.table.writer import TableWriter, create_table
 
 log = logging.getLogger(__name__)
@@ -51,14 +51,14 @@ class _Clock:
         return self.t
 
 
-def _commit(table: Table, clock: _Clock, data: dict, kinds: list[int] | None = None) -> int:
+def _commit(table: FileStoreTable, clock: _Clock, data: dict, kinds: list[int] | None = None) -> int:
     w = TableWriter(table.refresh())
     w.write(pa.table(data) if not isinstance(data, pa.Table) else data, kinds)
     snap = w.commit(now_millis=clock.tick())
     return snap.id if snap else 0
 
 
-def _minor_compaction(table: Table, clock: _Clock) -> None:
+def _minor_compaction(table: FileStoreTable, clock: _Clock) -> None:
     from paimon_ops import api
     from paimon_ops.execution.runner import LocalRunner
 
@@ -174,6 +174,6 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
                 "dt": [str(today - timedelta(days=part))] * m, "user_id": rng.integers(1, 10_000, m),
                 "kind": rng.choice(["view", "click", "buy"], m), "payload": [f"p{r}-{i}" for i in range(m)],
             })
-    tables = Catalog(str(root)).all_tables()
+    tables = FileSystemCatalog(str(root)).all_tables()
     log.info("sample warehouse at %s: %s", root, ", ".join(tables))
     return tables

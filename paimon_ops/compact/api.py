@@ -39,7 +39,7 @@ from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +58,14 @@ class ExecutionResult:
         return [p for r in self.results for p in r.get("paths", [])]
 
 
-def _delete_paths(table: Table, paths: Sequence[str]) -> int:
+def _delete_paths(table: FileStoreTable, paths: Sequence[str]) -> int:
     """Remove files this run wrote and did not commit (the one deletion path; an unreferenced leftover that cannot be
     removed is an orphan, never a correctness problem)."""
     from paimon_ops.table.removal import remove_written
     return remove_written(table, list(paths), "uncommitted compaction output")[0]
 
 
-def _token_dirs(table: Table, plan: CompactionPlan, tokens: Sequence[str], commit_token: str) -> list[tuple[str, str]]:
+def _token_dirs(table: FileStoreTable, plan: CompactionPlan, tokens: Sequence[str], commit_token: str) -> list[tuple[str, str]]:
     """(directory, token) of every file the run may write: each task's bucket directory and the index directory with
     its token, the commit's manifests and DV index files with the commit's."""
     scanner = TableScanner(table)
@@ -77,7 +77,7 @@ def _token_dirs(table: Table, plan: CompactionPlan, tokens: Sequence[str], commi
     return list(dict.fromkeys(pairs))
 
 
-def _leftovers(table: Table, pairs: Sequence[tuple[str, str]]) -> list[str]:
+def _leftovers(table: FileStoreTable, pairs: Sequence[tuple[str, str]]) -> list[str]:
     """Files named with one of the run's tokens (a cancelled or failed run: none of them is committed)."""
     by_dir: dict[str, set[str]] = {}
     for d, token in pairs:
@@ -93,14 +93,14 @@ def _leftovers(table: Table, pairs: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
-def _write_marker(table: Table, marker: str) -> None:
+def _write_marker(table: FileStoreTable, marker: str) -> None:
     try:
         table.io.write_bytes(marker, b"cancelled")
     except (OSError, PaimonOpsError) as e:  # best effort: the driver still sweeps, and the journal stays
         log.warning("could not write the cancel marker %s: %s", marker, e)
 
 
-def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None = None,
+def execute_plan(table: FileStoreTable | str, plan: CompactionPlan, runner: Runner | None = None,
                  progress: Progress | None = None, journal: Any = None) -> ExecutionResult:
     """Run every task; if any fails, or the run is interrupted, delete what every task wrote and raise.
 
@@ -156,7 +156,7 @@ def execute_plan(table: Table | str, plan: CompactionPlan, runner: Runner | None
     return ExecutionResult(plan, results, commit_token)
 
 
-def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user: str | None = None,
+def commit_compaction(table: FileStoreTable | str, executed: ExecutionResult, commit_user: str | None = None,
                       now_millis: int | None = None, journal: Any = None) -> tuple[Snapshot | None, DvChanges]:
     """One COMPACT snapshot: DELETE every input exactly as it was added, ADD every output (upgraded files: the same
     file at its new level), the changelog files in the changelog manifest list, the new DV index files.
@@ -228,7 +228,7 @@ def commit_compaction(table: Table | str, executed: ExecutionResult, commit_user
         raise
 
 
-def _move_deletion_vectors(table: Table, scanner: TableScanner, executed: ExecutionResult,
+def _move_deletion_vectors(table: FileStoreTable, scanner: TableScanner, executed: ExecutionResult,
                            index_entries: list, dv: DvChanges) -> None:
     """Data evolution keeps deleted rows: the groups' vectors move to the merged files, in one new index file per
     bucket (AppendDeleteFileMaintainer.persist); the old vectors went with the index files rewritten above."""

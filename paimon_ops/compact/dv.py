@@ -15,7 +15,7 @@ from paimon_ops.format import manifest as mf
 from paimon_ops.format.deletion_vectors import DeletionVector, write_dv_index_file
 from paimon_ops.format.manifest import DeletionVectorMeta, FileKind, IndexManifestEntry
 from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +42,13 @@ def supports_cardinality(scanner: TableScanner) -> bool:
     return _supports_cardinality(scanner)
 
 
-def dv_index_path(table: Table, scanner: TableScanner, partition: bytes, bucket: int, name: str) -> str:
+def dv_index_path(table: FileStoreTable, scanner: TableScanner, partition: bytes, bucket: int, name: str) -> str:
     if table.options.index_file_in_data_dir:
         return posixpath.join(scanner.bucket_dir(partition, bucket), name)
     return posixpath.join(table.index_dir, name)
 
 
-def write_dv_index(table: Table, scanner: TableScanner, partition: bytes, bucket: int, dvs: dict[str, DeletionVector],
+def write_dv_index(table: FileStoreTable, scanner: TableScanner, partition: bytes, bucket: int, dvs: dict[str, DeletionVector],
                    with_cardinality: bool, name: str | None = None) -> tuple[IndexManifestEntry, str]:
     """Write one DV index file holding `dvs` (data file name -> vector) for a bucket; return its ADD entry and path.
 
@@ -65,7 +65,7 @@ def write_dv_index(table: Table, scanner: TableScanner, partition: bytes, bucket
     return entry, path
 
 
-def rewrite_dv_indexes(table: Table, scanner: TableScanner, index_entries: list[IndexManifestEntry],
+def rewrite_dv_indexes(table: FileStoreTable, scanner: TableScanner, index_entries: list[IndexManifestEntry],
                        removed: set[tuple[bytes, str]], token: str | None = None) -> DvChanges:
     """Replace every DV index file that points at a removed (partition, data file name). `token` (a UUID the
     caller's journal records) names the new files."""

@@ -310,7 +310,7 @@ def _section_runs(files: list[LsmFile]) -> list[list[LsmFile]]:
 # ---------------------------------------------------------------------------------------------- steps
 
 @dataclass(frozen=True)
-class Step:
+class UnitStep:
     """One action of a unit, in key order. `files` are names; `write` says whether new files are written (a READ
     step without write upgrades its file after reading it); `drop_delete` applies to what is written."""
 
@@ -326,8 +326,8 @@ class Step:
                 "drop_delete": self.drop_delete, "changelog": self.changelog}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> Step:
-        return Step(d["op"], tuple(d["files"]), d.get("merge"), bool(d.get("write", True)),
+    def from_json(d: dict[str, Any]) -> UnitStep:
+        return UnitStep(d["op"], tuple(d["files"]), d.get("merge"), bool(d.get("write", True)),
                     bool(d.get("drop_delete")), bool(d.get("changelog")))
 
 
@@ -349,10 +349,10 @@ class _Walk:
     drop_delete: bool
     min_file_size: int
     rw: RewriterSpec
-    steps: list[Step] = field(default_factory=list)
+    steps: list[UnitStep] = field(default_factory=list)
 
     # -- MergeTreeCompactTask
-    def run(self, sections: list[list[list[LsmFile]]]) -> list[Step]:
+    def run(self, sections: list[list[list[LsmFile]]]) -> list[UnitStep]:
         candidate: list[list[list[LsmFile]]] = []
         for section in sections:
             if len(section) > 1:
@@ -391,12 +391,12 @@ class _Walk:
         out = self.unit_output
         kind = self.rw.kind
         if kind in (LOOKUP, FIRST_ROW) and out != 0 and any(f.level == 0 for f in files):
-            self.steps.append(Step(REWRITE, tuple(f.name for f in files), LOOKUP_MERGE, True, self.drop_delete,
+            self.steps.append(UnitStep(REWRITE, tuple(f.name for f in files), LOOKUP_MERGE, True, self.drop_delete,
                                    self.rw.produce_changelog))
         elif kind == FULL_CHANGELOG and out == self.max_level:
-            self.steps.append(Step(REWRITE, tuple(f.name for f in files), FULL_MERGE, True, self.drop_delete, True))
+            self.steps.append(UnitStep(REWRITE, tuple(f.name for f in files), FULL_MERGE, True, self.drop_delete, True))
         else:
-            self.steps.append(Step(REWRITE, tuple(f.name for f in files), MERGE, True, self.drop_delete, False))
+            self.steps.append(UnitStep(REWRITE, tuple(f.name for f in files), MERGE, True, self.drop_delete, False))
 
     def rewriter_upgrade(self, f: LsmFile) -> None:
         out = self.unit_output
@@ -411,21 +411,21 @@ class _Walk:
                 rewrite = False
             else:
                 rewrite = True
-            self.steps.append(Step(READ, (f.name,), LOOKUP_MERGE, rewrite, self.rw.deletion_vectors,
+            self.steps.append(UnitStep(READ, (f.name,), LOOKUP_MERGE, rewrite, self.rw.deletion_vectors,
                                    self.rw.produce_changelog))
         elif kind == FULL_CHANGELOG and out == self.max_level:
-            self.steps.append(Step(READ, (f.name,), FULL_MERGE, False, False, True))
+            self.steps.append(UnitStep(READ, (f.name,), FULL_MERGE, False, False, True))
         else:
-            self.steps.append(Step(UPGRADE, (f.name,)))
+            self.steps.append(UnitStep(UPGRADE, (f.name,)))
 
 
-def plan_steps(unit: Unit, max_level: int, drop_delete_: bool, min_file_size: int, rewriter: RewriterSpec) -> list[Step]:
+def plan_steps(unit: Unit, max_level: int, drop_delete_: bool, min_file_size: int, rewriter: RewriterSpec) -> list[UnitStep]:
     """The actions of a unit in key order (MergeTreeCompactTask.doCompact with the bucket's rewriter)."""
     walk = _Walk(unit.output_level, max_level, drop_delete_, min_file_size, rewriter)
     return walk.run(interval_partition(unit.files))
 
 
-__all__ = ["LsmFile", "SortedRun", "Unit", "PickConfig", "Step", "RewriterSpec", "sorted_runs", "pick_minor",
+__all__ = ["LsmFile", "SortedRun", "Unit", "PickConfig", "UnitStep", "RewriterSpec", "sorted_runs", "pick_minor",
            "pick_full", "pick_universal", "force_pick_level0", "pick_for_size_ratio", "create_unit",
            "interval_partition", "plan_steps", "drop_delete", "offpeak_ratio",
            "PLAIN", "LOOKUP", "FIRST_ROW", "FULL_CHANGELOG", "MERGE", "LOOKUP_MERGE", "FULL_MERGE",

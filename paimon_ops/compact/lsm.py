@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from paimon_ops.compact import changelog as cl
 from paimon_ops.compact.dv import dv_index_path, write_dv_index
-from paimon_ops.compact.levels import FIRST_ROW, FULL_MERGE, LOOKUP_MERGE, READ, REWRITE, UPGRADE, Step
+from paimon_ops.compact.levels import FIRST_ROW, FULL_MERGE, LOOKUP_MERGE, READ, REWRITE, UPGRADE, UnitStep
 from paimon_ops.compact.lookup import HigherLevels
 from paimon_ops.compact.model import InputFile, index_entry_from_json, index_entry_to_json
 from paimon_ops.compact.task_context import TaskContext, merge_slices
@@ -73,7 +73,7 @@ class _Lsm:
         self.rewriter = task.get("rewriter")
         self.dv_enabled = table.options.deletion_vectors_enabled
         self.lookup_values = bool(task.get("lookup_values"))
-        self.steps = [Step.from_json(s) for s in task["steps"]]
+        self.steps = [UnitStep.from_json(s) for s in task["steps"]]
         ignored: set[str] = set(table.options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS))
         self.dedup_columns = ([c for c in table.schema.field_names if c not in ignored]
                               if table.options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE) else None)
@@ -102,7 +102,7 @@ class _Lsm:
         return t.cast(like.schema)
 
     # ------------------------------------------------------------------ a slice
-    def slice(self, records: pa.Table, step: Step, writer: Any) -> None:
+    def slice(self, records: pa.Table, step: UnitStep, writer: Any) -> None:
         from paimon_ops.merge import merge_records
 
         spec, keys = self.spec, self.keys

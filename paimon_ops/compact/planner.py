@@ -74,7 +74,7 @@ from paimon_ops.options import (
     parse_duration,
 )
 from paimon_ops.table.scan import DELETION_VECTORS, LiveFile, ScanResult, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis
 
 log = logging.getLogger(__name__)
@@ -101,11 +101,11 @@ def _resolve_now(params: dict[str, Any]) -> None:
         params["now_millis"] = local_now_as_utc_millis()
 
 
-def open_table(table: Table | str) -> Table:
-    return table if isinstance(table, Table) else Table(str(table))
+def open_table(table: FileStoreTable | str) -> FileStoreTable:
+    return table if isinstance(table, FileStoreTable) else FileStoreTable(str(table))
 
 
-def dv_ratio_threshold(table: Table, threshold: float | None) -> float:
+def dv_ratio_threshold(table: FileStoreTable, threshold: float | None) -> float:
     if threshold is not None:
         t = float(threshold)
         if not 0.0 <= t <= 1.0:
@@ -149,7 +149,7 @@ def _number(value: Any, name: str, integer: bool) -> Any:
         try:
             return int(value) if integer else float(value)
         except ValueError:
-            raise InvalidArgumentError(f"{arg(name)} {value!r}: expected {'an integer' if integer else 'a number'}") \
+            raise InvalidArgumentError(f"{arg(name)} {value!r}: expected {'an integer' if integer else 'a number'}")\
                 from None
     if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
         raise InvalidArgumentError(f"{arg(name)} must be {'an integer' if integer else 'a number'}, got "
@@ -159,7 +159,7 @@ def _number(value: Any, name: str, integer: bool) -> Any:
 
 @planner("compact", resolve=_resolve_now)
 def plan_compaction(
-    table: Table | str,
+    table: FileStoreTable | str,
     mode: str = "full",
     partitions: Sequence[Mapping[str, Any] | str] | Mapping[str, Any] | None = None,
     where: str | PartitionPredicate | None = None,
@@ -262,7 +262,7 @@ def plan_compaction(
     selected: dict[tuple[bytes, int], list[LiveFile]] = {}
     idle_ms = None
     if partition_idle_time is not None:
-        td = partition_idle_time if isinstance(partition_idle_time, timedelta) else \
+        td = partition_idle_time if isinstance(partition_idle_time, timedelta) else\
             parse_duration(str(partition_idle_time), "partition_idle_time")
         idle_ms = int(td.total_seconds() * 1000)
     now = now_millis if now_millis is not None else local_now_as_utc_millis()
@@ -309,7 +309,7 @@ def plan_compaction(
         tasks.append(CompactionTask(kind, p.hex(), _spec_text(pdicts[p]), b, infos[0].file.total_buckets,
                                     tuple(i.input for i in infos), why, **kw))
 
-    lsm = _LsmPlanner(table, spec, result, scanner, force_all, target, small_ratio, now) \
+    lsm = _LsmPlanner(table, spec, result, scanner, force_all, target, small_ratio, now)\
         if pk and mode in ("full", "minor") else None
     rt = rowtrack.Planner(table, target, small_ratio, min_file_num, open_cost, warnings) if row_tracking else None
 
@@ -398,7 +398,7 @@ def plan_compaction(
                                mode=mode, tasks=tuple(tasks), params=params, index_entries=index_entries)
 
 
-def task_params(table: Table, scanner: TableScanner, memory_budget: int | None) -> dict[str, Any]:
+def task_params(table: FileStoreTable, scanner: TableScanner, memory_budget: int | None) -> dict[str, Any]:
     """What every rewrite task of a plan is given: how output files are written, the memory budget."""
     wspec = DataFileWriteSpec.of(table, scanner)
     target = table.options.target_file_size(table.is_primary_key)
@@ -413,12 +413,12 @@ def task_params(table: Table, scanner: TableScanner, memory_budget: int | None) 
             "memory_budget": memory_budget}
 
 
-def _bucket_option(table: Table) -> int:
+def _bucket_option(table: FileStoreTable) -> int:
     """The `bucket` option, refused when it is no bucket count Paimon accepts (0, below -2), naming the option."""
     return table.options.bucket
 
 
-def _check_supported(table: Table, mode: str, spec: Any) -> None:
+def _check_supported(table: FileStoreTable, mode: str, spec: Any) -> None:
     """Refuse what this engine cannot do exactly as Java would (never warn and proceed: a missing changelog is data
     loss for streaming consumers)."""
     opts = table.options
@@ -439,7 +439,7 @@ def _check_supported(table: Table, mode: str, spec: Any) -> None:
 class _LsmPlanner:
     """Per bucket: Paimon's pick (minor) or full unit, its sections and steps (compact.levels) -> one LSM task."""
 
-    def __init__(self, table: Table, spec: Any, result: ScanResult, scanner: TableScanner, force_all: bool,
+    def __init__(self, table: FileStoreTable, spec: Any, result: ScanResult, scanner: TableScanner, force_all: bool,
                  target: int, small_ratio: float, now_ms: int):
         self.table = table
         self.spec = spec

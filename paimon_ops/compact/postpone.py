@@ -91,7 +91,7 @@ from paimon_ops.options import (
 )
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import LiveFile, ScanResult, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import FileNamer
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ def known_bucket_counts(files: Sequence[LiveFile], where: str) -> dict[bytes, in
     return out
 
 
-def resolve_bucket_count(table: Table, partition: bytes, known: Mapping[bytes, int],
+def resolve_bucket_count(table: FileStoreTable, partition: bytes, known: Mapping[bytes, int],
                          postpone_rows: int) -> tuple[int, str]:
     """(bucket count, why) for a partition, in Paimon 2.0's order (module docstring)."""
     if partition in known:
@@ -266,11 +266,11 @@ class PostponeCompactionPlan(Plan):
 
 
 # ---------------------------------------------------------------------------------------------- planning
-def open_table(table: Table | str) -> Table:
-    return table if isinstance(table, Table) else Table(str(table))
+def open_table(table: FileStoreTable | str) -> FileStoreTable:
+    return table if isinstance(table, FileStoreTable) else FileStoreTable(str(table))
 
 
-def check_postpone_table(table: Table, what: str) -> None:
+def check_postpone_table(table: FileStoreTable, what: str) -> None:
     if table.options.bucket != POSTPONE_BUCKET:
         raise UnsupportedError(f"{what} is for postpone-bucket tables (bucket = -2); {table.identifier} has "
                                f"bucket = {table.options.bucket}")
@@ -283,7 +283,7 @@ def check_postpone_table(table: Table, what: str) -> None:
 
 
 @planner("compact_postpone")  # a saved plan is re-planned with its recorded arguments before it runs
-def plan_postpone_compaction(table: Table | str, partitions: Sequence[Mapping[str, Any] | str] | None = None,
+def plan_postpone_compaction(table: FileStoreTable | str, partitions: Sequence[Mapping[str, Any] | str] | None = None,
                              where: str | None = None, memory_budget: int | None = None) -> PostponeCompactionPlan:
     """Plan moving every postpone row of the selected partitions into real buckets (reads metadata only)."""
     from paimon_ops.compact.filters import partition_predicate
@@ -406,7 +406,7 @@ class _Router:
     def __init__(self, table_location: str, task: dict[str, Any]):
         from paimon_ops.merge import MergeSpec
 
-        self.table = table = Table(table_location, options_override=task.get("_options"))
+        self.table = table = FileStoreTable(table_location, options_override=task.get("_options"))
         self.scanner = TableScanner(table)
         self.task = task
         schema, opts = table.schema, table.options
@@ -533,7 +533,7 @@ class _Run:
     task_pids: set[int] = field(default_factory=set)
 
 
-def _delete_quietly(table: Table, paths: Sequence[str]) -> None:
+def _delete_quietly(table: FileStoreTable, paths: Sequence[str]) -> None:
     """Remove uncommitted output through the one deletion path (an unreferenced leftover that cannot be removed is
     an orphan, never a correctness problem)."""
     from paimon_ops.table.removal import remove_written
@@ -632,7 +632,7 @@ def _compact_buckets(ex: Execution, plan: PostponeCompactionPlan, run: _Run) -> 
 class _PostponeCommit(FileStoreCommit):
     """The commit re-checks, against the snapshot it commits on, what the plan required (postpone_state_changes)."""
 
-    def __init__(self, table: Table, cond: PostponeInputsUnchanged | None, **kw: Any):
+    def __init__(self, table: FileStoreTable, cond: PostponeInputsUnchanged | None, **kw: Any):
         super().__init__(table, **kw)
         self.cond = cond
 

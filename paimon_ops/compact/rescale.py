@@ -65,7 +65,7 @@ from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.options import BUCKET_FUNCTION_TYPE, BUCKET_KEY, COMPACTION_MEMORY_BUDGET, read
 from paimon_ops.table.commit import CommitChanges
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class RescalePlan(Plan):
         return Workload(tasks=len(self.tasks), input_bytes=sum(t.bytes_in for t in self.tasks))
 
 
-def _new_bucket_num(table: Table, bucket_num: int | None) -> int:
+def _new_bucket_num(table: FileStoreTable, bucket_num: int | None) -> int:
     opts = table.options
     if opts.bucket == -1:
         raise UnsupportedError(f"{table.identifier} is a dynamic-bucket table (bucket = -1): its buckets come from the "
@@ -174,14 +174,14 @@ def _new_bucket_num(table: Table, bucket_num: int | None) -> int:
 
 
 @planner("rescale")  # a saved plan is re-planned with its recorded arguments before it runs
-def plan_rescale(table: Table | str, bucket_num: int | None = None,
+def plan_rescale(table: FileStoreTable | str, bucket_num: int | None = None,
                  partitions: Sequence[Mapping[str, Any] | str] | None = None, where: str | None = None,
                  memory_budget: int | None = None) -> RescalePlan:
     """Plan the rescale (reads metadata only; module docstring)."""
     from paimon_ops.compact.filters import partition_predicate
     from paimon_ops.compact.planner import _file_infos, task_params
 
-    table = table if isinstance(table, Table) else Table(str(table))
+    table = table if isinstance(table, FileStoreTable) else FileStoreTable(str(table))
     n = _new_bucket_num(table, bucket_num)
     opts = table.options
     if table.is_primary_key:

@@ -22,7 +22,7 @@ from paimon_ops.format.datafile import ROW_ID, SEQUENCE_NUMBER, VALUE_KIND, Data
 from paimon_ops.format.manifest import DataFileMeta
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import FileNamer, local_now_as_utc_millis
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class RollingWriter:
     only the columns of `write_schema` (the table's columns outside BLOB files), `_WRITE_COLS` as given, and the one
     first row id of the row range it covers (such a writer must not roll)."""
 
-    def __init__(self, table: Table, scanner: TableScanner, params: WriteParams, partition: bytes, bucket: int,
+    def __init__(self, table: FileStoreTable, scanner: TableScanner, params: WriteParams, partition: bytes, bucket: int,
                  level: int, file_source: int = 1, namer: FileNamer | None = None, *, row_ids: bool = False,
                  write_schema: TableSchema | None = None, write_cols: tuple[str, ...] | None = None,
                  first_row_id: int | None = None):

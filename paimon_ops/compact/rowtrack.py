@@ -53,7 +53,7 @@ from paimon_ops.format.datafile import ROW_ID, SEQUENCE_NUMBER
 from paimon_ops.format.manifest import DataFileMeta, FileKind
 from paimon_ops.options import BLOB_FIELD, DATA_EVOLUTION_ENABLED, ROW_TRACKING_ENABLED
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +62,11 @@ BLOB_EXTENSION = ".blob"
 LONG_MAX = 9223372036854775807
 
 
-def enabled(table: Table) -> bool:
+def enabled(table: FileStoreTable) -> bool:
     return table.options.get(ROW_TRACKING_ENABLED)
 
 
-def data_evolution(table: Table) -> bool:
+def data_evolution(table: FileStoreTable) -> bool:
     return table.options.get(DATA_EVOLUTION_ENABLED)
 
 
@@ -74,11 +74,11 @@ def is_blob_file(name: str) -> bool:
     return name.lower().endswith(BLOB_EXTENSION)
 
 
-def blob_columns(table: Table) -> set[str]:
+def blob_columns(table: FileStoreTable) -> set[str]:
     """Columns stored in BLOB files: BLOB, ARRAY<BLOB> and MAP<X, BLOB> columns (and `blob-field`), Java's
     `fieldNamesInBlobFile` (descriptor / view fields are inline, and refused by the feature gate)."""
     def in_blob_file(t: Any) -> bool:
-        return t.root == "BLOB" or (t.root == "ARRAY" and t.element is not None and t.element.root == "BLOB") or \
+        return t.root == "BLOB" or (t.root == "ARRAY" and t.element is not None and t.element.root == "BLOB") or\
             (t.root == "MAP" and t.value is not None and t.value.root == "BLOB")
     out = {f.name for f in table.schema.fields if in_blob_file(f.type)}
     raw = table.options.get(BLOB_FIELD) or ""
@@ -86,7 +86,7 @@ def blob_columns(table: Table) -> set[str]:
     return out
 
 
-def check_mode(table: Table, mode: str) -> None:
+def check_mode(table: FileStoreTable, mode: str) -> None:
     """Refuse, before anything is scanned, what cannot keep row ids."""
     ident = table.identifier
     if table.is_primary_key or table.options.bucket != -1:
@@ -106,7 +106,7 @@ def check_mode(table: Table, mode: str) -> None:
                                "ids in the files, which pypaimon-rust cannot read); nothing was changed")
 
 
-def check_files_without_option(table: Table, uses: Iterable[Any]) -> None:
+def check_files_without_option(table: FileStoreTable, uses: Iterable[Any]) -> None:
     """Files with row ids, column updates or BLOB files in a table whose options do not enable row tracking: the
     handled features would otherwise be compacted like plain append files, losing what the files mean."""
     for u in uses:
@@ -114,7 +114,7 @@ def check_files_without_option(table: Table, uses: Iterable[Any]) -> None:
             raise _refuse(table, f"{u.evidence}, but row-tracking.enabled is not set")
 
 
-def _refuse(table: Table, what: str) -> UnsupportedError:
+def _refuse(table: FileStoreTable, what: str) -> UnsupportedError:
     return UnsupportedError(f"{table.identifier}: compaction refused: {what}; nothing was changed")
 
 
@@ -129,7 +129,7 @@ def _range(m: DataFileMeta) -> tuple[int, int]:
 class Planner:
     """Per bucket (everything of an unaware-bucket table is in bucket 0): adjacent runs / bins -> tasks."""
 
-    def __init__(self, table: Table, target: int, small_ratio: float, min_file_num: int, open_cost: int,
+    def __init__(self, table: FileStoreTable, target: int, small_ratio: float, min_file_num: int, open_cost: int,
                  warnings: list[str]):
         self.table = table
         self.evolution = data_evolution(table)

@@ -20,7 +20,7 @@ from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
 from paimon_ops.table.reader import iter_file_batches
 from paimon_ops.table.scan import LiveFile, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 LEVEL = "_LEVEL"
 MAX_BATCH_ROWS = 65536
@@ -35,7 +35,7 @@ class TaskContext:
     """Per-task state on the executor: the table, a scanner for paths, and a DV loader with a tiny cache."""
 
     def __init__(self, table_location: str, task: dict[str, Any]):
-        self.table = Table(table_location, options_override=task.get("_options"))
+        self.table = FileStoreTable(table_location, options_override=task.get("_options"))
         from paimon_ops.table.external import allowed_roots
         # new files may go to the configured external paths: writes are confined to the table root and those
         self.table.io = self.table.io.with_roots(allowed_roots(self.table))

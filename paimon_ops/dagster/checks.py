@@ -36,7 +36,7 @@ from paimon_ops.options import (
     SNAPSHOT_NUM_RETAINED_MIN,
     SNAPSHOT_TIME_RETAINED,
 )
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 METADATA_READABLE = "metadata_readable"
 REFERENCED_FILES = "referenced_files_present"
@@ -121,7 +121,7 @@ def check_specs(spec: TableSpec, key: AssetKey, names: list[str]) -> list[AssetC
 class _Measure:
     """Measurements shared by the checks of one evaluation (manifests are read once)."""
 
-    def __init__(self, table: Table, now_millis: int, files: health.FileHealth | None = None):
+    def __init__(self, table: FileStoreTable, now_millis: int, files: health.FileHealth | None = None):
         self.table = table
         self.now_millis = now_millis
         self._files: health.FileHealth | None = files
@@ -138,7 +138,7 @@ def _unreadable(name: str, spec: TableSpec, e: BaseException | str) -> Outcome:
     return Outcome(name, False, AssetCheckSeverity.ERROR, f"cannot read {spec.identifier}: {text}", {"error": text})
 
 
-def evaluate(spec: TableSpec, open_table: Callable[[], Table], names: list[str], now_millis: int,
+def evaluate(spec: TableSpec, open_table: Callable[[], FileStoreTable], names: list[str], now_millis: int,
              files: health.FileHealth | None = None) -> list[Outcome]:
     """Evaluate `names` for one table; unreadable metadata is an ERROR outcome of every check asked for. `files`:
     the table's file measurement when the caller already made it (the observation sensor: manifests read once)."""

@@ -17,12 +17,12 @@ from paimon_ops.dagster.metadata import md_table
 from paimon_ops.execution.plan import human_bytes
 from paimon_ops.lifecycle.manifest_compaction import manifest_count
 from paimon_ops.rowcount import MERGE_BUDGET_BYTES, count_rows
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 RECLAIMED_TOTAL = "bytes_reclaimed_total"
 
 
-def table_state(table: Table, files: health.FileHealth | None = None,
+def table_state(table: FileStoreTable, files: health.FileHealth | None = None,
                 merge_budget: int = MERGE_BUDGET_BYTES) -> dict[str, Any]:
     """The chartable figures of a table's latest snapshot (`files`: its measurement, if already made;
     `merge_budget`: data bytes an exact row count may read, 0 for metadata only)."""
@@ -66,7 +66,7 @@ def table_state(table: Table, files: health.FileHealth | None = None,
     return md
 
 
-def state_key(table: Table) -> str:
+def state_key(table: FileStoreTable) -> str:
     """Changes whenever an observation would: the latest snapshot and the tag set."""
     tags = table.tags.names()
     return f"{table.snapshots.latest_id()}:{len(tags)}:{tags[-1] if tags else ''}"
@@ -91,7 +91,7 @@ def reclaimed_total(instance: Any, key: AssetKey) -> int:
 MAX_WALK_BACK = 100  # snapshots read to find the latest writer commit behind a run of compactions
 
 
-def latest_data_snapshot(table: Table) -> Any:
+def latest_data_snapshot(table: FileStoreTable) -> Any:
     """The latest snapshot a writer committed (not a COMPACT commit: compaction rewrites files, not data), within
     the last MAX_WALK_BACK snapshots; None if there is none."""
     latest = table.snapshots.latest()
@@ -115,7 +115,7 @@ def latest_materializations(instance: Any, keys: list[AssetKey]) -> dict[AssetKe
         return {}
 
 
-def data_materialization(instance: Any, key: AssetKey, table: Table, last: Any = NOT_FETCHED) -> Any:
+def data_materialization(instance: Any, key: AssetKey, table: FileStoreTable, last: Any = NOT_FETCHED) -> Any:
     """A materialisation of the table for its latest writer commit, unless Dagster already has it (idempotent): the
     table's own history, synced — so assets that read the table see it updated when its data changes. `last`: the
     key's latest materialisation event when already fetched (None: there is none)."""

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from paimon_ops.errors import PaimonOpsError, UnreachableError
 from paimon_ops.execution.runner import LazySparkRunner, Placed, local_spark, make_runner, place
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 
 log = logging.getLogger("paimon_ops.dagster")
 
@@ -45,24 +45,24 @@ class PaimonWarehouse(ConfigurableResource):
         default_factory=dict, description="Per table ('db.table') options applied on top of options_override")
 
     # ------------------------------------------------------------------ engine access (raise PaimonOpsError)
-    def catalog(self) -> Catalog:
-        return Catalog(self.uri)
+    def catalog(self) -> FileSystemCatalog:
+        return FileSystemCatalog(self.uri)
 
     def selected(self, identifier: str) -> bool:
         return matches(identifier, self.include, self.exclude)
 
-    def table_identifiers(self, catalog: Catalog | None = None) -> list[str]:
+    def table_identifiers(self, catalog: FileSystemCatalog | None = None) -> list[str]:
         return [t for t in (catalog or self.catalog()).all_tables() if self.selected(t)]
 
     def overrides_for(self, identifier: str) -> dict[str, str]:
         return {**self.options_override, **self.table_options_override.get(identifier, {})}
 
-    def get_table(self, identifier: str, catalog: Catalog | None = None) -> Table:
+    def get_table(self, identifier: str, catalog: FileSystemCatalog | None = None) -> FileStoreTable:
         """The table with this code location's option overrides (TableNotFoundError names the known tables)."""
         return (catalog or self.catalog()).get_table(identifier, options_override=self.overrides_for(identifier))
 
     # ------------------------------------------------------------------ for ops: errors become clear failures
-    def open_table(self, identifier: str) -> Table:
+    def open_table(self, identifier: str) -> FileStoreTable:
         try:
             table = self.get_table(identifier)
             table.schema  # noqa: B018 - read it now so a broken schema fails here, not mid-operation

@@ -81,7 +81,7 @@ from paimon_ops.lifecycle.partition_expiry import partition_expiry_due
 from paimon_ops.operations import Health, health_signals
 from paimon_ops.options import Options
 from paimon_ops.table.fileio import FileIO
-from paimon_ops.table.table import LATEST, Catalog, SnapshotManager, Table, TagManager
+from paimon_ops.table.table import LATEST, FileStoreTable, FileSystemCatalog, SnapshotManager, TagManager
 
 ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
           DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
@@ -344,7 +344,7 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
     def partition_check_due(ref: TableRef, latest: int, seen: Optional[str]):
         now = now_millis()
         last = int(seen) if seen and seen.isdigit() else None
-        if partition_expiry_due(cast(Table, _LoadedOptions(ref)), last, now):  # the interval as loaded: nothing opened
+        if partition_expiry_due(cast(FileStoreTable, _LoadedOptions(ref)), last, now):  # the interval as loaded: nothing opened
             return str(now), ""
         return None, f"checked at {_iso(last)}; next check after partition.expiration-check-interval"
 
@@ -429,7 +429,7 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
             context.log.warning(POOL_WARNING.format(pool=missing[0], table=refs[0].ident) + " (every table pool)")
             notes.append("WARNING: table pools have no limit on this instance (see the sensor log)")
     try:
-        catalog: Optional[Catalog] = warehouse.catalog()
+        catalog: Optional[FileSystemCatalog] = warehouse.catalog()
         unreachable: Optional[BaseException] = None
     except READ_ERRORS as e:
         catalog, unreachable = None, e
@@ -562,11 +562,11 @@ def _raise(e: BaseException) -> Any:
     raise e
 
 
-def _same(table: Table) -> Table:
+def _same(table: FileStoreTable) -> FileStoreTable:
     return table
 
 
-def _never_opened() -> Table:
+def _never_opened() -> FileStoreTable:
     raise AssertionError("a table that failed to load is never opened")  # evaluate() reports it without opening
 
 

@@ -22,7 +22,7 @@ from paimon_ops.options import (
     TAG_CREATE_TIME_ZONE,
     Options,
 )
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger("paimon_ops.dagster")
 
@@ -157,7 +157,7 @@ def _type_text(t) -> str:
     return text[:-len(" NOT NULL")] if text.endswith(" NOT NULL") else text
 
 
-def load_spec(table: Table) -> TableSpec:
+def load_spec(table: FileStoreTable) -> TableSpec:
     """Read what the factory needs from a table; never raises (errors go into `error`)."""
     ident = table.identifier
     db, _, name = ident.partition(".")
@@ -203,7 +203,7 @@ def load_spec(table: Table) -> TableSpec:
                          error=f"{type(e).__name__}: {e}")
 
 
-def _partitions_start(table: Table, schema, zone: str) -> str:
+def _partitions_start(table: FileStoreTable, schema, zone: str) -> str:
     """The day (yyyy-MM-dd, in the tag zone) the table was created, its earliest snapshot or its earliest dated tag
     (tags outlive expired snapshots, and may be older than the schema), whichever is oldest."""
     import re as _re

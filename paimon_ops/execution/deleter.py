@@ -59,7 +59,7 @@ from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, entry_types
 from paimon_ops.table.references import branch_tables, kept_names, referenced_among, referencing_owner
 from paimon_ops.table.removal import allowed_roots, check_paths
-from paimon_ops.table.table import BRANCH_PREFIX, CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, TAG_PREFIX, Table
+from paimon_ops.table.table import BRANCH_PREFIX, CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, TAG_PREFIX, FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def bad_name(name: str) -> str | None:
 class Layout:
     """Which directory each kind of file lives in, for one table (all branches)."""
 
-    def __init__(self, table: Table):
+    def __init__(self, table: FileStoreTable):
         self.table = table
         self.root = posixpath.normpath(table.root)
         self.data_root = posixpath.normpath(table.data_root)
@@ -185,7 +185,7 @@ class Layout:
         elif kind == STATISTICS:
             ok = d == posixpath.join(self.root, "statistics")
         elif kind == INDEX:
-            ok = d == posixpath.join(self.root, "index") or (self.index_in_data and self._bucket_dir(d)) \
+            ok = d == posixpath.join(self.root, "index") or (self.index_in_data and self._bucket_dir(d))\
                 or any(d == e or d.startswith(e.rstrip("/") + "/") for e in self.external)
         elif kind in (DATA, EXTRA, CHANGELOG):
             ok = self._bucket_dir(d)
@@ -194,7 +194,7 @@ class Layout:
                        posixpath.join(self.root, "statistics")) or self._data_dir(d)
         elif kind == LEFTOVER:  # (temporary files of atomic creates also in metadata dirs: `leftover_problem`)
             ok = d in (posixpath.join(self.root, "manifest"), posixpath.join(self.root, "index"),
-                       posixpath.join(self.root, "statistics")) or self._bucket_dir(d) or \
+                       posixpath.join(self.root, "statistics")) or self._bucket_dir(d) or\
                 any(self._meta_dir(d, sub) for sub in ("snapshot", "tag", "changelog"))
         elif kind == TEMP:
             ok = self._meta_dir(d, "snapshot") or self._meta_dir(d, "changelog")
@@ -211,7 +211,7 @@ class Layout:
         """A leftover of an interrupted run: a content file of its directory, or — in snapshot/, tag/, changelog/ —
         only a hidden temporary file of an atomic create (never a snapshot, tag or hint)."""
         problem = self.where_problem(LEFTOVER, directory)
-        if problem is None and posixpath.basename(directory) in ("snapshot", "tag", "changelog") and \
+        if problem is None and posixpath.basename(directory) in ("snapshot", "tag", "changelog") and\
                 not (name.startswith(".") and name.endswith(".tmp")):
             return f"only temporary files are leftovers in {directory}"
         return problem
@@ -239,7 +239,7 @@ class Checked:
     files: int = 0
 
 
-def preflight(table: Table, steps: Iterable[Step], check_references: bool = True, runner: Runner | None = None
+def preflight(table: FileStoreTable, steps: Iterable[Step], check_references: bool = True, runner: Runner | None = None
               ) -> Checked:
     """Validate every path every step of a plan removes, before anything is removed (see the module docstring).
     Raises PreflightError naming the first path that is not safe to delete; changes nothing. With a Spark `runner`
@@ -323,14 +323,14 @@ def _bulk_checked(layout: Layout, roots: Sequence[str], actions: Sequence[FileAc
     except (AttributeError, TypeError):  # not a str path
         return None
     joined = "".join(names)
-    if first_unplain(names) is not None or not joined.isprintable() or not joined.isascii() or \
+    if first_unplain(names) is not None or not joined.isprintable() or not joined.isascii() or\
             max(map(len, names)) > NAME_MAX:
         return None
     norm_roots = [posixpath.normpath(r) for r in roots]
     exact = set(norm_roots)
     prefixes = tuple(r.rstrip("/") + "/" for r in norm_roots)
     for d, items in by_dir.items():
-        if not d or d == "/" or posixpath.normpath(d) != d or ".." in d.split("/") or "\x00" in d or \
+        if not d or d == "/" or posixpath.normpath(d) != d or ".." in d.split("/") or "\x00" in d or\
                 not d.isascii() or not (d in exact or (d + "/").startswith(prefixes)):
             return None
         if max(len(a.path) for a in items) > limit:  # (ASCII: characters are bytes)
@@ -365,7 +365,7 @@ def _check_local_dir(io: FileIO, ident: str, d: str, items: Sequence[FileAction]
         fd = io._open_dir(d, "delete")
     except UnsafeOperationError as e:
         m = re.search(r"(\S+ is a symbolic link(?: -> \S+)?)", str(e))
-        raise PreflightError(ident, items[0].path, f"{m.group(1) if m else e} on the way (never followed)") \
+        raise PreflightError(ident, items[0].path, f"{m.group(1) if m else e} on the way (never followed)")\
             from None
     except NotADirectoryError:
         raise PreflightError(ident, d, "it is not a directory") from None
@@ -408,7 +408,7 @@ def _check_local_dir(io: FileIO, ident: str, d: str, items: Sequence[FileAction]
         os.close(fd)
 
 
-def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owners: Sequence[str],
+def check_unreferenced(table: FileStoreTable, content: Sequence[FileAction], removed_owners: Sequence[str],
                        runner: Runner | None = None) -> None:
     """Refuse (PreflightError) if any content file is kept alive by a snapshot, tag or long-lived changelog of any
     branch that stays — read from the live table now. Orphans must not even be named by anything (on Spark when
@@ -435,7 +435,7 @@ def check_unreferenced(table: Table, content: Sequence[FileAction], removed_owne
                                                            "edited); plan again")
 
 
-def _named_by_any(table: Table, names: Sequence[str], runner: Runner | None = None) -> tuple[set[str], int]:
+def _named_by_any(table: FileStoreTable, names: Sequence[str], runner: Runner | None = None) -> tuple[set[str], int]:
     """(which of `names` any snapshot, tag or changelog of any branch names — orphan removal's used set, how many
     owners were read); the manifests read on Spark when `runner` is a Spark runner."""
     branches = branch_tables(table)
@@ -459,13 +459,13 @@ def delete_task(table_location: str, task: dict) -> dict:
 
 
 class Deleter:
-    def __init__(self, table: Table, runner: Runner | None = None, batch_size: int = DEFAULT_BATCH,
+    def __init__(self, table: FileStoreTable, runner: Runner | None = None, batch_size: int = DEFAULT_BATCH,
                  parallel_threshold: int | None = None, progress: Progress | None = None):
         self.table = table
         self.runner = runner
         self.batch_size = batch_size
         if parallel_threshold is None:
-            parallel_threshold = LOCAL_PARALLEL_THRESHOLD if table.io.is_local else \
+            parallel_threshold = LOCAL_PARALLEL_THRESHOLD if table.io.is_local else\
                 BULK_PARALLEL_THRESHOLD if table.io.bulk_delete else PARALLEL_THRESHOLD
             if getattr(runner, "name", "") == "spark":
                 # the plan was placed on Spark (its size, or the caller's choice): its deletes run there too, in
@@ -481,7 +481,7 @@ class Deleter:
         if not actions:
             return [], 0
         check_paths(self.roots, [a.path for a in actions])
-        use_runner = self.runner is not None and self.table.io.fault_hook is None and \
+        use_runner = self.runner is not None and self.table.io.fault_hook is None and\
             len(actions) >= self.parallel_threshold
         if self.table.io.bulk_delete:
             return self._delete_bulk(by_directory(actions), use_runner)

@@ -51,7 +51,7 @@ from paimon_ops.execution.runner import Progress, Runner, place
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.options import affects_files
 from paimon_ops.table.fileio import ensure_within
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def register_step(action: str) -> Callable[[StepHandler], StepHandler]:
     return deco
 
 
-StepCheck = Callable[[Table, Plan, Step], None]
+StepCheck = Callable[[FileStoreTable, Plan, Step], None]
 _CHECKS: dict[str, StepCheck] = {}
 
 
@@ -82,7 +82,7 @@ def register_check(action: str) -> Callable[[StepCheck], StepCheck]:
 class Execution:
     """What one execution has done so far (the report is built from it)."""
 
-    def __init__(self, plan: Plan, table: Table, runner: Runner | None, progress: Progress | None,
+    def __init__(self, plan: Plan, table: FileStoreTable, runner: Runner | None, progress: Progress | None,
                  batch_size: int | None = None, parallel_threshold: int | None = None):
         from paimon_ops.execution.deleter import Deleter
         from paimon_ops.table.removal import allowed_roots
@@ -175,21 +175,21 @@ class Execution:
                       deleted_as=removal_words(plan, dry_run=False))
 
 
-def open_plan_table(plan: Plan) -> Table:
+def open_plan_table(plan: Plan) -> FileStoreTable:
     for name in ("table", "location", "branch"):
         if not isinstance(getattr(plan, name), str) or not getattr(plan, name):
             raise PaimonOpsError(f"the {plan.operation} plan names no {name}")
-    return Table(plan.location, identifier=plan.table, branch=plan.branch, options_override=plan.options_override)
+    return FileStoreTable(plan.location, identifier=plan.table, branch=plan.branch, options_override=plan.options_override)
 
 
-def check_preconditions(plan: Plan, table: Table, skip_covered: bool = False) -> None:
+def check_preconditions(plan: Plan, table: FileStoreTable, skip_covered: bool = False) -> None:
     changed = [msg for p in plan.preconditions
                if not (skip_covered and p.preflight_covers) and (msg := p.check(table))]
     if changed:
         raise StalePlanError(plan.operation, plan.table, changed)
 
 
-def check_identity(plan: Plan, table: Table) -> None:
+def check_identity(plan: Plan, table: FileStoreTable) -> None:
     """The table opened is the one the plan names: its directory is named after the plan's table (db.table lives in
     <warehouse>/<db>.db/<table>), and a saved plan does not change how its files are read."""
     base = posixpath.basename(posixpath.normpath(table.root))
@@ -211,7 +211,7 @@ def check_identity(plan: Plan, table: Table) -> None:
 
 
 @serves_plans("execute")
-def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = None,
+def execute(plan: Plan, table: FileStoreTable | None = None, *, runner: Runner | None = None,
             progress: Progress | None = None, batch_size: int | None = None,
             parallel_threshold: int | None = None, max_replans: int = 0, commit_user: str | None = None,
             commit_time_millis: int | None = None) -> Report:
@@ -246,7 +246,7 @@ def execute(plan: Plan, table: Table | None = None, *, runner: Runner | None = N
                                    details={**report.details, "replans": replans})
 
 
-def _execute_once(plan: Plan, table: Table | None, runner: Runner | None, progress: Progress | None,
+def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | None, progress: Progress | None,
                   batch_size: int | None, parallel_threshold: int | None, state: dict[str, Any]) -> Report:
     from paimon_ops.execution import journal
     from paimon_ops.execution.deleter import preflight

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, PaimonOpsError
 from paimon_ops.execution.plan import DELETE_FILES, JOURNAL, LEFTOVER, FileAction, PlanBuilder
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ FORMAT = "paimon-ops-journal/1"
 FOREIGN_HOST_AGE_MS = 86_400_000  # a journal of another host's run counts as dead after a day
 
 
-def journal_dir(table: Table) -> str:
+def journal_dir(table: FileStoreTable) -> str:
     return posixpath.join(table.root, JOURNAL_DIR)
 
 
@@ -76,7 +76,7 @@ def _alive(d: dict[str, Any], mtime_ms: int, now_ms: int) -> bool:
 class Journal:
     """The journal of one running execution (see the module docstring)."""
 
-    table: Table
+    table: FileStoreTable
     operation: str
     path: str = ""
     deletes: list[str] = field(default_factory=list)
@@ -119,7 +119,7 @@ class Journal:
                 log.warning("could not mark journal %s abandoned: %s", self.path, e)
 
 
-def start(table: Table, operation: str, deletes: Sequence[str] = (),
+def start(table: FileStoreTable, operation: str, deletes: Sequence[str] = (),
           writes: Sequence[tuple[str, str]] = ()) -> Journal:
     j = Journal(table, operation, deletes=list(deletes), writes=[{"dir": d, "token": t} for d, t in writes])
     j.save()
@@ -134,7 +134,7 @@ class Pending:
     writes: list[dict[str, str]]
 
 
-def pending(table: Table, now_ms: int | None = None) -> tuple[list[Pending], list[str]]:
+def pending(table: FileStoreTable, now_ms: int | None = None) -> tuple[list[Pending], list[str]]:
     """(journals of runs that died, warnings). An unreadable journal is reported and left alone."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     d = journal_dir(table)
@@ -166,7 +166,7 @@ def pending(table: Table, now_ms: int | None = None) -> tuple[list[Pending], lis
     return out, warnings
 
 
-def plan_pending(b: PlanBuilder, table: Table, now_ms: int | None = None) -> int:
+def plan_pending(b: PlanBuilder, table: FileStoreTable, now_ms: int | None = None) -> int:
     """Steps finishing the runs that died: their files that nothing keeps alive now (the current owners are read), then
     their journals. Returns how many journals are finished. Nothing is read when there is no journal."""
     journals, warnings = pending(table, now_ms)

@@ -73,7 +73,7 @@ from paimon_ops.lifecycle.schedule import TagSchedule, auto_tag_matcher, require
 from paimon_ops.lifecycle.timeline import SnapshotTimeline, local_now
 from paimon_ops.lifecycle.timeline import valid_watermark as _valid_watermark
 from paimon_ops.options import format_duration
-from paimon_ops.table.table import Table, validate_tag_name
+from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import naive_to_local_millis, to_instant_millis, to_local_millis
 from paimon_ops.timeutil import now_ms as now_millis_or_clock
 
@@ -114,8 +114,8 @@ def _iso(ms: int, zone: _dt.tzinfo) -> str:
     return pdt(ms, zone).isoformat()
 
 
-class _Context:
-    def __init__(self, table: Table, sched: TagSchedule, now_ms: int):
+class _AutoTagRun:
+    def __init__(self, table: FileStoreTable, sched: TagSchedule, now_ms: int):
         self.table = table
         self.sched = sched
         self.now_ms = now_ms
@@ -288,7 +288,7 @@ class _Context:
 
 
 # ---------------------------------------------------------------------------------------------- period API
-def _coerce_period(table: Table, sched: TagSchedule, value: Period | str | _dt.date | _dt.datetime | int) -> Period:
+def _coerce_period(table: FileStoreTable, sched: TagSchedule, value: Period | str | _dt.date | _dt.datetime | int) -> Period:
     if isinstance(value, Period):
         return sched.period_starting(value.local_start_millis)
     handler = sched.handler
@@ -307,7 +307,7 @@ def _coerce_period(table: Table, sched: TagSchedule, value: Period | str | _dt.d
     return period_for_date(table, value)
 
 
-def period_for_date(table: Table, date: _dt.date | _dt.datetime | str | int) -> Period:
+def period_for_date(table: FileStoreTable, date: _dt.date | _dt.datetime | str | int) -> Period:
     """The period containing a date (its local midnight), a date-time (naive = tag zone) or an instant (ms)."""
     sched = require_periodic(table)
     if isinstance(date, str):
@@ -330,7 +330,7 @@ def period_for_date(table: Table, date: _dt.date | _dt.datetime | str | int) -> 
     return sched.period_containing(to_instant_millis(date, sched.zone, "date"))
 
 
-def expected_tag_periods(table: Table, start: _dt.date | _dt.datetime | str | int,
+def expected_tag_periods(table: FileStoreTable, start: _dt.date | _dt.datetime | str | int,
                          end: _dt.date | _dt.datetime | str | int, now: int | _dt.datetime | None = None) -> list[Period]:
     """Calendar of due periods whose start lies in [start, end) — one per Dagster partition.
 
@@ -341,7 +341,7 @@ def expected_tag_periods(table: Table, start: _dt.date | _dt.datetime | str | in
     now_ms = now_millis_or_clock(None if now is None else to_instant_millis(now, sched.zone, "now"))
     lo = to_instant_millis(start, sched.zone, "start")
     hi = to_instant_millis(end, sched.zone, "end")
-    ctx = _Context(table, sched, now_ms)
+    ctx = _AutoTagRun(table, sched, now_ms)
     out = []
     p = sched.period_containing(lo)
     if p.start_millis < lo:
@@ -356,7 +356,7 @@ def expected_tag_periods(table: Table, start: _dt.date | _dt.datetime | str | in
 
 # ---------------------------------------------------------------------------------------------- plan / create
 @planner("auto_tag")
-def plan_auto_tags(table: Table, now_millis: int | None = None, periods: Iterable[Any] | None = None) -> Plan:
+def plan_auto_tags(table: FileStoreTable, now_millis: int | None = None, periods: Iterable[Any] | None = None) -> Plan:
     """What `create_auto_tags` would do: one decision per period (see module docstring), each tag file to write
     with its content.
 
@@ -374,7 +374,7 @@ def plan_auto_tags(table: Table, now_millis: int | None = None, periods: Iterabl
             raise InvalidArgumentError(f"{table.identifier} uses tag.automatic-creation=batch, which has no periods")
         from paimon_ops.lifecycle.batch_tags import plan_batch_tag
         return plan_batch_tag(table, sched, now_ms, AutoTagPlan)
-    ctx = _Context(table, sched, now_ms)
+    ctx = _AutoTagRun(table, sched, now_ms)
     if periods is None:
         todo, warnings = ctx.due_periods()
         for w in warnings:
@@ -416,7 +416,7 @@ def _summarise(decisions: Sequence[PeriodDecision], created: Sequence[str]) -> d
     return out
 
 
-def create_tag_for_period(table: Table, period: Period | str | _dt.date | _dt.datetime | int,
+def create_tag_for_period(table: FileStoreTable, period: Period | str | _dt.date | _dt.datetime | int,
                           now_millis: int | None = None) -> Report:
     """Create (or confirm) the tag of one period — one Dagster partition. Idempotent.
 
@@ -439,13 +439,13 @@ def create_tag_for_period(table: Table, period: Period | str | _dt.date | _dt.da
     return dataclasses.replace(report, details=details)
 
 
-def latest_expected_tag(table: Table, now_millis: int | None = None) -> str | None:
+def latest_expected_tag(table: FileStoreTable, now_millis: int | None = None) -> str | None:
     """Name of the newest due period that should carry a tag by now (idle / empty / expired periods skipped).
 
     For an asset check: the table is up to date iff this tag exists.
     """
     sched = require_periodic(table)
-    ctx = _Context(table, sched, now_millis_or_clock(now_millis))
+    ctx = _AutoTagRun(table, sched, now_millis_or_clock(now_millis))
     p = ctx.latest_due()
     first = ctx.first_possible()
     if p is None or first is None:
@@ -471,13 +471,13 @@ class RetainedWindow:
     oldest: str | None  # the oldest period looked at
 
 
-def retained_window(table: Table, now_millis: int | None = None) -> RetainedWindow:
+def retained_window(table: FileStoreTable, now_millis: int | None = None) -> RetainedWindow:
     """From the latest due period back to the first the live snapshots can still tag, within the tag retention
     (`tag.num-retained-max` periods that should carry a tag, periods due within `tag.default-time-retained`): which
     should carry a tag (create / exists / conflict) and which do not (create). A deleted or expired tag whose
     snapshot is still known is missing; one whose snapshot expired cannot be made again and is not expected."""
     sched = require_periodic(table)
-    ctx = _Context(table, sched, now_millis_or_clock(now_millis))
+    ctx = _AutoTagRun(table, sched, now_millis_or_clock(now_millis))
     p, first = ctx.latest_due(), ctx.first_possible()
     expected: list[str] = []
     missing: list[str] = []

@@ -8,20 +8,20 @@ from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import TagSchedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import local_now
-from paimon_ops.table.table import Table, validate_tag_name
+from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import local_millis_to_naive, to_local_millis
 
 EXISTS, CREATE, REPLACE = "exists", "create", "replace"
 
 
-def batch_tag_name(table: Table, sched: TagSchedule, latest: Snapshot) -> str:
+def batch_tag_name(table: FileStoreTable, sched: TagSchedule, latest: Snapshot) -> str:
     if sched.batch_name:
         return sched.batch_name
     local = local_millis_to_naive(to_local_millis(latest.time_millis, sched.zone))
     return f"batch-write-{local.strftime('%Y-%m-%d')}"
 
 
-def plan_batch_tag(table: Table, sched: TagSchedule, now_ms: int, plan_type: type[Plan]) -> Plan:
+def plan_batch_tag(table: FileStoreTable, sched: TagSchedule, now_ms: int, plan_type: type[Plan]) -> Plan:
     """The batch tag's plan, as a `plan_type` (the automatic tags' plan)."""
     latest = table.snapshots.latest()
     b = PlanBuilder()

@@ -101,7 +101,7 @@ from paimon_ops.options import (
 )
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.scan import ManifestStore, TableScanner
-from paimon_ops.table.table import EARLIEST, LATEST, Table
+from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,7 @@ def _duration_ms(value: Any, name: str) -> int:
     return ms
 
 
-def resolve_settings(table: Table, now_millis: int | None = None, retain_min: int | None = None,
+def resolve_settings(table: FileStoreTable, now_millis: int | None = None, retain_min: int | None = None,
                      retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
                      max_deletes: int | None = None) -> ExpireSettings:
     """Arguments override the table's options (maintenance.md §2.1, §9); everything is validated here, before any
@@ -236,7 +236,7 @@ def resolve_settings(table: Table, now_millis: int | None = None, retain_min: in
         older = _millis_of(older_than, "older_than")
         retained_ms = now - older
     else:
-        retained_ms = _duration_ms(time_retained, "time_retained") if time_retained is not None else \
+        retained_ms = _duration_ms(time_retained, "time_retained") if time_retained is not None else\
             int(opts.get(SNAPSHOT_TIME_RETAINED).total_seconds() * 1000)
         older = now - retained_ms
     # Whether the changelog lifecycle is decoupled is a property of the table (CoreOptions
@@ -277,7 +277,7 @@ def _settings_details(cfg: ExpireSettings) -> dict[str, Any]:
     return out
 
 
-def _consumer_min(table: Table, cfg: ExpireSettings, notes: list[str]) -> int | None:
+def _consumer_min(table: FileStoreTable, cfg: ExpireSettings, notes: list[str]) -> int | None:
     """min(nextSnapshot) over live consumers; an unreadable consumer file stops everything (fail closed)."""
     try:
         consumers = table.consumers.consumers()
@@ -298,7 +298,7 @@ def _consumer_min(table: Table, cfg: ExpireSettings, notes: list[str]) -> int | 
 # ---------------------------------------------------------------------------------------------- planning
 
 
-def _changelog_path(table: Table, snapshot_id: int) -> str:
+def _changelog_path(table: FileStoreTable, snapshot_id: int) -> str:
     return table.changelogs.path(snapshot_id)
 
 
@@ -448,7 +448,7 @@ def delta_candidates_task(table_location: str, task: dict) -> dict:
     owner in order, the data files it removes (path, partition hex, bucket, name, size, extra files, source) or
     the error that made its delta unreadable. A crafted file name raises (the driver stops)."""
     from types import SimpleNamespace
-    table = Table(table_location, options_override=task.get("_options"))
+    table = FileStoreTable(table_location, options_override=task.get("_options"))
     if task.get("branch", "main") != "main":
         table = table.for_branch(task["branch"])
     store = ManifestStore(table, capacity=STORE_CAPACITY)
@@ -503,7 +503,7 @@ def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, 
     b.add_all(planned)
 
 
-def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,
+def expiry_window_end(table: FileStoreTable, cfg: ExpireSettings, latest: int, earliest: int, consumer_min: int | None,
                       warn: Callable[[str], None] | None = None) -> int:
     """The first snapshot id that stays (maintenance.md §2.2): everything in [earliest, end) may expire.
 
@@ -529,7 +529,7 @@ def expiry_window_end(table: Table, cfg: ExpireSettings, latest: int, earliest: 
     return hi
 
 
-def expirable_snapshots(table: Table, cfg: ExpireSettings) -> int:
+def expirable_snapshots(table: FileStoreTable, cfg: ExpireSettings) -> int:
     """How many snapshots an expiry run would remove now (metadata only: snapshot and consumer JSON)."""
     latest, earliest = table.snapshots.latest_id(), table.snapshots.earliest_id()
     if latest is None or earliest is None:
@@ -539,7 +539,7 @@ def expirable_snapshots(table: Table, cfg: ExpireSettings) -> int:
 
 
 @planner("expire_snapshots", internal=("runner",))
-def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_min: int | None = None,
+def plan_expire_snapshots(table: FileStoreTable, now_millis: int | None = None, retain_min: int | None = None,
                           retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
                           max_deletes: int | None = None, runner: Any = None) -> Plan:
     """What expiring snapshots (and, when decoupled, long-lived changelogs) of `table`'s branch would delete. The
@@ -571,7 +571,7 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
         others = other_branches(table)
     except CorruptMetadataError as e:
         raise CorruptMetadataError(e.path, f"{e.problem}; another branch's files could not be protected, nothing "
-                                           "is expired (if that branch's expiry was interrupted, re-run it first)") \
+                                           "is expired (if that branch's expiry was interrupted, re-run it first)")\
             from None
     details["protected_branches"] = others.branches
 
@@ -635,7 +635,7 @@ def plan_expire_snapshots(table: Table, now_millis: int | None = None, retain_mi
     return b.build(ExpireSnapshotsPlan, table, details)
 
 
-def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
+def _plan_snapshot_stage(b: PlanBuilder, table: FileStoreTable, store: ManifestStore, scanner: TableScanner,
                          cfg: ExpireSettings, tags: list, snaps: dict[int, Snapshot], begin: int, end: int,
                          end_snap: Snapshot, others: OtherBranches, spark: Any = None) -> None:
     excl = sorted(i for i in snaps if i < end)
@@ -705,7 +705,7 @@ def _plan_snapshot_stage(b: PlanBuilder, table: Table, store: ManifestStore, sca
     b.creates(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {end}"))
 
 
-def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner, list_name: str,
+def _plan_added_in(b: PlanBuilder, table: FileStoreTable, store: ManifestStore, scanner: TableScanner, list_name: str,
                    why: str, buckets: set, kind: str, others: OtherBranches) -> None:
     """Every file ADDed in a changelog manifest list; unreadable manifests are skipped (leak)."""
     try:
@@ -732,7 +732,7 @@ def _plan_added_in(b: PlanBuilder, table: Table, store: ManifestStore, scanner: 
                 buckets.add((cols.partition[i], cols.bucket[i]))
 
 
-def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, scanner: TableScanner,
+def _plan_changelog_stage(b: PlanBuilder, table: FileStoreTable, store: ManifestStore, scanner: TableScanner,
                           cfg: ExpireSettings, tags: list, converted: dict[int, Snapshot], latest: int,
                           stage1_end: Snapshot | None, consumer_min: int | None, others: OtherBranches,
                           spark: Any = None) -> dict:
@@ -852,7 +852,7 @@ def _plan_changelog_stage(b: PlanBuilder, table: Table, store: ManifestStore, sc
 
 
 @register_check(EXPIRE_SNAPSHOT_FILES)
-def _check_snapshot_files(table: Table, plan: Plan, step: Step) -> None:
+def _check_snapshot_files(table: FileStoreTable, plan: Plan, step: Step) -> None:
     """Never the latest snapshot, never the kept end, never one a live consumer still reads (consumer-protected),
     read from the live table before the first delete."""
     ids = sorted(int(posixpath.basename(a.path)[len("snapshot-"):]) for a in step.files)

@@ -55,7 +55,7 @@ from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.options import MANIFEST_COMPACTION_TRIGGER, MANIFEST_TARGET_FILE_SIZE
 from paimon_ops.table.commit import MANIFEST_ROLL_ENTRIES, FileStoreCommit, _Written
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class DataManifestsStartWith(Precondition):
 
 def data_manifests(store: ManifestStore, snapshot: Snapshot) -> list[ManifestFileMeta]:
     ref = f"snapshot {snapshot.id}"
-    return list(store.manifest_list(snapshot.base_manifest_list, ref)) + \
+    return list(store.manifest_list(snapshot.base_manifest_list, ref)) +\
         list(store.manifest_list(snapshot.delta_manifest_list, ref))
 
 
@@ -121,19 +121,19 @@ class ManifestHealth:
         return dict(self.__dict__)
 
 
-def compaction_trigger(table: Table) -> int:
+def compaction_trigger(table: FileStoreTable) -> int:
     opts = getattr(table, "raw", table).options
     return opts.get(MANIFEST_COMPACTION_TRIGGER)
 
 
-def manifest_count(table: Table) -> int:
+def manifest_count(table: FileStoreTable) -> int:
     """Data manifests the latest snapshot reads (base + delta manifest lists); 0 without a snapshot."""
     table = getattr(table, "raw", table)  # a facade po.Table or the engine's
     latest = table.snapshots.latest()
     return len(data_manifests(ManifestStore(table), latest)) if latest is not None else 0
 
 
-def manifest_health(table: Table) -> ManifestHealth:
+def manifest_health(table: FileStoreTable) -> ManifestHealth:
     """What a Dagster sensor or asset check needs: manifests in the latest snapshot against
     `manifest.compaction-trigger`."""
     table = getattr(table, "raw", table)  # a facade po.Table or the engine's
@@ -206,7 +206,7 @@ def _resolve_run_id(params: dict[str, Any]) -> None:
 
 
 @planner("compact_manifests", resolve=_resolve_run_id)
-def plan_compact_manifests(table: Table, run_id: str | None = None) -> ManifestCompactionPlan:
+def plan_compact_manifests(table: FileStoreTable, run_id: str | None = None) -> ManifestCompactionPlan:
     """Which manifests of the latest snapshot are merged, into which new files (see the module docstring). `run_id`
     (a UUID, chosen when not given) names the new manifests."""
     try:
@@ -307,7 +307,7 @@ def _commit_step(ex: Execution, step: Step) -> None:
                        "live_entries": len(res.entries), "cancelled_pairs": res.cancelled})
 
 
-def _commit(table: Table, committer: FileStoreCommit, merged: list[ManifestFileMeta], inputs: list[str],
+def _commit(table: FileStoreTable, committer: FileStoreCommit, merged: list[ManifestFileMeta], inputs: list[str],
             plan: Plan, now_millis: int | None) -> Snapshot:
     """The COMPACT snapshot, through the one commit loop: base = merged + whatever was committed after the planned
     manifests; retried when another commit wins the snapshot id and the planned manifests are still the prefix."""

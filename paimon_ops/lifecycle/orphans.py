@@ -55,7 +55,7 @@ from paimon_ops.features import MANAGED_BLOB_SUFFIXES
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
 from paimon_ops.table.references import branch_tables, collect_used, referenced_among
-from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, Table
+from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, FileStoreTable
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ def _list_many(io: FileIO, paths: list[str], b: PlanBuilder,
     return [_accept(io, p, r, b, symlinks) for p, r in zip(paths, raw)]
 
 
-def _data_dirs(table: Table, b: PlanBuilder, symlinks: dict[str, str | None],
+def _data_dirs(table: FileStoreTable, b: PlanBuilder, symlinks: dict[str, str | None],
                root: str | None = None) -> tuple[list[str], dict[str, list[str]]]:
     """(candidate directories whose files are considered, partition directory -> its child directories), below the
     table's data root or below `root` (an external data path)."""
@@ -224,7 +224,7 @@ def _mtime(io: FileIO, path: str, default: int) -> int:
     return int(st.mtime.timestamp() * 1000) if st.mtime is not None else default
 
 
-def _external_data_roots(table: Table) -> list[str]:
+def _external_data_roots(table: FileStoreTable) -> list[str]:
     """The data roots under the configured external paths (`<root>[/data-file.path-directory]`), resolved; refused
     when another table of the warehouse names the same root (its files would look like orphans of this one)."""
     from paimon_ops.table import external
@@ -241,7 +241,7 @@ def _external_data_roots(table: Table) -> list[str]:
                 if not st.is_dir or st.path == table.root:
                     continue
                 try:
-                    other = Table(st.path, identifier=f"{db.name[:-3]}.{st.name}", io=table.io)
+                    other = FileStoreTable(st.path, identifier=f"{db.name[:-3]}.{st.name}", io=table.io)
                     shared = mine & set(external.allowed_roots(other))
                 except (TableNotFoundError, CorruptMetadataError):
                     continue
@@ -267,7 +267,7 @@ def _check_saved_time(params: dict[str, Any]) -> None:
 
 
 @planner("remove_orphans", check_saved=_check_saved_time, internal=("runner",))
-def plan_remove_orphans(table: Table, older_than: Any = None, now_millis: int | None = None,
+def plan_remove_orphans(table: FileStoreTable, older_than: Any = None, now_millis: int | None = None,
                         allow_short: bool = False, min_age: Any = None, runner: Any = None) -> Plan:
     """Files no snapshot, tag or long-lived changelog of any branch references, older than the threshold. The
     manifests are read, and the candidates' names told apart from the referenced ones, on Spark when the runner

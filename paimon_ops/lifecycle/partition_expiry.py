@@ -91,7 +91,7 @@ from paimon_ops.options import (
 )
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.timeutil import (
     UTC,
     iso,
@@ -180,7 +180,7 @@ class PartitionFilesUnchanged(Precondition):
             if now[h] != files:
                 added = sorted(now[h] - files)
                 gone = sorted(files - now[h])
-                what = (f"{added[0][1]} written" if added else "") + (", " if added and gone else "") + \
+                what = (f"{added[0][1]} written" if added else "") + (", " if added and gone else "") +\
                     (f"{gone[0][1]} removed" if gone else "")
                 return f"partition {path.rstrip('/')} changed since the plan ({what}): a concurrent write or compaction"
         idx = sorted(ie.file_name for ie in scanner.index_entries(latest) if ie.partition.hex() in wanted)
@@ -228,7 +228,7 @@ def zoned(local: str | None, zone: _dt.tzinfo) -> str | None:
     return iso(local_to_instant_millis(naive_to_local_millis(naive), zone), zone)
 
 
-def partition_local_zone(table: Table) -> _dt.tzinfo:
+def partition_local_zone(table: FileStoreTable) -> _dt.tzinfo:
     """The zone `now` is read in: sink.process-time-zone, else UTC (Java: the JVM's default zone)."""
     opts = table.options
     z = opts.get(SINK_PROCESS_TIME_ZONE)
@@ -250,18 +250,18 @@ def _duration_ms(value: Any, name: str) -> int:
     return ms
 
 
-def _engine(table: Any) -> Table:
+def _engine(table: Any) -> FileStoreTable:
     """The engine table of a facade `po.Table` (hooks accept either)."""
     return getattr(table, "raw", table)
 
 
-def check_interval_ms(table: Table) -> int:
+def check_interval_ms(table: FileStoreTable) -> int:
     """`partition.expiration-check-interval` in milliseconds (default 1 h)."""
     table = _engine(table)
     return int(table.options.get(PARTITION_EXPIRATION_CHECK_INTERVAL).total_seconds() * 1000)
 
 
-def partition_expiry_due(table: Table, last_check_millis: int | None, now_millis: int | None = None) -> bool:
+def partition_expiry_due(table: FileStoreTable, last_check_millis: int | None, now_millis: int | None = None) -> bool:
     """Whether a check is due after one at `last_check_millis` (None: never checked): Java checks when the interval
     is 0 or `now` is after `last check + partition.expiration-check-interval`. A scheduler (a Dagster sensor with the
     last check in its cursor) uses this to run expiry no more often than Java's writers would."""
@@ -270,7 +270,7 @@ def partition_expiry_due(table: Table, last_check_millis: int | None, now_millis
     return last_check_millis is None or interval == 0 or now > last_check_millis + interval
 
 
-def resolve_partition_settings(table: Table, now_millis: int | None = None, expiration_time: Any = None,
+def resolve_partition_settings(table: FileStoreTable, now_millis: int | None = None, expiration_time: Any = None,
                                strategy: str | None = None, timestamp_formatter: str | None = None,
                                timestamp_pattern: str | None = None,
                                max_expires: int | None = None) -> PartitionExpirySettings:
@@ -369,7 +369,7 @@ def _time_value(value: Any, t: Any) -> str:
     return partition_value_string(value, t, legacy=True)  # type: ignore[return-value]
 
 
-def evaluate_partitions(table: Table, cfg: PartitionExpirySettings,
+def evaluate_partitions(table: FileStoreTable, cfg: PartitionExpirySettings,
                         scanner: TableScanner | None = None) -> tuple[Any, list[PartitionVerdict], dict]:
     """(latest snapshot, a verdict per live partition, live entries by partition) on the latest snapshot."""
     scanner = scanner or TableScanner(table)
@@ -440,7 +440,7 @@ def _sort_key(v: PartitionVerdict) -> str:
     return ",".join(v.spec.values())  # Paimon sorts on the joined value strings (and never splits them again)
 
 
-def expirable_partitions(table: Table, now_millis: int | None = None, expiration_time: Any = None,
+def expirable_partitions(table: FileStoreTable, now_millis: int | None = None, expiration_time: Any = None,
                          strategy: str | None = None, timestamp_formatter: str | None = None,
                          timestamp_pattern: str | None = None, max_expires: int | None = None) -> list[PartitionVerdict]:
     """The partitions a run now would drop (at most `partition.expiration-max-num`, in Paimon's order): what a
@@ -454,7 +454,7 @@ def expirable_partitions(table: Table, now_millis: int | None = None, expiration
 
 # ---------------------------------------------------------------------------------------------- planning
 @planner("expire_partitions")
-def plan_expire_partitions(table: Table, now_millis: int | None = None, expiration_time: Any = None,
+def plan_expire_partitions(table: FileStoreTable, now_millis: int | None = None, expiration_time: Any = None,
                            strategy: str | None = None, timestamp_formatter: str | None = None,
                            timestamp_pattern: str | None = None,
                            max_expires: int | None = None) -> PartitionExpiryPlan:
@@ -511,7 +511,7 @@ def plan_expire_partitions(table: Table, now_millis: int | None = None, expirati
     return b.build(PartitionExpiryPlan, table, details, base_snapshot=latest.id if latest else None)
 
 
-def _matches_nothing(table: Table, cfg: PartitionExpirySettings, v: PartitionVerdict, n: int) -> Exception:
+def _matches_nothing(table: FileStoreTable, cfg: PartitionExpirySettings, v: PartitionVerdict, n: int) -> Exception:
     """Paimon #7428: a formatter / pattern under which no partition has a time (every partition kept forever)."""
     example = f"e.g. {v.path.rstrip('/')} gives {v.timestamp!r}"
     if cfg.timestamp_formatter is not None:

@@ -18,13 +18,13 @@ from paimon_ops.execution.plan import Precondition
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.table.references import STORE_CAPACITY
 from paimon_ops.table.scan import ManifestStore, merge_entries
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 DataKey = tuple[bytes, int, str]  # (partition, bucket, file name): how Java compares data files, never by level
 
 
 
-def read_tags(table: Table) -> list[tuple[str, Tag]]:
+def read_tags(table: FileStoreTable) -> list[tuple[str, Tag]]:
     """All tags of the table's branch sorted by (snapshot id, name); unreadable tag -> CorruptMetadataError."""
     try:
         return table.tags.tags()
@@ -126,7 +126,7 @@ class OtherBranches:
         return key in self.data
 
 
-def other_branches(table: Table) -> OtherBranches:
+def other_branches(table: FileStoreTable) -> OtherBranches:
     """Raises CorruptMetadataError if anything another branch references cannot be read (fail closed)."""
     main = table if table.branch == "main" else table.for_branch("main")
     names = ["main"] + main.branches()
@@ -238,8 +238,8 @@ class TagsAre(Precondition):
         added = sorted(set(now) - set(was))
         removed = sorted(set(was) - set(now))
         moved = sorted(n for n in set(now) & set(was) if now[n] != was[n])
-        parts = ([f"tag(s) {', '.join(added)} created"] if added else []) + \
-            ([f"tag(s) {', '.join(removed)} deleted"] if removed else []) + \
+        parts = ([f"tag(s) {', '.join(added)} created"] if added else []) +\
+            ([f"tag(s) {', '.join(removed)} deleted"] if removed else []) +\
             ([f"tag(s) {', '.join(moved)} moved"] if moved else [])
         return "; ".join(parts)
 

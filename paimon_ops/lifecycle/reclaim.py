@@ -27,10 +27,10 @@ from paimon_ops.execution.plan import (
 from paimon_ops.format.manifest import IndexManifestEntry, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.scan import ManifestStore, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 
-def file_size(table: Table, path: str) -> int | None:
+def file_size(table: FileStoreTable, path: str) -> int | None:
     try:
         return table.io.size(path)
     except (FileNotFoundError, OSError):
@@ -42,7 +42,7 @@ def extra_file_path(data_path: str, extra: str) -> str:
     return posixpath.join(posixpath.dirname(data_path), extra)
 
 
-def statistics_path(table: Table, name: str) -> str:
+def statistics_path(table: FileStoreTable, name: str) -> str:
     return posixpath.join(table.statistics_dir, name)
 
 
@@ -75,7 +75,7 @@ def empty_dir_actions(scanner: TableScanner, buckets: Iterable[tuple[bytes, int]
     return [FileAction(p, DIRECTORY, reason) for p in ordered]
 
 
-def plan_manifest_list(b: PlanBuilder, table: Table, store: ManifestStore, list_name: str, list_size: int | None,
+def plan_manifest_list(b: PlanBuilder, table: FileStoreTable, store: ManifestStore, list_name: str, list_size: int | None,
                        skip: set[str], reason: str, manifests_out: list[FileAction],
                        lists_out: list[FileAction]) -> None:
     """Manifests of a list not in `skip`, then the list itself (Java cleanUnusedManifestList). `skip` doubles as
@@ -101,7 +101,7 @@ def plan_manifest_list(b: PlanBuilder, table: Table, store: ManifestStore, list_
     lists_out.append(FileAction(table.manifest_path(list_name), MANIFEST_LIST, reason, list_size))
 
 
-def plan_index_and_stats(b: PlanBuilder, table: Table, scanner: TableScanner, snap: Snapshot, skip: set[str],
+def plan_index_and_stats(b: PlanBuilder, table: FileStoreTable, scanner: TableScanner, snap: Snapshot, skip: set[str],
                          reason: str, contents_out: list[FileAction], lists_out: list[FileAction]) -> None:
     """Index files of the snapshot's index manifest not in `skip`, the index manifest, the statistics file."""
     im = snap.index_manifest

@@ -45,7 +45,7 @@ from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.protection import TagsAre, read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
 from paimon_ops.table.scan import ManifestStore
-from paimon_ops.table.table import EARLIEST, LATEST, Table
+from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class RollbackPlan(Plan):
     operation = "rollback"
 
 
-def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
+def _resolve_target(table: FileStoreTable, snapshot_id: int | None, tag: str | None,
                     tags: list[tuple[str, Tag]]) -> tuple[Snapshot, str | None]:
     if (snapshot_id is None) == (tag is None):
         raise InvalidArgumentError(f"rollback needs exactly one of {arg('snapshot_id')} or {arg('tag')}")
@@ -82,7 +82,7 @@ def _resolve_target(table: Table, snapshot_id: int | None, tag: str | None,
                                f"({have}) and no tag points at it")
 
 
-def _verify_target(table: Table, target: Snapshot, what: str, restore: bool) -> bool:
+def _verify_target(table: FileStoreTable, target: Snapshot, what: str, restore: bool) -> bool:
     """Read the target's whole metadata — manifest lists, every manifest, the index manifest — and refuse the
     rollback if any of it is unreadable: afterwards the target is the table's latest snapshot, and a latest snapshot
     that cannot be read breaks every reader and writer. Returns whether the changelog manifest list is readable
@@ -113,7 +113,7 @@ def _verify_target(table: Table, target: Snapshot, what: str, restore: bool) -> 
     return True
 
 
-def _snapshot_at(table: Table, timestamp_millis: int, tags: list[tuple[str, Tag]]) -> tuple[int | None, str | None]:
+def _snapshot_at(table: FileStoreTable, timestamp_millis: int, tags: list[tuple[str, Tag]]) -> tuple[int | None, str | None]:
     """(snapshot id, None) of the latest live snapshot committed at or before the instant, else (None, tag) of the
     tag holding it; refused when the snapshot current then has expired untagged or the table had none yet."""
     from paimon_ops.lifecycle.timeline import SnapshotTimeline
@@ -132,7 +132,7 @@ def _snapshot_at(table: Table, timestamp_millis: int, tags: list[tuple[str, Tag]
 
 
 @planner("rollback")
-def plan_rollback(table: Table, snapshot_id: int | None = None, tag: str | None = None,
+def plan_rollback(table: FileStoreTable, snapshot_id: int | None = None, tag: str | None = None,
                   timestamp_millis: int | None = None) -> Plan:
     """Plan rolling back to a snapshot, a tag, or the point in time `timestamp_millis` (the latest snapshot committed
     at or before it, live or held by a tag)."""

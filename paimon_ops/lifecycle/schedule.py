@@ -30,7 +30,7 @@ from paimon_ops.options import (
     TAG_PERIOD_FORMATTER,
     Options,
 )
-from paimon_ops.table.table import Table, validate_tag_name
+from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import local_to_instant_millis, parse_zone, to_local_millis
 
 
@@ -112,7 +112,7 @@ def _handler_from_paimon_options(opts: Options) -> PeriodHandler:
     return PeriodHandler(period, length, formatter)
 
 
-def tag_schedule(table: Table) -> TagSchedule | None:
+def tag_schedule(table: FileStoreTable) -> TagSchedule | None:
     """The table's automatic-tag configuration, validated; None when automatic tagging is off.
 
     Raises InvalidOptionError naming the option and the table for any malformed or conflicting option.
@@ -181,7 +181,7 @@ def tag_schedule(table: Table) -> TagSchedule | None:
                        java_auto, retained, num_max)
 
 
-def require_periodic(table: Table) -> TagSchedule:
+def require_periodic(table: FileStoreTable) -> TagSchedule:
     sched = tag_schedule(table)
     if sched is None:
         raise InvalidArgumentError(f"{table.identifier} has no automatic tag periods: set tag.create-time='HH:mm' "
@@ -191,7 +191,7 @@ def require_periodic(table: Table) -> TagSchedule:
     return sched
 
 
-def auto_tag_matcher(table: Table) -> Callable[[str], bool]:
+def auto_tag_matcher(table: FileStoreTable) -> Callable[[str], bool]:
     """Predicate 'this tag name is an auto tag' for the table's current period formatter (False if none)."""
     sched = tag_schedule(table)
     if sched is None or sched.handler is None:

@@ -44,7 +44,7 @@ from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_i
 from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 
 class DeleteTagsPlan(Plan):
@@ -54,7 +54,7 @@ class DeleteTagsPlan(Plan):
 
 
 @planner("delete_tags", internal=("plan_type", "details"))
-def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = False,
+def plan_delete_tags(table: FileStoreTable, names: Sequence[str], missing_ok: bool = False,
                      plan_type: type[Plan] | None = None, details: dict | None = None) -> Plan:
     """Plan deleting tags with file reclamation (maintenance.md §3.3), as if deleted one after another in the
     given order. Raises InvalidArgumentError for an unknown tag (unless missing_ok) and CorruptMetadataError if a
@@ -180,7 +180,7 @@ def plan_delete_tags(table: Table, names: Sequence[str], missing_ok: bool = Fals
         except CorruptMetadataError as e:
             b.warn(f"tag {name}: {e}; its data files are not reclaimed")
             data, buckets = [], set()
-        dirs = empty_dir_actions(scanner, buckets, f"emptied by deleting tag {name}") \
+        dirs = empty_dir_actions(scanner, buckets, f"emptied by deleting tag {name}")\
             if table.options.get(SNAPSHOT_CLEAN_EMPTY_DIRECTORIES) else []
         contents: list[FileAction] = []
         lists: list[FileAction] = []

@@ -21,7 +21,7 @@ from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
 from paimon_ops.options import TAG_NUM_RETAINED_MAX, TAG_TIME_EXPIRE_ENABLED, format_duration
 from paimon_ops.table.consistency import check_history
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.timeutil import (
     iso,
     local_millis_to_naive,
@@ -46,13 +46,13 @@ class ExpireTagsPlan(Plan):
         return dict(self.details.get("expired_tags", {}))
 
 
-def _older_than_millis(table: Table, older_than: Any) -> int | None:
+def _older_than_millis(table: FileStoreTable, older_than: Any) -> int | None:
     if older_than is None:
         return None
     return to_instant_millis(older_than, tag_local_zone(table), "older_than")
 
 
-def _expiry_reasons(table: Table, now_ms: int, older_than_ms: int | None) -> tuple[dict[str, str], list[str]]:
+def _expiry_reasons(table: FileStoreTable, now_ms: int, older_than_ms: int | None) -> tuple[dict[str, str], list[str]]:
     opts = table.options
     zone = tag_local_zone(table)
     now_local = local_millis_to_naive(to_local_millis(now_ms, zone))
@@ -105,7 +105,7 @@ def _expiry_reasons(table: Table, now_ms: int, older_than_ms: int | None) -> tup
 
 
 @planner("expire_tags")
-def plan_expire_tags(table: Table, now_millis: int | None = None, older_than: Any = None) -> ExpireTagsPlan:
+def plan_expire_tags(table: FileStoreTable, now_millis: int | None = None, older_than: Any = None) -> ExpireTagsPlan:
     """Tags to expire (by retention, `older_than`, and tag.num-retained-max) and the files their deletion reclaims."""
     now_ms = now_millis_or_clock(now_millis)
     check_history(table, "tag expiry")

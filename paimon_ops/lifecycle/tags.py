@@ -30,7 +30,7 @@ from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import auto_tag_matcher
 from paimon_ops.lifecycle.timeline import check_existing_tag_name, find_snapshot, local_now, snapshot_current_at
 from paimon_ops.options import TAG_AUTOMATIC_CREATION, format_duration, parse_duration
-from paimon_ops.table.table import Table, validate_tag_name
+from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class TagInfo:
     snapshot_live: bool  # the tagged snapshot file still exists
 
 
-def list_tags(table: Table) -> list[TagInfo]:
+def list_tags(table: FileStoreTable) -> list[TagInfo]:
     """All tags, oldest snapshot first (ties by name)."""
     earliest = table.snapshots.earliest_id()
     latest = table.snapshots.latest_id()
@@ -84,11 +84,11 @@ def list_tags(table: Table) -> list[TagInfo]:
     return out
 
 
-def is_java_auto_tagging(table: Table) -> bool:
+def is_java_auto_tagging(table: FileStoreTable) -> bool:
     return table.options.get(TAG_AUTOMATIC_CREATION) in ("process-time", "watermark")
 
 
-def _validate_no_auto_tag(table: Table, name: str, snapshot_id: int, replacing: str | None = None) -> None:
+def _validate_no_auto_tag(table: FileStoreTable, name: str, snapshot_id: int, replacing: str | None = None) -> None:
     """Java ``validateNoAutoTag``: with Java auto tagging on, one snapshot must not carry two auto tags (Java's
     auto creation fails with 'more than 1 auto-created tags of the same snapshot' otherwise)."""
     if not is_java_auto_tagging(table):
@@ -103,7 +103,7 @@ def _validate_no_auto_tag(table: Table, name: str, snapshot_id: int, replacing: 
             f"{name!r} also parses as an auto tag, and Java Paimon refuses two auto tags on one snapshot")
 
 
-def write_new_tag(table: Table, name: str, tag: Tag, period_name: bool = False) -> bool:
+def write_new_tag(table: FileStoreTable, name: str, tag: Tag, period_name: bool = False) -> bool:
     """Create tag/tag-<name> only if absent (atomic on local FS); True if we created it.
 
     `period_name`: the name is an automatic period name from the table's formatter (may be all digits)."""
@@ -111,7 +111,7 @@ def write_new_tag(table: Table, name: str, tag: Tag, period_name: bool = False) 
     return table.io.write_atomic_if_absent(table.tags.path(name), tag.to_json().encode())
 
 
-def _resolve_source(table: Table, snapshot_id: int | None, timestamp_millis: int | None) -> tuple[Snapshot, str]:
+def _resolve_source(table: FileStoreTable, snapshot_id: int | None, timestamp_millis: int | None) -> tuple[Snapshot, str]:
     if snapshot_id is not None and timestamp_millis is not None:
         raise InvalidArgumentError(f"give either {arg('snapshot_id')} or {arg('timestamp_millis')}, not both")
     if snapshot_id is not None:
@@ -125,14 +125,14 @@ def _resolve_source(table: Table, snapshot_id: int | None, timestamp_millis: int
     return latest, f"latest snapshot {latest.id}"
 
 
-def _new_tag(table: Table, snap: Snapshot, time_retained: _dt.timedelta | None, now_millis: int | None) -> Tag:
+def _new_tag(table: FileStoreTable, snap: Snapshot, time_retained: _dt.timedelta | None, now_millis: int | None) -> Tag:
     create_time = local_now(table, now_millis) if time_retained is not None else None
     return Tag.from_snapshot(snap.to_snapshot() if isinstance(snap, Tag) else snap, time_retained, create_time)
 
 
 # ---------------------------------------------------------------------------------------------- create / replace
 @planner("create_tag")
-def plan_create_tag(table: Table, name: str, snapshot_id: int | None = None, timestamp_millis: int | None = None,
+def plan_create_tag(table: FileStoreTable, name: str, snapshot_id: int | None = None, timestamp_millis: int | None = None,
                     time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None,
                     ignore_if_exists: bool = False) -> CreateTagPlan:
     validate_tag_name(name)
@@ -159,7 +159,7 @@ def plan_create_tag(table: Table, name: str, snapshot_id: int | None = None, tim
 
 
 @planner("replace_tag")
-def plan_replace_tag(table: Table, name: str, snapshot_id: int | None = None,
+def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None = None,
                      time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None
                      ) -> ReplaceTagPlan:
     validate_tag_name(name)
@@ -187,7 +187,7 @@ def plan_replace_tag(table: Table, name: str, snapshot_id: int | None = None,
 
 # ---------------------------------------------------------------------------------------------- rename / delete
 @planner("rename_tag")
-def plan_rename_tag(table: Table, old: str, new: str, resume: bool = False) -> RenameTagPlan:
+def plan_rename_tag(table: FileStoreTable, old: str, new: str, resume: bool = False) -> RenameTagPlan:
     """Write `new` with `old`'s exact content (retention included), then delete `old`. With `resume`, finish a
     rename interrupted between the two (both names exist with the same content)."""
     check_existing_tag_name(old)

@@ -18,20 +18,20 @@ import pendulum
 from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.options import SINK_PROCESS_TIME_ZONE
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.timeutil import UTC, local_millis_to_naive, now_ms, parse_zone, to_local_millis
 
 LONG_MIN = -(1 << 63)
 
 
-def tag_local_zone(table: Table) -> _dt.tzinfo:
+def tag_local_zone(table: FileStoreTable) -> _dt.tzinfo:
     """Zone of ``tagCreateTime`` (Java: the JVM default zone; we use sink.process-time-zone, else UTC)."""
     opts = table.options
     z = opts.get(SINK_PROCESS_TIME_ZONE)
     return parse_zone(z, SINK_PROCESS_TIME_ZONE.key, opts.where) if z else UTC
 
 
-def local_now(table: Table, now_millis: int | None = None) -> _dt.datetime:
+def local_now(table: FileStoreTable, now_millis: int | None = None) -> _dt.datetime:
     """``now`` as the naive local date-time written into ``tagCreateTime``."""
     return local_millis_to_naive(to_local_millis(now_ms(now_millis), tag_local_zone(table)))
 
@@ -46,7 +46,7 @@ def check_existing_tag_name(name: str) -> str:
     return name
 
 
-def find_snapshot(table: Table, snapshot_id: int) -> Snapshot:
+def find_snapshot(table: FileStoreTable, snapshot_id: int) -> Snapshot:
     """The live snapshot, else the snapshot of a tag with that id (Java ``findSnapshot``); error otherwise."""
     snap = table.snapshots.try_snapshot(snapshot_id)
     if snap is not None:
@@ -61,7 +61,7 @@ def find_snapshot(table: Table, snapshot_id: int) -> Snapshot:
         f"snapshot {snapshot_id} of {table.identifier} does not exist: the table has no snapshot")
 
 
-def snapshot_current_at(table: Table, timestamp_millis: int) -> Snapshot:
+def snapshot_current_at(table: FileStoreTable, timestamp_millis: int) -> Snapshot:
     """The snapshot that was current at `timestamp_millis`: newest commit at or before it (live or tag-held).
 
     Refuses (instead of answering with a different snapshot) when that snapshot has expired untagged, i.e. when
@@ -93,7 +93,7 @@ class SnapshotTimeline:
 
     OK, NONE, UNKNOWN = "ok", "none", "expired"
 
-    def __init__(self, table: Table, tags: list[tuple[str, Tag]]):
+    def __init__(self, table: FileStoreTable, tags: list[tuple[str, Tag]]):
         self.table = table
         self.sm = table.snapshots
         self.earliest = self.sm.earliest_id()

@@ -54,7 +54,7 @@ class EngineResult:
     kind: np.ndarray | None = None
 
 
-class Ctx:
+class MergeInput:
     """The records of the merged keys in merge order: `perm` maps sorted rows to rows of `table`."""
 
     def __init__(self, spec: MergeSpec, table: pa.Table, perm: np.ndarray, groups: Groups, kinds: np.ndarray,
@@ -93,7 +93,7 @@ class Ctx:
         return self.table.schema.field(name).type
 
 
-def run_engine(ctx: Ctx) -> EngineResult:
+def run_engine(ctx: MergeInput) -> EngineResult:
     e = ctx.spec.engine
     if e == "deduplicate":
         return _deduplicate(ctx)
@@ -106,7 +106,7 @@ def run_engine(ctx: Ctx) -> EngineResult:
 
 # ------------------------------------------------------------------------------------- deduplicate / first-row
 
-def _deduplicate(ctx: Ctx) -> EngineResult:
+def _deduplicate(ctx: MergeInput) -> EngineResult:
     g = ctx.groups
     if ctx.spec.ignore_delete:  # DeduplicateMergeFunction skips retracts; all skipped -> no result
         src = g.last(ctx.is_add)
@@ -114,7 +114,7 @@ def _deduplicate(ctx: Ctx) -> EngineResult:
     return EngineResult(keep=np.ones(g.ng, dtype=bool), src=g.ends - 1)
 
 
-def _first_row(ctx: Ctx) -> EngineResult:
+def _first_row(ctx: MergeInput) -> EngineResult:
     g = ctx.groups
     if not ctx.spec.ignore_delete and not ctx.is_add.all():
         raise MergeError(f"{ctx.spec.where}: By default, First row merge engine can not accept DELETE/UPDATE_BEFORE "
@@ -148,7 +148,7 @@ def _rows_of(g: Groups, groups_idx: np.ndarray) -> np.ndarray:
     return starts + offs
 
 
-def _py_groups(ctx: Ctx, groups_idx: np.ndarray, names: list[str]) -> list[tuple[list, list, list]]:
+def _py_groups(ctx: MergeInput, groups_idx: np.ndarray, names: list[str]) -> list[tuple[list, list, list]]:
     """(values per record, kinds, seqnums) of each listed group, as Python objects (fold input)."""
     g = ctx.groups
     rows = _rows_of(g, groups_idx)
@@ -167,7 +167,7 @@ def _py_groups(ctx: Ctx, groups_idx: np.ndarray, names: list[str]) -> list[tuple
 
 # --------------------------------------------------------------------------------- vectorised aggregations
 
-def vec_sum(ctx: Ctx, name: str, rows: np.ndarray, negate: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+def vec_sum(ctx: MergeInput, name: str, rows: np.ndarray, negate: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """Sum over `rows` (negated where `negate`) per group, null where no non-null input (FieldSumAgg).
 
     Returns (sums, fold): `fold` marks groups the caller must compute with the exact fold (a DECIMAL running
@@ -252,7 +252,7 @@ def _decimal_sum(arr: pa.Array, t: pa.DataType, sel: np.ndarray, negate: np.ndar
     return decimal_array(out, t), fold
 
 
-def vec_product(ctx: Ctx, name: str, rows: np.ndarray) -> pa.Array:
+def vec_product(ctx: MergeInput, name: str, rows: np.ndarray) -> pa.Array:
     g = ctx.groups
     arr = ctx.col(name)
     t = ctx.arrow_type(name)
@@ -272,7 +272,7 @@ def vec_product(ctx: Ctx, name: str, rows: np.ndarray) -> pa.Array:
     raise AssertionError("DECIMAL products are computed by the exact fold")
 
 
-def vec_minmax(ctx: Ctx, name: str, rows: np.ndarray, is_max: bool) -> pa.Array:
+def vec_minmax(ctx: MergeInput, name: str, rows: np.ndarray, is_max: bool) -> pa.Array:
     g = ctx.groups
     arr = ctx.col(name)
     t = ctx.arrow_type(name)
@@ -311,7 +311,7 @@ def vec_minmax(ctx: Ctx, name: str, rows: np.ndarray, is_max: bool) -> pa.Array:
     return take(as_array(agg.column(1)), idx)
 
 
-def vec_bool(ctx: Ctx, name: str, rows: np.ndarray, is_and: bool) -> pa.Array:
+def vec_bool(ctx: MergeInput, name: str, rows: np.ndarray, is_and: bool) -> pa.Array:
     g = ctx.groups
     arr = ctx.col(name)
     sel = rows & ctx.valid(name)
@@ -322,7 +322,7 @@ def vec_bool(ctx: Ctx, name: str, rows: np.ndarray, is_and: bool) -> pa.Array:
     return pa.array(out, type=pa.bool_(), mask=~has)
 
 
-def vec_listagg(ctx: Ctx, name: str, rows: np.ndarray, delimiter: str) -> pa.Array:
+def vec_listagg(ctx: MergeInput, name: str, rows: np.ndarray, delimiter: str) -> pa.Array:
     """Non-distinct listagg: non-blank inputs joined in order (FieldListaggAgg, master)."""
     g = ctx.groups
     arr = ctx.col(name)
@@ -336,7 +336,7 @@ def vec_listagg(ctx: Ctx, name: str, rows: np.ndarray, delimiter: str) -> pa.Arr
     return pc.if_else(pa.array(counts > 0), joined, pa.nulls(g.ng, arr.type))
 
 
-def vec_collect(ctx: Ctx, name: str, rows: np.ndarray) -> pa.Array:
+def vec_collect(ctx: MergeInput, name: str, rows: np.ndarray) -> pa.Array:
     """Non-distinct collect without retractions: non-null arrays concatenated in order."""
     g = ctx.groups
     arr = ctx.col(name)
@@ -351,7 +351,7 @@ def vec_collect(ctx: Ctx, name: str, rows: np.ndarray) -> pa.Array:
     return list_array(offsets, flat, has, arr.type)
 
 
-def vec_last_value(ctx: Ctx, name: str, events: np.ndarray) -> pa.Array:
+def vec_last_value(ctx: MergeInput, name: str, events: np.ndarray) -> pa.Array:
     """Value of the last event per group; a retract event yields null."""
     e = ctx.groups.last(events)
     null_if = (e >= 0) & ~ctx.is_add[np.maximum(e, 0)]
@@ -360,7 +360,7 @@ def vec_last_value(ctx: Ctx, name: str, events: np.ndarray) -> pa.Array:
 
 # ----------------------------------------------------------------------------------------------- aggregation
 
-def _aggregation(ctx: Ctx) -> EngineResult:
+def _aggregation(ctx: MergeInput) -> EngineResult:
     spec, g = ctx.spec, ctx.groups
     n_g = g.ng
     res = EngineResult(keep=np.ones(n_g, dtype=bool), seq=ctx.seqnum[g.ends - 1], kind=np.full(n_g, INSERT, np.int8))
@@ -442,20 +442,20 @@ def _aggregation(ctx: Ctx) -> EngineResult:
 
 # -------------------------------------------------------------------------------------------- partial-update
 
-def _check_not_null_adds(ctx: Ctx, rows: np.ndarray) -> None:
+def _check_not_null_adds(ctx: MergeInput, rows: np.ndarray) -> None:
     spec = ctx.spec
     for name, t in zip(spec.field_names, spec.field_types):
         if not t.nullable and (rows & ~ctx.valid(name)).any():
             raise MergeError(f"{spec.where}: field {name!r} can not be null (NOT NULL column in a merged record)")
 
 
-def _partial_update(ctx: Ctx) -> EngineResult:
+def _partial_update(ctx: MergeInput) -> EngineResult:
     if ctx.spec.sequence_groups:
         return _pu_groups(ctx)
     return _pu_plain(ctx)
 
 
-def _pu_plain(ctx: Ctx) -> EngineResult:
+def _pu_plain(ctx: MergeInput) -> EngineResult:
     """PartialUpdateMergeFunction without sequence groups: non-null fields of newer records overwrite.
 
     A row is seeded (initRow: every field of the record) by the first record when it is a retraction, and reset
@@ -490,7 +490,7 @@ def _pu_plain(ctx: Ctx) -> EngineResult:
     return res
 
 
-def _pu_groups(ctx: Ctx) -> EngineResult:
+def _pu_groups(ctx: MergeInput) -> EngineResult:
     spec, g = ctx.spec, ctx.groups
     n_g = g.ng
     pu_fold = PartialUpdateFold(spec)
@@ -563,7 +563,7 @@ def _pu_groups(ctx: Ctx) -> EngineResult:
     return res
 
 
-def _pu_group_agg(ctx: Ctx, a: FieldAgg, valid: np.ndarray, accepted: np.ndarray, older_add: np.ndarray,
+def _pu_group_agg(ctx: MergeInput, a: FieldAgg, valid: np.ndarray, accepted: np.ndarray, older_add: np.ndarray,
                   fold_keys: np.ndarray) -> pa.Array:
     """An aggregated field inside a sequence group: accepted adds agg(acc, v), older adds agg(v, acc),
     retractions retract(acc, v) regardless of the sequence (PartialUpdateMergeFunction)."""
@@ -611,7 +611,7 @@ def _pu_group_agg(ctx: Ctx, a: FieldAgg, valid: np.ndarray, accepted: np.ndarray
     raise AssertionError(f)
 
 
-__all__ = ["Ctx", "EngineResult", "run_engine"]
+__all__ = ["MergeInput", "EngineResult", "run_engine"]
 
 
 def _fold_exactly(res: Any, ctx: Any, spec: MergeSpec, fold: Any, keys: np.ndarray) -> None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_ops.errors import InvalidArgumentError
-from paimon_ops.merge.engines import Ctx, EngineResult, run_engine
+from paimon_ops.merge.engines import EngineResult, MergeInput, run_engine
 from paimon_ops.merge.groups import Groups, as_array, changed_from_previous, take
 from paimon_ops.merge.spec import MergeSpec
 
@@ -91,7 +91,7 @@ def merge_records(records: pa.Table, spec: MergeSpec, drop_delete: bool, *, look
     if not row_single.all():
         merge_rows = ~row_single
         sub_perm = perm[merge_rows]
-        ctx = Ctx(spec, records, sub_perm, Groups.from_gid(groups.gid[merge_rows]),
+        ctx = MergeInput(spec, records, sub_perm, Groups.from_gid(groups.gid[merge_rows]),
                   kinds[sub_perm], is_add[sub_perm], seqnum[sub_perm])
         res = run_engine(ctx)
         merged_gid = np.flatnonzero(~single)[res.keep]
@@ -202,7 +202,7 @@ def _lookup_keep(levels: np.ndarray, g: Groups) -> np.ndarray:
     return keep
 
 
-def _assemble(ctx: Ctx, res: EngineResult, out_cols: list[str], schema: pa.Schema) -> pa.Table:
+def _assemble(ctx: MergeInput, res: EngineResult, out_cols: list[str], schema: pa.Schema) -> pa.Table:
     keep = res.keep
     arrays = []
     for c in out_cols:

@@ -31,7 +31,7 @@ from paimon_ops.format.manifest import FileKind, IndexManifestEntry, ManifestEnt
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.options import COMMIT_MAX_RETRIES, MANIFEST_MERGE_MIN_COUNT
 from paimon_ops.table.scan import DELETION_VECTORS, ManifestStore, TableScanner, merge_entries
-from paimon_ops.table.table import LATEST, Table
+from paimon_ops.table.table import LATEST, FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class _Written:
 
 
 class FileStoreCommit:
-    def __init__(self, table: Table, commit_user: str | None = None, max_retries: int | None = None,
+    def __init__(self, table: FileStoreTable, commit_user: str | None = None, max_retries: int | None = None,
                  store: ManifestStore | None = None, journal: Any = None, name_uuid: str | None = None):
         self.table = table
         self.scanner = TableScanner(table, store)
@@ -154,8 +154,8 @@ class FileStoreCommit:
             stored = self.table.snapshots.try_snapshot(snapshot.id)
         except Exception:  # noqa: BLE001 - unreadable now: unknown
             return None
-        return stored is not None and stored.commit_user == snapshot.commit_user and \
-            stored.commit_identifier == snapshot.commit_identifier and stored.commit_kind == snapshot.commit_kind \
+        return stored is not None and stored.commit_user == snapshot.commit_user and\
+            stored.commit_identifier == snapshot.commit_identifier and stored.commit_kind == snapshot.commit_kind\
             and stored.base_manifest_list == snapshot.base_manifest_list
 
     def _hint(self, snapshot: Snapshot) -> None:
@@ -276,7 +276,7 @@ class FileStoreCommit:
         if bucketed:
             for ie in changes.index_added:
                 for cur in live_index.values():
-                    if (cur.partition, cur.bucket, cur.index_type) == (ie.partition, ie.bucket, ie.index_type) \
+                    if (cur.partition, cur.bucket, cur.index_type) == (ie.partition, ie.bucket, ie.index_type)\
                             and cur.file_name not in deleted_names:
                         raise conflict(f"bucket {ie.bucket} got a new {ie.index_type} index file {cur.file_name} "
                                        "concurrently")
@@ -394,7 +394,7 @@ class FileStoreCommit:
     def _base_metas(self, latest: Snapshot | None, written: _Written) -> list[ManifestFileMeta]:
         if latest is None:
             return []
-        metas = list(self.store.manifest_list(latest.base_manifest_list)) + \
+        metas = list(self.store.manifest_list(latest.base_manifest_list)) +\
             list(self.store.manifest_list(latest.delta_manifest_list))
         merge_min = self.table.options.get(MANIFEST_MERGE_MIN_COUNT)
         if len(metas) < merge_min:

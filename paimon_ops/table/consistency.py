@@ -22,7 +22,7 @@ import posixpath
 
 from paimon_ops.errors import CorruptMetadataError
 from paimon_ops.format.snapshot import parse_hint
-from paimon_ops.table.table import EARLIEST, LATEST, SnapshotManager, Table
+from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable, SnapshotManager
 
 
 def _hint(mgr: SnapshotManager, name: str) -> int | None:
@@ -33,7 +33,7 @@ def _hint(mgr: SnapshotManager, name: str) -> int | None:
         return None
 
 
-def check_history(table: Table, what: str) -> None:
+def check_history(table: FileStoreTable, what: str) -> None:
     """Raise CorruptMetadataError if the history of any branch of `table` is not consistent (module docstring);
     `what` names the operation refused."""
     main = table if table.branch == "main" else table.for_branch("main")
@@ -47,7 +47,7 @@ def check_history(table: Table, what: str) -> None:
 def _check_snapshots(mgr: SnapshotManager, what: str, kind: str) -> None:
     ids = mgr.list_ids()
     latest, earliest = _hint(mgr, LATEST), _hint(mgr, EARLIEST)
-    refuse = f"; refusing {what} (nothing deleted): the files of the missing snapshots could not be told apart " \
+    refuse = f"; refusing {what} (nothing deleted): the files of the missing snapshots could not be told apart "\
              "from orphans. If an expiry or rollback was interrupted, re-run it; otherwise the table needs repair"
     if not ids:
         hints = [f"{n} names {kind} {v}" for n, v in ((EARLIEST, earliest), (LATEST, latest)) if v is not None]

@@ -31,7 +31,7 @@ from paimon_ops.options import DATA_FILE_EXTERNAL_PATHS, DATA_FILE_EXTERNAL_PATH
 from paimon_ops.table.fileio import split_location
 
 if TYPE_CHECKING:
-    from paimon_ops.table.table import Table
+    from paimon_ops.table.table import FileStoreTable
 
 STRATEGY = DATA_FILE_EXTERNAL_PATHS_STRATEGY.key
 STRATEGIES = DATA_FILE_EXTERNAL_PATHS_STRATEGY.choices
@@ -59,7 +59,7 @@ class ExternalRoot:
         return f"{self.scheme}://{self.authority}/{posixpath.join(key, rel) if key else rel}"
 
 
-def configured_roots(table: Table) -> list[ExternalRoot]:
+def configured_roots(table: FileStoreTable) -> list[ExternalRoot]:
     """Every `data-file.external-paths` entry, parsed (no I/O)."""
     out = []
     for loc in table.external_paths:
@@ -70,32 +70,32 @@ def configured_roots(table: Table) -> list[ExternalRoot]:
     return out
 
 
-def _io_scheme(table: Table) -> tuple[str, str]:
+def _io_scheme(table: FileStoreTable) -> tuple[str, str]:
     scheme = table.io.scheme or ""
     return ("s3" if scheme in ("s3a", "s3n") else scheme), table.io.authority or ""
 
 
-def on_table_fs(table: Table, root: ExternalRoot) -> bool:
+def on_table_fs(table: FileStoreTable, root: ExternalRoot) -> bool:
     return (root.scheme, root.authority) == _io_scheme(table)
 
 
-def elsewhere(table: Table) -> list[ExternalRoot]:
+def elsewhere(table: FileStoreTable) -> list[ExternalRoot]:
     """Configured roots on another file system than the table's (another scheme, endpoint or bucket)."""
     return [r for r in configured_roots(table) if not on_table_fs(table, r)]
 
 
-def resolved_root(table: Table, root: ExternalRoot) -> str:
+def resolved_root(table: FileStoreTable, root: ExternalRoot) -> str:
     """The root as the table's FileIO addresses it: local roots by their real path."""
     return os.path.realpath(root.path) if table.io.is_local else root.path
 
 
-def allowed_roots(table: Table) -> list[str]:
+def allowed_roots(table: FileStoreTable) -> list[str]:
     """Resolved external roots on the table's file system (where files of this table may be read, written and
     deleted besides the table root)."""
     return [resolved_root(table, r) for r in configured_roots(table) if on_table_fs(table, r)]
 
 
-def resolve(table: Table, external: str, name: str) -> str:
+def resolve(table: FileStoreTable, external: str, name: str) -> str:
     """The FileIO path of a file whose manifest entry says `_EXTERNAL_PATH = external`."""
     scheme, authority, path = split_location(external)
     if scheme in ("s3a", "s3n"):
@@ -116,11 +116,11 @@ def resolve(table: Table, external: str, name: str) -> str:
                   f"{table.identifier} ({', '.join(table.external_paths) or 'none configured'}); refusing to act on it")
 
 
-def strategy(table: Table) -> str:
+def strategy(table: FileStoreTable) -> str:
     return table.options.get(DATA_FILE_EXTERNAL_PATHS_STRATEGY)
 
 
-def write_roots(table: Table) -> list[ExternalRoot]:
+def write_roots(table: FileStoreTable) -> list[ExternalRoot]:
     """The roots new data files go to (Java's AbstractFileStore.createExternalPaths); [] = the table directory."""
     roots = configured_roots(table)
     s = strategy(table)
@@ -148,7 +148,7 @@ def write_roots(table: Table) -> list[ExternalRoot]:
 class ExternalPathProvider:
     """Where the next new file of one (partition, bucket) writer goes (Java's RoundRobinExternalPathProvider)."""
 
-    def __init__(self, table: Table, relative_bucket_path: str, roots: list[ExternalRoot] | None = None):
+    def __init__(self, table: FileStoreTable, relative_bucket_path: str, roots: list[ExternalRoot] | None = None):
         self.table = table
         self.rel = relative_bucket_path.strip("/")
         self.roots = write_roots(table) if roots is None else roots

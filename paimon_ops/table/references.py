@@ -38,7 +38,7 @@ from paimon_ops.errors import (
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.scan import ManifestStore
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 # Decoded manifests kept in memory at once: bounds driver memory (a manifest can hold ~100k entries) while every
 # manifest is still decoded about once per operation (immutable, named by UUID).
@@ -66,7 +66,7 @@ class KeptNames:
         return name in self.names
 
 
-def owners_of(table: Table, removed: Iterable[str] = ()) -> list[Owner]:
+def owners_of(table: FileStoreTable, removed: Iterable[str] = ()) -> list[Owner]:
     """Every snapshot, tag and long-lived changelog of every branch, except the files in `removed`. Unreadable owner
     files raise; owners deleted while listing are skipped."""
     removed = set(removed)
@@ -132,7 +132,7 @@ class _Counter:
         self.kept.update(n for n in touched if count.get(n, 0) != 0)
 
 
-def kept_names(table: Table, removed: Iterable[str] = (), store: ManifestStore | None = None) -> KeptNames:
+def kept_names(table: FileStoreTable, removed: Iterable[str] = (), store: ManifestStore | None = None) -> KeptNames:
     """See the module docstring. `removed`: owner files (snapshot, tag, changelog paths) the caller deletes."""
     store = store or ManifestStore(table, capacity=STORE_CAPACITY)
     owners = owners_of(table, removed)
@@ -220,7 +220,7 @@ def _index_and_stats(store: ManifestStore, names: set[str], s: Snapshot, ref: st
         names.add(s.statistics)
 
 
-def referencing_owner(table: Table, name: str, removed: Iterable[str] = ()) -> str | None:
+def referencing_owner(table: FileStoreTable, name: str, removed: Iterable[str] = ()) -> str | None:
     """Which remaining owner keeps `name` (for messages; reads owners one by one, so only used on refusal)."""
     store = ManifestStore(table, capacity=STORE_CAPACITY)
     for o in owners_of(table, removed):
@@ -266,7 +266,7 @@ DECODE_BATCH = 32  # manifests decoded at once (what is held: their lifecycle co
 class UsedNames:
     """Names referenced by every snapshot, tag and long-lived changelog of every branch."""
 
-    def __init__(self, main: Table, defer: bool = False):
+    def __init__(self, main: FileStoreTable, defer: bool = False):
         self.main = main
         self.defer = defer  # manifests stay queued for Spark (`referenced_on_spark`), never decoded here
         self.store = ManifestStore(main, capacity=STORE_CAPACITY)
@@ -355,7 +355,7 @@ class UsedNames:
             self.names.add(s.statistics)
 
 
-def branch_tables(table: Table) -> list[Table]:
+def branch_tables(table: FileStoreTable) -> list[FileStoreTable]:
     main = table.for_branch("main") if table.branch != "main" else table
     out = [main]
     for b in main.branches():
@@ -371,7 +371,7 @@ def branch_tables(table: Table) -> list[Table]:
     return out
 
 
-def collect_used(main: Table, branches: list[Table], defer: bool = False) -> UsedNames:
+def collect_used(main: FileStoreTable, branches: list[FileStoreTable], defer: bool = False) -> UsedNames:
     """Every name referenced; `defer`: the manifests are left queued (`_pending`) for `referenced_on_spark`."""
     used = UsedNames(main, defer)
     producer_none = main.options.changelog_producer == "none"
@@ -403,7 +403,7 @@ def manifest_names_task(table_location: str, task: dict) -> dict:
     """Executor side: the file names (data and extra files, ADD and DELETE alike) the task's manifests reference,
     kind 'used', and the manifests that do not exist, kind 'missing'. A crafted name or an unreadable manifest
     raises (the job then fails closed)."""
-    table = Table(table_location)
+    table = FileStoreTable(table_location)
     store = ManifestStore(table, capacity=1)
     names: list[str] = []
     kinds: list[str] = []
@@ -469,7 +469,7 @@ def referenced_on_spark(runner: Any, used: UsedNames, candidates: list[str]) -> 
     return {r["name"] for r in found if r["candidate"] and r["used"]}, total
 
 
-def referenced_among(main: Table, branches: list[Table], candidates: list[str], runner: Any = None
+def referenced_among(main: FileStoreTable, branches: list[FileStoreTable], candidates: list[str], runner: Any = None
                      ) -> tuple[set[str], int, int]:
     """(which of `candidates` any snapshot, tag or long-lived changelog of any branch references, how many distinct
     names are referenced, how many owners were read): in-process, or on Spark when `runner` is one."""

@@ -14,12 +14,12 @@ from typing import Sequence
 
 from paimon_ops.errors import PaimonOpsError, UnsafeOperationError
 from paimon_ops.table.fileio import ensure_within
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
 
-def allowed_roots(table: Table) -> list[str]:
+def allowed_roots(table: FileStoreTable) -> list[str]:
     """The table root plus configured external data paths on its file system (data files may legally live there),
     as real paths."""
     from paimon_ops.table.external import allowed_roots as external_roots
@@ -49,7 +49,7 @@ def check_paths(roots: Sequence[str], paths: Sequence[str]) -> None:
         raise UnsafeOperationError(f"refusing to touch {p}: outside the table root {roots[0]}")  # (unreachable)
 
 
-def remove_written(table: Table, paths: Sequence[str], why: str = "") -> tuple[int, list[str]]:
+def remove_written(table: FileStoreTable, paths: Sequence[str], why: str = "") -> tuple[int, list[str]]:
     """Delete files this run wrote and did not commit (a failed or cancelled task, a lost commit): confined to the
     table's roots, plain files only, quiet about missing ones. Never raises — the error that made them leftovers is
     the one to report; a file that could not be deleted is logged and returned (an orphan for remove-orphans).

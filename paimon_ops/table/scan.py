@@ -21,7 +21,7 @@ from paimon_ops.format.manifest import (
 )
 from paimon_ops.format.partition import partition_json, partition_path
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class _LRU(OrderedDict):
 class ManifestStore:
     """Reads (and caches) manifest lists, manifests and index manifests of one table."""
 
-    def __init__(self, table: Table, capacity: int = 256):
+    def __init__(self, table: FileStoreTable, capacity: int = 256):
         self.table = table
         self._lists: _LRU = _LRU(capacity)
         self._manifests: _LRU = _LRU(capacity)
@@ -209,7 +209,7 @@ class ScanResult:
 class TableScanner:
     """Turns snapshots into live files and resolves data/index file paths for one table."""
 
-    def __init__(self, table: Table, store: ManifestStore | None = None):
+    def __init__(self, table: FileStoreTable, store: ManifestStore | None = None):
         self.table = table
         self.store = store or ManifestStore(table)
         self._partition_dirs: dict[bytes, str] = {}

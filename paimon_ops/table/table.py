@@ -41,7 +41,7 @@ def list_metadata_dir(io: FileIO, directory: str, prefix: str) -> list:
     try:
         entries = io.list_status(directory, include_symlinks=True, strict=True)  # no extra request when listed
     except NotADirectoryError:
-        raise CorruptMetadataError(directory, "is not a directory, so the table's history in it cannot be read") \
+        raise CorruptMetadataError(directory, "is not a directory, so the table's history in it cannot be read")\
             from None
     for st in entries:
         if st.is_symlink and st.name.startswith(prefix):
@@ -277,7 +277,7 @@ class Identifier:
         return f"{self.database}.{self.table}"
 
 
-class Table:
+class FileStoreTable:
     """One Paimon table (one branch of it). Cheap to construct; reads metadata lazily."""
 
     def __init__(self, location: str, identifier: str | None = None, branch: str = "main",
@@ -303,14 +303,14 @@ class Table:
             raise TableNotFoundError(self.identifier, self.location, "no schema/ directory (is this a Paimon table?)")
 
     @classmethod
-    def open(cls, location: str, **kw) -> Table:
+    def open(cls, location: str, **kw) -> FileStoreTable:
         return cls(location, **kw)
 
-    def with_fault_hook(self, hook: FaultHook | None) -> Table:
-        return Table(self.root, self.identifier, self.branch, self.options_override, io=self.io.with_fault_hook(hook))
+    def with_fault_hook(self, hook: FaultHook | None) -> FileStoreTable:
+        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io.with_fault_hook(hook))
 
-    def for_branch(self, branch: str) -> Table:
-        return Table(self.root, self.identifier, branch, self.options_override, io=self.io)
+    def for_branch(self, branch: str) -> FileStoreTable:
+        return FileStoreTable(self.root, self.identifier, branch, self.options_override, io=self.io)
 
     @cached_property
     def schema(self) -> TableSchema:
@@ -319,8 +319,8 @@ class Table:
             raise TableNotFoundError(self.identifier, self.location, "schema/ holds no schema file")
         return s
 
-    def refresh(self) -> Table:
-        return Table(self.root, self.identifier, self.branch, self.options_override, io=self.io)
+    def refresh(self) -> FileStoreTable:
+        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io)
 
     @property
     def options(self) -> Options:
@@ -369,7 +369,7 @@ class Table:
         return f"Table({self.identifier!r} at {self.location!r}, branch={self.branch!r})"
 
 
-class Catalog:
+class FileSystemCatalog:
     """Filesystem catalog: `<warehouse>/<db>.db/<table>`."""
 
     def __init__(self, warehouse: str, fault_hook: FaultHook | None = None, options: Mapping[str, str] | None = None):
@@ -394,17 +394,17 @@ class Catalog:
         ident = identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
         return posixpath.join(self.root, f"{ident.database}.db", ident.table)
 
-    def get_table(self, identifier: str | Identifier, **kw) -> Table:
+    def get_table(self, identifier: str | Identifier, **kw) -> FileStoreTable:
         ident = identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
         path = self.table_path(ident)
         if not self.io.is_dir(path):
             known = ", ".join(f"{d}.{t}" for d in self.databases() for t in self.tables(d)) or "none"
             raise TableNotFoundError(str(ident), self.io.uri(path), f"tables in this warehouse: {known}")
-        return Table(path, identifier=str(ident), io=self.io, **kw)
+        return FileStoreTable(path, identifier=str(ident), io=self.io, **kw)
 
     def all_tables(self) -> list[str]:
         return [f"{d}.{t}" for d in self.databases() for t in self.tables(d)]
 
 
-__all__ = ["Catalog", "Table", "Identifier", "SnapshotManager", "TagManager", "SchemaManager", "ConsumerManager",
+__all__ = ["FileSystemCatalog", "FileStoreTable", "Identifier", "SnapshotManager", "TagManager", "SchemaManager", "ConsumerManager",
            "validate_tag_name", "CorruptMetadataError"]

@@ -28,7 +28,7 @@ from paimon_ops.format.types import arrow_schema
 from paimon_ops.options import BUCKET, BUCKET_FUNCTION_TYPE, DATA_FILE_THIN_MODE, FILE_FORMAT, ROW_TRACKING_ENABLED
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 _EXT = {"parquet": ".parquet", "orc": ".orc", "avro": ".avro"}
 
@@ -49,7 +49,7 @@ class DataFileWriteSpec:
     thin: bool = False  # data-file.thin-mode (1.0+): primary-key files without the `_KEY_*` columns
 
     @staticmethod
-    def of(table: Table, scanner: TableScanner) -> DataFileWriteSpec:
+    def of(table: FileStoreTable, scanner: TableScanner) -> DataFileWriteSpec:
         latest = table.snapshots.latest()
         fs = scanner.store.field_set("manifest", latest)
         if isinstance(fs, mf.Layout):
@@ -69,7 +69,7 @@ class DataFileWriteSpec:
                                  has_cols and thin_mode(table))
 
 
-def thin_mode(table: Table) -> bool:
+def thin_mode(table: FileStoreTable) -> bool:
     """Java writes thin primary-key files when `data-file.thin-mode` is set and every key column is a value column
     (KeyValueFileWriterFactory.supportsThinMode: always so for a table's own trimmed primary key)."""
     return table.is_primary_key and table.options.get(DATA_FILE_THIN_MODE)
@@ -88,7 +88,7 @@ class FileNamer:
         return name
 
 
-def write_file(table: Table, scanner: TableScanner, spec: DataFileWriteSpec, namer: FileNamer, data: pa.Table,
+def write_file(table: FileStoreTable, scanner: TableScanner, spec: DataFileWriteSpec, namer: FileNamer, data: pa.Table,
                partition: bytes, bucket: int, level: int, file_source: int) -> DataFileMeta:
     """Write one data file (rows already in file order, system columns present for PK tables)."""
     schema = table.schema
@@ -129,7 +129,7 @@ def write_file(table: Table, scanner: TableScanner, spec: DataFileWriteSpec, nam
 class TableWriter:
     """Append new rows to a table as level-0 files; `commit()` makes them visible in one APPEND snapshot."""
 
-    def __init__(self, table: Table, commit_user: str | None = None):
+    def __init__(self, table: FileStoreTable, commit_user: str | None = None):
         if table.options.get(ROW_TRACKING_ENABLED):
             # new files get their row ids (`_FIRST_ROW_ID`, `nextRowId`) at commit, which this writer does not assign
             raise UnsupportedError(f"{table.identifier}: writing rows into a row-tracking table is not supported by "
@@ -289,7 +289,7 @@ def _last_occurrence_mask(rows: pa.Table, keys: list[str]) -> np.ndarray:
     return mask
 
 
-def write_rows(table: Table, data: pa.Table | dict, row_kinds: Sequence[int] | None = None,
+def write_rows(table: FileStoreTable, data: pa.Table | dict, row_kinds: Sequence[int] | None = None,
                commit_user: str | None = None) -> Snapshot | None:
     """Write and commit one batch (an APPEND snapshot)."""
     if isinstance(data, dict):
@@ -302,17 +302,17 @@ def write_rows(table: Table, data: pa.Table | dict, row_kinds: Sequence[int] | N
 
 def create_table(warehouse: str, identifier: str, fields: Sequence, partition_keys: Sequence[str] = (),
                  primary_keys: Sequence[str] = (), options: dict[str, str] | None = None,
-                 comment: str | None = None) -> Table:
+                 comment: str | None = None) -> FileStoreTable:
     """Create a table (schema-0) in a filesystem warehouse. `fields`: DataFields or (name, type-string) pairs."""
     from paimon_ops.format.schema import TableSchema
     from paimon_ops.format.types import DataField, max_field_id, parse_type
     from paimon_ops.table.fileio import FileIO
-    from paimon_ops.table.table import Catalog, Identifier
+    from paimon_ops.table.table import FileSystemCatalog, Identifier
 
     ident = Identifier.parse(identifier)
     io, root = FileIO.resolve(warehouse)
     io.mkdirs(root)  # creating a table may create its warehouse, as Paimon's filesystem catalog does
-    cat = Catalog(warehouse)
+    cat = FileSystemCatalog(warehouse)
     path = cat.table_path(ident)
     dfs = []
     next_id = 0

@@ -129,7 +129,7 @@ def test_stale_plan_is_refused(home, java_wh):
     stale = jh.JavaTable(java_wh, "shop", "stale")
     proc = home.run("dags", "test", "paimon_stale_plan", timeout=180, check=False)
     states = _states(home, "paimon_stale_plan")
-    assert states == {"plan_rollback": "success", "another_writer_commits": "success", "apply_rollback": "failed"}, \
+    assert states == {"plan_rollback": "success", "another_writer_commits": "success", "apply_rollback": "failed"},\
         states
     log = proc.stdout + proc.stderr
     assert "the rollback plan for shop.stale is stale: the latest snapshot is now 3, the plan was made on 2" in log
@@ -142,7 +142,7 @@ def test_daily_tag_of_one_day(airflow_bin, tmp_path):
     logical date: it creates the tag of the day before, on the snapshot current at that day's deadline; Java reads
     the tag."""
     from paimon_ops.sample import build_sample_warehouse
-    from paimon_ops.table.table import Catalog
+    from paimon_ops.table.table import FileSystemCatalog
     wh = str(tmp_path / "sample")
     build_sample_warehouse(wh, rounds=3)
     ah = make_home(airflow_bin, tmp_path, wh, [EXAMPLE_DAGS / "example_paimon_daily_tags.py"])
@@ -150,10 +150,10 @@ def test_daily_tag_of_one_day(airflow_bin, tmp_path):
     berlin = ZoneInfo("Europe/Berlin")
     today = dt.datetime.now(berlin).date()
     run = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(0, 30), berlin)
-    before = {n for n, _ in Catalog(wh).get_table("shop.orders").tags.tags()}
+    before = {n for n, _ in FileSystemCatalog(wh).get_table("shop.orders").tags.tags()}
     ah.run("dags", "test", "paimon_daily_tags", run.isoformat(), timeout=180)
     day = (today - dt.timedelta(days=2)).isoformat()
-    table = Catalog(wh).get_table("shop.orders")
+    table = FileSystemCatalog(wh).get_table("shop.orders")
     tags = dict(table.tags.tags())
     assert set(tags) - before == {day}
     deadline = int(dt.datetime.combine(today - dt.timedelta(days=1), dt.time(0, 30), berlin).timestamp() * 1000)

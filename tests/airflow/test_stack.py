@@ -113,9 +113,9 @@ def _tis(ah, dag_id: str, task_id: str) -> list[tuple]:
 
 
 def test_backfill_creates_exactly_those_days_one_at_a_time(stack):
-    from paimon_ops.table.table import Catalog
+    from paimon_ops.table.table import FileSystemCatalog
     ah, wh, procs = stack
-    before = {n for n, _ in Catalog(wh).get_table("shop.orders").tags.tags()}
+    before = {n for n, _ in FileSystemCatalog(wh).get_table("shop.orders").tags.tags()}
     today = dt.datetime.now(BERLIN).date()
     first, last = today - dt.timedelta(days=4), today - dt.timedelta(days=2)
     ah.run("backfill", "create", "--dag-id", "paimon_daily_tags",
@@ -131,7 +131,7 @@ def test_backfill_creates_exactly_those_days_one_at_a_time(stack):
         return len(backfilled) == 3 and len(scheduled) == 1 and all(r[1] == "success" for r in tis)
     _wait("three backfilled tag runs", done, 150, procs)
 
-    tags = dict(Catalog(wh).get_table("shop.orders").tags.tags())
+    tags = dict(FileSystemCatalog(wh).get_table("shop.orders").tags.tags())
     days = {(first - dt.timedelta(days=1) + dt.timedelta(days=i)).isoformat() for i in range(3)}
     yesterday = (today - dt.timedelta(days=1)).isoformat()
     assert set(tags) - before - {yesterday} == days  # exactly the backfilled days' tags
@@ -157,7 +157,7 @@ def test_deferred_sensor_resumes_when_another_process_makes_work(stack):
         assert not rows or rows[0][0] not in ("success", "failed"), rows  # one small file: not due yet
         return bool(rows) and rows[0][0] == "deferred"
     _wait("the sensor to defer", deferred, 90, procs)
-    assert ah.sql("select classpath from trigger") and "PaimonTableHealthTrigger" in \
+    assert ah.sql("select classpath from trigger") and "PaimonTableHealthTrigger" in\
         " ".join(r[0] for r in ah.sql("select classpath from trigger"))
 
     growing.write([{"rows": [[i, f"v{i}"]]} for i in range(1, 6)])  # another process: six small files now

@@ -17,7 +17,7 @@ from paimon_ops.format.manifest import DeletionVectorMeta, FileKind, IndexManife
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.reader import read_snapshot_raw
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import create_table, write_rows
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
@@ -26,7 +26,7 @@ from tests.interop.java_harness import JavaTable
 FIELDS = [("dt", "STRING"), ("k", "INT"), ("x", "DOUBLE"), ("s", "STRING")]
 
 
-def _live(table: Table) -> list[dict]:
+def _live(table: FileStoreTable) -> list[dict]:
     t = table.refresh()
     sc = TableScanner(t)
     parts = [rows for _, rows in read_snapshot_raw(sc, t.snapshots.latest(), keep_system_columns=False)]
@@ -34,7 +34,7 @@ def _live(table: Table) -> list[dict]:
     return sorted(rows, key=lambda r: (r["dt"], r["k"], r["s"] or ""))
 
 
-def _append_table(warehouse: str, name: str = "db.ap", files: int = 6, options: dict | None = None) -> Table:
+def _append_table(warehouse: str, name: str = "db.ap", files: int = 6, options: dict | None = None) -> FileStoreTable:
     t = create_table(warehouse, name, FIELDS, partition_keys=["dt"], options={"bucket": "-1", **(options or {})})
     for i in range(files):
         write_rows(t, {"dt": ["d1", "d2"] * 10, "k": list(range(i * 20, i * 20 + 20)),
@@ -68,7 +68,7 @@ def test_full_append_and_target_size_rolls(warehouse):
     assert _live(t) == before
 
 
-def _add_dv(table: Table, file_index: int, positions: list[int]) -> None:
+def _add_dv(table: FileStoreTable, file_index: int, positions: list[int]) -> None:
     """Mark rows of one append file deleted (what a DELETE statement does in DV mode)."""
     sc = TableScanner(table)
     res = sc.scan_latest()
@@ -100,9 +100,9 @@ def test_append_dv_ratio(warehouse):
     pointed = {r.data_file for ie in res.index_entries for r in ie.dv_ranges or ()}
     assert pointed <= live and len(pointed) == 1  # the 0.1 file keeps its vector
     # the option (ours, with Paimon's as fallback) sets the threshold
-    t2 = Table(t.root, options_override={"compaction.delete-ratio-threshold": "0.05"})
+    t2 = FileStoreTable(t.root, options_override={"compaction.delete-ratio-threshold": "0.05"})
     assert plan_compaction(t2, mode="dv-ratio").tasks
-    t3 = Table(t.root, options_override={"compaction.delete-ratio-threshold": "0.05",
+    t3 = FileStoreTable(t.root, options_override={"compaction.delete-ratio-threshold": "0.05",
                                          "compaction.dv-ratio-threshold": "0.5"})
     assert not plan_compaction(t3, mode="dv-ratio").tasks
 
@@ -164,10 +164,10 @@ def test_java_append_table_small_files_and_sort(tmp_path):
         "partition_keys": ["dt"], "primary_keys": [], "options": {"bucket": "-1", "file.format": "orc"}})),
         ("write", src.payload(batches=batches))])
     before = src.rows()
-    r = po.Table(Table(str(src.path))).maintenance.compact(mode="small-files").execute()
+    r = po.Table(FileStoreTable(str(src.path))).maintenance.compact(mode="small-files").execute()
     assert r.details["files_out"] == 2
     shutil.copytree(src.path, tmp_path / "wh2" / "db.db" / "ap")
-    r2 = po.Table(Table(str(src.path))).maintenance.compact(mode="sort", order_by="v,k", strategy="zorder").execute()
+    r2 = po.Table(FileStoreTable(str(src.path))).maintenance.compact(mode="sort", order_by="v,k", strategy="zorder").execute()
     assert r2.snapshot_id is not None
     after, _, _, after_write, missing = jh.run_many([
         ("read", src.payload()), ("write", src.payload(batches=[{"rows": [[999, "z", "d1"]]}])),

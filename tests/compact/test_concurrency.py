@@ -13,7 +13,7 @@ from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.api import commit_compaction, execute_plan
 from paimon_ops.errors import CommitConflictError
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import create_table, write_rows
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
@@ -22,7 +22,7 @@ from tests.interop.java_harness import JavaTable
 FIELDS = [("k", "INT"), ("v", "STRING")]
 
 
-def _pk_table(warehouse: str, options: dict | None = None) -> Table:
+def _pk_table(warehouse: str, options: dict | None = None) -> FileStoreTable:
     t = create_table(warehouse, "db.t", FIELDS, primary_keys=["k"], options={"bucket": "2", **(options or {})})
     for i in range(3):
         write_rows(t, {"k": list(range(i * 10, i * 10 + 40)), "v": [f"v{i}"] * 40})
@@ -108,13 +108,13 @@ def test_writer_thread_during_compactions(warehouse):
     runs = 0
     while not stop.is_set() or runs == 0:
         try:
-            po.Table(Table(t.root)).maintenance.compact().execute(max_replans=3)
+            po.Table(FileStoreTable(t.root)).maintenance.compact().execute(max_replans=3)
         except CommitConflictError:
             pass  # aborted cleanly; the next round re-plans
         runs += 1
     th.join()
     assert not errors
-    po.Table(Table(t.root)).maintenance.compact().execute()
+    po.Table(FileStoreTable(t.root)).maintenance.compact().execute()
     assert {d["k"]: d["v"] for d in _rows(warehouse)} == expected
 
 
@@ -149,7 +149,7 @@ def test_java_dv_writer_during_compaction(tmp_path):
         ("write", jt.payload(batches=[{"rows": rows}, {"rows": [[i, "u"] for i in range(10)]},
                                       {"rows": [[i, "w"] for i in range(5, 15)]}]))])
     shutil.copytree(jt.path, tmp_path / "control")
-    table = Table(str(jt.path))
+    table = FileStoreTable(str(jt.path))
     plan = plan_compaction(table)
     assert plan.tasks and plan.index_entries  # several levels and deletion vectors in the bucket
 
@@ -161,7 +161,7 @@ def test_java_dv_writer_during_compaction(tmp_path):
     with pytest.raises(CommitConflictError):
         po.Table(table).maintenance.compact().execute(progress=java_writer)
     java_writer.ran = False
-    r = po.Table(Table(str(jt.path))).maintenance.compact().execute(progress=java_writer, max_replans=1)
+    r = po.Table(FileStoreTable(str(jt.path))).maintenance.compact().execute(progress=java_writer, max_replans=1)
     assert r.details["replans"] == 1
     got, missing = jh.run_many([("read", jt.payload()), ("check_files", jt.payload())])
     expected = {i: f"v{i}-" + "x" * 40 for i in range(2000)} | {i: "u" for i in range(10)} | {i: "w" for i in range(5, 15)}

@@ -15,7 +15,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.compact import plan_compaction
 from paimon_ops.rowcount import count_rows
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -134,7 +134,7 @@ def test_full_compaction_of_java_table(java_tables, tmp_path, name):
     except Exception as e:  # noqa: BLE001 - pypaimon 2.1.0 bugs are recorded, not fatal
         py_before = f"pypaimon failed: {e}"
 
-    table = Table(str(ours.path))
+    table = FileStoreTable(str(ours.path))
     # the row count Dagster reports is Java's, before (merging the overlapping buckets) and after compaction
     count_before = count_rows(table)
     assert count_before.exact == len(before_rows), count_before
@@ -155,9 +155,9 @@ def test_full_compaction_of_java_table(java_tables, tmp_path, name):
     # 1. Java reads exactly what it read before
     assert sorted(after["rows"], key=_key) == before_rows
     assert after_scan["commit_kind"] == "COMPACT"
-    count_after = count_rows(Table(str(ours.path)), snapshot_id=after_scan["snapshot_id"])
+    count_after = count_rows(FileStoreTable(str(ours.path)), snapshot_id=after_scan["snapshot_id"])
     assert count_after.exact == len(after["rows"]) and count_after.buckets_merged == 0, count_after  # by layout
-    assert count_rows(Table(str(ours.path))).exact == len(after_write["rows"])  # Java wrote and compacted again
+    assert count_rows(FileStoreTable(str(ours.path))).exact == len(after_write["rows"])  # Java wrote and compacted again
     max_level = max(table.options.num_levels - 1, max(levels_before))
     assert {f["level"] for f in after_scan["files"]} == {max_level}
     assert all(f["file_source"] == "COMPACT" and f["delete_row_count"] == 0 for f in after_scan["files"])
@@ -186,12 +186,12 @@ def test_java_compacts_after_dv_ratio_rewrite(java_tables, tmp_path):
     ours = _copy(java_tables, tmp_path / "ours", name)
     control = _copy(java_tables, tmp_path / "control", name)
     before = sorted(ours.read()["rows"], key=_key)
-    plan = plan_compaction(Table(str(ours.path)), mode="dv-ratio", threshold=0.0)
+    plan = plan_compaction(FileStoreTable(str(ours.path)), mode="dv-ratio", threshold=0.0)
     ratios = plan.details["dv_ratios"]["files"]
     assert ratios and any(r["deleted"] > 0 for r in ratios)
     levels_in = {f.name: f.level for t in plan.tasks for f in t.files}
     assert plan.tasks
-    report = po.Table(Table(str(ours.path))).maintenance.compact(mode="dv-ratio", threshold=0.0).execute()
+    report = po.Table(FileStoreTable(str(ours.path))).maintenance.compact(mode="dv-ratio", threshold=0.0).execute()
     scan, after, _, _, after_write, control_read, missing = jh.run_many([
         ("scan", ours.payload()), ("read", ours.payload()),
         ("write", ours.payload(batches=[EXTRA])), ("write", control.payload(batches=[EXTRA])),
@@ -213,7 +213,7 @@ def test_partial_dv_ratio_rewrite_keeps_other_vectors(java_tables, tmp_path):
     name = "dv_dedup"
     ours = _copy(java_tables, tmp_path / "ours", name)
     before = sorted(ours.read()["rows"], key=_key)
-    table = Table(str(ours.path))
+    table = FileStoreTable(str(ours.path))
     ratios = [r for r in plan_compaction(table, mode="dv-ratio").details["dv_ratios"]["files"] if r["deleted"]]
     by_bucket: dict = {}
     for r in ratios:

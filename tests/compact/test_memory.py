@@ -10,12 +10,12 @@ import pyarrow as pa
 import paimon_ops as po
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import create_table, write_rows
 from tests import pypaimon_util as pu
 
 
-def _big_table(warehouse: str, name: str, rows: int = 30_000, files: int = 4, options: dict | None = None) -> Table:
+def _big_table(warehouse: str, name: str, rows: int = 30_000, files: int = 4, options: dict | None = None) -> FileStoreTable:
     t = create_table(warehouse, name, [("k", "BIGINT"), ("s", "STRING"), ("v", "DOUBLE"), ("n", "INT")],
                      primary_keys=["k", "s"], options={"bucket": "1", "merge-engine": "aggregation",
                                                        "fields.v.aggregate-function": "sum",
@@ -31,7 +31,7 @@ def _big_table(warehouse: str, name: str, rows: int = 30_000, files: int = 4, op
 def test_budget_merge_equals_unbounded_merge(warehouse):
     t = _big_table(warehouse, "db.big", options={"target-file-size": "128 kb"})
     shutil.copytree(t.root, t.root + "_copy")
-    t2 = Table(t.root + "_copy")
+    t2 = FileStoreTable(t.root + "_copy")
     bytes_in = sum(f.meta.file_size for f in TableScanner(t).scan_latest().files)
     budget = 128 * 1024
     assert bytes_in > 4 * budget  # the bucket is several times the budget

@@ -15,7 +15,7 @@ import paimon_ops as po
 from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.api import commit_compaction, execute_plan
 from paimon_ops.errors import CommitConflictError
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import create_table, write_rows
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -39,7 +39,7 @@ def _rows(n: int, start: int = 0, tag: str = "v") -> dict:
             "b": [f"{tag}{i}" for i in ids]}
 
 
-def _layered(warehouse: str) -> Table:
+def _layered(warehouse: str) -> FileStoreTable:
     """Max level with a deletion vector, level 4, and fresh level-0 updates: a minor compaction marks rows."""
     t = create_table(warehouse, "db.t", FIELDS, partition_keys=["pt"], primary_keys=["pt", "id"], options=OPTS)
     write_rows(t, _rows(400))
@@ -94,7 +94,7 @@ def test_concurrent_java_writer_during_lookup_compaction(tmp_path):
     import shutil
     shutil.copytree(wh / "db.db" / "t", wh / "db.db" / "control")
     control = JavaTable(wh, "db", "control")
-    table = Table(str(src.path))
+    table = FileStoreTable(str(src.path))
     before = table.snapshots.latest_id()
     late = {"rows": [["x", 35, 5, "late"], ["x", 250, 6, "late"], ["x", 8, 0, None]], "kinds": ["+U", "+I", "-D"],
             "compact": True, "full": False}

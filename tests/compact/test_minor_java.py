@@ -25,7 +25,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.compact import plan_compaction
 from paimon_ops.errors import UnsupportedError
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
 
@@ -137,7 +137,7 @@ def outcomes(java_tables, tmp_path_factory) -> dict:
         case = root / f"{name}-{mode}"
         java = _copy(java_tables, case / "java", name)
         ours = _copy(java_tables, case / "ours", name)
-        table = Table(str(ours.path))
+        table = FileStoreTable(str(ours.path))
         before = table.snapshots.latest_id()
         json.dumps(plan_compaction(table, mode=mode).to_dict(), default=str)  # plans stay JSON-serialisable
         report = po.Table(table).maintenance.compact(mode=mode).execute()
@@ -202,7 +202,7 @@ def test_minor_compaction_creates_deletion_vectors_java_reads(java_tables, tmp_p
     """Level-0 updates of keys living in the max level: the old rows are marked in the max-level file's deletion
     vector (no rewrite of the big file), the bucket's DV index is one new file replacing the old entry."""
     ours = _copy(java_tables, tmp_path / "ours", "dv_dedup")
-    table = Table(str(ours.path))
+    table = FileStoreTable(str(ours.path))
     before = jh.run("scan", ours.payload())
     plan = plan_compaction(table, mode="minor")
     assert plan.tasks and all(t.kind == "lsm" for t in plan.tasks) and any(t.lookup_files for t in plan.tasks)

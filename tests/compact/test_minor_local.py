@@ -19,7 +19,7 @@ from paimon_ops.execution.runner import SparkRunner
 from paimon_ops.merge import MergeSpec, merge_records
 from paimon_ops.table.reader import read_file, visible_files
 from paimon_ops.table.scan import LiveFile, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import create_table, write_rows
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -29,7 +29,7 @@ OPTS = {"bucket": "2", "deletion-vectors.enabled": "true", "changelog-producer":
         "num-sorted-run.compaction-trigger": "3"}
 
 
-def _visible(table: Table) -> Counter:
+def _visible(table: FileStoreTable) -> Counter:
     """What a Java batch reader of a DV table reads: level >= 1 files, raw, deletion vectors applied."""
     sc = TableScanner(table)
     res = sc.scan_latest()
@@ -41,7 +41,7 @@ def _visible(table: Table) -> Counter:
     return out
 
 
-def _changelog(table: Table, snapshot_id: int) -> list[dict]:
+def _changelog(table: FileStoreTable, snapshot_id: int) -> list[dict]:
     sc = TableScanner(table)
     snap = table.snapshots.snapshot(snapshot_id)
     if not snap.changelog_manifest_list:
@@ -62,7 +62,7 @@ def _batch(rnd: random.Random, n: int, i: int) -> tuple[dict, list[int]]:
     return data, kinds
 
 
-def _composite_history(warehouse: str, budget: int | None) -> tuple[Table, dict, dict]:
+def _composite_history(warehouse: str, budget: int | None) -> tuple[FileStoreTable, dict, dict]:
     """Nine rounds of churn on composite string keys, a minor compaction after each; after every compaction the
     visible rows equal the model and the replayed changelog equals it too. Returns (table, model, stats)."""
     rnd = random.Random(7)
@@ -112,7 +112,7 @@ def test_composite_string_keys_many_slices_model_and_changelog(warehouse, budget
 def test_composite_string_keys_read_by_java(warehouse):
     _, model, _ = _composite_history(warehouse, 16 << 10)
     rows = JavaTable(warehouse, "db", "c").read()["rows"]
-    assert Counter(json.dumps(dict(zip(["pt", "k1", "k2", "v", "s"], r))) for r in rows) == \
+    assert Counter(json.dumps(dict(zip(["pt", "k1", "k2", "v", "s"], r))) for r in rows) ==\
         Counter(json.dumps(v) for v in model.values())
 
 

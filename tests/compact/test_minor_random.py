@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import TableWriter, create_table
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -108,7 +108,7 @@ def _history(seed: int, wh: str):
             out = java.write([{"rows": rows, "kinds": ["-D" if op == 3 else "+I" for op in ops]}])
             snap_id = out["latest_snapshot_id"]
         else:
-            w = TableWriter(Table(t.location))
+            w = TableWriter(FileStoreTable(t.location))
             w.write(pa.table({"pt": [r[0] for r in rows], "k": pa.array([r[1] for r in rows], pa.int32()),
                               "v": pa.array([r[2] for r in rows], pa.int64()), "s": [r[3] for r in rows]}), ops)
             snap_id = w.commit().id
@@ -121,11 +121,11 @@ def _history(seed: int, wh: str):
         if i == 0 or (i >= 2 and mode is None and rnd.random() < 0.2):
             mode = "minor"
         if mode:
-            report = po.Table(Table(t.location)).maintenance.compact(mode=mode).execute()
+            report = po.Table(FileStoreTable(t.location)).maintenance.compact(mode=mode).execute()
             if report.snapshot_id is not None:
                 visible = model.snapshot()
                 steps.append({"id": report.snapshot_id, "kind": mode, "state": model.snapshot(), "visible": visible})
-    report = po.Table(Table(t.location)).maintenance.compact(mode="full").execute(
+    report = po.Table(FileStoreTable(t.location)).maintenance.compact(mode="full").execute(
         )  # a final full compaction: every changelog producer emits
     if report.snapshot_id is not None:
         visible = model.snapshot()

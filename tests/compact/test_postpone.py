@@ -26,7 +26,7 @@ from paimon_ops.execution.plan import Plan
 from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.reader import read_file
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from tests import pypaimon_util as pu
 
 SCHEMA = pa.schema([("pt", pa.string()), ("id", pa.int32()), ("a", pa.int64()), ("b", pa.string()),
@@ -101,7 +101,7 @@ SHAPES = {
 RETRACT_FREE = {"partial_update", "aggregation", "first_row"}  # engines pypaimon reads only without retractions
 
 
-def _key_buckets(table: Table) -> dict[tuple, tuple[int, int]]:
+def _key_buckets(table: FileStoreTable) -> dict[tuple, tuple[int, int]]:
     """(pt, id) -> (bucket, total buckets) of every live row of the latest snapshot (real buckets only)."""
     scanner = TableScanner(table)
     out: dict[tuple, tuple[int, int]] = {}
@@ -123,7 +123,7 @@ def test_postpone_compaction_reads_as_pypaimon_reads_its_fixed_bucket_twin(wareh
     if shape == "deletion_vectors":  # pypaimon's level-0 files are invisible with DVs: the twin reads without them
         twin_opts.pop("deletion-vectors.enabled")
     twin = pu.create_table(warehouse, "db.twin", SCHEMA, ["pt"], ["pt", "id"], twin_opts)
-    catalog = Catalog(warehouse)
+    catalog = FileSystemCatalog(warehouse)
     visible: list[dict] = []
     for n, commits in enumerate((ROUND_1, ROUND_2)):
         _write(pp, commits, shape not in RETRACT_FREE)
@@ -167,9 +167,9 @@ def test_lookup_changelog_rows(warehouse):
     -D for deleted ones (Paimon's LookupChangelogMergeFunctionWrapper)."""
     pp = pu.create_table(warehouse, "db.cl", SCHEMA, ["pt"], ["pt", "id"],
                          {"rowkind.field": "rk", "bucket": "-2", "changelog-producer": "lookup"})
-    table = Catalog(warehouse).get_table("db.cl")
+    table = FileSystemCatalog(warehouse).get_table("db.cl")
 
-    def changelog(t: Table) -> list[tuple]:
+    def changelog(t: FileStoreTable) -> list[tuple]:
         from paimon_ops.format.datafile import VALUE_KIND
         scanner = TableScanner(t)
         snap = t.snapshots.latest()
@@ -197,7 +197,7 @@ def test_bucket_count_from_target_row_num_per_bucket(warehouse):
                         {"bucket": "-2", "postpone.target-row-num-per-bucket": "200"})
     pu.write(t, {"pt": [0] * 100 + [1] * 450, "k": list(range(100)) + list(range(450)),
                  "v": list(range(100)) + list(range(450))})
-    table = Catalog(warehouse).get_table("db.target")
+    table = FileSystemCatalog(warehouse).get_table("db.target")
     report = po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     assert sorted((p["partition"]["pt"], p["buckets"]) for p in report.details["partitions"]) == [(0, 1), (1, 3)]
     buckets = {}
@@ -207,7 +207,7 @@ def test_bucket_count_from_target_row_num_per_bucket(warehouse):
     assert len(pu.read(warehouse, "db.target")) == 550
     pu.write(pu.get_table(warehouse, "db.target"), {"pt": [0] * 300, "k": list(range(300)), "v": [1] * 300})
     plan = plan_postpone_compaction(table.refresh())
-    assert [(p["buckets"], p["bucket_count_from"]) for p in plan.details["partitions"]] == \
+    assert [(p["buckets"], p["bucket_count_from"]) for p in plan.details["partitions"]] ==\
         [(1, "known: the partition's existing buckets")]
 
 
@@ -224,7 +224,7 @@ def test_bucket_count_rules_and_writer_order(warehouse):
         writer_prefix("data-1234-0.parquet")
     t = pu.create_table(warehouse, "db.rules", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "-2"})
     _write(t, ROUND_1)
-    table = Catalog(warehouse).get_table("db.rules")
+    table = FileSystemCatalog(warehouse).get_table("db.rules")
     assert resolve_bucket_count(table, b"p", {}, 5) == (1, "postpone.default-bucket-num 1 (default)")
     assert resolve_bucket_count(table, b"p", {b"p": 7}, 5)[0] == 7
     files = [f for f in TableScanner(table).scan_latest().files if f.bucket == -2]
@@ -261,7 +261,7 @@ def test_plain_compaction_points_at_postpone_compaction(warehouse, capsys):
 def test_stale_plan_and_concurrent_postpone_writes(warehouse):
     t = pu.create_table(warehouse, "db.stale", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "-2"})
     _write(t, ROUND_1)
-    table = Catalog(warehouse).get_table("db.stale")
+    table = FileSystemCatalog(warehouse).get_table("db.stale")
     po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     _write(t, ROUND_2)
     plan = plan_postpone_compaction(table.refresh())
@@ -280,7 +280,7 @@ def test_stale_plan_and_concurrent_postpone_writes(warehouse):
     assert ("x", 70) in {(r["pt"], r["id"]) for r in py_rows(warehouse, "db.stale")}
 
 
-def _files(table: Table) -> list[str]:
+def _files(table: FileStoreTable) -> list[str]:
     return [st.path for st in table.io.walk_files(table.root)]
 
 
@@ -289,7 +289,7 @@ def test_on_spark(warehouse, spark):
     t = pu.create_table(warehouse, "db.spark", SCHEMA, ["pt"], ["pt", "id"],
                         {"bucket": "-2", "postpone.default-bucket-num": "2", "deletion-vectors.enabled": "true"})
     _write(t, ROUND_1)
-    report = po.Table(Catalog(warehouse).get_table("db.spark")).maintenance.compact_postpone().execute(runner=SparkRunner(spark))
+    report = po.Table(FileSystemCatalog(warehouse).get_table("db.spark")).maintenance.compact_postpone().execute(runner=SparkRunner(spark))
     assert report.snapshot_id and report.details["buckets_compacted"] >= 1
     assert py_rows(warehouse, "db.spark") == rust_rows(warehouse, "db.spark")
     assert len(py_rows(warehouse, "db.spark")) == 61  # no rowkind.field here: the "-D" row is an insert
@@ -303,14 +303,14 @@ def test_partition_expiry_of_a_postpone_table(warehouse):
     s = pa.schema([("dt", pa.string()), ("id", pa.int32()), ("v", pa.string())])
     t = pu.create_table(warehouse, "db.exp", s, ["dt"], ["dt", "id"], {"bucket": "-2"})
     pu.write(t, {"dt": ["2024-01-01", "2024-01-09"], "id": [1, 1], "v": ["old", "new"]})
-    table = Catalog(warehouse).get_table("db.exp")
+    table = FileSystemCatalog(warehouse).get_table("db.exp")
     po.Table(table).maintenance.compact_postpone().execute(runner=LocalRunner())
     pu.write(t, {"dt": ["2024-01-01", "2024-01-09"], "id": [2, 2], "v": ["old-pending", "new-pending"]})
     now = int(datetime(2024, 1, 10, tzinfo=timezone.utc).timestamp() * 1000)
     report = po.Table(table.refresh()).maintenance.expire_partitions(now=now, expiration_time=timedelta(days=3)).execute()
     assert [p["partition"] for p in report.details["expired_partitions"]] == [{"dt": "2024-01-01"}]
     left = TableScanner(table.refresh()).scan_latest().files
-    assert {(f.bucket, TableScanner(table).partition_dir(f.partition)) for f in left} == \
+    assert {(f.bucket, TableScanner(table).partition_dir(f.partition)) for f in left} ==\
         {(0, "dt=2024-01-09/"), (-2, "dt=2024-01-09/")}
     po.Table(table.refresh()).maintenance.compact_postpone().execute(runner=LocalRunner())
     expected = [{"dt": "2024-01-09", "id": 1, "v": "new"}, {"dt": "2024-01-09", "id": 2, "v": "new-pending"}]
@@ -323,7 +323,7 @@ def test_a_failed_route_task_removes_what_the_others_wrote(warehouse):
     from paimon_ops.errors import CompactionTaskError
     t = pu.create_table(warehouse, "db.fail", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "-2"})
     _write(t, ROUND_1 + [[_batch("y", [1, 2, 3], [1, 2, 3], ["y1", "y2", "y3"])]])
-    table = Catalog(warehouse).get_table("db.fail")
+    table = FileSystemCatalog(warehouse).get_table("db.fail")
     plan = plan_postpone_compaction(table)
     assert len(plan.segments) >= 2
     victim = next(p for p in sorted(_files(table)) if "/pt=y/bucket-postpone/" in p and p.endswith(".avro"))

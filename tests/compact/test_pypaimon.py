@@ -8,7 +8,7 @@ import paimon_ops as po
 from paimon_ops.compact import plan_compaction
 from paimon_ops.rowcount import count_rows
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -47,7 +47,7 @@ def test_full_compaction_of_pypaimon_table(warehouse, name):
                         options=ENGINES[name])
     _write_history(t)
     before = _rows(warehouse, ident)
-    table = Catalog(warehouse).get_table(ident)
+    table = FileSystemCatalog(warehouse).get_table(ident)
     assert count_rows(table).exact == len(before)  # the row count Dagster reports is pypaimon's (merged)
     report = po.Table(table).maintenance.compact().execute()
     assert report.snapshot_id is not None and report.details["files_in"] > report.details["files_out"]
@@ -75,10 +75,10 @@ def test_dv_table_written_by_pypaimon_becomes_visible(warehouse):
     _write_history(pu_dv)
     _write_history(pu_plain)
     expected = _rows(warehouse, "db.plain")
-    assert count_rows(Catalog(warehouse).get_table("db.dv")).exact == len(_rows(warehouse, "db.dv")) == 0
-    po.Table(Catalog(warehouse).get_table("db.dv")).maintenance.compact().execute()
+    assert count_rows(FileSystemCatalog(warehouse).get_table("db.dv")).exact == len(_rows(warehouse, "db.dv")) == 0
+    po.Table(FileSystemCatalog(warehouse).get_table("db.dv")).maintenance.compact().execute()
     assert _rows(warehouse, "db.dv") == expected
-    assert count_rows(Catalog(warehouse).get_table("db.dv")).exact == len(expected)
+    assert count_rows(FileSystemCatalog(warehouse).get_table("db.dv")).exact == len(expected)
 
 
 def test_partitions_and_where_filters(warehouse):
@@ -87,7 +87,7 @@ def test_partitions_and_where_filters(warehouse):
                         options={"bucket": "1"})
     _write_history(t)
     before = _rows(warehouse, ident)
-    table = Catalog(warehouse).get_table(ident)
+    table = FileSystemCatalog(warehouse).get_table(ident)
     p1 = plan_compaction(table, partitions=[{"pt": "x"}])
     assert {tuple(tk.partition_spec.items()) for tk in p1.tasks} == {(("pt", "x"),)}
     p2 = plan_compaction(table, where="pt >= 'y'")
@@ -113,7 +113,7 @@ def test_first_row_table_written_by_pypaimon(warehouse):
                         options={"bucket": "2", "merge-engine": "first-row"})
     _write_history(t)
     assert _rows(warehouse, "db.fr") == []
-    po.Table(Catalog(warehouse).get_table("db.fr")).maintenance.compact().execute()
+    po.Table(FileSystemCatalog(warehouse).get_table("db.fr")).maintenance.compact().execute()
     expected = [{"pt": p, "id": i, "a": j * 30 + i, "b": f"b{j * 30 + i}"} for j, p in enumerate("xy") for i in range(30)]
     expected += [{"pt": "x", "id": 40, "a": 1, "b": "n40"}, {"pt": "x", "id": 41, "a": 2, "b": "n41"}]
     assert _rows(warehouse, "db.fr") == pu.sorted_rows(pa.Table.from_pylist(expected), ["pt", "id"])
@@ -132,7 +132,7 @@ def test_pypaimon_table_java_reads_same_and_keeps_writing(warehouse, name):
     java_before = jt.rows()
     py_before = _rows(warehouse, ident)
     assert len(java_before) == len(py_before)
-    po.Table(Catalog(warehouse).get_table(ident)).maintenance.compact().execute()
+    po.Table(FileSystemCatalog(warehouse).get_table(ident)).maintenance.compact().execute()
     assert _rows(warehouse, ident) == py_before
     # (after Java 0.9 writes, the table has 0.9-layout manifests, which pypaimon 2.1.0 cannot read: KeyError
     # '_VALUE_STATS_COLS' — a pypaimon limitation, see test_java_interop.py)

@@ -13,7 +13,7 @@ from paimon_ops.errors import InvalidArgumentError, UnsupportedError
 from paimon_ops.execution.plan import Plan
 from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 from tests.compact.test_postpone import SCHEMA, _batch, _key_buckets, _write, py_rows, rust_rows
 
@@ -28,7 +28,7 @@ def _twin_buckets(warehouse: str, n: int, opts: dict) -> dict:
     """Where pypaimon's own writer puts every key with `n` buckets (the same history, bucket = n)."""
     t = pu.create_table(warehouse, f"db.twin{n}", SCHEMA, ["pt"], ["pt", "id"], {**opts, "bucket": str(n)})
     _write(t, HISTORY)
-    return _key_buckets(Catalog(warehouse).get_table(f"db.twin{n}"))
+    return _key_buckets(FileSystemCatalog(warehouse).get_table(f"db.twin{n}"))
 
 
 @pytest.mark.parametrize("new,dv", [(4, False), (3, True), (1, False)])
@@ -37,7 +37,7 @@ def test_rescale_fixed_bucket_table(warehouse, new, dv):
     opts = {"rowkind.field": "rk", **({"deletion-vectors.enabled": "true"} if dv else {})}
     t = pu.create_table(warehouse, "db.t", SCHEMA, ["pt"], ["pt", "id"], {**opts, "bucket": "2"})
     _write(t, HISTORY)
-    cat = Catalog(warehouse)
+    cat = FileSystemCatalog(warehouse)
     if dv:
         po.Table(cat.get_table("db.t")).maintenance.compact().execute(runner=LocalRunner())  # DV readers see level >= 1 only
         _write(t, [[_batch("x", [3, 4], [33, 44], ["dv", "dv"])]])
@@ -78,7 +78,7 @@ def test_rescale_chosen_partitions_of_a_postpone_table(warehouse):
     opts = {"rowkind.field": "rk", "postpone.default-bucket-num": "2"}
     t = pu.create_table(warehouse, "db.pp", SCHEMA, ["pt"], ["pt", "id"], {**opts, "bucket": "-2"})
     _write(t, HISTORY)
-    cat = Catalog(warehouse)
+    cat = FileSystemCatalog(warehouse)
     po.Table(cat.get_table("db.pp")).maintenance.compact_postpone().execute(runner=LocalRunner())
     _write(t, [[_batch("x", [5, 80], [55, 800], ["pending", "pending"])]])  # waits in bucket-postpone
     before = py_rows(warehouse, "db.pp")
@@ -107,7 +107,7 @@ def test_rescale_chosen_partitions_of_a_postpone_table(warehouse):
 def test_concurrent_writer_makes_the_rescale_plan_stale(warehouse, capsys):
     t = pu.create_table(warehouse, "db.s", SCHEMA, ["pt"], ["pt", "id"], {"rowkind.field": "rk", "bucket": "2"})
     _write(t, HISTORY)
-    cat = Catalog(warehouse)
+    cat = FileSystemCatalog(warehouse)
     assert main(["rescale", warehouse, "db.s", "--bucket-num", "4", "--partition", "pt=x", "--dry-run", "--json"]) == 0
     plan_json = capsys.readouterr().out
     path = f"{warehouse}/rescale.json"
@@ -140,7 +140,7 @@ def test_commit_refuses_a_writer_that_lands_during_the_rewrite(warehouse):
 
     t = pu.create_table(warehouse, "db.c", SCHEMA, ["pt"], ["pt", "id"], {"rowkind.field": "rk", "bucket": "2"})
     _write(t, HISTORY)
-    table = Catalog(warehouse).get_table("db.c")
+    table = FileSystemCatalog(warehouse).get_table("db.c")
     plan = plan_rescale(table, 3)
 
     class Interleaving(LR):
@@ -163,10 +163,10 @@ def test_refusals(warehouse):
     t = pu.create_table(warehouse, "db.dyn", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "-1"})
     pu.write(t, {"pt": ["x"], "id": [1], "a": [1], "b": ["b"], "rk": ["+I"]})
     with pytest.raises(UnsupportedError, match="dynamic-bucket"):
-        plan_rescale(Catalog(warehouse).get_table("db.dyn"), 4)
+        plan_rescale(FileSystemCatalog(warehouse).get_table("db.dyn"), 4)
     pu.create_table(warehouse, "db.empty", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "2"})
     with pytest.raises(InvalidArgumentError, match="no snapshot"):
-        plan_rescale(Catalog(warehouse).get_table("db.empty"), 4)
+        plan_rescale(FileSystemCatalog(warehouse).get_table("db.empty"), 4)
     assert main(["rescale", warehouse, "db.empty", "--bucket-num", "-3"]) == 2
     out = main(["rescale", warehouse, "db.dyn", "--bucket-num", "2", "--json"])
     assert out == 2
@@ -177,7 +177,7 @@ def test_rescale_on_spark(warehouse, spark):
     t = pu.create_table(warehouse, "db.sp", SCHEMA, ["pt"], ["pt", "id"], {"rowkind.field": "rk", "bucket": "2"})
     _write(t, HISTORY)
     before = py_rows(warehouse, "db.sp")
-    report = po.Table(Catalog(warehouse).get_table("db.sp")).maintenance.rescale(bucket_num=3).execute(runner=SparkRunner(spark))
+    report = po.Table(FileSystemCatalog(warehouse).get_table("db.sp")).maintenance.rescale(bucket_num=3).execute(runner=SparkRunner(spark))
     assert report.snapshot_id and json.loads(json.dumps(report.to_dict()))["details"]["files_out"] >= 3
     assert py_rows(warehouse, "db.sp") == before == rust_rows(warehouse, "db.sp")
 
@@ -189,9 +189,9 @@ def test_rescale_fixed_bucket_append_table(warehouse):
     for w in ("w1", "w2"):  # the same ids twice: an append table keeps both rows
         pu.write(t, {"pt": ["x"] * 30, "id": list(range(30)), "a": list(range(30)), "b": [w] * 30})
     before = py_rows(warehouse, "db.app")
-    po.Table(Catalog(warehouse).get_table("db.app")).maintenance.rescale(bucket_num=3).execute(runner=LocalRunner())
+    po.Table(FileSystemCatalog(warehouse).get_table("db.app")).maintenance.rescale(bucket_num=3).execute(runner=LocalRunner())
     assert py_rows(warehouse, "db.app") == before == rust_rows(warehouse, "db.app") and len(before) == 60
-    files = TableScanner(Catalog(warehouse).get_table("db.app")).scan_latest().files
+    files = TableScanner(FileSystemCatalog(warehouse).get_table("db.app")).scan_latest().files
     assert {(f.bucket, f.total_buckets, f.level) for f in files} == {(0, 3, 0), (1, 3, 0), (2, 3, 0)}
     pu.write(pu.get_table(warehouse, "db.app"), {"pt": ["x"], "id": [1], "a": [5], "b": ["after"]})
     assert len(py_rows(warehouse, "db.app")) == 61

@@ -13,7 +13,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.execution.runner import SparkRunner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 from tests.compact.test_pypaimon import SCHEMA, _rows, _write_history
 from tests.spark_cluster import StandaloneCluster
@@ -29,7 +29,7 @@ def _make_table(warehouse: str, ident: str = "db.t", options: dict | None = None
 
 def test_compaction_on_local_spark(spark, warehouse):
     _make_table(warehouse, options={"deletion-vectors.enabled": "true"})
-    table = Catalog(warehouse).get_table("db.t")
+    table = FileSystemCatalog(warehouse).get_table("db.t")
     r0 = po.Table(table).maintenance.compact().execute()  # level 0 -> max level (DV readers now see the rows)
     before = _rows(warehouse, "db.t")
     pu.write(pu.get_table(warehouse, "db.t"), {"pt": ["x"] * 3, "id": [1, 2, 77], "a": [9, None, 7],
@@ -74,7 +74,7 @@ def test_compaction_on_standalone_cluster(standalone_cluster, warehouse, tmp_pat
     # by running the executors' Python from a clean working directory.
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, str(script), standalone_cluster["url"], Catalog(warehouse).table_path("db.t")],
+    proc = subprocess.run([sys.executable, str(script), standalone_cluster["url"], FileSystemCatalog(warehouse).table_path("db.t")],
                           env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])

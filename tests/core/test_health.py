@@ -10,7 +10,7 @@ import pytest
 
 from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.health import DV_RATIO, SIGNALS, SMALL_FILES, SNAPSHOTS, assess, measure_files
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests.conftest import REPO
 from tests.dagster.util import EVENTS, ORDERS, build_warehouse
 
@@ -35,7 +35,7 @@ def test_health_imports_without_dagster():
 
 def test_assess_names_what_is_due_and_the_operation(warehouse):
     build_warehouse(warehouse, broken=False)
-    catalog = Catalog(warehouse)
+    catalog = FileSystemCatalog(warehouse)
     orders = assess(catalog.get_table(ORDERS))
     assert [n.signal for n in orders.due] == [DV_RATIO]
     (dv,) = orders.due

@@ -12,7 +12,7 @@ from dagster import AssetKey, BackfillPolicy, DagsterInvalidConfigError, materia
 
 from paimon_ops.dagster import PaimonSpark, PaimonWarehouse, build_paimon_definitions
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import create_table
 from tests.dagster.util import (
     EVENTS,
@@ -37,7 +37,7 @@ EVENTS_KEY = table_key(EVENTS)
 
 def test_full_compaction_records_its_report_on_the_table(warehouse, spark_res, instance):
     build_orders(warehouse)
-    table = Catalog(warehouse).get_table(ORDERS)
+    table = FileSystemCatalog(warehouse).get_table(ORDERS)
     before_latest = table.snapshots.latest_id()
     visible_before = read(warehouse, ORDERS)  # DV mode: level-0 rows (ids 100..109) are not visible yet
     assert visible_before.num_rows == 24
@@ -72,7 +72,7 @@ def test_full_compaction_records_its_report_on_the_table(warehouse, spark_res, i
     assert "_replaced (the old files stay on disk until snapshot expiry)_" in obs["report"]
     assert not [k for k in obs if k.startswith("would_")]
 
-    table = Catalog(warehouse).get_table(ORDERS)
+    table = FileSystemCatalog(warehouse).get_table(ORDERS)
     snap = table.snapshots.latest()
     assert snap.id == before_latest + 1 and snap.commit_kind == "COMPACT"
     scan = TableScanner(table).scan_latest()
@@ -88,7 +88,7 @@ def test_full_compaction_records_its_report_on_the_table(warehouse, spark_res, i
 
 def test_dry_run_never_materialises_needs_no_spark_and_changes_nothing(warehouse, fresh_instance):
     build_orders(warehouse)
-    table = Catalog(warehouse).get_table(ORDERS)
+    table = FileSystemCatalog(warehouse).get_table(ORDERS)
     files = table_files(table)
     unreachable = PaimonSpark(master="spark://127.0.0.1:1")
     defs = build_paimon_definitions(warehouse, spark=unreachable)
@@ -101,7 +101,7 @@ def test_dry_run_never_materialises_needs_no_spark_and_changes_nothing(warehouse
     assert not {"bytes_reclaimed", "files_deleted", "files_written", "compact/files_deleted"} & set(obs)
     assert obs["bytes_reclaimed_total"] == 0
     assert "dry run" in obs["plan"]
-    assert table_files(Catalog(warehouse).get_table(ORDERS)) == files
+    assert table_files(FileSystemCatalog(warehouse).get_table(ORDERS)) == files
     assert fresh_instance.get_latest_materialization_event(ORDERS_KEY) is None
 
 
@@ -113,18 +113,18 @@ def test_tags_partitions_create_tags_idempotently(warehouse, instance):
     res = {"paimon": PaimonWarehouse(uri=warehouse)}
     for day in ("2026-03-26", "2026-03-27", "2026-03-28"):
         assert materialize([tags], selection=[tags_key], instance=instance, partition_key=day, resources=res).success
-    table = Catalog(warehouse).get_table(ORDERS)
+    table = FileSystemCatalog(warehouse).get_table(ORDERS)
     # day D's tag = the latest snapshot committed by D+1 02:30 Europe/Berlin
     assert {n: t.id for n, t in table.tags.tags()} == {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
     for name, sid in (("2026-03-26", 2), ("2026-03-28", 4)):
-        assert sorted_rows(read(warehouse, ORDERS, tag=name), ["id"]) == \
+        assert sorted_rows(read(warehouse, ORDERS, tag=name), ["id"]) ==\
             sorted_rows(read(warehouse, ORDERS, snapshot_id=sid), ["id"])
     result = materialize([tags], selection=[tags_key], instance=instance, partition_key="2026-03-27",
                          resources=res)  # again: nothing new
     (mat,) = materializations(result)
     md = {k: v.value for k, v in mat.metadata.items()}
     assert md["status"] == "exists" and md["files_written"] == 0 and md["tag"] == "2026-03-27"
-    assert len(Catalog(warehouse).get_table(ORDERS).tags.names()) == 3
+    assert len(FileSystemCatalog(warehouse).get_table(ORDERS).tags.names()) == 3
 
 
 def test_a_range_of_days_is_one_run(warehouse, fresh_instance):
@@ -141,13 +141,13 @@ def test_a_range_of_days_is_one_run(warehouse, fresh_instance):
                          tags={"dagster/asset_partition_range_start": "2026-03-26",
                                "dagster/asset_partition_range_end": "2026-03-28"})
     assert result.success and len(fresh_instance.get_runs()) == 1
-    table = Catalog(warehouse).get_table(ORDERS)
+    table = FileSystemCatalog(warehouse).get_table(ORDERS)
     assert {n: t.id for n, t in table.tags.tags()} == {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
     assert fresh_instance.get_materialized_partitions(tags_key) == {"2026-03-26", "2026-03-27", "2026-03-28"}
     md = {k: v.value for k, v in materializations(result)[0].metadata.items()}
     assert md["days"] == 3 and md["created"] == 3 and [t["tagged_snapshot"] for t in md["tags"]] == [2, 3, 4]
     for name, sid in (("2026-03-26", 2), ("2026-03-27", 3), ("2026-03-28", 4)):
-        assert sorted_rows(read(warehouse, ORDERS, tag=name), ["id"]) == \
+        assert sorted_rows(read(warehouse, ORDERS, tag=name), ["id"]) ==\
             sorted_rows(read(warehouse, ORDERS, snapshot_id=sid), ["id"])
 
 
@@ -155,7 +155,7 @@ def test_nightly_job_tags_then_expires_and_reclaims(warehouse, spark_res, fresh_
     build_events(warehouse)  # 7 snapshots; retain min 2, time 1 min
     before = sorted_rows(read(warehouse, EVENTS), ["id"])
     defs = build_paimon_definitions(warehouse, spark=spark_res)
-    table = Catalog(warehouse).get_table(EVENTS)
+    table = FileSystemCatalog(warehouse).get_table(EVENTS)
     stray = table.path("dt=2026-03-27", "bucket-0", "data-stray.parquet")
     table.io.write_bytes(stray, b"not referenced by anything")
     five_days_ago = time.time() - 5 * 86400
@@ -167,7 +167,7 @@ def test_nightly_job_tags_then_expires_and_reclaims(warehouse, spark_res, fresh_
     assert obs["expire_snapshots/deleted/snapshot"] == 5 and obs["remove_orphans/deleted/orphan"] == 1
     assert obs["bytes_reclaimed"] > 0 and obs["bytes_reclaimed_total"] == obs["bytes_reclaimed"]
     assert obs["snapshots"] == 2
-    table = Catalog(warehouse).get_table(EVENTS)
+    table = FileSystemCatalog(warehouse).get_table(EVENTS)
     assert table.snapshots.list_ids() == [6, 7] and not table.io.exists(stray)
     assert sorted_rows(read(warehouse, EVENTS), ["id"]) == before
     evals = {e.check_name: e for e in result.get_asset_check_evaluations()}
@@ -183,7 +183,7 @@ def test_nightly_creates_due_tags_before_expiring(warehouse, spark_res, fresh_in
     defs = build_paimon_definitions(warehouse, spark=spark_res)
     result = run_job(defs, "paimon_nightly", ORDERS, fresh_instance)
     assert result.success
-    created = sorted(Catalog(warehouse).get_table(ORDERS).tags.names())
+    created = sorted(FileSystemCatalog(warehouse).get_table(ORDERS).tags.names())
     assert created[:3] == ["2026-03-26", "2026-03-27", "2026-03-28"]
     # the tags partitions of the tags created show as materialised
     mats = {m.partition: m for m in materializations(result)}
@@ -196,7 +196,7 @@ def test_observe_only_executing_the_table_asset_observes_it(warehouse, fresh_ins
     """From the asset page (the implicit job) with `observe_only`: an observation and the checks, nothing else — no
     materialisation, no change, though compaction and expiry are due."""
     build_events(warehouse)
-    files = table_files(Catalog(warehouse).get_table(EVENTS))
+    files = table_files(FileSystemCatalog(warehouse).get_table(EVENTS))
     defs = build_paimon_definitions(warehouse)
     result = materialize(everything(defs), selection=[EVENTS_KEY], instance=fresh_instance,
                          resources={"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()},
@@ -213,7 +213,7 @@ def test_observe_only_executing_the_table_asset_observes_it(warehouse, fresh_ins
     assert not evals["small_files"].passed and evals["small_files"].severity.value == "WARN"
     assert not evals["snapshot_retention"].passed and evals["snapshot_retention"].severity.value == "WARN"
     assert "compaction is due" in evals["small_files"].description
-    assert table_files(Catalog(warehouse).get_table(EVENTS)) == files
+    assert table_files(FileSystemCatalog(warehouse).get_table(EVENTS)) == files
 
 
 DUE = "shop.due"  # primary-key table: six level-0 files in its bucket (threshold 5), six snapshots (at most 3 kept)
@@ -239,17 +239,17 @@ def test_materialize_without_config_does_what_the_table_needs(warehouse, fresh_i
     _build_due_and_healthy(warehouse)
     expected = sorted_rows(read(warehouse, DUE), ["id"])
     assert len(expected) == 11 and expected[0]["v"] == "r5"
-    healthy_files = table_files(Catalog(warehouse).get_table(HEALTHY))
+    healthy_files = table_files(FileSystemCatalog(warehouse).get_table(HEALTHY))
     defs = build_paimon_definitions(warehouse)
     resources = {"paimon": PaimonWarehouse(uri=warehouse), "spark": PaimonSpark()}
     # a dry run of it first: the plans of what is due, nothing changed
-    due_files = table_files(Catalog(warehouse).get_table(DUE))
+    due_files = table_files(FileSystemCatalog(warehouse).get_table(DUE))
     dry = materialize(everything(defs), selection=[table_key(DUE)], instance=fresh_instance, resources=resources,
                       run_config={"ops": {op_name(defs, DUE): {"config": {"dry_run": True}}}})
     (obs,) = observations(dry, table_key(DUE))
     assert obs["operations"] == "compact, expire_snapshots" and obs["dry_run"] is True
     assert obs["compact/would_delete"] == 6 and obs["would_delete"] > 6 and "dry run" in obs["plan"]
-    assert table_files(Catalog(warehouse).get_table(DUE)) == due_files
+    assert table_files(FileSystemCatalog(warehouse).get_table(DUE)) == due_files
 
     result = materialize(everything(defs), selection=[table_key(DUE), table_key(HEALTHY)], instance=fresh_instance,
                          resources=resources)
@@ -263,7 +263,7 @@ def test_materialize_without_config_does_what_the_table_needs(warehouse, fresh_i
     # expiry ran last, by the table's options: snapshot 6 was superseded by the compaction's 7 under a minute ago
     assert obs["expire_snapshots/deleted/snapshot"] == 5 and obs["snapshots"] == 2
     assert obs["dagster/row_count"] == 11
-    table = Catalog(warehouse).get_table(DUE)
+    table = FileSystemCatalog(warehouse).get_table(DUE)
     assert table.snapshots.latest().commit_kind == "COMPACT" and table.snapshots.list_ids() == [6, 7]
     assert sorted_rows(read(warehouse, DUE), ["id"]) == expected  # pypaimon reads the same rows
     evals = {(e.asset_key, e.check_name): e for e in result.get_asset_check_evaluations()}
@@ -275,7 +275,7 @@ def test_materialize_without_config_does_what_the_table_needs(warehouse, fresh_i
     assert obs["operations"] == "observe" and obs["due"] == "nothing due"
     assert "| snapshot_retention | no |" in obs["health"]
     assert "shop.healthy: nothing due; observing it" in logs
-    assert table_files(Catalog(warehouse).get_table(HEALTHY)) == healthy_files
+    assert table_files(FileSystemCatalog(warehouse).get_table(HEALTHY)) == healthy_files
 
 
 def test_a_whole_job_run_evaluates_the_checks_itself(warehouse, fresh_instance):
@@ -303,13 +303,13 @@ def _failure_message(result) -> str:
 @pytest.mark.parametrize("spark_cfg", [{"master": "spark://127.0.0.1:1"}, {"remote": "sc://127.0.0.1:1"}])
 def test_unreachable_spark_fails_before_anything_is_deleted(warehouse, instance, spark_cfg):
     build_events(warehouse)
-    files = table_files(Catalog(warehouse).get_table(EVENTS))
+    files = table_files(FileSystemCatalog(warehouse).get_table(EVENTS))
     defs = build_paimon_definitions(warehouse, spark=PaimonSpark(**spark_cfg, connect_timeout_s=2, placement="spark"))
     result = run_job(defs, "paimon_expire_snapshots", EVENTS, instance, raise_on_error=False)
     assert not result.success
     msg = _failure_message(result)
     assert "127.0.0.1:1 is unreachable" in msg and "Nothing was changed" in msg
-    assert table_files(Catalog(warehouse).get_table(EVENTS)) == files
+    assert table_files(FileSystemCatalog(warehouse).get_table(EVENTS)) == files
 
 
 def test_auto_placement_runs_small_plans_in_process_and_large_ones_on_spark(warehouse, tmp_path, fresh_instance):
@@ -322,19 +322,19 @@ def test_auto_placement_runs_small_plans_in_process_and_large_ones_on_spark(ware
     result = run_job(defs, "paimon_compaction", ORDERS, fresh_instance, {"compact": {"mode": "full"}})
     assert result.success
     (obs,) = observations(result, ORDERS_KEY)
-    assert obs["compact/ran_on"].startswith("in-process") and "within execution.local.max-input-size" \
+    assert obs["compact/ran_on"].startswith("in-process") and "within execution.local.max-input-size"\
         in obs["compact/ran_on_why"]
 
     warehouse = str(tmp_path / "over-threshold")
     build_orders(warehouse)
-    files = table_files(Catalog(warehouse).get_table(ORDERS))
+    files = table_files(FileSystemCatalog(warehouse).get_table(ORDERS))
     defs = build_paimon_definitions(warehouse, spark=unreachable,
                                     options_override={"execution.local.max-input-size": "1 b"})
     result = run_job(defs, "paimon_compaction", ORDERS, fresh_instance, {"compact": {"mode": "full"}},
                      raise_on_error=False)
     assert not result.success
     assert "127.0.0.1:1 is unreachable" in _failure_message(result)
-    assert table_files(Catalog(warehouse).get_table(ORDERS)) == files
+    assert table_files(FileSystemCatalog(warehouse).get_table(ORDERS)) == files
 
 
 def test_empty_plan_never_touches_spark(warehouse, instance):
@@ -360,7 +360,7 @@ def test_unknown_table_and_bad_uri_fail_clearly(warehouse, tmp_path, spark_res, 
     result = run("nosuchscheme://bucket/wh")
     assert not result.success and "shop.events" in _failure_message(result)
     moved = tmp_path / "moved"
-    shutil.move(Catalog(warehouse).table_path(EVENTS), moved)  # the table disappeared after the location loaded
+    shutil.move(FileSystemCatalog(warehouse).table_path(EVENTS), moved)  # the table disappeared after the location loaded
     result = run(warehouse)
     assert not result.success
     msg = _failure_message(result)
@@ -371,7 +371,7 @@ def test_unknown_table_and_bad_uri_fail_clearly(warehouse, tmp_path, spark_res, 
 def test_config_is_typed_per_kind_of_table(warehouse, spark_res, instance):
     build_orders(warehouse)
     build_events(warehouse)
-    files = {t: table_files(Catalog(warehouse).get_table(t)) for t in (ORDERS, EVENTS)}
+    files = {t: table_files(FileSystemCatalog(warehouse).get_table(t)) for t in (ORDERS, EVENTS)}
     defs = build_paimon_definitions(warehouse, spark=spark_res)
     # the launchpad offers only the modes of the table's kind: sort is not one of a primary-key table's
     with pytest.raises(DagsterInvalidConfigError, match="sort"):
@@ -387,4 +387,4 @@ def test_config_is_typed_per_kind_of_table(warehouse, spark_res, instance):
     msg = _failure_message(result)
     assert "orphan removal of shop.events failed" in msg and "at least 1 day" in msg
     for t in (ORDERS, EVENTS):
-        assert table_files(Catalog(warehouse).get_table(t)) == files[t]
+        assert table_files(FileSystemCatalog(warehouse).get_table(t)) == files[t]

@@ -9,7 +9,7 @@ from dagster import AssetKey, build_sensor_context
 from dagster.components.testing import create_defs_folder_sandbox
 
 from paimon_ops.dagster import PaimonComponent
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests.dagster.util import ORDERS, build_events, build_orders
 from tests.pypaimon_util import read
 
@@ -128,7 +128,7 @@ def test_two_warehouses_in_one_project(tmp_path, fresh_instance):
             op = defs.get_assets_def(archived).node_def.name
             assert op == "paimon_archive_primary_key_tables"
 
-            before = {w: Catalog(w).get_table(ORDERS).snapshots.latest_id() for w in (main, archive)}
+            before = {w: FileSystemCatalog(w).get_table(ORDERS).snapshots.latest_id() for w in (main, archive)}
             for job, key, op_name, w in (("paimon_compaction", AssetKey(["paimon", "shop", "orders"]),
                                           "paimon_primary_key_tables", main),
                                          ("paimon_archive_compaction", archived, op, archive)):
@@ -136,11 +136,11 @@ def test_two_warehouses_in_one_project(tmp_path, fresh_instance):
                     instance=fresh_instance, asset_selection=[key],
                     run_config={"ops": {op_name: {"config": {"compact": {"mode": "full"}}}}})
                 assert result.success
-                table = Catalog(w).get_table(ORDERS)
+                table = FileSystemCatalog(w).get_table(ORDERS)
                 assert table.snapshots.latest().commit_kind == "COMPACT"
                 assert table.snapshots.latest_id() == before[w] + 1
                 other = archive if w == main else main
-                assert Catalog(other).get_table(ORDERS).snapshots.latest_id() == before[other]  # untouched
+                assert FileSystemCatalog(other).get_table(ORDERS).snapshots.latest_id() == before[other]  # untouched
                 before[w] += 1
                 assert read(w, ORDERS).num_rows == 34  # pypaimon reads the compacted table
             # the named component's sensors read its own warehouse through its own resource key

@@ -13,7 +13,7 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from paimon_ops.dagster import build_paimon_parts
 from paimon_ops.dagster.spec import partition_key_of
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ def test_the_demo_leaves_an_instance_with_its_history(tmp_path):
     parts = build_paimon_parts(str(warehouse))
     refs = [r for r in parts.refs if not r.spec.broken]
     assert refs
-    catalog = Catalog(str(warehouse))
+    catalog = FileSystemCatalog(str(warehouse))
     with DagsterInstance.from_config(str(home)) as instance:
         runs = instance.get_runs(RunsFilter(job_name="paimon_nightly"))
         assert len(runs) == len(refs) and all(r.status == DagsterRunStatus.SUCCESS for r in runs)

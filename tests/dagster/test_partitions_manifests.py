@@ -11,7 +11,7 @@ from dagster import build_sensor_context
 from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.dagster import sensors as sensors_mod
 from paimon_ops.lifecycle.manifest_compaction import manifest_count
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import create_table
 from tests.dagster.util import observations, op_name, run_job, table_key, write
 from tests.pypaimon_util import read, sorted_rows
@@ -66,11 +66,11 @@ def test_partition_expiry_check_sensor_and_job(warehouse, fresh_instance, monkey
     (req,) = out.run_requests
     assert req.job_name == "paimon_expire_partitions" and req.asset_selection == [table_key(VISITS)]
     assert req.run_key.startswith("partition_expiry:shop.visits:3:")
-    assert "2 partition(s) older than partition.expiration-time 30 d: dt=2026-01-01, dt=2026-01-02" \
+    assert "2 partition(s) older than partition.expiration-time 30 d: dt=2026-01-01, dt=2026-01-02"\
         in req.tags["paimon/reason"]
     # within partition.expiration-check-interval (1 h) the table is not looked at again
     again = _tick(defs, name, fresh_instance, cursor=out.cursor)
-    assert not again.run_requests and "next check after partition.expiration-check-interval" \
+    assert not again.run_requests and "next check after partition.expiration-check-interval"\
         in again.skip_reason.skip_message
 
     job = defs.resolve_job_def(req.job_name)
@@ -79,7 +79,7 @@ def test_partition_expiry_check_sensor_and_job(warehouse, fresh_instance, monkey
     (obs,) = observations(result, table_key(VISITS))
     assert obs["operations"] == "expire_partitions" and obs["expire_partitions/committed_snapshot"] == 4
     assert sorted(set(read(warehouse, VISITS).column("dt").to_pylist())) == [_today()]  # pypaimon
-    assert Catalog(warehouse).get_table(VISITS).snapshots.latest().commit_kind == "OVERWRITE"
+    assert FileSystemCatalog(warehouse).get_table(VISITS).snapshots.latest().commit_kind == "OVERWRITE"
     assert _checks(defs, VISITS, fresh_instance)["partition_expiry"].passed
 
     # an hour later the check is due again: nothing left to expire, no run
@@ -135,7 +135,7 @@ def test_manifest_sensor_and_job_merge_small_manifests(warehouse, fresh_instance
     for i in range(8):
         write(t, {"dt": [_today()], "id": [i]}, now - (10 - i) * 60_000)
     before = sorted_rows(read(warehouse, CLICKS), ["id"])
-    assert manifest_count(Catalog(warehouse).get_table(CLICKS)) == 8
+    assert manifest_count(FileSystemCatalog(warehouse).get_table(CLICKS)) == 8
     defs = build_paimon_definitions(warehouse)
     mc = _checks(defs, CLICKS, fresh_instance)["manifest_count"]
     assert not mc.passed and mc.severity.value == "WARN" and "8 manifests" in mc.description
@@ -151,7 +151,7 @@ def test_manifest_sensor_and_job_merge_small_manifests(warehouse, fresh_instance
     assert result.success
     (obs,) = observations(result, table_key(CLICKS))
     assert obs["compact_manifests/committed_snapshot"] == 9 and obs["manifests"] == 1
-    table = Catalog(warehouse).get_table(CLICKS)
+    table = FileSystemCatalog(warehouse).get_table(CLICKS)
     assert manifest_count(table) == 1 and table.snapshots.latest().commit_kind == "COMPACT"
     assert sorted_rows(read(warehouse, CLICKS), ["id"]) == before  # pypaimon reads the same rows
     assert _checks(defs, CLICKS, fresh_instance)["manifest_count"].passed

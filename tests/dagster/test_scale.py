@@ -14,7 +14,7 @@ from dagster import AssetKey, Definitions, SensorResult, build_sensor_context
 
 from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.table.fileio import FileIO
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import create_table
 from tests.dagster.util import ms, observations, run_job, table_key, write
 
@@ -125,7 +125,7 @@ def test_a_first_pass_spreads_over_ticks(fleet, fresh_instance):
     the next tick goes on from there."""
     big, _ = fleet
     defs = build_paimon_definitions(big, sensor_tick_budget_seconds=0)
-    order = Catalog(big).all_tables()
+    order = FileSystemCatalog(big).all_tables()
     out = _tick(defs, "paimon_observation_sensor", fresh_instance)
     first = _cursor(out.cursor)
     assert list(first["tables"]) == order[:1] and first["next"] == 1
@@ -177,7 +177,7 @@ def test_a_steady_tick_reads_one_hint_per_table(fleet, fresh_instance, monkeypat
         assert len(calls) == len(reads) + len(exists) + len(listings) + 1, name  # + the warehouse, once
     # a table that changes is evaluated again, the others stay untouched
     changed = _ident(7)
-    write(Catalog(big).get_table(changed), {"dt": ["2026-03-28"], "id": [2]}, ms(2026, 3, 28, 10))
+    write(FileSystemCatalog(big).get_table(changed), {"dt": ["2026-03-28"], "id": [2]}, ms(2026, 3, 28, 10))
     monkeypatch.undo()
     out = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=cursors["paimon_observation_sensor"])
     assert [e.asset_key for e in out.asset_events if type(e).__name__ == "AssetObservation"] == [table_key(changed)]

@@ -13,7 +13,7 @@ from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.dagster import tags_asset as tags_mod
 from paimon_ops.lifecycle import autotag
 from paimon_ops.options import TAG_CREATE_TIME
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests.dagster.util import EVENTS, ORDERS, build_events, build_orders, observations, run_job, table_key
 from tests.pypaimon_util import read, sorted_rows
 
@@ -67,7 +67,7 @@ def test_tag_automation_requests_the_day_that_just_ended(orders_defs, fresh_inst
     warehouse, defs = orders_defs
     assert _requested(defs, fresh_instance, monkeypatch, before, at) == [[], [day]]
     # the engine agrees: that day's tag is due at the tick, and the next day's is not
-    table = Catalog(warehouse).get_table(ORDERS)
+    table = FileSystemCatalog(warehouse).get_table(ORDERS)
     now = int(at.timestamp() * 1000)
     assert autotag.period_for_date(table, dt.date.fromisoformat(day)).due_millis <= now
     assert autotag.period_for_date(table, dt.date.fromisoformat(day) + dt.timedelta(days=1)).due_millis > now
@@ -97,7 +97,7 @@ def test_events_table_has_no_tags_asset(orders_defs):
     warehouse, defs = orders_defs
     keys = {k.to_user_string() for k in defs.get_repository_def().asset_graph.get_all_asset_keys()}
     assert "paimon/shop/events/tags" not in keys and "paimon/shop/orders/tags" in keys
-    assert Catalog(warehouse).get_table(EVENTS).options.text(TAG_CREATE_TIME) is None
+    assert FileSystemCatalog(warehouse).get_table(EVENTS).options.text(TAG_CREATE_TIME) is None
 
 
 def test_requested_tag_then_nightly_chain(warehouse, spark_res, instance, monkeypatch):
@@ -117,9 +117,9 @@ def test_requested_tag_then_nightly_chain(warehouse, spark_res, instance, monkey
     assert check.check_name == "latest_tag_present" and not check.passed
     assert check.metadata["expected_tag"].value == "2026-03-28"
     assert check.metadata["missing"].value == "2026-03-27, 2026-03-26"
-    table = Catalog(warehouse).get_table(ORDERS)
+    table = FileSystemCatalog(warehouse).get_table(ORDERS)
     assert {n: t.id for n, t in table.tags.tags()} == {"2026-03-28": 4}
-    assert sorted_rows(read(warehouse, ORDERS, tag="2026-03-28"), ["id"]) == \
+    assert sorted_rows(read(warehouse, ORDERS, tag="2026-03-28"), ["id"]) ==\
         sorted_rows(read(warehouse, ORDERS, snapshot_id=4), ["id"])
     nightly = run_job(defs, "paimon_nightly", ORDERS, instance)
     assert nightly.success

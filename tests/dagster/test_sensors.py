@@ -11,7 +11,7 @@ from dagster import AssetKey, AssetPartitionStatus, DagsterRunStatus, SensorResu
 
 from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests.dagster.util import (
     EVENTS,
     ORDERS,
@@ -46,7 +46,7 @@ def _run(defs, request, instance, **kw):
 
 
 def _dvs(warehouse, identifier):
-    table = Catalog(warehouse).get_table(identifier)
+    table = FileSystemCatalog(warehouse).get_table(identifier)
     scan = TableScanner(table).scan_latest()
     return {f.bucket: scan.dv_of(f)[1].cardinality for f in scan.files if scan.dv_of(f)}
 
@@ -114,11 +114,11 @@ def test_one_sensor_covers_every_table(warehouse, spark_res, instance):
     assert req.run_key == "small_files:shop.events:7" and req.asset_selection == [table_key(EVENTS)]
     assert req.run_config["ops"][op_name(defs, EVENTS)]["config"]["compact"] == {
         "mode": "small-files", "partitions": [{"dt": "2026-03-27"}], "buckets": [0]}
-    table = Catalog(warehouse).get_table(EVENTS)
+    table = FileSystemCatalog(warehouse).get_table(EVENTS)
     untouched = {f.path for f in TableScanner(table).scan_latest().files if "dt=2026-03-28" in f.path}
     before = sorted_rows(read(warehouse, EVENTS), ["id"])
     assert _run(defs, req, instance).success
-    scan = TableScanner(Catalog(warehouse).get_table(EVENTS)).scan_latest()
+    scan = TableScanner(FileSystemCatalog(warehouse).get_table(EVENTS)).scan_latest()
     by_dir: dict = {}
     for f in scan.files:
         by_dir.setdefault(f.path.split("/")[-3], []).append(f.path)
@@ -144,9 +144,9 @@ def test_snapshot_count_sensor_requests_expiry(warehouse, spark_res, instance):
     assert result.success
     (obs,) = observations(result, table_key(EVENTS))
     assert obs["operations"] == "expire_snapshots" and obs["expire_snapshots/deleted/snapshot"] == 5
-    assert Catalog(warehouse).get_table(EVENTS).snapshots.list_ids() == [6, 7]
+    assert FileSystemCatalog(warehouse).get_table(EVENTS).snapshots.list_ids() == [6, 7]
 
-    write(Catalog(warehouse).get_table(EVENTS), {"dt": ["2026-03-29"], "id": [7], "payload": ["z"]},
+    write(FileSystemCatalog(warehouse).get_table(EVENTS), {"dt": ["2026-03-29"], "id": [7], "payload": ["z"]},
           ms(2026, 3, 29, 8))
     out = _tick(defs, name, instance, cursor=out.cursor)
     assert not out.run_requests and _seen(out.cursor) == {EVENTS: "8"}
@@ -211,7 +211,7 @@ def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, f
 
     again = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
     assert not again.asset_events and "no table changed" in again.skip_reason.skip_message
-    autotag.create_tag_for_period(Catalog(warehouse).get_table(ORDERS), "2026-03-27")
+    autotag.create_tag_for_period(FileSystemCatalog(warehouse).get_table(ORDERS), "2026-03-27")
     third = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
     mats = [e for e in third.asset_events if type(e).__name__ == "AssetMaterialization"]
     # idempotent: 2026-03-26 and snapshot 4 are already materialised
@@ -220,7 +220,7 @@ def test_observation_sensor_observes_checks_and_syncs_existing_tags(warehouse, f
         fresh_instance.report_runless_asset_event(e)
     # a compaction changes files, not data: observed, not materialised
     import paimon_ops as po
-    po.Table(Catalog(warehouse).get_table(ORDERS)).maintenance.compact(mode="full").execute()
+    po.Table(FileSystemCatalog(warehouse).get_table(ORDERS)).maintenance.compact(mode="full").execute()
     fourth = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=third.cursor)
     kinds = sorted({type(e).__name__ for e in fourth.asset_events})
     assert kinds == ["AssetCheckEvaluation", "AssetObservation"]
@@ -347,7 +347,7 @@ def test_deleted_tag_turns_its_partition_failed_and_a_backfill_refills_it(wareho
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "tag 2026-03-27 no longer exists in shop.orders" in failure.event_specific_data.error.message
-    assert "2026-03-27" not in Catalog(warehouse).get_table(ORDERS).tags.names()  # the run created nothing
+    assert "2026-03-27" not in FileSystemCatalog(warehouse).get_table(ORDERS).tags.names()  # the run created nothing
     status = fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd)
     assert status == {"2026-03-26": AssetPartitionStatus.MATERIALIZED, "2026-03-27": AssetPartitionStatus.FAILED,
                       "2026-03-28": AssetPartitionStatus.MATERIALIZED}
@@ -362,9 +362,9 @@ def test_deleted_tag_turns_its_partition_failed_and_a_backfill_refills_it(wareho
     for day in refill:
         assert materialize([tags_def], selection=[ORDERS_TAGS], instance=fresh_instance, partition_key=day,
                            resources={"paimon": PaimonWarehouse(uri=warehouse)}).success
-    assert {n: s.id for n, s in Catalog(warehouse).get_table(ORDERS).tags.tags()} == \
+    assert {n: s.id for n, s in FileSystemCatalog(warehouse).get_table(ORDERS).tags.tags()} ==\
         {"2026-03-26": 2, "2026-03-27": 3, "2026-03-28": 4}
-    assert set(fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd).values()) == \
+    assert set(fresh_instance.get_status_by_partition(ORDERS_TAGS, days, pd).values()) ==\
         {AssetPartitionStatus.MATERIALIZED}
     out = _tick(defs, "paimon_observation_sensor", fresh_instance, cursor=out.cursor)
     assert not out.run_requests

@@ -77,8 +77,8 @@ def stack(tmp_path, artifacts):
     today = dt.datetime.now(ui.TAG_ZONE).date()
     warehouse = ui.build_past_days_warehouse(str(tmp_path / "warehouse"), today, n_days=5)
     from paimon_ops.lifecycle import autotag
-    from paimon_ops.table.table import Catalog
-    autotag.create_tag_for_period(Catalog(warehouse.path).get_table(ui.ORDERS), warehouse.days[0])  # outside Dagster
+    from paimon_ops.table.table import FileSystemCatalog
+    autotag.create_tag_for_period(FileSystemCatalog(warehouse.path).get_table(ui.ORDERS), warehouse.days[0])  # outside Dagster
     ui.build_big_table(warehouse.path)
     workspace = _workspace_with_two_warehouses(tmp_path)
     home = tmp_path / "dagster_home"
@@ -207,9 +207,9 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
     steps.mark(f"all {len(bf['runs'])} runs succeeded")
 
     # -- the tags are in the table, each on the latest snapshot of its day
-    from paimon_ops.table.table import Catalog
+    from paimon_ops.table.table import FileSystemCatalog
 
-    table = Catalog(wh.path).get_table(ui.ORDERS)
+    table = FileSystemCatalog(wh.path).get_table(ui.ORDERS)
     names = table.tags.names()
     assert names == [all_days[0], *want], f"tags after the backfill (the first existed, the last was not selected): {names}"
     for day in picked:
@@ -310,8 +310,8 @@ def _deleted_tag_turns_failed_and_a_backfill_refills_it(port, procs, steps, driv
                                             button="Failed and missing")
     assert ui.get_backfill(port, backfill_id)["partitionNames"] == gaps
     ui.wait_for_backfill_runs(port, backfill_id, gaps, all_days, procs, timeout=RUNS_TIMEOUT_S)
-    from paimon_ops.table.table import Catalog
-    table = Catalog(wh.path).get_table(ui.ORDERS)
+    from paimon_ops.table.table import FileSystemCatalog
+    table = FileSystemCatalog(wh.path).get_table(ui.ORDERS)
     assert table.tags.tag(name).id == sid, f"tag {name} made again on snapshot {table.tags.tag(name).id}, not {sid}"
     assert table.tags.names() == all_days, table.tags.names()
     ui.wait_until("every partition materialised", lambda: stats()["numFailed"] == 0 and (

@@ -12,7 +12,7 @@ from paimon_ops.format.deletion_vectors import DeletionVector, write_dv_index_fi
 from paimon_ops.format.manifest import DeletionVectorMeta, FileKind, IndexManifestEntry, ManifestEntry
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from paimon_ops.table.writer import TableWriter, create_table
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -22,7 +22,7 @@ def ms(year: int, month: int, day: int, hour: int = 12, minute: int = 0, tz=BERL
     return int(dt.datetime(year, month, day, hour, minute, tzinfo=tz).timestamp() * 1000)
 
 
-def write(table: Table, data: dict, at_millis: int) -> int:
+def write(table: FileStoreTable, data: dict, at_millis: int) -> int:
     """One APPEND commit at a chosen commit time; returns the snapshot id."""
     w = TableWriter(table)
     target = pa.schema([f for f in _arrow(table) if f.name in data])
@@ -30,12 +30,12 @@ def write(table: Table, data: dict, at_millis: int) -> int:
     return w.commit(now_millis=at_millis).id
 
 
-def _arrow(table: Table) -> pa.Schema:
+def _arrow(table: FileStoreTable) -> pa.Schema:
     from paimon_ops.format.types import arrow_schema
     return arrow_schema(table.schema.row_type)
 
 
-def upgrade_to_max_level(table: Table, at_millis: int, level: int = 5) -> int:
+def upgrade_to_max_level(table: FileStoreTable, at_millis: int, level: int = 5) -> int:
     """A COMPACT commit moving every level-0 file to `level` (one file per bucket, so no overlap)."""
     scanner = TableScanner(table)
     res = scanner.scan_latest()
@@ -50,7 +50,7 @@ def upgrade_to_max_level(table: Table, at_millis: int, level: int = 5) -> int:
     return snap.id
 
 
-def add_deletion_vectors(table: Table, deleted: dict[int, int], at_millis: int) -> int:
+def add_deletion_vectors(table: FileStoreTable, deleted: dict[int, int], at_millis: int) -> int:
     """Mark the first `deleted[bucket]` rows of the (single) file of each bucket deleted; one COMPACT commit."""
     scanner = TableScanner(table)
     res = scanner.scan_latest()
@@ -77,7 +77,7 @@ BROKEN = "shop.broken"  # corrupt latest snapshot
 BADTIME = "shop.badtime"  # tag.create-time = '25:99'
 
 
-def build_orders(warehouse: str, extra_options: dict[str, str] | None = None) -> Table:
+def build_orders(warehouse: str, extra_options: dict[str, str] | None = None) -> FileStoreTable:
     t = create_table(warehouse, ORDERS, [("id", "INT"), ("name", "STRING"), ("amount", "BIGINT")],
                      primary_keys=["id"],
                      options={"bucket": "2", "deletion-vectors.enabled": "true", "tag.create-time": "02:30",
@@ -90,10 +90,10 @@ def build_orders(warehouse: str, extra_options: dict[str, str] | None = None) ->
     # a day later: new keys as level-0 files (invisible to DV-mode readers until compacted), snapshot 4
     write(t, {"id": list(range(100, 110)), "name": [f"m{i}" for i in range(10)], "amount": [1] * 10},
           ms(2026, 3, 28, 10))
-    return Catalog(warehouse).get_table(ORDERS)
+    return FileSystemCatalog(warehouse).get_table(ORDERS)
 
 
-def build_events(warehouse: str) -> Table:
+def build_events(warehouse: str) -> FileStoreTable:
     t = create_table(warehouse, EVENTS, [("dt", "STRING"), ("id", "BIGINT"), ("payload", "STRING")],
                      partition_keys=["dt"], options={"bucket": "-1", "snapshot.num-retained.min": "2",
                                                       "snapshot.time-retained": "1 min",
@@ -102,10 +102,10 @@ def build_events(warehouse: str) -> Table:
         write(t, {"dt": ["2026-03-27"] * 3, "id": [i * 3, i * 3 + 1, i * 3 + 2], "payload": ["x"] * 3},
               ms(2026, 3, 27, 8 + i))
     write(t, {"dt": ["2026-03-28"], "id": [100], "payload": ["y"]}, ms(2026, 3, 28, 8))
-    return Catalog(warehouse).get_table(EVENTS)
+    return FileSystemCatalog(warehouse).get_table(EVENTS)
 
 
-def build_broken(warehouse: str) -> Table:
+def build_broken(warehouse: str) -> FileStoreTable:
     t = create_table(warehouse, BROKEN, [("id", "INT"), ("v", "STRING")], primary_keys=["id"],
                      options={"bucket": "1"})
     write(t, {"id": [1, 2], "v": ["a", "b"]}, ms(2026, 3, 26, 10))
@@ -114,7 +114,7 @@ def build_broken(warehouse: str) -> Table:
     return t
 
 
-def build_badtime(warehouse: str) -> Table:
+def build_badtime(warehouse: str) -> FileStoreTable:
     t = create_table(warehouse, BADTIME, [("id", "INT"), ("v", "STRING")], primary_keys=["id"],
                      options={"bucket": "1", "tag.create-time": "25:99"})
     write(t, {"id": [1], "v": ["a"]}, ms(2026, 3, 26, 10))
@@ -130,7 +130,7 @@ def build_warehouse(warehouse: str, broken: bool = True) -> str:
     return warehouse
 
 
-def table_files(table: Table) -> dict[str, int]:
+def table_files(table: FileStoreTable) -> dict[str, int]:
     """Every file under the table root with its size (to prove nothing was deleted or rewritten)."""
     return {st.path: st.size for st in table.io.walk_files(table.root)}
 

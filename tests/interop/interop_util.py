@@ -15,7 +15,7 @@ from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.table.reader import read_file
 from paimon_ops.table.scan import ScanResult, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 
 FILE_SOURCE = {0: "APPEND", 1: "COMPACT", None: None}
 
@@ -63,7 +63,7 @@ def canon(rows: Iterable[list]) -> list[list]:
 # ---------------------------------------------------------------------------------------------- scans
 
 
-def our_scan(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> tuple[TableScanner, ScanResult]:
+def our_scan(table: FileStoreTable, snapshot_id: int | None = None, tag: str | None = None) -> tuple[TableScanner, ScanResult]:
     scanner = TableScanner(table)
     if tag is not None:
         return scanner, scanner.scan_tag(tag)
@@ -71,7 +71,7 @@ def our_scan(table: Table, snapshot_id: int | None = None, tag: str | None = Non
     return scanner, scanner.scan(snap)
 
 
-def our_files_as_java(table: Table, scanner: TableScanner, result: ScanResult) -> list[dict]:
+def our_files_as_java(table: FileStoreTable, scanner: TableScanner, result: ScanResult) -> list[dict]:
     """Our scan in the shape (and conventions) of the harness' ``files`` list."""
     schema = table.schema
     ptypes = [f.type for f in schema.fields_of(schema.partition_keys)]
@@ -121,7 +121,7 @@ def by_name(files: list[dict]) -> dict[str, dict]:
     return out
 
 
-def our_index_as_java(table: Table, scanner: TableScanner, result: ScanResult) -> list[dict]:
+def our_index_as_java(table: FileStoreTable, scanner: TableScanner, result: ScanResult) -> list[dict]:
     schema = table.schema
     ptypes = [f.type for f in schema.fields_of(schema.partition_keys)]
     out = []
@@ -157,7 +157,7 @@ def java_index(scan: dict) -> list[dict]:
 # ---------------------------------------------------------------------------------------------- raw rows
 
 
-def raw_rows(table: Table, scanner: TableScanner, result: ScanResult, min_level: int = 0,
+def raw_rows(table: FileStoreTable, scanner: TableScanner, result: ScanResult, min_level: int = 0,
              system: bool = False) -> list[tuple[Any, list[list]]]:
     """(LiveFile, rows) per live file, DVs applied; rows in schema order (+ seq and kind when `system`)."""
     names = table.schema.field_names
@@ -173,7 +173,7 @@ def raw_rows(table: Table, scanner: TableScanner, result: ScanResult, min_level:
     return out
 
 
-def merge_rows(table: Table, per_file: list[tuple[Any, list[list]]], engine: str,
+def merge_rows(table: FileStoreTable, per_file: list[tuple[Any, list[list]]], engine: str,
                agg: dict[str, str] | None = None) -> list[list]:
     """Reference merge of raw rows (schema columns + seq + kind) for the engines the tests use."""
     names = table.schema.field_names

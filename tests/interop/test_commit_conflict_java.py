@@ -10,7 +10,7 @@ from paimon_ops.errors import CommitConflictError
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests.interop import java_harness as jh
 from tests.interop.interop_util import canon
 
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.java,
 
 def test_our_compaction_conflicts_with_a_java_compaction(java_tables):
     case = java_tables["conflict_pk"]
-    table = Catalog(case.warehouse).get_table(case.identifier)
+    table = FileSystemCatalog(case.warehouse).get_table(case.identifier)
     base = table.snapshots.latest()
     planned = TableScanner(table).scan(base)
     assert len(planned.files) == 2 and {f.level for f in planned.files} == {0}

@@ -12,7 +12,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 
 S = pa.schema([
@@ -48,7 +48,7 @@ def test_avro_tables_compacted_into_avro(tmp_path, pk):
     snaps = {i: pu.both_read(wh, "db.t", ["pt", "id", "l", "s", "d", "dec", "day", "ts", "flag", "bin"], snapshot_id=i)
              for i in (1, 2, 3)}
     full_before = _hashable(pu.both_read(wh, "db.t", COLS))
-    table = Catalog(wh).get_table("db.t")
+    table = FileSystemCatalog(wh).get_table("db.t")
     r = po.Table(table).maintenance.compact(mode="full").execute()
     assert r.snapshot_id == 4
     outs = [f for f in TableScanner(table.refresh()).scan_latest().files if f.meta.file_source == 1]

@@ -13,7 +13,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.errors import UnsafeOperationError
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 
 S = pa.schema([("pt", pa.string()), ("id", pa.int32()), ("a", pa.int64())])
@@ -44,7 +44,7 @@ def base(tmp_path_factory):
     pu.write(t, {"pt": ["x"] * 6 + ["y"] * 4, "id": list(range(6)) + list(range(4)), "a": list(range(10))})
     pu.write(t, {"pt": ["x", "y"], "id": [1, 2], "a": [100, 200]})
     pu.write(t, {"pt": ["x"], "id": [7], "a": [7]})
-    po.Table(Catalog(str(wh)).get_table("db.t")).tags.create("t1", snapshot_id=1).execute()
+    po.Table(FileSystemCatalog(str(wh)).get_table("db.t")).tags.create("t1", snapshot_id=1).execute()
     expected = {sid: pu.both_read(str(wh), "db.t", COLS, snapshot_id=sid) for sid in (1, 2, 3)}
     return top, expected
 
@@ -52,7 +52,7 @@ def base(tmp_path_factory):
 def test_compaction_expiry_tags_orphans_rollback_on_external_paths(base):
     top, expected = base
     wh, e1, e2 = str(top / "wh"), top / "ext1", top / "ext2"
-    table = Catalog(wh).get_table("db.t")
+    table = FileSystemCatalog(wh).get_table("db.t")
     assert all(f.meta.external_path for f in TableScanner(table).scan_latest().files)
     written_by_pypaimon = _ext_files(e1) | _ext_files(e2)
 
@@ -121,8 +121,8 @@ def test_strategies_and_shared_roots(tmp_path):
                             options={"bucket": "1", "data-file.external-paths": f"file://{ext}", **opts})
         pu.write(t, {"pt": ["x", "x"], "id": [1, 2], "a": [1, 2]})
         pu.write(t, {"pt": ["x"], "id": [1], "a": [3]})
-        po.Table(Catalog(str(wh)).get_table(f"db.{name}")).maintenance.compact().execute()
-        out = [f for f in TableScanner(Catalog(str(wh)).get_table(f"db.{name}")).scan_latest().files]
+        po.Table(FileSystemCatalog(str(wh)).get_table(f"db.{name}")).maintenance.compact().execute()
+        out = [f for f in TableScanner(FileSystemCatalog(str(wh)).get_table(f"db.{name}")).scan_latest().files]
         assert pu.both_read(str(wh), f"db.{name}", COLS) == [("x", 1, 3), ("x", 2, 2)]
         if name == "none":  # strategy none (Java's default): new files go into the table, existing ones are read
             assert [f.meta.external_path for f in out] == [None]
@@ -130,4 +130,4 @@ def test_strategies_and_shared_roots(tmp_path):
             assert out[0].meta.external_path.startswith(f"file:{ext}/")
     # both tables name the same root: orphan removal cannot tell their files apart
     with pytest.raises(UnsafeOperationError, match="also an external path of db.fs"):
-        po.Table(Catalog(str(wh)).get_table("db.none")).maintenance.remove_orphans(allow_short=True, older_than=0).execute()
+        po.Table(FileSystemCatalog(str(wh)).get_table("db.none")).maintenance.remove_orphans(allow_short=True, older_than=0).execute()

@@ -16,7 +16,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops import features
 from paimon_ops.errors import UnsupportedError
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def test_compaction_refused_in_one_line_and_nothing_changes(shapes, ident, featu
     dv-ratio would change row ids and stay refused."""
     table_dir = Path(shapes) / "db.db" / ident.split(".")[1]
     before = _listing(table_dir)
-    table = Catalog(shapes).get_table(ident)
+    table = FileSystemCatalog(shapes).get_table(ident)
     for mode in ("full", "minor", "dv-ratio") if ident == "db.pp" else ("dv-ratio", "sort"):
         with pytest.raises(UnsupportedError) as e:
             po.Table(table).maintenance.compact(mode=mode, order_by="id" if mode == "sort" else None).execute()
@@ -119,7 +119,7 @@ def test_handled_operations_run_and_both_readers_agree(shapes, tmp_path):
     shutil.copytree(shapes, wh)
     cases = {"db.rt": COLS, "db.de": COLS, "db.blob": ["id", "pic"]}
     for ident, cols in cases.items():
-        cat = Catalog(wh)
+        cat = FileSystemCatalog(wh)
         table = cat.get_table(ident)
         latest = table.snapshots.latest_id()
         expected = pu.both_read(wh, ident, cols)
@@ -152,7 +152,7 @@ def test_newer_snapshot_format_refused(shapes, tmp_path):
     deleting operation refuses, tags may still be created."""
     wh = str(tmp_path / "wh")
     shutil.copytree(shapes, wh)
-    table = Catalog(wh).get_table("db.rt")
+    table = FileSystemCatalog(wh).get_table("db.rt")
     path = Path(table.snapshots.path(table.snapshots.latest_id()))
     obj = json.loads(path.read_text())
     obj["blobManifestList"] = "manifest-list-future-0"
@@ -169,7 +169,7 @@ def test_newer_snapshot_format_refused(shapes, tmp_path):
 def test_dagster_check_reports_refused_operations(shapes):
     from paimon_ops.dagster import checks
     from paimon_ops.dagster.spec import TableSpec
-    table = Catalog(shapes).get_table("db.de")
+    table = FileSystemCatalog(shapes).get_table("db.de")
     spec = TableSpec("db.de", "db", "de", options=dict(table.options.raw))
     assert spec.gated and checks.FEATURES in checks.table_check_names(spec)
     [out] = checks.evaluate(spec, lambda: table, [checks.FEATURES], 0)

@@ -28,7 +28,7 @@ import paimon_ops as po
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import FileKind, IndexManifestEntry
 from paimon_ops.table.scan import TableScanner, merge_entries
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from tests import pypaimon_util as pu
 
 S = pa.schema([("p", pa.string()), ("id", pa.int32()), ("a", pa.int64()), ("b", pa.string())])
@@ -38,7 +38,7 @@ SNAP_EXTRA = {"properties": {"k": "v"}, "operation": "WRITE", "watermark": 1234}
 
 # ---------------------------------------------------------------------------------------------- enrichment
 
-def _entries(table: Table, list_name: str) -> list[tuple[mf.ManifestFileMeta, list[mf.ManifestEntry], mf.FieldSet]]:
+def _entries(table: FileStoreTable, list_name: str) -> list[tuple[mf.ManifestFileMeta, list[mf.ManifestEntry], mf.FieldSet]]:
     out = []
     for m in TableScanner(table).store.manifest_list(list_name):
         entries, fs = mf.read_manifest(table.io.read_bytes(table.manifest_path(m.file_name)), m.file_name)
@@ -46,7 +46,7 @@ def _entries(table: Table, list_name: str) -> list[tuple[mf.ManifestFileMeta, li
     return out
 
 
-def _enrich_entry(table: Table, e: mf.ManifestEntry) -> mf.ManifestEntry:
+def _enrich_entry(table: FileStoreTable, e: mf.ManifestEntry) -> mf.ManifestEntry:
     """Values for every optional field pypaimon leaves empty, a function of the file (ADD and DELETE entries of one
     file stay identical). The extra file exists, so nothing dangles."""
     f = e.file
@@ -60,7 +60,7 @@ def _enrich_entry(table: Table, e: mf.ManifestEntry) -> mf.ManifestEntry:
         write_cols_sequences=tuple(f.max_sequence_number for _ in (f.write_cols or ("*",)))))
 
 
-def _enrich(table: Table, index_extra: tuple[IndexManifestEntry, ...] = ()) -> None:
+def _enrich(table: FileStoreTable, index_extra: tuple[IndexManifestEntry, ...] = ()) -> None:
     """Rewrite the latest snapshot's manifests (new names), lists and index manifest with the enriched values, and
     set snapshot fields, in place of the latest snapshot (a metadata-only edit of a test table)."""
     codec = mf.avro_codec_from_options(dict(table.options.raw))
@@ -89,11 +89,11 @@ def _enrich(table: Table, index_extra: tuple[IndexManifestEntry, ...] = ()) -> N
     table.io.write_bytes(table.snapshots.path(snap.id), new.to_json().encode())
 
 
-def _live(table: Table, snap=None) -> dict[tuple, mf.ManifestEntry]:
+def _live(table: FileStoreTable, snap=None) -> dict[tuple, mf.ManifestEntry]:
     return TableScanner(table).live_entries(snap or table.snapshots.latest())
 
 
-def _check_manifest_metas(table: Table, snap, field_sets: dict[str, mf.FieldSet]) -> None:
+def _check_manifest_metas(table: FileStoreTable, snap, field_sets: dict[str, mf.FieldSet]) -> None:
     """Every manifest of the snapshot: its meta says what Java's ManifestEntryWriter says of its entries, and new
     files keep the table's field sets."""
     for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
@@ -114,7 +114,7 @@ def _check_manifest_metas(table: Table, snap, field_sets: dict[str, mf.FieldSet]
                 assert (m.min_row_id, m.max_row_id) == (None, None)
 
 
-def _field_sets(table: Table, snap) -> dict[str, mf.FieldSet]:
+def _field_sets(table: FileStoreTable, snap) -> dict[str, mf.FieldSet]:
     (_, _, fs), *_ = _entries(table, snap.base_manifest_list) or _entries(table, snap.delta_manifest_list)
     _, lfs = mf.read_manifest_list(table.io.read_bytes(table.manifest_path(snap.base_manifest_list)), "l")
     return {"manifest": fs, "manifest_list": lfs}
@@ -150,7 +150,7 @@ def de_table(tmp_path_factory):
 
 def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry_tags_rollback(de_table):
     wh, ext = de_table
-    table = Catalog(wh).get_table("db.de")
+    table = FileSystemCatalog(wh).get_table("db.de")
     table.snapshots.latest()  # readable
     new_part = next(e.partition for e in _live(table).values()
                     if TableScanner(table).partition_values(e.partition) == [NEW])
@@ -160,7 +160,7 @@ def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry
         global_index={"row_range_start": 2, "row_range_end": 3, "index_field_id": 1, "extra_field_ids": (2,),
                       "index_meta": b"meta", "source_meta": b"src"})
     _enrich(table, (global_ie,))
-    table = Catalog(wh).get_table("db.de")
+    table = FileSystemCatalog(wh).get_table("db.de")
     enriched_snap = table.snapshots.latest()
     enriched = _live(table)
     assert any(e.file.external_path for e in enriched.values())  # pypaimon's own _EXTERNAL_PATH values
@@ -171,7 +171,7 @@ def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry
 
     # manifest compaction: every entry carried, the snapshot keeps what Java's compactManifest keeps
     po.Table(table).maintenance.compact_manifests().execute()
-    table = Catalog(wh).get_table("db.de")
+    table = FileSystemCatalog(wh).get_table("db.de")
     s2 = table.snapshots.latest()
     assert s2.id == enriched_snap.id + 1 and s2.commit_kind == "COMPACT"
     assert _live(table) == enriched
@@ -181,7 +181,7 @@ def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry
 
     # a tag is the snapshot as it was
     po.Table(table).tags.create("t", snapshot_id=s2.id).execute()
-    tag = Catalog(wh).get_table("db.de").tags.tag("t")
+    tag = FileSystemCatalog(wh).get_table("db.de").tags.tag("t")
     assert dataclasses.replace(tag.to_snapshot(), extra={}) == dataclasses.replace(s2, extra={})
 
     # partition expiry (a commit): the old partition's entries are deleted exactly as added, everything else and
@@ -189,7 +189,7 @@ def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry
     # commit's own (none)
     po.Table(table).maintenance.expire_partitions(now=int(dt.datetime(2024, 6, 1).timestamp() * 1000), expiration_time=dt.timedelta(
         days=1)).execute()
-    table = Catalog(wh).get_table("db.de")
+    table = FileSystemCatalog(wh).get_table("db.de")
     s3 = table.snapshots.latest()
     assert (s3.commit_kind, s3.next_row_id, s3.watermark, s3.properties, s3.operation) == (
         "OVERWRITE", enriched_snap.next_row_id, 1234, None, None)
@@ -201,13 +201,13 @@ def test_data_evolution_metadata_carried_by_manifest_compaction_partition_expiry
     assert all(e.kind == FileKind.DELETE for e in delta)
     _check_manifest_metas(table, s3, fsets)
     index_after = TableScanner(table).index_entries(s3)
-    assert [ie for ie in index_after if ie.partition == new_part] == \
+    assert [ie for ie in index_after if ie.partition == new_part] ==\
         [ie for ie in index_before if ie.partition == new_part]  # _EXTERNAL_PATH, _GLOBAL_INDEX, _CARDINALITY
     assert global_ie in index_after
 
     # rollback to the tag: the snapshot as tagged, every entry as enriched
     po.Table(table).maintenance.rollback(tag="t").execute()
-    table = Catalog(wh).get_table("db.de")
+    table = FileSystemCatalog(wh).get_table("db.de")
     assert table.snapshots.latest() == s2 and _live(table) == enriched
     merged, _ = merge_entries([e for _, es, _ in _entries(table, s2.base_manifest_list) for e in es], "x")
     assert merged == enriched
@@ -223,19 +223,19 @@ def test_compaction_commit_carries_untouched_entries_and_snapshot_fields(tmp_pat
                              "fields.b.stats-mode": "none"})
     for k in range(3):
         pu.write(pu.get_table(wh, "db.pk"), {"id": [1, 2, 3, 4, 10 + k], "a": [k] * 5, "b": [str(k)] * 5})
-    po.Table(Catalog(wh).get_table("db.pk")).maintenance.compact(mode="full").execute()  # max-level files in both buckets
+    po.Table(FileSystemCatalog(wh).get_table("db.pk")).maintenance.compact(mode="full").execute()  # max-level files in both buckets
     pu.write(pu.get_table(wh, "db.pk"), {"id": [1, 2, 3, 4, 5], "a": [8] * 5, "b": ["8"] * 5})
-    _enrich(Catalog(wh).get_table("db.pk"))
-    table = Catalog(wh).get_table("db.pk")
+    _enrich(FileSystemCatalog(wh).get_table("db.pk"))
+    table = FileSystemCatalog(wh).get_table("db.pk")
     enriched_snap = table.snapshots.latest()
     enriched = _live(table)
     fsets = _field_sets(table, enriched_snap)
 
     # compact bucket 0 only, with the base manifests merged by the commit (manifest.merge-min-count = 1)
-    merging = Table(table.location, options_override={"manifest.merge-min-count": "1"})
+    merging = FileStoreTable(table.location, options_override={"manifest.merge-min-count": "1"})
     r = po.Table(merging).maintenance.compact(mode="full", buckets=[0]).execute()
     assert r.details["files_in"]
-    table = Catalog(wh).get_table("db.pk")
+    table = FileSystemCatalog(wh).get_table("db.pk")
     snap = table.snapshots.latest()
     assert (snap.commit_kind, snap.next_row_id, snap.watermark, snap.properties, snap.operation) == (
         "COMPACT", enriched_snap.next_row_id, 1234, None, None)

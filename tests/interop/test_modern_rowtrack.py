@@ -19,7 +19,7 @@ from paimon_ops.compact import plan_compaction
 from paimon_ops.errors import CommitConflictError, StalePlanError, UnsupportedError
 from paimon_ops.execution.executor import execute
 from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from tests import pypaimon_util as pu
 
 S = pa.schema([("id", pa.int32()), ("a", pa.int64()), ("b", pa.string())])
@@ -54,7 +54,7 @@ class Model:
                       key=lambda r: tuple((v is None, repr(v)) for v in r))
 
     def record(self, wh: str, ident: str) -> None:
-        self.at[Catalog(wh).get_table(ident).snapshots.latest_id()] = self.expected()
+        self.at[FileSystemCatalog(wh).get_table(ident).snapshots.latest_id()] = self.expected()
 
 
 def _update(wh: str, ident: str, col: str, row_ids: list[int], values: list, model: Model) -> None:
@@ -89,8 +89,8 @@ def _append(wh: str, ident: str, rows: dict[str, list], model: Model) -> None:
     model.record(wh, ident)
 
 
-def _compact(wh: str, ident: str, model: Model, table: Table | None = None, **kw):
-    r = po.Table(table or Catalog(wh).get_table(ident)).maintenance.compact(**kw).execute()
+def _compact(wh: str, ident: str, model: Model, table: FileStoreTable | None = None, **kw):
+    r = po.Table(table or FileSystemCatalog(wh).get_table(ident)).maintenance.compact(**kw).execute()
     model.record(wh, ident)
     return r
 
@@ -98,7 +98,7 @@ def _compact(wh: str, ident: str, model: Model, table: Table | None = None, **kw
 def _check(wh: str, ident: str, model: Model, tags: dict[str, int] | None = None) -> None:
     """Latest, every remaining snapshot and every tag, read by pypaimon and pypaimon-rust, equal the model."""
     cols = model.cols + ["_ROW_ID"]
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     assert pu.both_read(wh, ident, cols, system=True) == model.expected()
     for sid in table.snapshots.list_ids():
         if sid in model.at:
@@ -108,7 +108,7 @@ def _check(wh: str, ident: str, model: Model, tags: dict[str, int] | None = None
 
 
 def _files(wh: str, ident: str):
-    t = Catalog(wh).get_table(ident)
+    t = FileSystemCatalog(wh).get_table(ident)
     res = TableScanner(t).scan(t.snapshots.latest())
     return t, res
 
@@ -170,7 +170,7 @@ def test_row_tracking_compaction_keeps_row_ids_and_sequence_numbers(shape):
     _check(wh, ident, model)
     sys_cols = model.cols + ["_ROW_ID", "_SEQUENCE_NUMBER"]
     with_seq = pu.both_read(wh, ident, sys_cols, system=True)
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     next_row_id = table.snapshots.latest().next_row_id
     po.Table(table).tags.create("t2", snapshot_id=2).execute()
     r = _compact(wh, ident, model, mode="full")
@@ -195,7 +195,7 @@ def test_row_tracking_compaction_keeps_row_ids_and_sequence_numbers(shape):
     # sort and dv-ratio would change row ids: refused, nothing written
     for mode in ("sort", "dv-ratio"):
         with pytest.raises(UnsupportedError, match="row tracking"):
-            po.Table(Catalog(wh).get_table(ident)).maintenance.compact(mode=mode, order_by="id").execute()
+            po.Table(FileSystemCatalog(wh).get_table(ident)).maintenance.compact(mode=mode, order_by="id").execute()
     _lifecycle(wh, ident, model, {"t2": 2})
 
 
@@ -205,7 +205,7 @@ def test_row_tracking_compaction_keeps_row_ids_and_sequence_numbers(shape):
 def test_data_evolution_compaction_merges_columns_by_row_id_and_moves_deletion_vectors(shape):
     wh, ident, model = shape
     _check(wh, ident, model)
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     po.Table(table).tags.create("t4", snapshot_id=4).execute()
     next_row_id = table.snapshots.latest().next_row_id
     # Java's rule (small-files): one bin of 7 files >= compaction.min.file-num (5)
@@ -229,7 +229,7 @@ def test_data_evolution_compaction_merges_columns_by_row_id_and_moves_deletion_v
     _update(wh, ident, "a", [8], [900], model)
     _check(wh, ident, model, {"t4": 4})
     # full compaction with small bins: each row range merged on its own (target-file-size below one file)
-    small = Table(table.location, options_override={"target-file-size": "1 b", "source.split.open-file-cost": "1 b"})
+    small = FileStoreTable(table.location, options_override={"target-file-size": "1 b", "source.split.open-file-cost": "1 b"})
     r = _compact(wh, ident, model, small, mode="full")
     assert r.details["tasks"] == 2 and r.details["files_out"] == 2
     table, res = _files(wh, ident)
@@ -243,7 +243,7 @@ def test_concurrent_column_update_conflicts_and_nothing_is_committed(shape):
     """A column update committed over the row ids a planned compaction rewrites would not line up with the merged
     file: the compaction's commit is refused as a conflict, its file removed, the table unchanged."""
     wh, ident, model = shape
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     plan = plan_compaction(table, mode="full")
     _update(wh, ident, "b", [5], ["P2"], model)  # pypaimon, after the plan
     before = sorted(p for p in os.listdir(os.path.join(wh, "db.db", "de", "bucket-0")))
@@ -252,10 +252,10 @@ def test_concurrent_column_update_conflicts_and_nothing_is_committed(shape):
     assert sorted(os.listdir(os.path.join(wh, "db.db", "de", "bucket-0"))) == before
     _check(wh, ident, model)
     # a delete by row id after the plan changes the deletion vectors: stale plan, nothing committed
-    plan = plan_compaction(Catalog(wh).get_table(ident), mode="full")
+    plan = plan_compaction(FileSystemCatalog(wh).get_table(ident), mode="full")
     _delete(wh, ident, [7], model)
     with pytest.raises((CommitConflictError, StalePlanError)):
-        execute(plan, Catalog(wh).get_table(ident))
+        execute(plan, FileSystemCatalog(wh).get_table(ident))
     _check(wh, ident, model)
 
 
@@ -294,20 +294,21 @@ def test_blob_table_compaction_leaves_blob_files_alone(shape):
 
 def _lifecycle(wh: str, ident: str, model: Model, tags: dict[str, int]) -> None:
     """Manifest compaction, a second compaction, expiry, orphans, rollback; then pypaimon writes on."""
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     last = table.snapshots.latest_id()
     po.Table(table).tags.create("t_last", snapshot_id=last).execute()
     tags = {**tags, "t_last": last}
     po.Table(table.refresh()).maintenance.compact_manifests().execute()
     model.record(wh, ident)
     _check(wh, ident, model, tags)
-    r = po.Table(Catalog(wh).get_table(ident)).maintenance.expire_snapshots(retain_min=1, retain_max=1, now=NOW_FAR).execute()
+    r = po.Table(FileSystemCatalog(wh).get_table(ident)).maintenance.expire_snapshots(retain_min=1, retain_max=1, now=NOW_FAR).execute()
     assert r.details["expired_snapshots"]
     _check(wh, ident, model, tags)
-    orphans = po.Table(Catalog(wh).get_table(ident)).maintenance.remove_orphans(older_than=2 ** 62 // 1_000_000, now=2 ** 62 // 1_000_000,
+    orphans = po.Table(FileSystemCatalog(wh).get_table(ident)).maintenance.remove_orphans(
+        older_than=2 ** 62 // 1_000_000, now=2 ** 62 // 1_000_000,
         allow_short=True).dry_run_report()
     assert not [f for f in orphans.files if "data-" in f.path or "index-" in f.path], orphans.files
-    po.Table(Catalog(wh).get_table(ident)).maintenance.rollback(tag="t_last").execute()
+    po.Table(FileSystemCatalog(wh).get_table(ident)).maintenance.rollback(tag="t_last").execute()
     _check(wh, ident, model, tags)
     if "id" in model.cols and "a" in model.cols:
         row = {c: [None] for c in model.cols}
@@ -324,15 +325,16 @@ def test_what_cannot_keep_row_ids_is_refused_in_one_line(tables):
     wh, _ = tables
     root = os.path.join(wh, "db.db")
     before = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)
-    loc = Catalog(wh).get_table("db.rt").location
+    loc = FileSystemCatalog(wh).get_table("db.rt").location
     for override, words in (({"row-tracking.enabled": "false"}, "row-tracking.enabled is not set"),
                             ({"deletion-vectors.enabled": "true"}, "deletion vectors on a row-tracking table")):
         with pytest.raises(UnsupportedError, match=words) as e:
-            po.Table(Table(loc, options_override=override)).maintenance.compact(mode="full").execute()
+            po.Table(FileStoreTable(loc, options_override=override)).maintenance.compact(mode="full").execute()
         assert "\n" not in str(e.value) and "nothing was changed" in str(e.value)
-    de = Catalog(wh).get_table("db.de").location
+    de = FileSystemCatalog(wh).get_table("db.de").location
     with pytest.raises(UnsupportedError, match="data.evolution"):
-        po.Table(Table(de, options_override={"data-evolution.enabled": "false", "deletion-vectors.enabled": "false"})).maintenance.compact(
+        po.Table(FileStoreTable(de, options_override={"data-evolution.enabled": "false",
+                                                  "deletion-vectors.enabled": "false"})).maintenance.compact(
             mode="full").execute()
     assert sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs) == before
 
@@ -355,7 +357,7 @@ def test_data_evolution_across_a_schema_change(tmp_path):
     _append(wh, "db.evo", {"id": [3], "a": [3], "b": ["z"], "c": ["cc"]}, m)
     _update(wh, "db.evo", "c", [0], ["c0"], m)
     cols = m.cols + ["_ROW_ID"]
-    before = Catalog(wh).get_table("db.evo").snapshots.latest_id()
+    before = FileSystemCatalog(wh).get_table("db.evo").snapshots.latest_id()
     assert pu.both_read(wh, "db.evo", cols, system=True) == m.expected()
     r = _compact(wh, "db.evo", m, mode="full")
     assert r.details["files_in"] == 3 and r.details["files_out"] == 1

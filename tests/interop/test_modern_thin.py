@@ -17,7 +17,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.format import stats as st
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 
 S = pa.schema([pa.field("id", pa.int32(), False), ("a", pa.int64()), ("b", pa.string())])
@@ -64,9 +64,9 @@ def test_thin_mode_compaction(warehouse, ident):
     for k in range(4):
         _write(wh, ident, model, [1, 2, 3, 10 + k], k)
     for mode in ("minor", "full"):
-        po.Table(Catalog(wh).get_table(ident)).maintenance.compact(mode=mode).execute()
+        po.Table(FileSystemCatalog(wh).get_table(ident)).maintenance.compact(mode=mode).execute()
         assert pu.both_read(wh, ident, COLS) == _expected(model)
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     res = TableScanner(table).scan(table.snapshots.latest())
     ours = [f for f in res.files if f.meta.file_source == 1]
     assert ours and all(f.meta.level > 0 for f in ours)
@@ -77,7 +77,7 @@ def test_thin_mode_compaction(warehouse, ident):
         assert ks[2] == [0] and ks[0][0] <= ks[1][0]
     # pypaimon writes on (non-thin files next to ours); compaction reads both layouts
     _write(wh, ident, model, [2, 20], 9)
-    po.Table(Catalog(wh).get_table(ident)).maintenance.compact(mode="minor").execute()
+    po.Table(FileSystemCatalog(wh).get_table(ident)).maintenance.compact(mode="minor").execute()
     assert pu.both_read(wh, ident, COLS) == _expected(model)
-    for sid in Catalog(wh).get_table(ident).snapshots.list_ids()[-2:]:
+    for sid in FileSystemCatalog(wh).get_table(ident).snapshots.list_ids()[-2:]:
         pu.both_read(wh, ident, COLS, snapshot_id=sid)  # the readers agree on the last snapshots too

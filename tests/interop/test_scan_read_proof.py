@@ -16,7 +16,7 @@ import pytest
 
 from paimon_ops.rowcount import count_rows
 from paimon_ops.table.reader import read_snapshot_raw, visible_files
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
 from tests.interop.conftest import DB, READ_ONLY
@@ -43,7 +43,7 @@ def _keys(case):
 @pytest.mark.parametrize("name", READ_ONLY)
 def test_scan_matches_java_for_every_snapshot_and_tag(java_tables, name):
     case = java_tables[name]
-    table = Catalog(case.warehouse).get_table(f"{DB}.{name}")
+    table = FileSystemCatalog(case.warehouse).get_table(f"{DB}.{name}")
     assert case.scans, "the fixture found no snapshots"
     levels_seen = set()
     for key in _keys(case):
@@ -64,7 +64,7 @@ def test_scan_matches_java_for_every_snapshot_and_tag(java_tables, name):
 @pytest.mark.parametrize("name", READ_ONLY)
 def test_raw_rows_match_java(java_tables, name):
     case = java_tables[name]
-    table = Catalog(case.warehouse).get_table(f"{DB}.{name}")
+    table = FileSystemCatalog(case.warehouse).get_table(f"{DB}.{name}")
     pk = table.is_primary_key
     single_run_checked = 0
     for key in _keys(case):
@@ -93,7 +93,7 @@ def test_raw_rows_match_java(java_tables, name):
         else:
             assert canon(merge_rows(table, per_file, case.kind, case.agg)) == java_rows, key
         # a snapshot whose files form one sorted run without retracts: the raw union *is* Java's read
-        if pk and case.kind != "aggregation" and result.files and len({f.level for f in result.files}) == 1 \
+        if pk and case.kind != "aggregation" and result.files and len({f.level for f in result.files}) == 1\
                 and result.files[0].level > 0 and all(not f.meta.delete_row_count for f in result.files):
             assert canon(r[:n] for _, rows in per_file for r in rows) == java_rows, key
             single_run_checked += 1
@@ -106,7 +106,7 @@ def test_dv_positions_decode_exactly_as_java(java_tables):
     checked = 0
     for name in ("pk_dv", "pk_dv_orc"):
         case = java_tables[name]
-        table = Catalog(case.warehouse).get_table(f"{DB}.{name}")
+        table = FileSystemCatalog(case.warehouse).get_table(f"{DB}.{name}")
         for key in _keys(case):
             scanner, result = our_scan(table, **({"snapshot_id": key[1]} if key[0] == "snapshot" else {"tag": key[1]}))
             ours = scanner.deletion_vectors(result)
@@ -121,7 +121,7 @@ def test_dv_positions_decode_exactly_as_java(java_tables):
 
 def test_read_snapshot_raw_yields_every_live_file_once(java_tables):
     case = java_tables["pk_lv"]
-    table = Catalog(case.warehouse).get_table(f"{DB}.pk_lv")
+    table = FileSystemCatalog(case.warehouse).get_table(f"{DB}.pk_lv")
     for key in _keys(case):
         if key[0] != "snapshot":
             continue
@@ -136,7 +136,7 @@ def test_row_count_is_java_row_count_for_every_snapshot_and_tag(java_tables, nam
     snapshot and tag, every merge engine, level-0 overlap and deletes included; without a merge budget it is either
     that count (the layout gives it) or unknown — never the unmerged sum."""
     case = java_tables[name]
-    table = Catalog(case.warehouse).get_table(f"{DB}.{name}")
+    table = FileSystemCatalog(case.warehouse).get_table(f"{DB}.{name}")
     inflated = 0
     for key in _keys(case):
         java_count = len(case.reads[key]["rows"])

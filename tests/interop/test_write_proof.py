@@ -27,7 +27,7 @@ from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.types import arrow_schema
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from paimon_ops.table.writer import write_rows
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.java,
               pytest.mark.skipif(not jh.java_available(), reason=jh.skip_reason() or "java not available")]
 
 
-def _arrow(table: Table, rows: list[list]) -> pa.Table:
+def _arrow(table: FileStoreTable, rows: list[list]) -> pa.Table:
     schema = arrow_schema(table.schema.row_type)
     return pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)
 
@@ -66,12 +66,12 @@ def _py(v, t: pa.DataType):
     return v
 
 
-def _py_rows(table: Table, json_rows: list[list]) -> list[list]:
+def _py_rows(table: FileStoreTable, json_rows: list[list]) -> list[list]:
     types = [f.type for f in arrow_schema(table.schema.row_type)]
     return [[_py(v, t) for v, t in zip(r, types)] for r in json_rows]
 
 
-def _keyed(table: Table, rows: list[list]) -> dict[tuple, list]:
+def _keyed(table: FileStoreTable, rows: list[list]) -> dict[tuple, list]:
     names = table.schema.field_names
     idx = [names.index(k) for k in table.schema.primary_keys]
     return {tuple(json_key(r[i]) for i in idx): r for r in rows}
@@ -81,7 +81,7 @@ def json_key(v):
     return jv(v) if not isinstance(v, (str, int)) else v
 
 
-def _one_bucket_per_key(table: Table) -> None:
+def _one_bucket_per_key(table: FileStoreTable) -> None:
     """Every primary key of the latest snapshot lives in exactly one bucket (ours and Java's files alike)."""
     scanner = TableScanner(table)
     result = scanner.scan(table.snapshots.latest())
@@ -105,7 +105,7 @@ def _pypaimon_rows(warehouse: str, ident: str) -> list[list]:
 
 def test_metadata_only_commits_are_read_by_java_and_pypaimon(java_tables):
     case = java_tables["meta_pk"]
-    table = Catalog(case.warehouse).get_table(case.identifier)
+    table = FileSystemCatalog(case.warehouse).get_table(case.identifier)
     scanner = TableScanner(table)
     base = table.snapshots.latest()
     result = scanner.scan(base)
@@ -143,7 +143,7 @@ def test_metadata_only_commits_are_read_by_java_and_pypaimon(java_tables):
         ("write", java.payload(batches=[{"rows": more, "compact": True}])), ("read", java.payload()),
         ("check_files", java.payload()),
     ])
-    assert sorted((f["file_name"], f["level"]) for f in scan_up["files"]) == \
+    assert sorted((f["file_name"], f["level"]) for f in scan_up["files"]) ==\
         sorted((f.name, max_level) for f in result.files)
     assert canon(read_up["rows"]) == seed and canon(read_empty["rows"]) == seed
     assert [(s["id"], s["commitKind"]) for s in snaps["snapshots"]][-2:] == [(upgraded.id, "COMPACT"), (empty.id, "APPEND")]
@@ -157,7 +157,7 @@ def test_metadata_only_commit_on_pypaimon_table(tmp_path):
     t = pu.create_table(wh, ident, pa.schema([("k", pa.int32()), ("v", pa.string())]), primary_keys=["k"],
                         options={"bucket": "1"})
     pu.write(t, {"k": [3, 1, 2], "v": ["c", "a", "b"]})
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     result = TableScanner(table).scan(table.snapshots.latest())
     (f,) = result.files
     top = table.options.num_levels - 1
@@ -183,7 +183,7 @@ def test_metadata_only_commit_on_pypaimon_table(tmp_path):
 def test_our_rows_on_java_pk_table_all_partition_types(java_tables):
     """PK table (bucket 3) partitioned by INT, DATE, DECIMAL and STRING; value columns of several types."""
     case = java_tables["w_pk"]
-    table = Catalog(case.warehouse).get_table(case.identifier)
+    table = FileSystemCatalog(case.warehouse).get_table(case.identifier)
     seed = case.written
     expected = _keyed(table, seed)
     p1, p2 = (1, "2024-01-01", "1.10", "s"), (-7, "1999-12-31", "-0.05", "t t")
@@ -194,8 +194,8 @@ def test_our_rows_on_java_pk_table_all_partition_types(java_tables):
         return [*p, i, f"{tag}{i}", n if n is not None else i * 7, i / 3, f"2030-01-0{i % 9 + 1} 00:00:00.000001",
                 f"-{i}.5000", None if i % 3 else True]
 
-    ours = [row(p1, i, "u") for i in range(0, 6)] + [row(p1, i, "new") for i in range(12, 30)] + \
-        [row(p2, i, "p2", -i) for i in range(6, 9)] + [row(p_new, i, "x") for i in range(5)] + \
+    ours = [row(p1, i, "u") for i in range(0, 6)] + [row(p1, i, "new") for i in range(12, 30)] +\
+        [row(p2, i, "p2", -i) for i in range(6, 9)] + [row(p_new, i, "x") for i in range(5)] +\
         [row(p_blank, i, "b") for i in range(3)] + [row(p1, 12, "again")]   # same key twice: last one wins
     deleted = [*p2, 11, None, None, None, None, None, None]
     batch = _arrow(table, _py_rows(table, ours + [deleted]))
@@ -235,7 +235,7 @@ def test_our_rows_on_java_pk_table_all_partition_types(java_tables):
 def test_our_rows_of_every_type_on_java_table(java_tables):
     """Keys, partitions and values of every scalar and nested type: Java reads our rows exactly, bucket 4."""
     case = java_tables["w_types"]
-    table = Catalog(case.warehouse).get_table(case.identifier)
+    table = FileSystemCatalog(case.warehouse).get_table(case.identifier)
     nk = len(TYPE_PK)
     expected = {json.dumps(r[:nk]): r for r in case.written}
     ours = [types_row(i, "ours") for i in range(6, 18)]
@@ -258,7 +258,7 @@ def test_our_rows_of_every_type_on_java_table(java_tables):
 
 def test_our_rows_on_java_partial_update_table(java_tables):
     case = java_tables["w_pu"]
-    table = Catalog(case.warehouse).get_table(case.identifier)
+    table = FileSystemCatalog(case.warehouse).get_table(case.identifier)
     state = {(r[0], r[1]): list(r) for r in case.written}
     ours = [[1, 0, None, "b0"], [1, 0, 100, None], [2, 5, None, "b5"], [1, 9, 9, None], [1, 9, None, "n9"]]
     write_rows(table, _arrow(table, ours))
@@ -282,7 +282,7 @@ def test_our_rows_on_java_dv_table_become_visible_after_java_compaction(java_tab
     """DV tables: batch readers skip level 0 (format.md §9), so our level-0 rows are invisible until Java's
     compaction rewrites them to level >= 1 with deletion vectors for the keys they supersede."""
     case = java_tables["w_dv"]
-    table = Catalog(case.warehouse).get_table(case.identifier)
+    table = FileSystemCatalog(case.warehouse).get_table(case.identifier)
     ours = [["a", k, f"ours{k}"] for k in range(5, 15)] + [["b", 0, None]]
     write_rows(table, _arrow(table, ours), row_kinds=[0] * 10 + [3])
     expected = {(r[0], r[1]): r for r in case.written}
@@ -309,7 +309,7 @@ def test_our_rows_on_java_dv_table_become_visible_after_java_compaction(java_tab
 @pytest.mark.parametrize("name", ["w_ap", "w_apb"])
 def test_our_rows_on_java_append_tables(java_tables, name):
     case = java_tables[name]
-    table = Catalog(case.warehouse).get_table(case.identifier)
+    table = FileSystemCatalog(case.warehouse).get_table(case.identifier)
     if name == "w_ap":
         ours = [["2024-02-01", 100 + k, f"o{k}"] for k in range(4)] + [[None, 7, "null partition"],
                                                                      ["2031-12-31", 1, None]]
@@ -354,7 +354,7 @@ def test_our_rows_on_pypaimon_tables(tmp_path):
                          partition_keys=["s"], options={"bucket": "-1"})
     pu.write(ap, {"s": ["x", "y"], "k": [1, 2]})
 
-    cat = Catalog(wh)
+    cat = FileSystemCatalog(wh)
     tpk, tap = cat.get_table(f"{DB}.ppk"), cat.get_table(f"{DB}.pap")
     write_rows(tpk, {"p": [1, 1, 2], "d": [day, day, day], "id": [3, 20, 3], "v": ["ours3", "ours20", "p2"]})
     write_rows(tap, {"s": ["x", "z"], "k": [10, 11]})

@@ -27,7 +27,7 @@ from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.reader import read_file
 from paimon_ops.table.scan import DELETION_VECTORS, ManifestStore, TableScanner, merge_entries
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import DataFileWriteSpec, FileNamer, TableWriter, create_table, write_file
 
 DAY_MS = 86_400_000
@@ -42,7 +42,7 @@ def fast_tmpdir(prefix: str = "lc-") -> str:
     return tempfile.mkdtemp(prefix=prefix, dir=base)
 
 
-def new_table(warehouse: str, name: str = "db.t", kind: str = "pk", options: dict | None = None) -> Table:
+def new_table(warehouse: str, name: str = "db.t", kind: str = "pk", options: dict | None = None) -> FileStoreTable:
     """kind: 'pk' (partitioned, 2 buckets), 'dv' (pk + deletion vectors, 1 bucket), 'append' (unaware bucket)."""
     opts = {"file.compression": "none"}
     if kind == "pk":
@@ -78,7 +78,7 @@ class Refs:
         self.files.setdefault(path, owner)
 
 
-def snapshot_refs(table: Table, scanner: TableScanner, s: Snapshot, owner: str, refs: Refs, kind: str) -> None:
+def snapshot_refs(table: FileStoreTable, scanner: TableScanner, s: Snapshot, owner: str, refs: Refs, kind: str) -> None:
     """kind: 'snapshot' (everything incl. changelog files), 'tag' (tags do not protect changelogs),
     'changelog' (long-lived changelog: its changelog manifest list and files)."""
     store = scanner.store
@@ -127,7 +127,7 @@ def snapshot_refs(table: Table, scanner: TableScanner, s: Snapshot, owner: str, 
 _STORES: dict[str, ManifestStore] = {}
 
 
-def retained_refs(table: Table, cache: bool = True) -> Refs:
+def retained_refs(table: FileStoreTable, cache: bool = True) -> Refs:
     """Everything referenced by the retained snapshots, tags and long-lived changelogs of every branch.
     Raises (MissingFileError) if a manifest of a retained owner is gone. Decoded manifests may come from a cache
     (names are never reused); the existence of every referenced path, manifests included, is checked by the
@@ -147,7 +147,7 @@ def retained_refs(table: Table, cache: bool = True) -> Refs:
         from paimon_ops.lifecycle.expire import resolve_settings
         cfg = resolve_settings(bt)
         if cfg.decoupled and cfg.changelog_producer == "none":
-            owners = [bt.snapshots.snapshot(i) for i in bt.snapshots.list_ids()] + \
+            owners = [bt.snapshots.snapshot(i) for i in bt.snapshots.list_ids()] +\
                 [bt.changelogs.snapshot(i) for i in bt.changelogs.list_ids()]
             for s in owners:
                 # changelog expiry (producer 'none') deletes what a changelog's delta DELETEs, unless a tag protects it
@@ -178,7 +178,7 @@ def rel_files(root: str) -> set[str]:
     return {os.path.relpath(p, root) for p in all_files(root)}
 
 
-def is_metadata(table: Table, path: str) -> bool:
+def is_metadata(table: FileStoreTable, path: str) -> bool:
     rel = os.path.relpath(path, table.root)
     parts = rel.split(os.sep)
     if parts[0] == "branch":
@@ -186,14 +186,14 @@ def is_metadata(table: Table, path: str) -> bool:
     return parts[0] in ("schema", "snapshot", "tag", "consumer", "changelog")
 
 
-def check_references(table: Table) -> Refs:
+def check_references(table: FileStoreTable) -> Refs:
     refs = retained_refs(table)
     missing = {p: o for p, o in refs.files.items() if not os.path.exists(p)}
     assert not missing, f"files referenced by retained owners are missing: {sorted(missing.items())[:5]}"
     return refs
 
 
-def leaks(table: Table, refs: Refs | None = None) -> set[str]:
+def leaks(table: FileStoreTable, refs: Refs | None = None) -> set[str]:
     refs = refs or retained_refs(table)
     return {p for p in all_files(table.root)
             if p not in refs.files and p not in refs.pending and not is_metadata(table, p)}
@@ -205,7 +205,7 @@ def leaks(table: Table, refs: Refs | None = None) -> set[str]:
 class Sim:
     """Builds a table history in-process with simulated commit times, remembering what each snapshot reads."""
 
-    def __init__(self, table: Table, start_ms: int = T0):
+    def __init__(self, table: FileStoreTable, start_ms: int = T0):
         self.table = table
         self.now = start_ms
         self.writer = TableWriter(table)
@@ -421,7 +421,7 @@ class MetaSim:
     """Metadata-level history builder: data, extra, changelog and DV index files are tiny placeholder files, so
     thousands of histories are cheap. Table kind 'append' (unaware bucket, partitioned by `pt`)."""
 
-    def __init__(self, table: Table, start_ms: int = T0):
+    def __init__(self, table: FileStoreTable, start_ms: int = T0):
         from paimon_ops.format.binary_row import serialize_row
         self.table = table
         self.now = start_ms
@@ -531,7 +531,7 @@ class MetaSim:
         return t
 
 
-def view_of(table: Table, s: Snapshot) -> dict[str, tuple]:
+def view_of(table: FileStoreTable, s: Snapshot) -> dict[str, tuple]:
     """What a reader sees in snapshot/tag `s` now: {data file: sorted rows after deletion vectors}, read fresh."""
     scanner = TableScanner(table, ManifestStore(table, 4096))
     result = scanner.scan(s)
@@ -545,7 +545,7 @@ def view_of(table: Table, s: Snapshot) -> dict[str, tuple]:
     return out
 
 
-def views(table: Table) -> dict[tuple[str, int, str], dict[str, tuple]]:
+def views(table: FileStoreTable) -> dict[tuple[str, int, str], dict[str, tuple]]:
     """Views of every snapshot and tag, keyed by (owner label, id, base manifest list)."""
     out = {}
     for i in table.snapshots.list_ids():
@@ -556,7 +556,7 @@ def views(table: Table) -> dict[tuple[str, int, str], dict[str, tuple]]:
     return out
 
 
-def tag_snapshot(table: Table, name: str, snapshot_id: int) -> None:
+def tag_snapshot(table: FileStoreTable, name: str, snapshot_id: int) -> None:
     table.tags.write(name, Tag.from_snapshot(table.snapshots.snapshot(snapshot_id)))
 
 
@@ -576,13 +576,13 @@ def age_files(root: str, seconds: float) -> None:
     os.utime(root, (t, t))
 
 
-def write_consumer(table: Table, consumer_id: str, next_snapshot: int) -> None:
+def write_consumer(table: FileStoreTable, consumer_id: str, next_snapshot: int) -> None:
     from paimon_ops.format.snapshot import Consumer
     table.io.write_bytes(posixpath.join(table.consumers.dir, f"consumer-{consumer_id}"),
                          Consumer(next_snapshot).to_json().encode())
 
 
-def create_branch_from_tag(table: Table, branch: str, tag: str) -> Table:
+def create_branch_from_tag(table: FileStoreTable, branch: str, tag: str) -> FileStoreTable:
     """What Java's createBranch(name, tag) does on a file system: schema files, the tag and its snapshot copied."""
     broot = posixpath.join(table.root, "branch", f"branch-{branch}")
     for sid in table.schemas.list_ids():
@@ -596,11 +596,11 @@ def create_branch_from_tag(table: Table, branch: str, tag: str) -> Table:
     return table.for_branch(branch)
 
 
-def entries_of(table: Table, s: Snapshot) -> dict[tuple, ManifestEntry]:
+def entries_of(table: FileStoreTable, s: Snapshot) -> dict[tuple, ManifestEntry]:
     return TableScanner(table).live_entries(s)
 
 
-def merged(table: Table, s: Snapshot):
+def merged(table: FileStoreTable, s: Snapshot):
     return merge_entries(ManifestStore(table).snapshot_entries(s))
 
 

@@ -29,7 +29,7 @@ from paimon_ops.lifecycle.autotag import (
     tag_schedule,
 )
 from paimon_ops.lifecycle.periods import PeriodHandler
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.test_tags_util import (
     add_fake_snapshot,
     commit_rows,
@@ -49,8 +49,8 @@ def statuses(report_or_plan) -> dict[str, tuple[str, int | None]]:
     return {p["period"]: (p["status"], p["snapshot_id"]) for p in report_or_plan.details["periods"]}
 
 
-def with_options(table: Table, opts: dict[str, str]) -> Table:
-    return Table(table.root, table.identifier, options_override=opts, io=table.io)
+def with_options(table: FileStoreTable, opts: dict[str, str]) -> FileStoreTable:
+    return FileStoreTable(table.root, table.identifier, options_override=opts, io=table.io)
 
 
 # ---------------------------------------------------------------------------------------------- Java's names
@@ -361,7 +361,7 @@ def test_tag_held_expired_snapshot_is_used_when_its_successor_is_known(warehouse
         create_tag_for_period(t, "2026-11-16", now)
 
 
-def _tag_of(t: Table, sid: int):
+def _tag_of(t: FileStoreTable, sid: int):
     from paimon_ops.format.snapshot import Tag
     return Tag.from_snapshot(t.snapshots.snapshot(sid))
 

@@ -12,7 +12,7 @@ from paimon_ops.errors import InvalidOptionError
 from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.test_tags_util import commit_rows, fake_history, ms, real_table, tag_ids
 
 DAYS = [ms(2026, 11, d, 12) for d in range(15, 20)]  # snapshots 1..5
@@ -64,7 +64,7 @@ def test_time_retention_strictly_after_in_tag_local_zone(warehouse):
     assert plan_expire_tags(t, now_millis=at_expiry).details["expired_tags"] == {}
     reasons = plan_expire_tags(t, now_millis=at_expiry + 1).details["expired_tags"]
     assert list(reasons) == ["short"] and "retention" in reasons["short"]
-    disabled = Table(t.root, t.identifier, options_override={"tag.time-expire-enabled": "false"}, io=t.io)
+    disabled = FileStoreTable(t.root, t.identifier, options_override={"tag.time-expire-enabled": "false"}, io=t.io)
     assert plan_expire_tags(disabled, now_millis=at_expiry + 1).details["expired_tags"] == {}
     po.Table(t).maintenance.expire_tags(now=ms(2030, 1, 1)).execute()
     assert tag_ids(t) == {"forever": 3}
@@ -94,7 +94,7 @@ def test_bad_options_on_expiry(warehouse):
         po.Table(t).maintenance.expire_tags(now=ms(2026, 11, 20)).execute()
 
 
-def _files(table: Table, tag: str) -> set[str]:
+def _files(table: FileStoreTable, tag: str) -> set[str]:
     return {f.path for f in TableScanner(table).scan_tag(tag).files}
 
 

@@ -15,7 +15,7 @@ from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, Paimon
 from paimon_ops.execution.executor import execute as execute_expire
 from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.lifecycle.expire import plan_expire_snapshots
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.helpers import (
     HOUR_MS,
     MetaSim,
@@ -73,14 +73,14 @@ def test_retain_max_bypasses_time_and_limit_caps(wh):
     plan = plan_expire_snapshots(t, now_millis=sim.now, retain_min=2, retain_max=12, max_deletes=3)
     assert plan.details["expired_snapshots"] == [1, 2, 3]
     # defaults from the table options
-    t2 = Table(t.root, options_override={"snapshot.num-retained.max": "5", "snapshot.num-retained.min": "2",
+    t2 = FileStoreTable(t.root, options_override={"snapshot.num-retained.max": "5", "snapshot.num-retained.min": "2",
                                          "snapshot.expire.limit": "4"})
     assert plan_expire_snapshots(t2, now_millis=sim.now).details["expired_snapshots"] == [1, 2, 3, 4]
     # older_than as a point in time: 3 goes (its successor 4 is older), 4 stays (5 is not)
     older = t.snapshots.snapshot(4).time_millis + 1
-    assert plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, older_than=older) \
+    assert plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, older_than=older)\
         .details["expired_snapshots"] == [1, 2, 3]
-    assert plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, time_retained="3 h") \
+    assert plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, time_retained="3 h")\
         .details["expired_snapshots"] == []
 
 
@@ -92,12 +92,12 @@ def test_consumers_pin_snapshots(wh):
     assert plan.details["expired_snapshots"] == [1, 2, 3]  # the consumer's next snapshot 4 stays
     # a consumer whose file is older than consumer.expiration-time no longer protects
     os.utime(posixpath.join(t.consumers.dir, "consumer-reader"), (1, 1))
-    t2 = Table(t.root, options_override={"consumer.expiration-time": "1 d"})
+    t2 = FileStoreTable(t.root, options_override={"consumer.expiration-time": "1 d"})
     plan = plan_expire_snapshots(t2, now_millis=sim.now, retain_min=1, retain_max=3)
     assert plan.details["expired_snapshots"] == list(range(1, 18))
     assert any("consumer reader" in n for n in plan.details["notes"])
     # consumer.changelog-only with a decoupled lifecycle: consumers pin changelogs only
-    t3 = Table(t.root, options_override={"consumer.changelog-only": "true", "changelog.num-retained.min": "15"})
+    t3 = FileStoreTable(t.root, options_override={"consumer.changelog-only": "true", "changelog.num-retained.min": "15"})
     plan = plan_expire_snapshots(t3, now_millis=sim.now, retain_min=1, retain_max=3)
     assert plan.details["settings"]["decoupled"] and plan.details["expired_snapshots"] == list(range(1, 18))
 
@@ -121,13 +121,13 @@ def test_bad_arguments_refused_before_anything_is_deleted(wh, kw, msg):
 
 def test_bad_table_options_refused(wh):
     sim = _twenty(wh)
-    t = Table(sim.table.root, options_override={"snapshot.num-retained.min": "0"})
+    t = FileStoreTable(sim.table.root, options_override={"snapshot.num-retained.min": "0"})
     before = rel_files(t.root)
     # the option is named (with its table), never a flag or argument the caller did not pass (issue 18)
     with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.min' on table t.*#10088") as e:
         po.Table(t).maintenance.expire_snapshots(now=sim.now).execute()
     assert "retain_min" not in str(e.value)
-    t = Table(sim.table.root, options_override={"snapshot.num-retained.max": "-1"})
+    t = FileStoreTable(sim.table.root, options_override={"snapshot.num-retained.max": "-1"})
     with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.max' on table t") as e:
         po.Table(t).maintenance.expire_snapshots(now=sim.now).execute()
     assert "retain_max" not in str(e.value)
@@ -455,7 +455,7 @@ def test_branch_is_expired_against_its_own_tags(wh):
     bsim.write([("b", 7, "b7")])
     r = po.Table(branch).maintenance.expire_snapshots(now=bsim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert r.details["branch"] == "dev" and r.details["tag_set"] == [["base", 2], ["bt", bt_id]]
-    assert [f.reason for f in r.files if f.kind == "data"] and \
+    assert [f.reason for f in r.files if f.kind == "data"] and\
         all(f.reason.endswith("not in tag bt") for f in r.files if f.kind == "data")
     check_references(main)  # unions every branch: branch tag bt and main's snapshots/tags all intact
     assert bsim.check_reads() >= 2  # branch latest + tags base and bt

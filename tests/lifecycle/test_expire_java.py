@@ -24,7 +24,7 @@ import time
 import pytest
 
 import paimon_ops as po
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -130,9 +130,9 @@ def _check_after(java_tables, name, ours_root, jt_ours, extra_cmds=()):
     """In one JVM: `extra_cmds`, then Java reads of every retained snapshot and tag of our copy (compared with
     Java's reads of the untouched original) and check_files on our copy. pypaimon reads the same snapshots and tags
     where it can read the original at all. Returns [check_files result, *extra results]."""
-    table = Table(ours_root)
+    table = FileStoreTable(ours_root)
     targets = [("snapshot_id", i) for i in table.snapshots.list_ids()] + [("tag", t) for t in table.tags.names()]
-    cmds = list(extra_cmds) + [("read", jt_ours.payload(**{k: v})) for k, v in targets] + \
+    cmds = list(extra_cmds) + [("read", jt_ours.payload(**{k: v})) for k, v in targets] +\
         [("check_files", jt_ours.payload())]
     res = jh.run_many(cmds)
     extra, res = res[:len(extra_cmds)], res[len(extra_cmds):]
@@ -171,10 +171,10 @@ SCENARIOS = [
 def test_same_result_as_java(java_tables, tmp_path, name, args, consumer):
     a, b, jt_java, jt_ours = _copies(java_tables, tmp_path, name)
     if consumer is not None:
-        write_consumer(Table(a), "reader", consumer)
-        write_consumer(Table(b), "reader", consumer)
-    before = Table(b).snapshots.list_ids()
-    report = po.Table(Table(b)).maintenance.expire_snapshots(now=NOW, min_age=dt.timedelta(hours=1), **args).execute()
+        write_consumer(FileStoreTable(a), "reader", consumer)
+        write_consumer(FileStoreTable(b), "reader", consumer)
+    before = FileStoreTable(b).snapshots.list_ids()
+    report = po.Table(FileStoreTable(b)).maintenance.expire_snapshots(now=NOW, min_age=dt.timedelta(hours=1), **args).execute()
     check_ours, java_expired, snaps_java, snaps_ours, check_java = _check_after(java_tables, name, b, jt_ours, [
         ("expire_snapshots", jt_java.payload(now_ms=NOW, time_retained_ms=HOUR_MS, **args)),
         ("snapshots", jt_java.payload()),
@@ -187,7 +187,7 @@ def test_same_result_as_java(java_tables, tmp_path, name, args, consumer):
     assert (snaps_java["earliest"], snaps_java["latest"]) == (snaps_ours["earliest"], snaps_ours["latest"])
     if consumer is not None:
         assert snaps_ours["earliest"] == consumer
-    assert len(before) - len(Table(b).snapshots.list_ids()) == report.deleted["snapshot"]
+    assert len(before) - len(FileStoreTable(b).snapshots.list_ids()) == report.deleted["snapshot"]
     # exactly the same files remain
     assert rel_files(a) == rel_files(b)
     # Java's own expiry leaves the same (only tag changelog references can dangle: tags do not protect changelogs)
@@ -208,7 +208,8 @@ def test_time_rule_successor_vs_java_own_time(java_tables, tmp_path):
     older_than = times[k] + 500  # snapshot k is older than the threshold, its successor k+1 is not
     now = older_than + HOUR_MS
     a, b, jt_java, jt_ours = _copies(java_tables, tmp_path, name)
-    report = po.Table(Table(b)).maintenance.expire_snapshots(now=now, min_age=dt.timedelta(hours=1), retain_min=1, max_deletes=50).execute()
+    report = po.Table(FileStoreTable(b)).maintenance.expire_snapshots(now=now, min_age=dt.timedelta(hours=1), retain_min=1,
+                                                              max_deletes=50).execute()
     assert report.details["expired_snapshots"] == list(range(1, k))  # k stays: its successor is too young
     assert report.details["end"] == k
     # Java 0.9 with the same clock expires k as well (own-time rule: documented divergence); with the window made
@@ -232,7 +233,7 @@ def test_orphan_removal_same_as_java(java_tables, tmp_path):
     name = "dv"
     a, b, jt_java, jt_ours = _copies(java_tables, tmp_path, name)
     args = dict(retain_min=2, retain_max=1000, max_deletes=50)
-    po.Table(Table(b)).maintenance.expire_snapshots(now=NOW, min_age=dt.timedelta(hours=1), **args).execute()
+    po.Table(FileStoreTable(b)).maintenance.expire_snapshots(now=NOW, min_age=dt.timedelta(hours=1), **args).execute()
     jh.run("expire_snapshots", jt_java.payload(now_ms=NOW, time_retained_ms=HOUR_MS, **args))
     planted = ["pt=a/bucket-0/data-orphan-1.parquet", "manifest/manifest-orphan-1", "index/index-orphan-1",
                "statistics/stat-orphan-1", "snapshot/.snapshot-99.0c6e.tmp", "pt=b/bucket-0/young-orphan"]
@@ -248,7 +249,7 @@ def test_orphan_removal_same_as_java(java_tables, tmp_path):
     now = int(time.time() * 1000)
     threshold = now - 2 * DAY_MS
     java_deleted = jt_java.remove_orphans(older_than_ms=threshold)
-    report = po.Table(Table(b)).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=now).execute()
+    report = po.Table(FileStoreTable(b)).maintenance.remove_orphans(min_age=dt.timedelta(days=2), now=now).execute()
     ours = sorted(os.path.relpath(f.path, b) for f in report.files if f.kind != "directory")
     assert ours == sorted(os.path.relpath(p, a) for p in java_deleted)
     assert set(ours) == set(planted[:-1])
@@ -270,9 +271,9 @@ def test_spark_placement_same_as_in_process_and_java(java_tables, spark, tmp_pat
     jt_spark = JavaTable(tmp_path / "spark", "db", name)
     args = dict(retain_min=2, retain_max=1000, max_deletes=50)
     spark_runner = SparkRunner(spark)
-    r_local = expire_snapshots(Table(b), now_millis=NOW, time_retained=dt.timedelta(hours=1), runner=LocalRunner(),
+    r_local = expire_snapshots(FileStoreTable(b), now_millis=NOW, time_retained=dt.timedelta(hours=1), runner=LocalRunner(),
                                **args)
-    r_spark = expire_snapshots(Table(c), now_millis=NOW, time_retained=dt.timedelta(hours=1), runner=spark_runner,
+    r_spark = expire_snapshots(FileStoreTable(c), now_millis=NOW, time_retained=dt.timedelta(hours=1), runner=spark_runner,
                                parallel_threshold=1, **args)
     assert r_spark.runner["where"].startswith("Spark") and r_local.deleted["data"] > 0
     assert comparable(r_local, b) == comparable(r_spark, c)
@@ -286,11 +287,11 @@ def test_spark_placement_same_as_in_process_and_java(java_tables, spark, tmp_pat
         age_files(root, 3 * 86400)
     now = int(time.time() * 1000)
     java_deleted = jt_java.remove_orphans(older_than_ms=now - 2 * DAY_MS)
-    o_local = remove_orphans(Table(b), older_than=dt.timedelta(days=2), now_millis=now, runner=LocalRunner())
-    o_spark = remove_orphans(Table(c), older_than=dt.timedelta(days=2), now_millis=now, runner=spark_runner,
+    o_local = remove_orphans(FileStoreTable(b), older_than=dt.timedelta(days=2), now_millis=now, runner=LocalRunner())
+    o_spark = remove_orphans(FileStoreTable(c), older_than=dt.timedelta(days=2), now_millis=now, runner=spark_runner,
                              parallel_threshold=1)
     assert comparable(o_local, b) == comparable(o_spark, c)
-    assert sorted(os.path.relpath(f.path, c) for f in o_spark.files if f.kind != "directory") == \
+    assert sorted(os.path.relpath(f.path, c) for f in o_spark.files if f.kind != "directory") ==\
         sorted(os.path.relpath(p, a) for p in java_deleted) == sorted(planted)
     assert rel_files(a) == rel_files(b) == rel_files(c)
     (check,) = _check_after(java_tables, name, c, jt_spark)

@@ -16,7 +16,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.table.fileio import InjectedFault, fault_after
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests import pypaimon_util as pu
 from tests.lifecycle.helpers import HOUR_MS, Sim, age_files, check_references, fast_tmpdir, new_table, rel_files, view_of, views
 
@@ -82,7 +82,7 @@ def bases():
 class Op:
     name: str
     base: str
-    run: Callable[[Table, Base], object]
+    run: Callable[[FileStoreTable, Base], object]
 
 
 OPS = [
@@ -97,10 +97,10 @@ OPS = [
 ]
 
 
-def _expire_then(t: Table, b: Base, fn):
+def _expire_then(t: FileStoreTable, b: Base, fn):
     """Tag deletion and rollback are interesting once the tagged snapshots have expired (reclamation, restore).
     The expiry itself runs without faults (its own faults are covered by the 'expire' case)."""
-    clean = Table(t.root)
+    clean = FileStoreTable(t.root)
     if clean.snapshots.exists(2):
         po.Table(clean).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=clean)
     return fn()
@@ -114,10 +114,10 @@ class Counter:
         self.n[op] += 1
 
 
-def _copy(base: Base, dst_root: str) -> tuple[str, Table]:
+def _copy(base: Base, dst_root: str) -> tuple[str, FileStoreTable]:
     wh = os.path.join(dst_root, "wh")
     shutil.copytree(base.root, wh)
-    return wh, Table(os.path.join(wh, "db.db", "t"))
+    return wh, FileStoreTable(os.path.join(wh, "db.db", "t"))
 
 
 def _state(root: str) -> dict[str, bytes | None]:
@@ -129,7 +129,7 @@ def _state(root: str) -> dict[str, bytes | None]:
     return out
 
 
-def _reads_ok(table: Table, base: Base, keep: set) -> int:
+def _reads_ok(table: FileStoreTable, base: Base, keep: set) -> int:
     """Every owner the uninterrupted run keeps, and that exists now, reads exactly as before."""
     n = 0
     owners = [(("snapshot", i, s.base_manifest_list), s) for i in table.snapshots.list_ids()
@@ -158,11 +158,11 @@ def test_every_fault_point_converges(bases, op):
         latest_after = pu.sorted_rows(pu.read(clean_wh, "db.t"))
         # pypaimon reads every snapshot and tag the operation keeps exactly as on the untouched table
         for i in clean.snapshots.list_ids():
-            if Table(base.table_root).snapshots.exists(i):
-                assert pu.sorted_rows(pu.read(clean_wh, "db.t", snapshot_id=i)) == \
+            if FileStoreTable(base.table_root).snapshots.exists(i):
+                assert pu.sorted_rows(pu.read(clean_wh, "db.t", snapshot_id=i)) ==\
                     pu.sorted_rows(pu.read(base.root, "db.t", snapshot_id=i)), f"snapshot {i}"
         for name in clean.tags.names():
-            assert pu.sorted_rows(pu.read(clean_wh, "db.t", tag=name)) == \
+            assert pu.sorted_rows(pu.read(clean_wh, "db.t", tag=name)) ==\
                 pu.sorted_rows(pu.read(base.root, "db.t", tag=name)), f"tag {name}"
         assert sum(counter.n.values()) > 0
         runs = 0
@@ -177,7 +177,7 @@ def test_every_fault_point_converges(bases, op):
                         chain.append(chain[-1].__cause__ or chain[-1].__context__)
                     assert any(isinstance(x, InjectedFault) for x in chain), repr(e)
                 # after the crash: retained snapshots and tags read as before; pypaimon reads the latest
-                table = Table(table.root)
+                table = FileStoreTable(table.root)
                 _reads_ok(table, base, kept)
                 latest = pu.sorted_rows(pu.read(wh, "db.t"))
                 assert latest in (base.latest_rows, latest_after), f"{kind} #{k}: latest reads wrongly"

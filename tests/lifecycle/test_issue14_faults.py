@@ -16,7 +16,7 @@ from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
 from paimon_ops.table.fileio import InjectedFault, fault_after
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from paimon_ops.table.writer import TableWriter, create_table
 from tests.lifecycle.helpers import check_references, leaks
 
@@ -39,7 +39,7 @@ def source(tmp_path_factory) -> str:
     return wh
 
 
-def _live(t: Table) -> list:
+def _live(t: FileStoreTable) -> list:
     t = t.refresh()
     return sorted((f.partition, f.bucket, f.name, f.level) for f in TableScanner(t).scan_latest().files)
 
@@ -54,16 +54,16 @@ PLANS = {
 def test_every_failure_point_is_safe_and_a_rerun_converges(source, tmp_path, op):
     ref_wh = str(tmp_path / "ref")
     shutil.copytree(source, ref_wh)
-    ref = Catalog(ref_wh).get_table("db.t")
+    ref = FileSystemCatalog(ref_wh).get_table("db.t")
     PLANS[op](ref).execute()
     expected = _live(ref)
-    latest_before = Catalog(source).get_table("db.t").snapshots.latest_id()
+    latest_before = FileSystemCatalog(source).get_table("db.t").snapshots.latest_id()
     for fault in ("write", "rename"):
         failures = 0
         for k in range(1, 20):
             wh = str(tmp_path / f"{fault}-{k}")
             shutil.copytree(source, wh)
-            t = Catalog(wh).get_table("db.t")
+            t = FileSystemCatalog(wh).get_table("db.t")
             before_leaks = leaks(t)
             plan = PLANS[op](t)
             try:

@@ -25,18 +25,18 @@ from paimon_ops.lifecycle.manifest_compaction import (
     plan_compact_manifests,
 )
 from paimon_ops.table.scan import ManifestStore, TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import TableWriter, create_table
 from tests.safety.util import tree_digest
 
 
-def _write(t: Table, dt_: str, keys: list[int], tag: str) -> None:
+def _write(t: FileStoreTable, dt_: str, keys: list[int], tag: str) -> None:
     w = TableWriter(t.refresh())
     w.write(pa.table({"dt": [dt_] * len(keys), "k": keys, "v": [tag] * len(keys)}))
     w.commit()
 
 
-def _views(t: Table) -> dict:
+def _views(t: FileStoreTable) -> dict:
     """Live files of every snapshot and tag (what a reader sees), by owner."""
     t = t.refresh()
     s = TableScanner(t)
@@ -48,7 +48,7 @@ def _views(t: Table) -> dict:
 
 
 @pytest.fixture
-def busy(warehouse) -> Table:
+def busy(warehouse) -> FileStoreTable:
     """Many small commits, a compaction (DELETE + ADD entries) and a tag: many small manifests."""
     t = create_table(warehouse, "db.t", [("dt", "STRING"), ("k", "INT"), ("v", "STRING")], ["dt"], ["dt", "k"],
                      {"bucket": "1", "manifest.merge-min-count": "1000"})
@@ -131,7 +131,7 @@ def test_large_clean_prefix_is_kept(warehouse):
     assert [m.file_name for m in data_manifests(ManifestStore(t), t.snapshots.latest())][0] == metas[0].file_name
     assert _views(t)[f"snapshot-{t.snapshots.latest_id()}"] == before
     # with the default 8 MiB target nothing counts as large: everything is merged into one
-    plan = plan_compact_manifests(Table(t.location, options_override={"manifest.target-file-size": "8 mb"}))
+    plan = plan_compact_manifests(FileStoreTable(t.location, options_override={"manifest.target-file-size": "8 mb"}))
     assert plan.details["kept"] == [] and plan.details["manifests_after"] == 1 and len(plan.details["merged"]) == 2
 
 
@@ -148,9 +148,9 @@ def test_nothing_to_do(warehouse):
 def test_health_hook(busy):
     h = manifest_health(busy)
     assert (h.manifests, h.trigger, h.due) == (11, 1000, False) and h.small_manifests == 11
-    h = manifest_health(Table(busy.location, options_override={"manifest.compaction-trigger": "10"}))
+    h = manifest_health(FileStoreTable(busy.location, options_override={"manifest.compaction-trigger": "10"}))
     assert h.due and h.to_dict()["manifests"] == 11
-    assert manifest_health(Table(busy.location, options_override={"manifest.merge-min-count": "5"})).trigger == 5
+    assert manifest_health(FileStoreTable(busy.location, options_override={"manifest.merge-min-count": "5"})).trigger == 5
     assert manifest_count(po.Table.open(busy.location)) == 11  # the hooks take a facade table too
 
 

@@ -25,7 +25,7 @@ import paimon_ops as po
 from paimon_ops.cli import main
 from paimon_ops.lifecycle.manifest_compaction import data_manifests, manifest_count
 from paimon_ops.table.scan import ManifestStore
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
 
@@ -114,7 +114,7 @@ def run(tmp_path_factory):
     shutil.copytree(src, ours)
     shutil.copytree(src, ref)
     # ---- ours
-    cat = Catalog(ours)
+    cat = FileSystemCatalog(ours)
     counts, reports = {}, {}
     for n in SCHEMAS:
         counts[n] = manifest_count(cat.get_table(f"db.{n}"))
@@ -182,7 +182,7 @@ def test_java_reads_every_snapshot_and_tag_identically(run, n):
     assert run["java"][(n, "check_files")]["missing"] == []
     snap = run["java"][(n, "snapshots")]["snapshots"][-1]
     prev = run["java"][(n, "snapshots")]["snapshots"][-2]
-    assert (snap["commitKind"], snap["deltaRecordCount"], snap["totalRecordCount"]) == \
+    assert (snap["commitKind"], snap["deltaRecordCount"], snap["totalRecordCount"]) ==\
         ("COMPACT", 0, prev["totalRecordCount"])
     assert snap.get("indexManifest") == prev.get("indexManifest")
 
@@ -202,7 +202,7 @@ def test_snapshot_expiry_reclaims_merged_manifests(run, n):
     assert _sorted(f[(n, "latest")]["rows"]) == run["writes"][n]["ours"]
     for tag in TAGS[n]:
         assert _sorted(f[(n, "tag", tag)]["rows"]) == run["before"][(n, "tag", tag)]
-    t = Catalog(run["ours"]).get_table(f"db.{n}")
+    t = FileSystemCatalog(run["ours"]).get_table(f"db.{n}")
     store = ManifestStore(t)
     held = {m.file_name for _, tag in t.tags.tags() for m in data_manifests(store, tag)}
     gone = [m for m in run["merged"][n] if not os.path.exists(t.manifest_path(m))]

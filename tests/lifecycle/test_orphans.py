@@ -11,7 +11,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, UnsafeOperationError, UnsupportedError
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests import pypaimon_util as pu
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, Sim, age_files, check_references, create_branch_from_tag, leaks, new_table, rel_files
 
@@ -113,35 +113,35 @@ def test_threshold_in_future_refused_and_short_needs_override(wh):
     check_references(t)
 
 
-def _break_snapshot(t: Table):
+def _break_snapshot(t: FileStoreTable):
     with open(t.snapshots.path(t.snapshots.latest_id()), "w") as f:
         f.write("{ broken")
 
 
-def _break_manifest(t: Table):
+def _break_manifest(t: FileStoreTable):
     s = t.snapshots.latest()
     with open(t.manifest_path(s.base_manifest_list), "wb") as f:
         f.write(b"broken")
 
 
-def _lose_manifest(t: Table):
+def _lose_manifest(t: FileStoreTable):
     s = t.snapshots.latest()
     os.remove(t.manifest_path(s.delta_manifest_list))
 
 
-def _lose_tag_manifest(t: Table):
+def _lose_tag_manifest(t: FileStoreTable):
     os.remove(t.manifest_path(t.tags.tag("t2").delta_manifest_list))
 
 
-def _branch_without_schema(t: Table):
+def _branch_without_schema(t: FileStoreTable):
     os.makedirs(os.path.join(t.root, "branch", "branch-ghost", "snapshot"))
 
 
-def _empty_branch_schema(t: Table):
+def _empty_branch_schema(t: FileStoreTable):
     os.makedirs(os.path.join(t.root, "branch", "branch-ghost", "schema"))
 
 
-def _foreign_external_path(t: Table):
+def _foreign_external_path(t: FileStoreTable):
     import dataclasses
     s = t.schema
     s2 = dataclasses.replace(s, id=s.id + 1, options={**s.options, "data-file.external-paths": "s3://other/x"})
@@ -159,7 +159,7 @@ def test_refuses_on_incomplete_information(wh, breaker, err):
     t = sim.table
     _plant(t.root, "manifest/manifest-x-0")
     breaker(t)
-    t = Table(t.root)
+    t = FileStoreTable(t.root)
     before = rel_files(t.root)
     with pytest.raises(err):
         po.Table(t).maintenance.remove_orphans().execute()

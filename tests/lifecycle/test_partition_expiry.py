@@ -29,7 +29,7 @@ from paimon_ops.lifecycle.partition_expiry import (
 )
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import TableWriter, create_table
 from tests.safety.util import tree_digest
 
@@ -38,33 +38,33 @@ NOW = int(dt.datetime(2024, 1, 10, tzinfo=UTC).timestamp() * 1000)
 DAYS3 = dt.timedelta(days=3)
 
 
-def _write(t: Table, rows: dict) -> None:
+def _write(t: FileStoreTable, rows: dict) -> None:
     w = TableWriter(t.refresh())
     w.write(pa.table(rows))
     w.commit()
 
 
-def _table(wh: str, name: str = "db.t", ptype: str = "STRING", pk: bool = True, **opts) -> Table:
+def _table(wh: str, name: str = "db.t", ptype: str = "STRING", pk: bool = True, **opts) -> FileStoreTable:
     fields = [("dt", ptype), ("k", "INT"), ("v", "STRING")]
     return create_table(wh, name, fields, ["dt"], ["dt", "k"] if pk else [],
                         {"bucket": "2" if pk else "-1", **opts})
 
 
-def _parts(t: Table) -> list[str]:
+def _parts(t: FileStoreTable) -> list[str]:
     t = t.refresh()
     s = TableScanner(t)
     return sorted({s.partition_dir(f.partition) for f in s.scan_latest().files})
 
 
 @pytest.fixture
-def daily(warehouse) -> Table:
+def daily(warehouse) -> FileStoreTable:
     t = _table(warehouse)
     for day in (1, 2, 5, 8, 9):
         _write(t, {"dt": [f"2024-01-0{day}"] * 3, "k": [1, 2, 3], "v": [f"d{day}"] * 3})
     return t.refresh()
 
 
-def _copy(src: Table, dst: str) -> Table:
+def _copy(src: FileStoreTable, dst: str) -> FileStoreTable:
     shutil.copytree(src.root, os.path.join(dst, "db.db", "t"))
     return po.Catalog(dst).get_table("db.t").raw
 
@@ -73,7 +73,7 @@ def test_plan_lists_partitions_and_round_trips(daily, tmp_path):
     a, b = _copy(daily, str(tmp_path / "a")), _copy(daily, str(tmp_path / "b"))
     direct = plan_expire_partitions(a, now_millis=NOW, expiration_time=DAYS3)
     assert isinstance(direct, PartitionExpiryPlan) and not direct.is_empty
-    assert [p["partition"] for p in direct.details["expired_partitions"]] == \
+    assert [p["partition"] for p in direct.details["expired_partitions"]] ==\
         [{"dt": "2024-01-01"}, {"dt": "2024-01-02"}, {"dt": "2024-01-05"}]
     assert direct.details["expire_before"] == "2024-01-07T00:00:00.000Z" and direct.details["kept"] == 2
     text = direct.summary()
@@ -133,7 +133,7 @@ def test_typed_partitions(warehouse):
     d = _table(warehouse, "db.d", "DATE", pk=False)
     _write(d, {"dt": [dt.date(2024, 1, 1), dt.date(2024, 1, 9)], "k": [1, 2], "v": ["a", "b"]})
     plan = plan_expire_partitions(d.refresh(), now_millis=NOW, expiration_time=DAYS3)
-    assert [(p["partition"], p["time"]) for p in plan.details["expired_partitions"]] == \
+    assert [(p["partition"], p["time"]) for p in plan.details["expired_partitions"]] ==\
         [({"dt": "2024-01-01"}, "2024-01-01T00:00:00.000Z")]  # the value, not the directory's day number
     plan = plan_expire_partitions(d.refresh(), now_millis=NOW, expiration_time=DAYS3, timestamp_formatter="yyyy-MM-dd",
                                   timestamp_pattern="$dt")
@@ -175,7 +175,7 @@ def test_zone_of_now(warehouse):
     at = int(dt.datetime(2024, 1, 9, 20, tzinfo=UTC).timestamp() * 1000)  # 2024-01-10 04:00 in Shanghai
     utc = plan_expire_partitions(t.refresh(), now_millis=at, expiration_time=DAYS3)
     assert [p["path"] for p in utc.details["expired_partitions"]] == ["dt=2024-01-06/"]
-    sh = Table(t.location, options_override={"sink.process-time-zone": "Asia/Shanghai"})
+    sh = FileStoreTable(t.location, options_override={"sink.process-time-zone": "Asia/Shanghai"})
     plan = plan_expire_partitions(sh, now_millis=at, expiration_time=DAYS3)
     assert plan.details["now_local"] == "2024-01-10T04:00:00.000+08:00" and plan.details["zone"] == "Asia/Shanghai"
     assert [p["path"] for p in plan.details["expired_partitions"]] == ["dt=2024-01-06/", "dt=2024-01-07/"]
@@ -213,7 +213,7 @@ def test_refusals_and_bad_options(warehouse):
                          ({"partition.expiration-check-interval": "soon"}, "partition.expiration-check-interval"),
                          ({"partition.expiration-max-num": "0"}, "partition.expiration-max-num")):
         with pytest.raises(InvalidOptionError) as e:
-            plan_expire_partitions(Table(t.location, options_override=opts), now_millis=NOW, expiration_time=DAYS3)
+            plan_expire_partitions(FileStoreTable(t.location, options_override=opts), now_millis=NOW, expiration_time=DAYS3)
         assert e.value.name == option
     with pytest.raises(InvalidArgumentError, match="strategy='newest'"):
         plan_expire_partitions(t, now_millis=NOW, expiration_time=DAYS3, strategy="newest")
@@ -240,7 +240,7 @@ def test_check_interval(warehouse):
     assert partition_expiry_due(t, None, NOW)
     assert not partition_expiry_due(t, NOW - 3_599_000, NOW)
     assert partition_expiry_due(t, NOW - 3_600_001, NOW)
-    zero = Table(t.location, options_override={"partition.expiration-check-interval": "0 s"})
+    zero = FileStoreTable(t.location, options_override={"partition.expiration-check-interval": "0 s"})
     assert partition_expiry_due(zero, NOW, NOW)
 
 

@@ -34,7 +34,7 @@ import paimon_ops as po
 from paimon_ops.cli import main
 from paimon_ops.execution.plan import Plan
 from paimon_ops.format.partition import parse_partition_dir
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
 from tests.safety.util import tree_digest
@@ -171,10 +171,10 @@ def run(tmp_path_factory):
         plans[sc] = Plan.from_dict(plan)
         rc, ours[sc] = _our_cli(owh, sc, *args)
         assert rc == 0, ours[sc]
-    bad_before = tree_digest(owh + "/db.db/bad_letter"), tree_digest(owh + "/db.db/bad_nomatch"), \
+    bad_before = tree_digest(owh + "/db.db/bad_letter"), tree_digest(owh + "/db.db/bad_nomatch"),\
         tree_digest(owh + "/db.db/bad_pattern")
     bad = {b: _our_cli(owh, b, "--now-ms", str(NOW_MS)) for b in BAD}
-    bad_after = tree_digest(owh + "/db.db/bad_letter"), tree_digest(owh + "/db.db/bad_nomatch"), \
+    bad_after = tree_digest(owh + "/db.db/bad_letter"), tree_digest(owh + "/db.db/bad_nomatch"),\
         tree_digest(owh + "/db.db/bad_pattern")
     # ---- Java's expiry on its copies, then reads and scans of both copies, then Java keeps writing on ours
     jt = {sc: JavaTable(jwh, "db", sc) for sc in list(SCENARIOS) + list(BAD)}
@@ -211,7 +211,7 @@ def run(tmp_path_factory):
     for i, sc in enumerate(SCENARIOS):
         after[sc]["rows_after_write"] = _sorted(res[2 * i + 1]["rows"])
     # ---- our snapshot expiry reclaims what only the dropped partitions used; Java reads again
-    catalog = Catalog(owh)
+    catalog = FileSystemCatalog(owh)
     reclaimed = {}
     for sc in SCENARIOS:
         t = catalog.get_table(f"db.{sc}")
@@ -253,7 +253,7 @@ def test_same_partitions_dropped_as_java(run, sc):
     assert a["our_rows"] == a["java_rows"]                          # Java reads identical rows
     assert a["check_files"] == []
     assert a["snapshots"]["snapshots"][-1]["commitKind"] == "OVERWRITE"
-    assert {(f["partition_path"], f["file_name"]) for f in a["our_scan"]["index_files"]} == \
+    assert {(f["partition_path"], f["file_name"]) for f in a["our_scan"]["index_files"]} ==\
         {(f["partition_path"], f["file_name"]) for f in a["java_scan"]["index_files"]}
 
 
@@ -308,8 +308,8 @@ def test_bad_options_are_refused_and_change_nothing(run):
         rc, payload = run["bad"][b]
         assert rc == 2
         assert payload["error"]["type"] == "InvalidOptionError" and payload["error"]["option"] == option, payload
-        assert "nothing was expired" in payload["error"]["message"] or "not supported" in \
-            payload["error"]["message"] or "Unknown pattern letter" in payload["error"]["message"] or \
+        assert "nothing was expired" in payload["error"]["message"] or "not supported" in\
+            payload["error"]["message"] or "Unknown pattern letter" in payload["error"]["message"] or\
             "not a partition key" in payload["error"]["message"]
     je = run["java_expired"]
     assert "Unknown pattern letter: b" in je["bad_letter"]["error"]       # Java fails too

@@ -96,8 +96,8 @@ def test_batch_deletion_equals_sequential(wh, tmp_path):
     sim = _history(wh)
     other = copy_table(sim.table.root, str(tmp_path / "copy"))
     r = po.Table(sim.table).maintenance.delete_tags(["t4", "t4b", "t2"]).execute()
-    from paimon_ops.table.table import Table
-    t2 = Table(other)
+    from paimon_ops.table.table import FileStoreTable
+    t2 = FileStoreTable(other)
     for name in ("t4", "t4b", "t2"):
         po.Table(t2).maintenance.delete_tags([name]).execute()
     assert rel_files(sim.table.root) == rel_files(other)

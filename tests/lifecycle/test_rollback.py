@@ -10,7 +10,7 @@ import paimon_ops as po
 from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.rollback import plan_rollback, require_confirmation
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests import pypaimon_util as pu
 from tests.lifecycle.helpers import HOUR_MS, Sim, check_references, new_table, rel_files
 
@@ -71,7 +71,7 @@ def test_confirm_required_and_dry_run(wh):
         require_confirmation(po.Table(t).maintenance.rollback(snapshot_id=4), False)  # as the CLI without --yes
     dry = po.Table(t).maintenance.rollback(snapshot_id=4).dry_run_report()
     assert dry.dry_run and dry.deleted == {"snapshot": 3, "tag": 1}
-    assert {os.path.basename(f.path) for f in dry.files if f.kind != "hint"} == \
+    assert {os.path.basename(f.path) for f in dry.files if f.kind != "hint"} ==\
         {"snapshot-5", "snapshot-6", "snapshot-7", "tag-late"}
     assert [os.path.basename(f.path) for f in dry.files][:3] == ["snapshot-7", "snapshot-6", "snapshot-5"]
     json.loads(dry.to_json())
@@ -147,4 +147,4 @@ def test_branch_rollback_only_touches_the_branch(wh):
     po.Table(branch).maintenance.rollback(snapshot_id=3).execute()
     assert branch.snapshots.list_ids() == [2, 3]
     assert rel_files(main.root) - {p for p in rel_files(main.root) if p.startswith("branch/")} == main_before
-    assert Table(main.root).snapshots.latest_id() == 7
+    assert FileStoreTable(main.root).snapshots.latest_id() == 7

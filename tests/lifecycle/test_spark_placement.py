@@ -14,7 +14,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.execution.plan import Workload
 from paimon_ops.execution.runner import AutoRunner, LocalRunner, SparkRunner, planning_on
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, age_files, check_references, copy_table, leaks, new_table, rel_files
 
 DAY_S = 86_400
@@ -87,7 +87,7 @@ def history(tmp_path_factory):
 def _copies(history, tmp_path):
     a = copy_table(history.table.root, str(tmp_path / "local"), "db", "t")
     b = copy_table(history.table.root, str(tmp_path / "spark"), "db", "t")
-    return Table(a), Table(b)
+    return FileStoreTable(a), FileStoreTable(b)
 
 
 def test_expiry_on_spark_same_report_and_files(history, spark, tmp_path):
@@ -112,7 +112,7 @@ def test_expiry_on_spark_same_report_and_files(history, spark, tmp_path):
 
 
 def _plant_orphans(root: str) -> list[str]:
-    rels = [f"pt=a/bucket-0/data-orphan-{i}.parquet" for i in range(40)] + \
+    rels = [f"pt=a/bucket-0/data-orphan-{i}.parquet" for i in range(40)] +\
         ["pt=b/bucket-0/data-orphan.parquet.index", "manifest/manifest-x-0", "manifest/manifest-list-x-0",
          "index/index-x-0", "snapshot/.snapshot-99.tmp"]
     for rel in rels:
@@ -138,7 +138,7 @@ def test_orphans_on_spark_same_report_and_files(history, spark, tmp_path):
     r_l = remove_orphans(local, now_millis=now, runner=LocalRunner(), parallel_threshold=10)
     r_s = remove_orphans(remote, now_millis=now, runner=runner, parallel_threshold=10)
     # planned on Spark, preflight's reference check read the manifests on Spark again, then executors deleted
-    assert runner.functions[1:] == ["paimon_ops.table.references.manifest_names_task"] * 2 + \
+    assert runner.functions[1:] == ["paimon_ops.table.references.manifest_names_task"] * 2 +\
         ["paimon_ops.execution.deleter.delete_task"]
     assert comparable(r_l, local.root) == comparable(r_s, remote.root)
     assert rel_files(local.root) == rel_files(remote.root)
@@ -157,7 +157,7 @@ def test_default_runner_places_by_manifests_and_files(history, spark, tmp_path):
     assert why["where"].startswith("Spark") and "execution.local.max-files 2000000" in why["why"]
     local, remote = _copies(history, tmp_path)
     opts = dict(remote.options_override)
-    remote = Table(remote.root, options_override={**opts, "execution.local.max-manifests": "5"})
+    remote = FileStoreTable(remote.root, options_override={**opts, "execution.local.max-manifests": "5"})
     now = history.now + 10 * HOUR_MS
     r_l = expire_snapshots(local, now_millis=now, retain_min=20, max_deletes=1000)  # default runner: in-process
     r_s = expire_snapshots(remote, now_millis=now, retain_min=20, max_deletes=1000)

@@ -12,14 +12,14 @@ from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.format.snapshot import Tag
 from paimon_ops.lifecycle import tags as tg
 from paimon_ops.lifecycle.tags import find_snapshot, list_tags, plan_create_tag, plan_replace_tag, snapshot_current_at
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.test_tags_util import drop_snapshots_below, fake_history, ms, real_table, tag_dir_listing, tag_ids
 
 T = [ms(2026, 11, 20, h) for h in (1, 5, 9, 13)]  # snapshots 1..4
 
 
 @pytest.fixture
-def table(warehouse) -> Table:
+def table(warehouse) -> FileStoreTable:
     return fake_history(warehouse, "t", {"sink.process-time-zone": "Asia/Tokyo"}, T)
 
 

@@ -11,7 +11,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.lifecycle.autotag import CONFLICT, EXISTS, plan_auto_tags
 from paimon_ops.lifecycle.tags import list_tags
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
 from tests.lifecycle.test_tags_util import ms, real_table, tag_ids
@@ -31,7 +31,7 @@ def test_java_and_pypaimon_read_our_tags_and_java_honours_retention(warehouse):
     t = real_table(warehouse, "ours", {"tag.create-time": "00:00"},
                    [ms(2026, 11, 20, 10), ms(2026, 11, 21, 10), ms(2026, 11, 22, 10)])
     po.Table(t).maintenance.create_auto_tags(now=ms(2026, 11, 21, 1)).execute()  # 2026-11-20 -> snapshot 1, no retention
-    long_kept = Table(t.root, t.identifier, options_override={"tag.default-time-retained": "3650 d"}, io=t.io)
+    long_kept = FileStoreTable(t.root, t.identifier, options_override={"tag.default-time-retained": "3650 d"}, io=t.io)
     po.Table(long_kept).maintenance.create_auto_tags(now=ms(2026, 11, 23, 1)).execute()  # 11-21 -> 2, 11-22 -> 3, with retention
     po.Table(t).tags.create("manual-short", snapshot_id=1, time_retained=dt.timedelta(days=1), now=ms(2026, 11, 20, 11)).execute()
     po.Table(t).tags.create("manual", snapshot_id=2).execute()
@@ -66,7 +66,7 @@ def test_java_created_tags_are_listed_and_used_by_ours(warehouse):
         ("create_tag", java.payload(tag="java-ret", snapshot_id=3, time_retained_ms=60_000)),
         ("expire_snapshots", java.payload(retain_min=1, retain_max=1, time_retained_ms=3_600_000)),
     ])
-    t = Catalog(warehouse).get_table("db.jt")
+    t = FileSystemCatalog(warehouse).get_table("db.jt")
     infos = {i.name: i for i in list_tags(t)}
     assert {n: (i.snapshot_id, i.snapshot_live) for n, i in infos.items()} == {"java-plain": (2, False),
                                                                                "java-ret": (3, False)}

@@ -7,7 +7,7 @@ from typing import Sequence
 import pendulum
 import pyarrow as pa
 
-from paimon_ops.table.table import EARLIEST, LATEST, Table
+from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
 from paimon_ops.table.writer import TableWriter, create_table
 
 FIELDS = [("k", "INT"), ("v", "STRING")]
@@ -22,7 +22,7 @@ def hours(n: float) -> int:
     return int(n * 3_600_000)
 
 
-def commit_rows(table: Table, rows: Sequence[int], at_ms: int) -> int:
+def commit_rows(table: FileStoreTable, rows: Sequence[int], at_ms: int) -> int:
     """One real APPEND commit of rows (k, 'v<k>') with a controlled commit time; returns the snapshot id."""
     w = TableWriter(table.refresh())
     w.write(pa.table({"k": pa.array(list(rows), pa.int32()), "v": [f"v{k}" for k in rows]}))
@@ -32,7 +32,7 @@ def commit_rows(table: Table, rows: Sequence[int], at_ms: int) -> int:
 
 
 def real_table(warehouse: str, name: str, options: dict[str, str] | None = None, times: Sequence[int] = (),
-               primary_key: bool = False) -> Table:
+               primary_key: bool = False) -> FileStoreTable:
     """A table with one real commit per time (row k = index), for tests that read data or reclaim files."""
     t = create_table(warehouse, f"db.{name}", FIELDS, primary_keys=("k",) if primary_key else (),
                      options={**({"bucket": "1"} if primary_key else {}), **(options or {})})
@@ -42,7 +42,7 @@ def real_table(warehouse: str, name: str, options: dict[str, str] | None = None,
 
 
 def fake_history(warehouse: str, name: str, options: dict[str, str] | None, times: Sequence[int],
-                 watermarks: Sequence[int | None] | None = None) -> Table:
+                 watermarks: Sequence[int | None] | None = None) -> FileStoreTable:
     """A table whose snapshots 1..n have the given commit times (and watermarks) — fast: one real commit, then
     copies of its snapshot JSON with other ids/times (tag logic only reads snapshot JSON)."""
     t = create_table(warehouse, f"db.{name}", FIELDS, options=options or {})
@@ -57,7 +57,7 @@ def fake_history(warehouse: str, name: str, options: dict[str, str] | None, time
     return t.refresh()
 
 
-def add_fake_snapshot(table: Table, at_ms: int, watermark: int | None = None) -> int:
+def add_fake_snapshot(table: FileStoreTable, at_ms: int, watermark: int | None = None) -> int:
     latest = table.snapshots.latest()
     assert latest is not None
     sid = latest.id + 1
@@ -66,7 +66,7 @@ def add_fake_snapshot(table: Table, at_ms: int, watermark: int | None = None) ->
     return sid
 
 
-def drop_snapshots_below(table: Table, first_kept: int) -> None:
+def drop_snapshots_below(table: FileStoreTable, first_kept: int) -> None:
     """Simulate expired snapshot metadata (files of data are irrelevant to tag selection)."""
     for i in table.snapshots.list_ids():
         if i < first_kept:
@@ -74,10 +74,10 @@ def drop_snapshots_below(table: Table, first_kept: int) -> None:
     table.snapshots.write_hint(EARLIEST, first_kept)
 
 
-def tag_ids(table: Table) -> dict[str, int]:
+def tag_ids(table: FileStoreTable) -> dict[str, int]:
     return {n: t.id for n, t in table.tags.tags()}
 
 
-def tag_dir_listing(table: Table) -> list[str]:
+def tag_dir_listing(table: FileStoreTable) -> list[str]:
     d = posixpath.join(table.branch_root, "tag")
     return sorted(st.name for st in table.io.list_status(d))

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import create_table
 from tests import pypaimon_util as pu
 
@@ -64,7 +64,7 @@ def test_two_processes_commit_concurrently_without_losing_a_snapshot(s3_server, 
         won[name] = json.loads(out)
     ids = [sid for w in won.values() for sid, _ in w]
     assert sorted(ids) == list(range(1, 2 * ROUNDS + 1))  # distinct, contiguous: nothing lost, nothing shared
-    table = Catalog(wh).get_table("db.t")
+    table = FileSystemCatalog(wh).get_table("db.t")
     assert table.snapshots.list_ids() == list(range(1, 2 * ROUNDS + 1))
     for w in won.values():
         for sid, user in w:
@@ -78,5 +78,5 @@ def test_two_processes_commit_concurrently_without_losing_a_snapshot(s3_server, 
     s3_server.download(bucket, "wh", out)
     rows = pu.sorted_rows(pu.read(str(out), "db.t"))
     assert len(rows) == 2 * ROUNDS * 3
-    assert {(r["who"], r["round"], r["i"]) for r in rows} == \
+    assert {(r["who"], r["round"], r["i"]) for r in rows} ==\
         {(n, r, i) for n in ("p1", "p2") for r in range(ROUNDS) for i in range(3)}

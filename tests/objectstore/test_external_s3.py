@@ -7,7 +7,7 @@ import pyarrow as pa
 
 import paimon_ops as po
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 from tests.objectstore.conftest import ACCESS_KEY, REGION, SECRET_KEY
 
@@ -59,7 +59,7 @@ def test_external_paths_on_s3(s3_server):
     assert expected == [("x", 1, 10), ("x", 2, 2), ("y", 3, 3)]
     pypaimon_files = {k for k in s3_server.keys(bucket, "ext/") if k.endswith(".parquet")}
 
-    table = Catalog(f"s3://{bucket}/wh", options=s3_server.options).get_table("db.t")
+    table = FileSystemCatalog(f"s3://{bucket}/wh", options=s3_server.options).get_table("db.t")
     r = po.Table(table).maintenance.compact().execute()
     assert r.snapshot_id == 3
     live = TableScanner(table.refresh()).scan_latest().files

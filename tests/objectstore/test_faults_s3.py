@@ -14,7 +14,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.table.fileio import InjectedFault, fault_after
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.helpers import HOUR_MS, views
 from tests.lifecycle.test_faults import Base, Counter, _reads_ok, bases  # noqa: F401 - `bases` is a fixture
 
@@ -25,11 +25,11 @@ NOW = int(time.time() * 1000)
 class Op:
     name: str
     base: str
-    prepare: Callable[[Table, Base], object]  # runs without faults before the measured operation
-    run: Callable[[Table, Base], object]
+    prepare: Callable[[FileStoreTable, Base], object]  # runs without faults before the measured operation
+    run: Callable[[FileStoreTable, Base], object]
 
 
-def _expire(t: Table, b: Base):
+def _expire(t: FileStoreTable, b: Base):
     return po.Table(t).maintenance.expire_snapshots(now=b.now + 10 * HOUR_MS, retain_min=2).execute(table=t)
 
 
@@ -44,10 +44,10 @@ OPS = [
 ]
 
 
-def _upload(server, base: Base) -> tuple[str, Table]:
+def _upload(server, base: Base) -> tuple[str, FileStoreTable]:
     bucket = server.new_bucket("f")
     server.upload(base.root, bucket, "wh")
-    return bucket, Table(f"s3://{bucket}/wh/db.db/t", options_override=server.options)
+    return bucket, FileStoreTable(f"s3://{bucket}/wh/db.db/t", options_override=server.options)
 
 
 def _state(server, bucket: str) -> dict[str, bytes | None]:

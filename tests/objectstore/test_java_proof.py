@@ -17,7 +17,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.execution.runner import LocalRunner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
 
@@ -74,7 +74,7 @@ def java_warehouse(tmp_path_factory):
 def test_every_maintenance_operation_on_s3_then_java_checks(java_warehouse, s3_server, bucket, tmp_path):
     wh, expected = java_warehouse
     s3_server.upload(wh, bucket, "warehouse")
-    catalog = Catalog(f"s3://{bucket}/warehouse", options=s3_server.options)
+    catalog = FileSystemCatalog(f"s3://{bucket}/warehouse", options=s3_server.options)
     assert catalog.all_tables() == [f"db.{n}" for n in sorted(TABLES)]
     runner = LocalRunner()
     orphan_keys = []

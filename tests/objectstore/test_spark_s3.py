@@ -13,7 +13,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.execution.runner import SparkRunner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import write_rows
 from tests.lifecycle.helpers import new_table
 from tests.objectstore.conftest import ACCESS_KEY, SECRET_KEY
@@ -36,7 +36,7 @@ def test_executors_get_store_settings_from_the_task(spark, s3_server, bucket, tm
     for i in range(5):
         write_rows(t, {"pt": ["a", "b", "a"], "k": [i, i, 100 + i], "v": [f"v{i}", None, "x"]})
     s3_server.upload(wh, bucket, "warehouse")
-    table = Catalog(f"s3://{bucket}/warehouse", options=s3_server.options).get_table("db.t")
+    table = FileSystemCatalog(f"s3://{bucket}/warehouse", options=s3_server.options).get_table("db.t")
     runner = SparkRunner(spark)
 
     # without the shipped settings an executor cannot open the table (proves the executors do not have them)

@@ -201,7 +201,7 @@ def test_store_without_conditional_put_refuses_commits_unless_opted_in(s3_server
     assert io2.write_atomic_if_absent(root + "/snapshot/snapshot-1", b"a") is True
     assert io2.write_atomic_if_absent(root + "/snapshot/snapshot-1", b"b") is False
     # a store that answers 501 to If-None-Match: the same refusal, naming the opt-in
-    s3_proxy.inject = lambda m, p, h, b: (501, b"<Error><Code>NotImplemented</Code></Error>") \
+    s3_proxy.inject = lambda m, p, h, b: (501, b"<Error><Code>NotImplemented</Code></Error>")\
         if m == "PUT" and h.get("if-none-match") == "*" else None
     io3, _ = _io(s3_server, bucket, endpoint=s3_proxy.endpoint)
     with pytest.raises(UnsafeOperationError, match="unsafe-lock=external"):
@@ -280,7 +280,7 @@ def test_plans_never_carry_store_secrets(s3_server, bucket, tmp_path):
     import json
 
     from paimon_ops.lifecycle.expire import plan_expire_snapshots
-    from paimon_ops.table.table import Table
+    from paimon_ops.table.table import FileStoreTable
     from paimon_ops.table.writer import write_rows
     from tests.lifecycle.helpers import new_table
     wh = tmp_path / "wh"
@@ -289,7 +289,7 @@ def test_plans_never_carry_store_secrets(s3_server, bucket, tmp_path):
     for i in range(3):
         write_rows(t, {"pt": ["a"], "k": [i], "v": [f"v{i}"]})
     s3_server.upload(wh, bucket, "wh")
-    table = Table(f"s3://{bucket}/wh/db.db/t", options_override={**s3_server.options, "snapshot.num-retained.min": "1"})
+    table = FileStoreTable(f"s3://{bucket}/wh/db.db/t", options_override={**s3_server.options, "snapshot.num-retained.min": "1"})
     plan = plan_expire_snapshots(table, retain_min=1, retain_max=1)
     text = plan.to_json()
     assert SECRET_KEY not in text and ACCESS_KEY not in text

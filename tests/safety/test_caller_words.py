@@ -8,7 +8,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.errors import InvalidArgumentError, UnsafeOperationError, UnsupportedError
 from paimon_ops.lifecycle.rollback import require_confirmation
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import TableWriter, create_table
 from tests.cli.conftest import cli
 
@@ -63,7 +63,7 @@ def test_rename_resume_flag(sample):
 
 def test_python_errors_name_the_keywords(sample):
     _write_only_table(sample)
-    cat = Catalog(str(sample))
+    cat = FileSystemCatalog(str(sample))
     orders = cat.get_table("shop.orders")
     with pytest.raises(UnsafeOperationError, match=r"allow_short=True"):
         po.Table(orders).maintenance.remove_orphans(min_age=__import__("datetime").timedelta(hours=1)).execute()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.cli.conftest import REPO
 from tests.objectstore.conftest import bucket, s3_server  # noqa: F401 - fixtures
 from tests.safety.util import slow_compaction_table, tree_digest
@@ -42,7 +42,7 @@ def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig, where):
     t = wh / "db.db" / "t"
     before_files = {str(p) for p in t.rglob("*")}
     before = tree_digest(str(wh))
-    snapshots = Table(str(t)).snapshots.list_ids()
+    snapshots = FileStoreTable(str(t)).snapshots.list_ids()
     runner = ["--local"] if where == "--local" else ["--spark-master", where]
     p = subprocess.Popen([sys.executable, "-m", "paimon_ops.cli", "compact", str(wh), "db.t", *runner],
                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -59,7 +59,7 @@ def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig, where):
     assert len(lines) == 1 and lines[0].startswith("paimon-ops: interrupted: compaction of db.t interrupted"), err
     assert "removed and nothing was committed" in lines[0] and "Traceback" not in err
     assert took < 15, f"stopping took {took:.1f} s"
-    assert Table(str(t)).snapshots.list_ids() == snapshots  # nothing committed
+    assert FileStoreTable(str(t)).snapshots.list_ids() == snapshots  # nothing committed
     after = tree_digest(str(wh))
     if where != "--local":
         # Spark: a cancelled task's Python worker stops at its next batch; the run's journal stays (abandoned) in

@@ -19,7 +19,7 @@ from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.helpers import Sim, new_table
 from tests.safety.util import age, partitioned_table, tree_digest
 
@@ -38,7 +38,7 @@ def rewrite_avro(path: str, change) -> None:
         f.write(out.getvalue())
 
 
-def _live_file_elsewhere(table: Table) -> tuple[str, str]:
+def _live_file_elsewhere(table: FileStoreTable) -> tuple[str, str]:
     """(relative path from a bucket dir to a live file of another partition/bucket, its absolute path)."""
     scanner = TableScanner(table)
     f = sorted(scanner.scan(table.snapshots.latest()).files, key=lambda f: (f.partition, f.bucket))[-1]
@@ -46,7 +46,7 @@ def _live_file_elsewhere(table: Table) -> tuple[str, str]:
     return rel, f.path
 
 
-def _operations(table: Table):
+def _operations(table: FileStoreTable):
     return {
         "expire-snapshots": lambda: po.Table(table.refresh()).maintenance.expire_snapshots(now=FAR_FUTURE, retain_min=1,
             retain_max=1).execute(runner=LocalRunner()),
@@ -57,7 +57,7 @@ def _operations(table: Table):
     }
 
 
-def _build(tmp_path) -> Table:
+def _build(tmp_path) -> FileStoreTable:
     """Snapshots 1-3 append, tag t1 on 2, snapshot 4 a full compaction, snapshot 5 another append."""
     wh = tmp_path / "wh"
     wh.mkdir()
@@ -74,7 +74,7 @@ def _build(tmp_path) -> Table:
     return table.refresh()
 
 
-def _craft(table: Table, owner, kind: int, which: str = "delta") -> tuple[str, str]:
+def _craft(table: FileStoreTable, owner, kind: int, which: str = "delta") -> tuple[str, str]:
     """Rename the first entry of `kind` in the `which` ('base'/'delta') manifests of `owner` (a snapshot or tag) to
     a relative path reaching a live file of another partition/bucket. Returns (manifest path, that live file)."""
     rel, victim = _live_file_elsewhere(table)
@@ -114,7 +114,7 @@ def test_crafted_data_file_name_stops_every_operation(tmp_path, op):
     assert tree_digest(str(tmp_path / "wh")) == before
 
 
-def _dv_table(tmp_path) -> tuple[Table, Sim]:
+def _dv_table(tmp_path) -> tuple[FileStoreTable, Sim]:
     wh = tmp_path / "dvwh"
     wh.mkdir()
     table = new_table(str(wh), kind="dv")
@@ -145,7 +145,7 @@ def test_crafted_index_entries_stop_every_operation(tmp_path, field, op):
     rewrite_avro(path, change)
     age(str(tmp_path / "dvwh"))
     before = tree_digest(str(tmp_path / "dvwh"))
-    run = (lambda: po.Table(table.refresh()).maintenance.rollback(snapshot_id=latest.id - 1).execute()) if op == "rollback" else \
+    run = (lambda: po.Table(table.refresh()).maintenance.rollback(snapshot_id=latest.id - 1).execute()) if op == "rollback" else\
         _operations(table)[op]
     with pytest.raises(CorruptMetadataError, match="not a plain file name") as e:
         run()
@@ -211,10 +211,10 @@ def test_external_path_outside_the_configured_external_paths_is_refused(tmp_path
     outside = dataclasses.replace(f.meta, external_path="file:" + str(tmp_path / "victim" / f.name))
     with pytest.raises(CorruptMetadataError, match="external-paths"):
         scanner.data_file_path(f.partition, f.bucket, outside)
-    configured = Table(table.root, options_override={"data-file.external-paths": f"file://{tmp_path}/ext"})
+    configured = FileStoreTable(table.root, options_override={"data-file.external-paths": f"file://{tmp_path}/ext"})
     inside = dataclasses.replace(f.meta, external_path=f"file:{tmp_path}/ext/{f.name}")
     # (resolved to the real path of the configured root: the FileIO's own convention, never the URI text)
-    assert TableScanner(configured).data_file_path(f.partition, f.bucket, inside) == \
+    assert TableScanner(configured).data_file_path(f.partition, f.bucket, inside) ==\
         os.path.join(os.path.realpath(tmp_path / "ext"), f.name)
     sneaky = dataclasses.replace(f.meta, external_path=f"file:{tmp_path}/ext/../victim/{f.name}")
     with pytest.raises(CorruptMetadataError, match="external-paths"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.dagster import ui_util as ui
 from tests.safety.util import slow_compaction_table, tree_digest
 
@@ -33,7 +33,7 @@ def test_terminating_a_dagster_run_cleans_up(tmp_path):
     t = Path(slow_compaction_table(str(wh), "shop.big").root)
     before = tree_digest(str(wh))
     before_files = {str(p) for p in t.rglob("*")}
-    snapshots = Table(str(t)).snapshots.list_ids()
+    snapshots = FileStoreTable(str(t)).snapshots.list_ids()
     home = tmp_path / "dagster_home"
     ui.init_dagster_home(home)
     env = ui.dagster_env(home, str(wh))
@@ -69,6 +69,6 @@ def test_terminating_a_dagster_run_cleans_up(tmp_path):
         assert "interrupted" in logs and "removed and nothing was committed" in logs, logs
         time.sleep(1)  # (the run worker is gone; nothing may appear after it)
         assert tree_digest(str(wh)) == before  # every file the run wrote is gone, nothing committed, no journal
-        assert Table(str(t)).snapshots.list_ids() == snapshots
+        assert FileStoreTable(str(t)).snapshots.list_ids() == snapshots
     finally:
         ui.stop_all(procs)

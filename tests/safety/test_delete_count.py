@@ -13,7 +13,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests import pypaimon_util as pu
 
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), ("v", pa.string()), ("op", pa.string())])
@@ -29,7 +29,7 @@ def table(tmp_path):
     pu.write(t, {"id": list(range(10)), "v": [f"v{i}" for i in range(10)], "op": ["+I"] * 10})
     po.Catalog(wh).get_table("db.t").maintenance.compact(mode="full").execute(runner=po.LocalRunner())
     pu.write(pu.get_table(wh, "db.t"), {"id": list(range(5)), "v": [None] * 5, "op": ["-D"] * 5})
-    raw = Table(f"{wh}/db.db/t")
+    raw = FileStoreTable(f"{wh}/db.db/t")
     level0 = [f for f in TableScanner(raw).scan(raw.snapshots.latest()).files if f.level == 0]
     assert len(level0) == 1 and level0[0].meta.delete_row_count == 0  # pypaimon's claim
     return wh
@@ -46,7 +46,7 @@ def test_minor_compaction_rewrites_a_file_that_claims_no_deletes(table, tmp_path
     steps = [s for t in plan.tasks for s in t.steps]
     assert steps and all(s["write"] for s in steps), steps  # rewritten, never upgraded as it is
     plan.execute(runner=po.LocalRunner())
-    raw = Table(f"{wh}/db.db/t")
+    raw = FileStoreTable(f"{wh}/db.db/t")
     assert all(f.level > 0 for f in TableScanner(raw).scan(raw.snapshots.latest()).files)
     assert _rows(wh) == [(i, f"v{i}") for i in range(5, 10)]  # no deleted key comes back
 

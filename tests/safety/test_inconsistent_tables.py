@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.cli.conftest import cli
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -66,14 +66,14 @@ def _move_away(t: Path, rels: list[str]):
 
 
 def _all_history_gone(t: Path):
-    rels = [f"snapshot/{p.name}" for p in (t / "snapshot").glob("snapshot-*")] + \
+    rels = [f"snapshot/{p.name}" for p in (t / "snapshot").glob("snapshot-*")] +\
         [f"tag/{p.name}" for p in (t / "tag").glob("tag-*")]
     damage, undo = _move_away(t, rels)
     return (lambda: (damage(), "snapshot")[1]), undo
 
 
 def _latest_gone(t: Path):
-    latest = Table(str(t)).snapshots.latest_id()
+    latest = FileStoreTable(str(t)).snapshots.latest_id()
     damage, undo = _move_away(t, [f"snapshot/snapshot-{latest}", f"snapshot/snapshot-{latest - 1}"])
     return (lambda: (damage(), "LATEST")[1]), undo
 
@@ -107,7 +107,7 @@ def _corrupt(t: Path, rel: str, data: bytes = b"{ not json"):
 
 def _missing_manifest(t: Path):
     """A manifest list of the latest snapshot (which every command keeps) goes missing."""
-    table = Table(str(t))
+    table = FileStoreTable(str(t))
     name = table.snapshots.latest().base_manifest_list
     damage, undo = _move_away(t, [f"manifest/{name}"])
     return (lambda: (damage(), name)[1]), undo
@@ -136,7 +136,7 @@ def test_inconsistent_tables_are_refused(java_src, tmp_path):
         before = tree_digest(str(wh.parent))
         for c in commands:
             argv = COMMANDS[c]
-            r = cli(argv[0], wh, "db.t", *argv[1:], "--local") if c != "expire-tags" else \
+            r = cli(argv[0], wh, "db.t", *argv[1:], "--local") if c != "expire-tags" else\
                 cli(argv[0], wh, "db.t", *argv[1:])
             lines = r.err.splitlines()
             if r.code != 2 or len(lines) != 1 or "Traceback" in r.err or named not in lines[0]:

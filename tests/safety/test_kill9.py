@@ -31,7 +31,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.references import branch_tables, collect_used
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.cli.conftest import REPO
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -109,7 +109,7 @@ class _Kill:
 def _run(table_root: Path, op: str, hook: Callable | None = None) -> None:
     """Plan and execute `op`; with `hook`, every FileIO the run opens — the driver's and each compaction task's —
     reports its file events to it."""
-    raw = Table(str(table_root), identifier="db.t")
+    raw = FileStoreTable(str(table_root), identifier="db.t")
     if hook is None:
         _plan(op, po.Table(raw)).execute(runner=po.LocalRunner(workers=1))
         return
@@ -145,7 +145,7 @@ def _state(t: Path, op: str) -> dict[str, bytes | None]:
 
 def _unreferenced(t: Path) -> set[str]:
     """Files in the table's file directories that no snapshot, tag or changelog names (planted orphans excluded)."""
-    table = Table(str(t))
+    table = FileStoreTable(str(t))
     used = collect_used(table, branch_tables(table)).names
     out = set()
     for sub in ("manifest", "index", "dt=2024-01-01", "dt=2024-01-02"):

@@ -14,7 +14,7 @@ from paimon_ops.execution.runner import LocalRunner, SparkRunner
 from paimon_ops.options import COMMIT_MAX_RETRIES, COMPACTION_SMALL_FILE_RATIO, NUM_SORTED_RUN_COMPACTION_TRIGGER, Options
 from paimon_ops.table.commit import FileStoreCommit
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.safety.util import partitioned_table, tree_digest
 
 
@@ -22,7 +22,7 @@ def test_overrides_travel_with_the_tasks_to_spark_executors(tmp_path, spark):
     wh = tmp_path / "wh"
     wh.mkdir()
     base = partitioned_table(str(wh))  # written with file.compression=none
-    table = Table(base.root, identifier="db.t", options_override={"file.compression": "gzip"})
+    table = FileStoreTable(base.root, identifier="db.t", options_override={"file.compression": "gzip"})
     report = po.Table(table).maintenance.compact(mode="full").execute(runner=SparkRunner(spark))
     assert report.details["task_pids"] and os.getpid() not in report.details["task_pids"]  # ran on executors
     written = [a.path for a in report.files if a.reason == "written by compaction"]
@@ -53,7 +53,7 @@ def test_meaningless_zero_is_refused_not_replaced(tmp_path, option, value):
     wh = tmp_path / "wh"
     wh.mkdir()
     base = partitioned_table(str(wh))
-    table = Table(base.root, identifier="db.t", options_override={option: value})
+    table = FileStoreTable(base.root, identifier="db.t", options_override={option: value})
     with pytest.raises(InvalidOptionError, match=option):
         po.Table(table).maintenance.compact(mode="full").execute(runner=LocalRunner())
 
@@ -64,7 +64,7 @@ def test_unknown_codec_is_refused_before_anything_is_written(tmp_path, fmt):
     wh.mkdir()
     base = partitioned_table(str(wh), **{"file.format": fmt})
     before = tree_digest(str(wh))
-    table = Table(base.root, identifier="db.t", options_override={"file.compression": "bogus"})
+    table = FileStoreTable(base.root, identifier="db.t", options_override={"file.compression": "bogus"})
     with pytest.raises(InvalidOptionError, match="file.compression"):
         po.Table(table).maintenance.compact(mode="full").execute(runner=LocalRunner())
     assert tree_digest(str(wh)) == before

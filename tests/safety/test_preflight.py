@@ -16,7 +16,7 @@ import pytest
 
 from paimon_ops.format.manifest import FileKind
 from paimon_ops.table.scan import ManifestStore
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.cli.conftest import REPO, Run, cli
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -120,7 +120,7 @@ def _long_name(t: Path):
     state = {}
 
     def damage() -> str:
-        table = Table(str(t))
+        table = FileStoreTable(str(t))
         snap = table.snapshots.snapshot(4)  # the COMPACT snapshot deletes the compacted files
         store = ManifestStore(table)
         meta = next(m for m in store.manifest_list(snap.delta_manifest_list) if m.num_deleted_files)

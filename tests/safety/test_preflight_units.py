@@ -10,16 +10,16 @@ from paimon_ops.errors import PreflightError
 from paimon_ops.execution.deleter import preflight
 from paimon_ops.execution.plan import DELETE_FILES, DELETE_ORDERED, FileAction, Step
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.safety.util import partitioned_table
 
 
 @pytest.fixture
-def table(tmp_path) -> Table:
+def table(tmp_path) -> FileStoreTable:
     return partitioned_table(str(tmp_path / "wh"))
 
 
-def _check(table: Table, path: str, kind: str, action: str = DELETE_FILES) -> None:
+def _check(table: FileStoreTable, path: str, kind: str, action: str = DELETE_FILES) -> None:
     preflight(table, [Step("x", action, (FileAction(path, kind, "test"),))])
 
 

@@ -19,7 +19,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import PaimonOpsError
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.cli.conftest import cli
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -71,7 +71,7 @@ def case(java_src, tmp_path_factory):
 
 
 def _live_file(wh: Path) -> str:
-    t = Table(str(wh / "db.db" / "t"))
+    t = FileStoreTable(str(wh / "db.db" / "t"))
     from paimon_ops.table.scan import TableScanner
     return TableScanner(t).scan(t.snapshots.latest()).files[0].path
 
@@ -80,7 +80,7 @@ def _not_live_file(wh: Path) -> dict:
     """An input-file record for a data file that exists on disk but is not live (compacted away, kept by the tag)."""
     from paimon_ops.compact.model import meta_to_json
     from paimon_ops.table.scan import TableScanner
-    t = Table(str(wh / "db.db" / "t"))
+    t = FileStoreTable(str(wh / "db.db" / "t"))
     sc = TableScanner(t)
     live = {f.name for f in sc.scan(t.snapshots.latest()).files}
     f = next(f for f in sc.scan_tag("keep").files if f.name not in live and os.path.exists(f.path))
@@ -96,7 +96,7 @@ def _step(name: str, action: str, path: str, kind: str, **params: Any) -> dict:
 def _tampers(case) -> dict[str, tuple[str, Callable[[dict], None]]]:
     wh = case["wh"]
     t = wh / "db.db" / "t"
-    latest = Table(str(t)).snapshots.latest_id()
+    latest = FileStoreTable(str(t)).snapshots.latest_id()
     victim_file = str(case["victim"] / "data-precious-1.parquet")
 
     def add_delete(path: str, kind: str = "data") -> Callable[[dict], None]:

@@ -21,7 +21,7 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsafeOperationError, UnsupportedError
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from tests.cli.conftest import REPO
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -45,7 +45,7 @@ def test_min_age_zero_and_order_by_are_refused(tmp_path):
 
 def _set_bucket(table_root: str, value: str) -> None:
     """ALTER TABLE … SET ('bucket' = value): a new schema file, as Java writes it."""
-    t = Table(table_root)
+    t = FileStoreTable(table_root)
     s = t.schema
     assert t.schemas.commit(dataclasses.replace(s, id=s.id + 1, options={**s.options, "bucket": value}))
 

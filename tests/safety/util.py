@@ -8,7 +8,7 @@ import time
 
 import pyarrow as pa
 
-from paimon_ops.table.table import Table
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import TableWriter, create_table
 
 DAY_S = 86_400
@@ -50,7 +50,7 @@ def make_victim(base: str, name: str = "victim") -> str:
     return v
 
 
-def partitioned_table(warehouse: str, name: str = "db.t", commits: int = 3, **options: str) -> Table:
+def partitioned_table(warehouse: str, name: str = "db.t", commits: int = 3, **options: str) -> FileStoreTable:
     t = create_table(warehouse, name, [("dt", "STRING"), ("k", "INT"), ("v", "STRING")], ["dt"], ["dt", "k"],
                      {"bucket": "2", "file.compression": "none", **options})
     for i in range(commits):

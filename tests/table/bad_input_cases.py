@@ -16,7 +16,7 @@ from paimon_ops.format import manifest as mf
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.reader import read_file
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import TableWriter
 
 
@@ -75,7 +75,7 @@ class Damage:
 
 
 def read_everything(warehouse: str, ident: str) -> None:
-    table = Catalog(warehouse).get_table(ident)
+    table = FileSystemCatalog(warehouse).get_table(ident)
     _ = table.schema
     scanner = TableScanner(table)
     result = scanner.scan(table.snapshots.latest())
@@ -85,14 +85,14 @@ def read_everything(warehouse: str, ident: str) -> None:
 
 
 def write_something(warehouse: str, ident: str, rows: pa.Table) -> None:
-    table = Catalog(warehouse).get_table(ident)
+    table = FileSystemCatalog(warehouse).get_table(ident)
     w = TableWriter(table)
     w.write(rows)
     w.commit()
 
 
 def metadata_commit(warehouse: str, ident: str) -> None:
-    table = Catalog(warehouse).get_table(ident)
+    table = FileSystemCatalog(warehouse).get_table(ident)
     latest = table.snapshots.latest()
     FileStoreCommit(table).commit(CommitChanges(), "APPEND", latest.id if latest else None)
 

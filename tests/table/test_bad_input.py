@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_ops.errors import CorruptMetadataError, MissingFileError, TableNotFoundError
-from paimon_ops.table.table import Catalog, Table
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from tests import pypaimon_util as pu
 from tests.table.bad_input_cases import (
     Damage,
@@ -141,15 +141,15 @@ def test_unknown_table_and_warehouse(copy, tmp_path):
     wh, table_dir = copy
     before = listing(wh)
     with pytest.raises(TableNotFoundError, match=r"'db.nope' not found") as ei:
-        Catalog(wh).get_table("db.nope")
+        FileSystemCatalog(wh).get_table("db.nope")
     assert "db.t" in str(ei.value)  # lists what does exist
     with pytest.raises(TableNotFoundError, match="no schema/ directory"):
-        Table(str(table_dir.parent / "nope"))
+        FileStoreTable(str(table_dir.parent / "nope"))
     with pytest.raises(TableNotFoundError, match="does not exist"):
-        Catalog(str(tmp_path / "no-warehouse"))
+        FileSystemCatalog(str(tmp_path / "no-warehouse"))
     # a directory that is not a Paimon table
     (table_dir.parent / "plain").mkdir()
     with pytest.raises(TableNotFoundError, match="no schema/ directory"):
-        Catalog(wh).get_table("db.plain")
+        FileSystemCatalog(wh).get_table("db.plain")
     (table_dir.parent / "plain").rmdir()
     assert listing(wh) == before

@@ -24,7 +24,7 @@ from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.fileio import InjectedFault, fault_after
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import TableWriter, write_rows
 from tests import pypaimon_util as pu
 
@@ -85,7 +85,7 @@ def test_racing_processes_commit_with_consecutive_ids(append_table, tmp_path):
     assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-2000:] for o in outs]
     ids = sorted(int(x) for o, _ in outs for x in o.split())
     assert ids == list(range(2, 11)), ids  # snapshot 1 is pypaimon's; 9 commits, no gaps, no duplicates
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     assert [s.id for s in table.snapshots.iter_snapshots()] == list(range(1, 11))
     assert table.snapshots.latest_id() == 10
     expected = sorted([(-1, 0)] + [(who, r * 10 + j) for who in range(3) for r in range(3) for j in range(3)])
@@ -109,7 +109,7 @@ def test_racing_threads_commit_with_consecutive_ids(append_table):
 
     def run(who: int) -> None:
         try:
-            w = TableWriter(Catalog(wh).get_table(ident))
+            w = TableWriter(FileSystemCatalog(wh).get_table(ident))
             w.write(pa.table({"w": pa.array([who], pa.int32()), "i": pa.array([who], pa.int32())}))
             barrier.wait()
             results[who] = w.commit().id
@@ -135,7 +135,7 @@ def _upgrade_changes(table, result, level):
 
 def test_compact_conflict_after_concurrent_removal(pk_table):
     wh, ident = pk_table
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     base = table.snapshots.latest()
     planned = TableScanner(table).scan(base)
     # a concurrent job moves the second file up first (its level-0 identity is gone afterwards)
@@ -157,7 +157,7 @@ def test_compact_conflict_after_concurrent_removal(pk_table):
 def test_compact_conflict_when_losing_the_race(pk_table):
     """Two committers plan the same compaction on the same base; one wins, the other conflicts on retry."""
     wh, ident = pk_table
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     base = table.snapshots.latest()
     planned = TableScanner(table).scan(base)
     manifests = _names(Path(table.manifest_dir))
@@ -165,7 +165,7 @@ def test_compact_conflict_when_losing_the_race(pk_table):
     out: list = [None, None]
 
     def run(i: int) -> None:
-        t = Catalog(wh).get_table(ident)
+        t = FileSystemCatalog(wh).get_table(ident)
         c = FileStoreCommit(t)
         barrier.wait()
         try:
@@ -185,8 +185,8 @@ def test_compact_conflict_when_losing_the_race(pk_table):
     s = won[0]
     new = _names(Path(table.manifest_dir)) - manifests
     scanner = TableScanner(table)
-    referenced = {s.base_manifest_list, s.delta_manifest_list} | \
-        {m.file_name for m in scanner.store.manifest_list(s.delta_manifest_list)} | \
+    referenced = {s.base_manifest_list, s.delta_manifest_list} |\
+        {m.file_name for m in scanner.store.manifest_list(s.delta_manifest_list)} |\
         {m.file_name for m in scanner.store.manifest_list(s.base_manifest_list)}
     assert new <= referenced, new - referenced  # the loser left nothing behind
     assert {f.level for f in scanner.scan(s).files} == {5}
@@ -196,7 +196,7 @@ def test_compact_conflict_when_losing_the_race(pk_table):
 @pytest.mark.parametrize("op", ["write", "rename"])
 def test_fault_at_every_step_of_a_commit_then_retry(pk_table, op):
     wh, ident = pk_table
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     base = table.snapshots.latest()
     old_rows = _rows(wh, ident)
     w = TableWriter(table)
@@ -233,7 +233,7 @@ def test_fault_at_every_step_of_a_commit_then_retry(pk_table, op):
 def test_rename_fault_then_retry_with_the_same_writer(pk_table):
     """The brief's example: fault_after('rename', 1) during commit; pypaimon still reads the old snapshot."""
     wh, ident = pk_table
-    table = Catalog(wh).get_table(ident)
+    table = FileSystemCatalog(wh).get_table(ident)
     old = _rows(wh, ident)
     w = TableWriter(table.with_fault_hook(fault_after("rename", 1)))
     w.write(pa.table({"k": pa.array([7], pa.int32()), "v": pa.array(["g"])}))

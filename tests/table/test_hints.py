@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import write_rows
 from tests import pypaimon_util as pu
 
@@ -31,7 +31,7 @@ GARBAGE = [b"", b"abc", b"\xff\xfe", b"-1", b"0", b"3.5", b" ", b"99999999999999
 def test_latest_hint(table_dir, hint):
     wh, snap = table_dir
     (snap / "LATEST").write_bytes(hint)
-    table = Catalog(wh).get_table(IDENT)
+    table = FileSystemCatalog(wh).get_table(IDENT)
     assert table.snapshots.latest_id() == 4
     assert table.snapshots.latest().id == 4
 
@@ -39,16 +39,16 @@ def test_latest_hint(table_dir, hint):
 def test_latest_hint_missing_or_a_directory(table_dir):
     wh, snap = table_dir
     (snap / "LATEST").unlink()
-    assert Catalog(wh).get_table(IDENT).snapshots.latest_id() == 4
+    assert FileSystemCatalog(wh).get_table(IDENT).snapshots.latest_id() == 4
     (snap / "LATEST").mkdir()
-    assert Catalog(wh).get_table(IDENT).snapshots.latest_id() == 4
+    assert FileSystemCatalog(wh).get_table(IDENT).snapshots.latest_id() == 4
 
 
 @pytest.mark.parametrize("hint", GARBAGE + [b"2", b"3", b"4", b"99"], ids=lambda b: repr(b))
 def test_earliest_hint(table_dir, hint):
     wh, snap = table_dir
     (snap / "EARLIEST").write_bytes(hint)
-    table = Catalog(wh).get_table(IDENT)
+    table = FileSystemCatalog(wh).get_table(IDENT)
     assert table.snapshots.earliest_id() == 1
     assert table.snapshots.earliest().id == 1
 
@@ -58,7 +58,7 @@ def test_earliest_hint_stale_after_expiry(table_dir):
     (snap / "EARLIEST").write_bytes(b"1")
     (snap / "snapshot-1").unlink()
     (snap / "snapshot-2").unlink()
-    table = Catalog(wh).get_table(IDENT)
+    table = FileSystemCatalog(wh).get_table(IDENT)
     assert table.snapshots.earliest_id() == 3
     (snap / "EARLIEST").write_bytes(b"4")  # ahead of the real earliest
     assert table.snapshots.earliest_id() == 3
@@ -70,7 +70,7 @@ def test_earliest_hint_stale_after_expiry(table_dir):
 def test_commit_with_a_wrong_latest_hint(table_dir, hint):
     wh, snap = table_dir
     (snap / "LATEST").write_bytes(hint)
-    table = Catalog(wh).get_table(IDENT)
+    table = FileSystemCatalog(wh).get_table(IDENT)
     s = write_rows(table, {"k": [10]})
     assert s.id == 5 and s.total_record_count == 5
     assert (snap / "LATEST").read_bytes() == b"5"

@@ -87,14 +87,14 @@ def test_auto_runner_thresholds_are_table_options(tmp_path, spark):
     from paimon_ops.compact import plan_compaction
     from paimon_ops.execution.executor import execute
     from paimon_ops.execution.runner import AutoRunner
-    from paimon_ops.table.table import Table
+    from paimon_ops.table.table import FileStoreTable
     from tests.safety.util import partitioned_table
     wh = tmp_path / "wh"
     wh.mkdir()
     base = partitioned_table(str(wh), commits=3)
     small = execute(plan_compaction(base), base, runner=AutoRunner())
     assert small.runner["where"].startswith("in-process") and "within" in small.runner["why"]
-    big = Table(base.root, identifier="db.t", options_override={"execution.local.max-input-size": "1 b"})
+    big = FileStoreTable(base.root, identifier="db.t", options_override={"execution.local.max-input-size": "1 b"})
     import pyarrow as pa
 
     from paimon_ops.table.writer import TableWriter
