@@ -41,6 +41,7 @@ from dagster import (
     multi_asset,
     op,
 )
+from pydantic import ValidationError
 
 import paimon_ops as po
 from paimon_ops.dagster import checks as checks_mod
@@ -265,7 +266,7 @@ def due_work(context: AssetExecutionContext, spec: TableSpec, raw: Any, names: l
             label = name if len(sections) == 1 else f"{name}.{i + 1}"
             try:
                 work.append((label, name, section_class(DAGSTER_OPERATIONS[name], spec.kind)(**section)))
-            except ValueError as e:  # e.g. a mode this kind of table is not offered: its job could not run it either
+            except ValidationError as e:  # e.g. a mode this kind of table is not offered: its job could not run it either
                 context.log.warning(f"{spec.identifier}: {label} is due but cannot run here: {e}")
                 not_run.append(f"{label}: {str(e).splitlines()[0]}")
     if not any(n.due for n in found):

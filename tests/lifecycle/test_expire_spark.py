@@ -3,7 +3,7 @@ expiry's planning decodes its deltas there too (tests/lifecycle/test_spark_place
 from __future__ import annotations
 
 import paimon_ops as po
-from paimon_ops.execution.runner import SparkRunner
+from paimon_ops.execution.runner import SparkRunner, planning_on
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, check_references, leaks, new_table
 
 
@@ -31,8 +31,9 @@ def test_expiry_and_tag_deletion_delete_on_executors(spark, tmp_path):
     sim.tag("t5", 5)
     runner = RecordingSparkRunner(spark)
     seen = []
-    r = po.Table(sim.table).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute(runner=runner,
-        parallel_threshold=10, batch_size=8, progress=lambda d, n: seen.append((d, n)))
+    with planning_on(runner):  # the caller's runner places the planning too (as the CLI's --spark-master does)
+        plan = po.Table(sim.table).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1)
+    r = plan.execute(runner=runner, parallel_threshold=10, batch_size=8, progress=lambda d, n: seen.append((d, n)))
     assert r.deleted["data"] >= 8 and r.deleted["snapshot"] == len(r.details["expired_snapshots"])
     # the expired deltas were decoded on executors (the caller chose Spark), then the deletes ran there
     assert runner.calls[0][0] == "paimon_ops.lifecycle.expire.delta_candidates_task"
