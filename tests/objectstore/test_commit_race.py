@@ -21,11 +21,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 WRITER = r"""
 import json, os, sys, time
-from paimon_ops.table.table import Catalog
+from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import TableWriter
 import pyarrow as pa
 name, start_file, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-table = Catalog(os.environ["WH"]).get_table("db.t")
+table = FileSystemCatalog(os.environ["WH"]).get_table("db.t")
 while not os.path.exists(start_file):
     time.sleep(0.005)
 won = []

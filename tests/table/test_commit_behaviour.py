@@ -60,12 +60,12 @@ def pk_table(tmp_path) -> tuple[str, str]:
 _COMMITTER = textwrap.dedent("""
     import os, sys, time
     import pyarrow as pa
-    from paimon_ops.table.table import Catalog
+    from paimon_ops.table.table import FileSystemCatalog
     from paimon_ops.table.writer import TableWriter
     wh, ident, who, rounds, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     ids = []
     for r in range(rounds):
-        w = TableWriter(Catalog(wh).get_table(ident))
+        w = TableWriter(FileSystemCatalog(wh).get_table(ident))
         w.write(pa.table({"w": pa.array([who] * 3, pa.int32()), "i": pa.array([r * 10 + j for j in range(3)], pa.int32())}))
         while not os.path.exists(go):
             time.sleep(0.001)
