@@ -325,21 +325,23 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
         need = due.need(ref.spec, table, now_millis(), checks_mod.SMALL_FILES)
         return compaction_requests(ref, "small_files", sid, job_of[checks_mod.SMALL_FILES], need), need.figure
 
-    def decide_snapshots(ref: TableRef, table: Any, sid: int):
-        need = due.need(ref.spec, table, now_millis(), checks_mod.SNAPSHOT_RETENTION)
-        if not need.due:
-            return [], need.figure
-        return [RunRequest(run_key=f"snapshot_count:{ref.ident}:{sid}", job_name=job_of[checks_mod.SNAPSHOT_RETENTION],
-                           asset_selection=[ref.key],
-                           tags=run_tags(ref, "snapshot_count_sensor", sid, need.figure))], need.figure
+    def whole_table(check: str, key: str, sensor_kind: str, per_check: bool = False):
+        """A signal that requests its operation's job for the whole table (no buckets to choose); `per_check`: a new
+        run key per check (partition expiry is due again as time passes, with no new snapshot)."""
+        def decide(ref: TableRef, table: Any, sid: int):
+            now = now_millis()
+            need = due.need(ref.spec, table, now, check)
+            if not need.due:
+                return [], need.figure
+            return [RunRequest(run_key=f"{key}:{ref.ident}:{sid}" + (f":{now}" if per_check else ""),
+                               job_name=job_of[check], asset_selection=[ref.key],
+                               tags=run_tags(ref, sensor_kind, sid, need.figure))], need.figure
+        return decide
 
-    def decide_manifests(ref: TableRef, table: Any, sid: int):
-        need = due.need(ref.spec, table, now_millis(), checks_mod.MANIFESTS)
-        if not need.due:
-            return [], need.figure
-        return [RunRequest(run_key=f"manifests:{ref.ident}:{sid}", job_name=job_of[checks_mod.MANIFESTS],
-                           asset_selection=[ref.key],
-                           tags=run_tags(ref, "manifest_sensor", sid, need.figure))], need.figure
+    decide_snapshots = whole_table(checks_mod.SNAPSHOT_RETENTION, "snapshot_count", "snapshot_count_sensor")
+    decide_manifests = whole_table(checks_mod.MANIFESTS, "manifests", "manifest_sensor")
+    decide_partitions = whole_table(checks_mod.PARTITION_EXPIRY, "partition_expiry", "partition_expiry_sensor",
+                                    per_check=True)
 
     def partition_check_due(ref: TableRef, latest: int, seen: Optional[str]):
         now = now_millis()
@@ -347,15 +349,6 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
         if partition_expiry_due(cast(FileStoreTable, _LoadedOptions(ref)), last, now):  # the interval as loaded: nothing opened
             return str(now), ""
         return None, f"checked at {_iso(last)}; next check after partition.expiration-check-interval"
-
-    def decide_partitions(ref: TableRef, table: Any, sid: int):
-        now = now_millis()
-        need = due.need(ref.spec, table, now, checks_mod.PARTITION_EXPIRY)
-        if not need.due:
-            return [], need.figure
-        return [RunRequest(run_key=f"partition_expiry:{ref.ident}:{sid}:{now}",
-                           job_name=job_of[checks_mod.PARTITION_EXPIRY], asset_selection=[ref.key],
-                           tags=run_tags(ref, "partition_expiry_sensor", sid, need.figure))], need.figure
 
     # How each health signal is sensed: (decide, when a table is due for a look (default: a new snapshot), why not,
     # the sensor's description, why it skips without tables).
