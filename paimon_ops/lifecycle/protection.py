@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ClassVar, Iterable, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError
 from paimon_ops.execution.plan import Precondition
 from paimon_ops.format.snapshot import Snapshot, Tag
-from paimon_ops.table.references import STORE_CAPACITY
+from paimon_ops.table.references import STORE_CAPACITY, manifest_names_into
 from paimon_ops.table.scan import ManifestStore, merge_entries
 from paimon_ops.table.table import FileStoreTable
 
@@ -135,16 +136,7 @@ def other_branches(table: FileStoreTable) -> OtherBranches:
         return out
     store = ManifestStore(main, capacity=STORE_CAPACITY)
 
-    def list_names(lst: str, ref: str, may_be_gone: bool) -> list[str] | None:
-        try:
-            metas = store.manifest_list(lst, ref)
-        except MissingFileError:
-            if may_be_gone:
-                return None
-            raise
-        out.names.add(lst)
-        out.names.update(m.file_name for m in metas)
-        return [m.file_name for m in metas]
+    list_names = partial(manifest_names_into, store, out.names)
 
     for b in out.branches:
         try:

@@ -132,6 +132,22 @@ class _Counter:
         self.kept.update(n for n in touched if count.get(n, 0) != 0)
 
 
+def manifest_names_into(store: ManifestStore, names: set[str], lst: str, ref: str,
+                        may_be_gone: bool) -> list[str] | None:
+    """The manifests manifest list `lst` (named by `ref`) names, added with the list itself to `names`; None when the
+    list is gone and `may_be_gone` (an owner deleted concurrently), else its absence raises."""
+    try:
+        metas = store.manifest_list(lst, ref)
+    except MissingFileError:
+        if may_be_gone:
+            return None
+        raise
+    names.add(lst)
+    got = [m.file_name for m in metas]
+    names.update(got)
+    return got
+
+
 def kept_names(table: FileStoreTable, removed: Iterable[str] = (), store: ManifestStore | None = None) -> KeptNames:
     """See the module docstring. `removed`: owner files (snapshot, tag, changelog paths) the caller deletes."""
     store = store or ManifestStore(table, capacity=STORE_CAPACITY)
@@ -140,17 +156,7 @@ def kept_names(table: FileStoreTable, removed: Iterable[str] = (), store: Manife
     names = out.names
     producer_none = table.options.changelog_producer == "none"
 
-    def list_names(lst: str, ref: str, may_be_gone: bool) -> list[str] | None:
-        try:
-            metas = store.manifest_list(lst, ref)
-        except MissingFileError:
-            if may_be_gone:
-                return None
-            raise
-        names.add(lst)
-        got = [m.file_name for m in metas]
-        names.update(got)
-        return got
+    list_names = functools.partial(manifest_names_into, store, names)
 
     # snapshots and tags of each branch in id order: one running count (their manifest sets overlap)
     by_branch: dict[str, list[Owner]] = {}
