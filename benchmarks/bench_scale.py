@@ -23,7 +23,7 @@ Measured, each side in a fresh process (wall time from start to exit, peak RSS f
      each): wall time and peak RSS.
 
 Run: .venv/bin/python benchmarks/bench_scale.py [--files 100000 --files 1000000] [--entries 10000000]
-     [--workdir DIR] [--no-java]
+     [--workdir DIR] [--no-java] [--work orphans|rate|expiry ...] [--keep-built DIR]
 (2 shared cores: the 1M-file table takes ~10 min to build, the 10M-entry table ~15 min to write.)
 """
 from __future__ import annotations
@@ -108,11 +108,32 @@ def copy_table(src_root: str, wh: str) -> str:
 # ---------------------------------------------------------------------------------------------- file tables
 
 
-def run_files(n_files: int, workdir: str, java: bool, results: list[str], snapshots: int = 1000) -> None:
+WORK = ("orphans", "rate", "expiry")
+
+
+def built_table(n_files: int, workdir: str, snapshots: int, keep: str | None) -> tuple[dict, bool]:
+    """The synthetic table (built once; with `keep`, kept in that directory and reused by later runs)."""
     fps = max(1, n_files // snapshots)
+    where = os.path.join(keep, f"built-{snapshots}x{fps}") if keep else os.path.join(workdir, "built")
+    done = os.path.join(where, "built.json")
+    if keep and os.path.exists(done):
+        with open(done) as f:
+            b = json.load(f)
+        print(f"\n=== {snapshots:,} snapshots, {b['data_files']:,} data files: reusing {where}", flush=True)
+        return b, True
     print(f"\n=== {snapshots:,} snapshots, {snapshots * fps:,} data files: building ...", flush=True)
-    b = be.build_in_child(os.path.join(workdir, "built"), snapshots, fps)
+    shutil.rmtree(where, ignore_errors=True)
+    b = be.build_in_child(where, snapshots, fps)
     print(f"  built in {b['build_s']:.0f} s ({b['data_files']:,} data files)", flush=True)
+    if keep:
+        with open(done, "w") as f:
+            json.dump(b, f)
+    return b, bool(keep)
+
+
+def run_files(n_files: int, workdir: str, java: bool, results: list[str], snapshots: int = 1000,
+              work: tuple[str, ...] = WORK, keep: str | None = None) -> None:
+    b, kept = built_table(n_files, workdir, snapshots, keep)
     src = b["root"]
     sides = ["ours"] + (["java"] if java else [])
     roots = {s: copy_table(src, os.path.join(workdir, s)) for s in sides}
@@ -121,6 +142,21 @@ def run_files(n_files: int, workdir: str, java: bool, results: list[str], snapsh
     time.sleep(1.5)  # every file strictly older than the orphan threshold
 
     # ---- 1. orphan scan (dry run, nothing to find)
+    if "orphans" in work:
+        orphan_scan(b, roots, whs, now_ms, java, results)
+    # ---- 3. delete rate (on copies of their own, before the expiry copies are used)
+    if "rate" in work:
+        results.append(delete_rate(src, workdir))
+    # ---- 2. expiry
+    if "expiry" in work:
+        expiry(b, roots, whs, java, results)
+    for s in sides:
+        shutil.rmtree(os.path.join(workdir, s), ignore_errors=True)
+    if not kept:
+        shutil.rmtree(os.path.join(workdir, "built"), ignore_errors=True)
+
+
+def orphan_scan(b: dict, roots: dict, whs: dict, now_ms: int, java: bool, results: list[str]) -> None:
     row = {}
     w, rss, out, code = measure(ours_cmd("remove-orphans", whs["ours"], IDENT, "--dry-run", "--json",
                                          "--older-than", str(now_ms), "--allow-short"), env=env())
@@ -136,11 +172,8 @@ def run_files(n_files: int, workdir: str, java: bool, results: list[str], snapsh
         print(f"  orphans Java 0.9:   {w:.1f} s, peak RSS {rss:.0f} MiB, {found} found", flush=True)
     results.append(_line(f"orphan scan, {b['data_files']:,} files", row))
 
-    # ---- 3. delete rate (on copies of their own, before the expiry copies are used)
-    rate_line = delete_rate(src, workdir)
-    results.append(rate_line)
 
-    # ---- 2. expiry
+def expiry(b: dict, roots: dict, whs: dict, java: bool, results: list[str]) -> None:
     row = {}
     before = len(data_files(roots["ours"]))
     w, rss, out, code = measure(ours_cmd("expire-snapshots", whs["ours"], IDENT, "--retain-min", str(RETAIN_MIN),
@@ -164,9 +197,6 @@ def run_files(n_files: int, workdir: str, java: bool, results: list[str], snapsh
                        f"Java check_files: {'pass' if ok else 'FAIL'}")
     else:
         results.append(_line(f"expiry, {b['data_files']:,} files", row))
-    for s in sides:
-        shutil.rmtree(os.path.join(workdir, s), ignore_errors=True)
-    shutil.rmtree(os.path.join(workdir, "built"), ignore_errors=True)
 
 
 def _line(what: str, row: dict) -> str:
@@ -333,13 +363,18 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=10_000_000, help="manifest entries of the metadata-only table")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--no-java", action="store_true", help="paimon-ops only")
+    ap.add_argument("--work", action="append", choices=WORK,
+                    help="what to measure on the file tables (repeatable; default: all)")
+    ap.add_argument("--keep-built", metavar="DIR",
+                    help="keep the built file tables in DIR and reuse them on later runs (the 1M build takes ~10 min)")
     ap.add_argument("--snapshots", type=int, default=1000, help=argparse.SUPPRESS)  # (smoke runs)
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="bench-scale-", dir=args.workdir)
     results: list[str] = []
     try:
         for n in args.files or [100_000]:
-            run_files(n, workdir, not args.no_java, results, args.snapshots)
+            run_files(n, workdir, not args.no_java, results, args.snapshots, tuple(args.work or WORK),
+                      args.keep_built)
         if args.entries:
             run_entries(args.entries, workdir, results)
     finally:
