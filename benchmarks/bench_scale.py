@@ -54,23 +54,35 @@ MERGE_MIN_COUNT = 30  # manifest.merge-min-count
 # ---------------------------------------------------------------------------------------------- measuring
 
 
+# A child's ru_maxrss starts from its parent's peak at fork/exec time (Linux carries the high-water mark of the mm
+# it leaves across execve), and this process holds large plans and listings: each measured command is started by a
+# small launcher process, which reports the command's own peak RSS.
+_LAUNCHER = ("import os, sys\n"
+             "pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)\n"
+             "_, status, usage = os.wait4(pid, 0)\n"
+             "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+             "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
 def measure(cmd: list[str], stdin: bytes = b"", env: dict | None = None) -> tuple[float, float, str, int]:
     """(wall seconds, peak RSS MiB, stdout, exit code) of one child process, RSS from its own rusage."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env)
+        p = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, rss.name, *cmd], stdin=subprocess.PIPE,
+                             stdout=out, stderr=err, env=env)
         assert p.stdin is not None
         p.stdin.write(stdin)
         p.stdin.close()
-        _, status, usage = os.wait4(p.pid, 0)
+        p.wait()
         wall = time.perf_counter() - t
-        p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         text = out.read().decode(errors="replace")
         if p.returncode != 0:
             print(f"  ! {' '.join(cmd[:4])}... exit {p.returncode}: {err.read().decode(errors='replace')[-2000:]}")
-    return wall, usage.ru_maxrss / 1024, text, p.returncode
+        peak_kib = int(rss.read() or 0)
+    return wall, peak_kib / 1024, text, p.returncode
 
 
 def java_cmd(command: str) -> list[str]:
@@ -145,8 +157,8 @@ def run_files(n_files: int, workdir: str, java: bool, results: list[str], snapsh
     if "orphans" in work:
         orphan_scan(b, roots, whs, now_ms, java, results)
     # ---- 3. delete rate (on copies of their own, before the expiry copies are used)
-    if "rate" in work:
-        results.append(delete_rate(src, workdir))
+    if "rate" in work:  # (in a child of its own: it plans in-process, and this process's peak would grow)
+        results.append(in_child(delete_rate_child, src, workdir)["line"])
     # ---- 2. expiry
     if "expiry" in work:
         expiry(b, roots, whs, java, results)
@@ -206,6 +218,10 @@ def _line(what: str, row: dict) -> str:
         java = row["java"]
         text += f"; Java 0.9 {java[0]:.1f} s / {java[1]:.0f} MiB; speed-up {java[0] / ours[0]:.2f}x"
     return text
+
+
+def delete_rate_child(src: str, workdir: str, out: mp.Queue) -> None:
+    out.put({"line": delete_rate(src, workdir)})
 
 
 def delete_rate(src: str, workdir: str) -> str:

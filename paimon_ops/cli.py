@@ -317,8 +317,8 @@ def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = Tru
     if args.dry_run:
         text = _Listing(plan, getattr(args, "limit", None), not getattr(args, "summary", False))
         if not args.json:  # (the plan's JSON of a 10 M-entry table holds millions of dicts: only when printed)
-            files = [a for s in plan.steps for a in s.files]
-            return {"dry_run_files": len(files), "dry_run_bytes": sum(a.size or 0 for a in files)}, text
+            return {"dry_run_files": sum(len(s.files) for s in plan.steps),
+                    "dry_run_bytes": sum(s.files.total_bytes() for s in plan.steps)}, text
         return plan.to_dict(), text
     if not confirm:
         from paimon_ops.lifecycle.rollback import require_confirmation
@@ -327,7 +327,8 @@ def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = Tru
         runner = _runner(args)
     report = plan.execute(runner=runner,
                           progress=_Progress(label, not args.json or args.progress))
-    return report.to_dict(), report.summary()
+    # text output: the report's figures only (the JSON of a million deleted files is made when it is printed)
+    return report.to_dict(files=bool(args.json)), report.summary()
 
 
 def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) -> None:

@@ -27,6 +27,7 @@ import os
 import posixpath
 import re
 import stat as _stat
+from array import array
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -51,6 +52,7 @@ from paimon_ops.execution.plan import (
     TAG,
     TEMP,
     FileAction,
+    FileList,
     Step,
 )
 from paimon_ops.execution.runner import Progress, Runner
@@ -75,27 +77,11 @@ BULK_PARALLEL_THRESHOLD = 200_000
 BULK_DRIVER_CHUNK = 100_000
 
 
-def by_directory(actions: Sequence[FileAction]) -> list[FileAction]:
+def by_directory(actions: Sequence[FileAction]) -> FileList:
     """The actions of one phase grouped by parent directory (in order of first appearance, order kept within a
     directory): each directory is then opened and checked once, not once per file when the planned paths
     alternate between partitions. Only for phases whose order does not matter (DELETE_FILES)."""
-    groups = _group_by_parent(actions)
-    if len(groups) <= 1:
-        return list(actions)
-    return [a for g in groups.values() for a in g]
-
-
-def _group_by_parent(actions: Sequence[FileAction]) -> dict[str, list[FileAction]]:
-    """Actions by parent directory, directories in order of first appearance, order kept within each."""
-    groups: dict[str, list[FileAction]] = {}
-    for a in actions:
-        d = a.path.rpartition("/")[0]
-        g = groups.get(d)
-        if g is None:
-            groups[d] = [a]
-        else:
-            g.append(a)
-    return groups
+    return FileList(actions).in_directory_order()
 
 
 # ---------------------------------------------------------------------------------------------- preflight
@@ -235,7 +221,7 @@ class Checked:
     """What `preflight` found: the owner files the plan removes and the content files it deletes."""
 
     owners: list[str] = field(default_factory=list)
-    content: list[FileAction] = field(default_factory=list)
+    content: FileList = field(default_factory=FileList)
     files: int = 0
 
 
@@ -244,9 +230,9 @@ def preflight(table: FileStoreTable, steps: Iterable[Step], check_references: bo
     """Validate every path every step of a plan removes, before anything is removed (see the module docstring).
     Raises PreflightError naming the first path that is not safe to delete; changes nothing. With a Spark `runner`
     (a plan placed on Spark) the manifests that tell whether an orphan is referenced are read there."""
-    actions = [a for s in steps if s.removes_files for a in s.files]
-    out = Checked(files=len(actions))
-    if not actions:
+    removing = [s.files for s in steps if s.removes_files and s.files]
+    out = Checked(files=sum(map(len, removing)))
+    if not removing:
         return out
     layout = Layout(table)
     roots = allowed_roots(table)
@@ -254,24 +240,23 @@ def preflight(table: FileStoreTable, steps: Iterable[Step], check_references: bo
     io = table.io.with_roots(roots[1:])  # (configured external data paths are roots too)
     local = io.is_local
     limit = PATH_MAX if local else OBJECT_KEY_MAX
-    by_dir = _bulk_checked(layout, roots, actions, limit)
+    by_dir = _bulk_checked(layout, roots, removing, limit)
     if by_dir is None:  # something may be wrong: the exact per-path checks name the first offending path
-        by_dir = {}
+        actions = FileList.concat(removing)
+        groups: dict[str, list[FileAction]] = {}
         for a in actions:
             d = _check_one(layout, ident, a, limit)
-            by_dir.setdefault(d, []).append(a)
+            groups.setdefault(d, []).append(a)
         try:
-            check_paths(roots, [a.path for a in actions])
+            check_paths(roots, list(actions.paths()))
         except UnsafeOperationError as e:
             raise PreflightError(ident, _first_outside(roots, actions), str(e)) from None
-    for a in actions:
-        if a.kind in OWNER_KINDS:
-            out.owners.append(posixpath.normpath(a.path))
-        elif a.kind in CONTENT_KINDS:
-            out.content.append(a)
+        by_dir = {d: [FileList(g)] for d, g in groups.items()}
+    out.owners = [posixpath.normpath(p) for files in removing for p in files.where_kind(OWNER_KINDS).paths()]
+    out.content = FileList.concat(files.where_kind(CONTENT_KINDS) for files in removing)
     if local and io.roots:
-        for d, items in by_dir.items():
-            _check_local_dir(io, ident, d, items)
+        for d, parts in by_dir.items():
+            _check_local_dir(io, ident, d, parts)
     if check_references and out.content:
         check_history(table, "deleting files")
         check_unreferenced(table, out.content, out.owners, runner)
@@ -302,50 +287,42 @@ def _check_one(layout: Layout, ident: str, a: FileAction, limit: int) -> str:
 _BULK_KINDS = frozenset((DATA, EXTRA, CHANGELOG, MANIFEST, MANIFEST_LIST, INDEX_MANIFEST, INDEX, STATISTICS, ORPHAN))
 
 
-def _bulk_checked(layout: Layout, roots: Sequence[str], actions: Sequence[FileAction],
-                  limit: int) -> dict[str, list[FileAction]] | None:
-    """The checks of `_check_one` and `check_paths` for every action, done per directory (normalised, inside a
-    root, the right place for the kind) and per batch of names (one join and a few C-level scans: plain, printable,
-    short enough): the actions grouped by directory, or None when anything may fail, so that the exact per-path
-    loop names the first offending path. Certifies nothing it did not check: on any doubt, None."""
-    by_dir: dict[str, list[FileAction]] = {}
-    names: list[str] = []
+def _bulk_checked(layout: Layout, roots: Sequence[str], removing: Sequence[FileList],
+                  limit: int) -> dict[str, list[FileList]] | None:
+    """The checks of `_check_one` and `check_paths` for every file, done per directory (normalised, inside a root,
+    the right place for the kind) and per directory's names (one join and a few C-level scans: plain, printable,
+    short enough): the files grouped by directory, or None when anything may fail, so that the exact per-path loop
+    names the first offending path. Certifies nothing it did not check: on any doubt, None."""
+    by_dir: dict[str, list[FileList]] = {}
+    for files in removing:
+        for d, group in files.by_directory():
+            by_dir.setdefault(d, []).append(group)
     ident = layout.table.identifier
-    try:
-        for a in actions:
-            d, _, name = a.path.rpartition("/")
-            names.append(name)
-            g = by_dir.get(d)
-            if g is None:
-                by_dir[d] = [a]
-            else:
-                g.append(a)
-    except (AttributeError, TypeError):  # not a str path
-        return None
-    joined = "".join(names)
-    if first_unplain(names) is not None or not joined.isprintable() or not joined.isascii() or\
-            max(map(len, names)) > NAME_MAX:
-        return None
     norm_roots = [posixpath.normpath(r) for r in roots]
     exact = set(norm_roots)
     prefixes = tuple(r.rstrip("/") + "/" for r in norm_roots)
-    for d, items in by_dir.items():
+    for d, parts in by_dir.items():
         if not d or d == "/" or posixpath.normpath(d) != d or ".." in d.split("/") or "\x00" in d or\
                 not d.isascii() or not (d in exact or (d + "/").startswith(prefixes)):
             return None
-        if max(len(a.path) for a in items) > limit:  # (ASCII: characters are bytes)
-            return None
-        for kind in {a.kind for a in items}:
-            if kind in _BULK_KINDS:
-                if layout.where_problem(kind, d) is not None:
-                    return None
-                continue
-            try:
-                for a in items:
-                    if a.kind == kind:
-                        _check_one(layout, ident, a, limit)
-            except PreflightError:
+        for group in parts:
+            names = group.names
+            joined = "".join(names)
+            if first_unplain(names) is not None or not joined.isprintable() or not joined.isascii():
                 return None
+            longest = max(map(len, names))
+            if longest > NAME_MAX or len(d) + 1 + longest > limit:  # (ASCII: characters are bytes)
+                return None
+            for kind in set(group.kind_iter()):
+                if kind in _BULK_KINDS:
+                    if layout.where_problem(kind, d) is not None:
+                        return None
+                    continue
+                try:
+                    for a in group.where_kind((kind,)):
+                        _check_one(layout, ident, a, limit)
+                except PreflightError:
+                    return None
     return by_dir
 
 
@@ -358,9 +335,10 @@ def _first_outside(roots: Sequence[str], actions: Sequence[FileAction]) -> str:
     return actions[0].path
 
 
-def _check_local_dir(io: FileIO, ident: str, d: str, items: Sequence[FileAction]) -> None:
+def _check_local_dir(io: FileIO, ident: str, d: str, parts: Sequence[Sequence[FileAction]]) -> None:
     """The directory reached without a symlink and writable; each file a regular file (a directory for DIRECTORY
     actions) or already gone."""
+    items = FileList.concat(parts)
     try:
         fd = io._open_dir(d, "delete")
     except UnsafeOperationError as e:
@@ -414,25 +392,24 @@ def check_unreferenced(table: FileStoreTable, content: Sequence[FileAction], rem
     branch that stays — read from the live table now. Orphans must not even be named by anything (on Spark when
     `runner` is a Spark runner)."""
     # orphans are checked against what anything names (a superset of what is kept): one read of the history
-    only_orphans = all(a.kind == ORPHAN for a in content) and not removed_owners
+    content = FileList(content)
+    only_orphans = content.only_kinds((ORPHAN,)) and not removed_owners
     kept = set() if only_orphans else kept_names(table, removed_owners).names
     named: set[str] | None = None
-    for a in content:
-        name = posixpath.basename(a.path)
+    for i, (name, kind) in enumerate(zip(content.names, content.kind_iter())):  # (a name: the path's last part)
         hit = name in kept
-        if not hit and a.kind == ORPHAN:
+        if not hit and kind == ORPHAN:
             if named is None:
-                named, owners = _named_by_any(table, [posixpath.basename(x.path) for x in content
-                                                      if x.kind == ORPHAN], runner)
+                named, owners = _named_by_any(table, content.where_kind((ORPHAN,)).names, runner)
                 if not owners:
-                    raise PreflightError(table.identifier, a.path, "no snapshot, tag or changelog of any branch "
-                                         "references anything: a table without history has no orphans "
+                    raise PreflightError(table.identifier, content[i].path, "no snapshot, tag or changelog of any "
+                                         "branch references anything: a table without history has no orphans "
                                          "(apache/paimon#7710)")
             hit = name in named
         if hit:
             owner = referencing_owner(table, name, removed_owners) or "a snapshot, tag or changelog that stays"
-            raise PreflightError(table.identifier, a.path, f"{owner} still uses it (the plan is stale or was "
-                                                           "edited); plan again")
+            raise PreflightError(table.identifier, content[i].path, f"{owner} still uses it (the plan is stale or "
+                                                                    "was edited); plan again")
 
 
 def _named_by_any(table: FileStoreTable, names: Sequence[str], runner: Runner | None = None) -> tuple[set[str], int]:
@@ -476,37 +453,34 @@ class Deleter:
         self.roots = allowed_roots(table)
         self.io = table.io.with_roots(self.roots[1:])
 
-    def delete(self, actions: Sequence[FileAction]) -> tuple[list[FileAction], int]:
+    def delete(self, actions: Sequence[FileAction]) -> tuple[FileList, int]:
         """Delete one phase; returns (actually deleted actions, missing count). Raises if any delete fails."""
+        actions = FileList(actions)
         if not actions:
-            return [], 0
-        check_paths(self.roots, [a.path for a in actions])
+            return actions, 0
+        groups = actions.directory_indices()  # (positions only: one directory's files are made at a time)
+        self._check_roots(actions, groups)
         use_runner = self.runner is not None and self.table.io.fault_hook is None and\
             len(actions) >= self.parallel_threshold
         if self.table.io.bulk_delete:
-            return self._delete_bulk(by_directory(actions), use_runner)
+            return self._delete_bulk(actions.in_directory_order(), use_runner)
         if not use_runner:
-            done, missing, n_done = [], 0, 0
-            for directory, group, names in self._directories(actions):
+            gone = array("I")  # positions of the files deleted, when some were missing
+            missing, n_done = 0, 0
+            for directory, ix, names in self._directories(actions, groups):
                 if names is not None:  # a local directory: opened (and listed) once for all its files
                     outcome = self.io.delete_in_directory(directory, names)
                 else:
-                    outcome = self.io.delete_files([a.path for a in group])
-                if all(outcome):
-                    done += group
-                else:
-                    for a, ok in zip(group, outcome):
-                        if ok:
-                            done.append(a)
-                        else:
-                            missing += 1
-                n_done += len(group)
+                    outcome = self.io.delete_files([actions[i].path for i in ix])
+                gone.extend(i for i, ok in zip(ix, outcome) if ok)
+                missing += len(outcome) - sum(map(bool, outcome))
+                n_done += len(ix)
                 if self.progress:
                     self.progress(n_done, len(actions))
-            return done, missing
-        actions = by_directory(actions)  # (each task then touches few directories)
-        batches = [actions[i:i + self.batch_size] for i in range(0, len(actions), self.batch_size)]
-        tasks = [{"roots": self.roots, "paths": [a.path for a in b]} for b in batches]
+            return (actions, 0) if not missing else (actions.take(gone), missing)
+        ordered = actions.in_directory_order()  # (each task then touches few directories)
+        tasks = [{"roots": self.roots, "paths": list(ordered[i:i + self.batch_size].paths())}
+                 for i in range(0, len(ordered), self.batch_size)]
         results = self.runner.run("paimon_ops.execution.deleter.delete_task", self.table.location, tasks,  # type: ignore[union-attr]
                                   progress=self.progress)
         failed = [r["error"] for r in results if not r.get("ok")]
@@ -515,23 +489,39 @@ class Deleter:
                                  "the table stays readable, re-run to finish")
         missing = sum(r["missing"] for r in results)
         # Which individual files were missing is not reported back; counts are exact.
-        return list(actions), missing
+        return ordered, missing
 
-    def _directories(self, actions: Sequence[FileAction]
-                     ) -> Iterable[tuple[str, list[FileAction], list[str] | None]]:
-        """The actions grouped by parent directory (first appearance order), at most batch_size files a group
-        unless they share one directory: (directory, actions, plain names) where the directory is normalised,
+    def _check_roots(self, actions: FileList, groups: Sequence[tuple[str, Sequence[int] | None]]) -> None:
+        """`check_paths` of every file, per directory: one path of each directory's files, then their names (a
+        plain name below a normalised directory inside a root is inside too); any doubt: every path."""
+        names = actions.names
+        firsts = [d + "/" + names[0 if ix is None else ix[0]] for d, ix in groups]
+        try:
+            check_paths(self.roots, firsts)
+        except UnsafeOperationError:
+            check_paths(self.roots, list(actions.paths()))  # (names the first path outside, in plan order)
+            raise
+        for (_, ix), first in zip(groups, firsts):
+            group_names = names if ix is None else [names[i] for i in ix]
+            if posixpath.normpath(first) != first or not {"", ".", ".."}.isdisjoint(group_names):
+                check_paths(self.roots, [actions[i].path for i in (range(len(actions)) if ix is None else ix)])
+
+    def _directories(self, actions: FileList, groups: Sequence[tuple[str, Sequence[int] | None]]
+                     ) -> Iterable[tuple[str, Sequence[int], Sequence[str] | None]]:
+        """The files grouped by parent directory (first appearance order), at most batch_size files a group
+        unless they share one directory: (directory, positions, plain names) where the directory is normalised,
         confined and local — `FileIO.delete_in_directory` then deletes them; names None: the generic path."""
-        groups = _group_by_parent(actions)
         local = self.io.is_local
-        for d, group in groups.items():
-            names = [a.path.rpartition("/")[2] for a in group]
+        all_names = actions.names
+        for d, ix in groups:
+            positions: Sequence[int] = range(len(actions)) if ix is None else ix
+            names = all_names if ix is None else [all_names[i] for i in ix]
             if not (local and d and posixpath.normpath(d) == d and {"", ".", ".."}.isdisjoint(names)
                     and self.io._confined(d + "/" + names[0])):
-                for i in range(0, len(group), self.batch_size):
-                    yield d, group[i:i + self.batch_size], None
+                for i in range(0, len(positions), self.batch_size):
+                    yield d, positions[i:i + self.batch_size], None
                 continue
-            yield d, group, names
+            yield d, positions, names
 
     def delete_ordered(self, actions: Sequence[FileAction]) -> tuple[list[FileAction], int]:
         """One by one on the driver, in the given order (snapshot, tag and changelog files)."""
@@ -558,10 +548,10 @@ class Deleter:
         return done
 
     # ---------------------------------------------------------------- object stores (issue 13)
-    def _delete_bulk(self, actions: Sequence[FileAction], use_runner: bool) -> tuple[list[FileAction], int]:
+    def _delete_bulk(self, actions: FileList, use_runner: bool) -> tuple[FileList, int]:
         """Bulk deletes (any order within the phase) on the driver or on executors; the phase fails if any file
         could not be deleted (after retries), naming the first one. Which files were missing is exact."""
-        paths = [a.path for a in actions]
+        paths = list(actions.paths())
         # On the driver, large chunks: the existence listing then covers each directory once per chunk.
         size = self.batch_size if use_runner else max(self.batch_size, BULK_DRIVER_CHUNK)
         batches = [paths[i:i + size] for i in range(0, len(paths), size)]
@@ -591,4 +581,6 @@ class Deleter:
             raise PaimonOpsError(f"deleting files of {self.table.identifier} failed for {len(failed)} of "
                                  f"{len(paths)} file(s), first {failed[0][0]}: {failed[0][1]}; the table stays "
                                  "readable, re-run to finish")
-        return [a for a in actions if a.path not in missing], len(missing)
+        if not missing:
+            return actions, 0
+        return actions.take(i for i, p in enumerate(paths) if p not in missing), len(missing)

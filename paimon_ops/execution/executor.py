@@ -28,6 +28,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from paimon_ops.errors import CancelledError, CommitConflictError, InvalidOptionError, PaimonOpsError, StalePlanError
+from paimon_ops.execution.files import FileParts
 from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
@@ -97,7 +98,7 @@ class Execution:
             kw["parallel_threshold"] = parallel_threshold
         self.deleter = Deleter(table, runner, progress=progress, **kw)
         self.roots = allowed_roots(table)
-        self.done: list[FileAction] = []
+        self.done = FileParts()
         self.written: list[FileAction] = []
         self.missing = 0
         self.details: dict[str, Any] = {}
@@ -166,11 +167,11 @@ class Execution:
         details["latest_after"] = self.table.snapshots.latest_id()
         if self.missing:
             details["already_missing"] = self.missing
-        files = tuple(self.done) + tuple(self.written)
+        done = self.done.all()
         return Report(plan.operation, plan.table, False, round(time.time() - started, 3),
-                      deleted=count_by_kind(self.done), deleted_bytes=bytes_by_kind(self.done),
+                      deleted=count_by_kind(done), deleted_bytes=bytes_by_kind(done),
                       written=count_by_kind(self.written), written_bytes=bytes_by_kind(self.written),
-                      snapshot_id=self.snapshot_id, details=details, files=files,
+                      snapshot_id=self.snapshot_id, details=details, files=done + self.written,
                       warnings=tuple(plan.warnings) + tuple(self.warnings), runner=self.runner_info,
                       deleted_as=removal_words(plan, dry_run=False))
 
@@ -280,7 +281,7 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
     ex.runner_info = placement
     ex.state.update(state)
     if checked.owners and checked.content:
-        ex.journal = journal.start(table, plan.operation, deletes=[a.path for a in checked.content])
+        ex.journal = journal.start(table, plan.operation, deletes=checked.content)
     try:
         for step in plan.steps:
             _HANDLERS[step.action](ex, step)

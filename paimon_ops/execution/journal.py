@@ -19,6 +19,7 @@ Java Paimon and pypaimon ignore the directory; nothing in it is ever a table fil
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import logging
 import os
@@ -26,11 +27,12 @@ import posixpath
 import socket
 import time
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, PaimonOpsError
-from paimon_ops.execution.plan import DELETE_FILES, JOURNAL, LEFTOVER, FileAction, PlanBuilder
+from paimon_ops.execution.plan import DELETE_FILES, JOURNAL, LEFTOVER, FileAction, FileList, PlanBuilder
 from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -79,16 +81,26 @@ class Journal:
     table: FileStoreTable
     operation: str
     path: str = ""
-    deletes: list[str] = field(default_factory=list)
+    deletes: Sequence[str] | FileList = ()  # (a FileList: the paths are made while they are written, a chunk at a time)
     writes: list[dict[str, str]] = field(default_factory=list)
     abandoned: bool = False
 
     def _payload(self) -> bytes:
-        d = {"format": FORMAT, "operation": self.operation, "table": self.table.identifier,
-             "started": int(time.time() * 1000), "host": socket.gethostname(), "pid": os.getpid(),
-             "pid_start": _proc_start(os.getpid()), "abandoned": self.abandoned,
-             "deletes": self.deletes, "writes": self.writes}
-        return gzip.compress(json.dumps(d, separators=(",", ":")).encode(), compresslevel=1)
+        """The gzip JSON, encoded and compressed in chunks: a journal may list a million paths, which must not be
+        held as one list, one string and one byte string at once."""
+        head = {"format": FORMAT, "operation": self.operation, "table": self.table.identifier,
+                "started": int(time.time() * 1000), "host": socket.gethostname(), "pid": os.getpid(),
+                "pid_start": _proc_start(os.getpid()), "abandoned": self.abandoned, "writes": self.writes}
+        z = zlib.compressobj(1, zlib.DEFLATED, 31)  # (wbits 31: a gzip member)
+        out = [z.compress(json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"deletes":[')]
+        paths = self.deletes.paths() if isinstance(self.deletes, FileList) else iter(self.deletes)
+        sep = b""
+        while chunk := list(itertools.islice(paths, 10_000)):
+            out.append(z.compress(sep + json.dumps(chunk, separators=(",", ":"))[1:-1].encode()))
+            sep = b","
+        out.append(z.compress(b"]}"))
+        out.append(z.flush())
+        return b"".join(out)
 
     def save(self) -> None:
         if not self.path:
@@ -119,9 +131,11 @@ class Journal:
                 log.warning("could not mark journal %s abandoned: %s", self.path, e)
 
 
-def start(table: FileStoreTable, operation: str, deletes: Sequence[str] = (),
+def start(table: FileStoreTable, operation: str, deletes: Sequence[str] | FileList = (),
           writes: Sequence[tuple[str, str]] = ()) -> Journal:
-    j = Journal(table, operation, deletes=list(deletes), writes=[{"dir": d, "token": t} for d, t in writes])
+    """A journal of the files `deletes` names (paths, or a FileList's paths) and of the writes announced."""
+    j = Journal(table, operation, deletes=deletes if isinstance(deletes, FileList) else list(deletes),
+                writes=[{"dir": d, "token": t} for d, t in writes])
     j.save()
     return j
 

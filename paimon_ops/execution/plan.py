@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
+from paimon_ops.execution.files import FileAction, FileColumns, FileList
 from paimon_ops.options import format_duration
 from paimon_ops.schemas import PLAN, envelope, format_of
 
@@ -72,6 +73,7 @@ ENSURE_HINTS = "ensure-hints"        # params: hints [{dir, name, source}]: repa
 # The saved plan's format (paimon_ops.schemas): new fields may be added without a new major (readers ignore what
 # they do not know, so plans saved by older versions still load); a renamed or retyped field needs paimon-ops-plan/2.
 PLAN_FORMAT = format_of(PLAN)
+_NO_FILES = FileList(())
 
 
 @dataclass(frozen=True)
@@ -87,14 +89,6 @@ class Workload:
     files: int = 0
 
 
-@dataclass(frozen=True, slots=True)  # (slots: a plan can hold millions of them)
-class FileAction:
-    path: str
-    kind: str
-    reason: str
-    size: int | None = None
-
-
 @dataclass(frozen=True)
 class Step:
     """One phase of a plan. Steps run strictly in order; a step's files may run in any order within it only where
@@ -102,9 +96,13 @@ class Step:
 
     name: str
     action: str
-    files: tuple[FileAction, ...] = ()
+    files: FileList = _NO_FILES  # (any sequence of FileActions given is held as a FileList: millions in an expiry)
     params: Mapping[str, Any] = field(default_factory=dict)
     creates: tuple[FileAction, ...] = ()  # files a deleting step writes on the way (changelog copies, hints)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.files, FileList):
+            object.__setattr__(self, "files", FileList(self.files))
 
     @property
     def deletes(self) -> bool:
@@ -329,20 +327,21 @@ class Plan:
 
     # ------------------------------------------------------------------ views
     @property
-    def deletes(self) -> tuple[FileAction, ...]:
-        return tuple(a for s in self.steps if s.deletes for a in s.files)
+    def deletes(self) -> FileList:
+        return FileList.concat(s.files for s in self.steps if s.deletes)
 
     @property
-    def writes(self) -> tuple[FileAction, ...]:
-        return tuple(a for s in self.steps for a in (s.files if s.writes else ()) + s.creates)
+    def writes(self) -> FileList:
+        return FileList.concat(part for s in self.steps for part in ((s.files, s.creates) if s.writes else
+                                                                     (s.creates,)))
 
     @property
-    def files(self) -> tuple[FileAction, ...]:
-        return self.deletes + self.writes
+    def files(self) -> FileList:
+        return FileList.concat((self.deletes, self.writes))
 
     @property
     def is_empty(self) -> bool:
-        return not self.files
+        return not any(s.files or s.creates for s in self.steps)
 
     def counts(self) -> dict[str, int]:
         return count_by_kind(self.deletes)
@@ -387,7 +386,7 @@ class Plan:
             words = removal_words(self, dry_run=True) or "would delete"
             lines += text_table(["kind", "would write", "size", words, "size"],
                                 effects_rows(count_by_kind(writes), bytes_by_kind(writes), count_by_kind(deletes),
-                                             bytes_by_kind(deletes), sized_writes=any(a.size for a in writes)))
+                                             bytes_by_kind(deletes), sized_writes=writes.any_sized()))
         shown_details, _ = split_details(self.details)
         lines += [f"  {k}: {v}" for k, v in shown_details]
         shown = omitted = 0
@@ -399,7 +398,7 @@ class Plan:
             verb = _VERBS.get(s.action) or ("would delete" if s.deletes else "would write" if s.writes
                                              else "would process")
             lines.append(f"  {s.name}: {verb} {len(s.files)} file(s)" + (
-                f", {human_bytes(sum(a.size or 0 for a in s.files))}" if any(a.size for a in s.files) else ""))
+                f", {human_bytes(s.files.total_bytes())}" if s.files.any_sized() else ""))
             sign = "-" if s.deletes else "+" if s.writes else "~"  # "~": read or rewritten, left on disk
             if not files:
                 for part, actions in (("", s.files), (" (created)", s.creates)):
@@ -417,12 +416,12 @@ class Plan:
                 yield f"    {sign_} {a.kind:<15} {a.path}  ({a.reason})"
         if omitted:
             lines.append(f"  … and {omitted} more file(s) (--limit {limit}; --json lists every file)")
-        if not self.files:
+        if not deletes and not writes:
             lines.append("  nothing to do")
         elif deletes:
-            lines.append(f"  total: {len(deletes)} file(s) to delete, {human_bytes(sum(a.size or 0 for a in deletes))}"
-                         + (f"; {len(writes)} to write" + (f", {human_bytes(sum(a.size or 0 for a in writes))}"
-                                                          if any(a.size for a in writes) else "")
+            lines.append(f"  total: {len(deletes)} file(s) to delete, {human_bytes(deletes.total_bytes())}"
+                         + (f"; {len(writes)} to write" + (f", {human_bytes(writes.total_bytes())}"
+                                                          if writes.any_sized() else "")
                             if writes else ""))
         lines += [f"  warning: {w}" for w in self.warnings]
         yield from lines
@@ -451,7 +450,7 @@ class Plan:
             return decode(cls, {k: v for k, v in d.items() if k not in ("format", "version", "operation")})
         except RecursionError:
             raise CorruptMetadataError(where, f"malformed {op} plan: nested too deeply") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
             raise CorruptMetadataError(where, f"malformed {op} plan: {e}") from None
 
     @staticmethod
@@ -475,6 +474,8 @@ def encode(v: Any) -> Any:
     """Plain JSON values of plan data (dataclasses by field, preconditions tagged with their kind)."""
     if type(v) is FileAction:  # the bulk of a large plan or report: four plain fields, no reflection
         return {"path": v.path, "kind": v.kind, "reason": v.reason, "size": v.size}
+    if isinstance(v, FileList):
+        return [{"path": a.path, "kind": a.kind, "reason": a.reason, "size": a.size} for a in v]
     if isinstance(v, (list, tuple)) and v and type(v[0]) is FileAction:
         return [{"path": a.path, "kind": a.kind, "reason": a.reason, "size": a.size} if type(a) is FileAction
                 else encode(a) for a in v]
@@ -509,6 +510,12 @@ def decode(tp: Any, v: Any, where: str = "") -> Any:
             except (TypeError, ValueError):
                 continue
         raise TypeError(f"{where or 'value'}: {type(v).__name__} fits none of {tp}")
+    if tp is FileList:
+        _expect(v, list, where)
+        cols = FileColumns()
+        for i, x in enumerate(v):  # (one element at a time: a saved plan may list millions)
+            cols.append(decode(FileAction, x, f"{where}[{i}]"))
+        return cols.freeze()
     if tp is Precondition or (isinstance(tp, type) and issubclass(tp, Precondition) and not tp.kind):
         _expect(v, dict, where)
         cls = _PRECONDITIONS.get(v.get("kind"))
@@ -565,6 +572,8 @@ def _expect(v: Any, kind: type, where: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- helpers
 def count_by_kind(actions: Iterable[FileAction]) -> dict[str, int]:
+    if isinstance(actions, FileList):
+        return actions.kind_counts()
     out: dict[str, int] = {}
     for a in actions:
         out[a.kind] = out.get(a.kind, 0) + 1
@@ -572,6 +581,8 @@ def count_by_kind(actions: Iterable[FileAction]) -> dict[str, int]:
 
 
 def bytes_by_kind(actions: Iterable[FileAction]) -> dict[str, int]:
+    if isinstance(actions, FileList):
+        return actions.kind_bytes()
     out: dict[str, int] = {}
     for a in actions:
         out[a.kind] = out.get(a.kind, 0) + (a.size or 0)
@@ -595,11 +606,11 @@ class PlanBuilder:
         self.steps: list[Step] = []
         self.warnings: list[str] = []
         self.preconditions: list[Precondition] = []
-        self._seen: set[str] = set()
+        self._seen: dict[str, set[str]] = {}  # directory (with its '/') -> names planned for deletion there
         self._dedupe = False
         self._name: str | None = None
         self._action: str | None = None
-        self._files: list[FileAction] = []
+        self._files = FileColumns()
         self._creates: list[FileAction] = []
         self._params: dict[str, Any] = {}
 
@@ -615,12 +626,24 @@ class PlanBuilder:
 
     def add(self, action: FileAction) -> bool:
         assert self._action is not None, "call step() first"
-        if self._dedupe:
-            seen = self._seen
-            if action.path in seen:
-                return False
-            seen.add(action.path)
-        self._files.append(action)
+        if not self._dedupe:
+            self._files.append(action)
+            return True
+        return self._add_once(action)
+
+    def _add_once(self, a: FileAction) -> bool:
+        path = a.path
+        if not isinstance(path, str):
+            raise TypeError(f"a file's path must be a string, not {type(path).__name__}")
+        cut = path.rfind("/") + 1
+        d, name = path[:cut], path[cut:]  # (the name string is the one the FileList keeps: no second copy)
+        names = self._seen.get(d)
+        if names is None:
+            names = self._seen[d] = set()
+        elif name in names:
+            return False
+        names.add(name)
+        self._files.add_split(d, name, a.kind, a.reason, a.size)
         return True
 
     def add_all(self, actions: Iterable[FileAction]) -> None:
@@ -629,14 +652,13 @@ class PlanBuilder:
         if not self._dedupe:
             self._files.extend(actions)
             return
-        seen, files = self._seen, self._files
+        add = self._add_once
         for a in actions:
-            if a.path not in seen:
-                seen.add(a.path)
-                files.append(a)
+            add(a)
 
     def planned(self, path: str) -> bool:
-        return path in self._seen
+        cut = path.rfind("/") + 1
+        return path[cut:] in self._seen.get(path[:cut], ())
 
     def owners_first(self) -> None:
         """Move the steps that remove snapshot, tag or changelog files before every other step (keeping their order):
@@ -657,9 +679,9 @@ class PlanBuilder:
     def _close(self) -> None:
         if self._action is not None and (self._files or self._creates or self._params.get("keep_empty")):
             params = {k: v for k, v in self._params.items() if k != "keep_empty"}
-            self.steps.append(Step(self._name or self._action, self._action, tuple(self._files), params,
+            self.steps.append(Step(self._name or self._action, self._action, self._files.freeze(), params,
                                    tuple(self._creates)))
-        self._name, self._action, self._files, self._params, self._creates = None, None, [], {}, []
+        self._name, self._action, self._files, self._params, self._creates = None, None, FileColumns(), {}, []
 
     def build(self, cls: type[Plan], table: Any, details: Mapping[str, Any], base_snapshot: Any = "latest",
               warnings: Iterable[str] = ()) -> Any:
@@ -737,6 +759,22 @@ def _clock_now(params: dict[str, Any]) -> None:
 _SAVED_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {}
 
 
+_LARGE_PLAN = 100_000  # files: planning that many decoded manifests whose buffers the allocators keep
+
+
+def _release_memory() -> None:
+    """Give back to the system what a large planning freed: Arrow's pool and the C heap keep freed pages for reuse,
+    and the execution that follows would otherwise peak on top of them (issue 24: peak RSS below Java's)."""
+    import sys
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    try:
+        import ctypes
+        ctypes.CDLL(None).malloc_trim(0)  # (glibc; elsewhere there is nothing to call)
+    except (OSError, AttributeError):
+        pass
+
+
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while a plan is built: a large plan creates millions of long-lived objects
@@ -787,6 +825,8 @@ def planner(operation: str, *, internal: tuple[str, ...] = (),
                 recorded = {"$unrecordable": str(e)}
             plan = dataclasses.replace(plan, planned_with=recorded)
             object.__setattr__(plan, "_fresh", _FRESH)
+            if sum(len(s.files) for s in plan.steps) >= _LARGE_PLAN:
+                _release_memory()
             return plan
 
         _PLANNERS[operation] = wrapper
@@ -991,7 +1031,7 @@ def effects_rows(written: Mapping[str, int], written_bytes: Mapping[str, int], d
     return rows
 
 
-__all__ = ["Plan", "Step", "FileAction", "Precondition", "LatestSnapshotIs", "SnapshotIs", "EarliestSnapshotIs",
+__all__ = ["Plan", "Step", "FileAction", "FileList", "Precondition", "LatestSnapshotIs", "SnapshotIs", "EarliestSnapshotIs",
            "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
            "declare_step_action", "plan_type", "serves_plans", "Workload", "InvalidArgumentError", "planner", "replan", "decision",
            "decision_diff", "encode_param", "decode_param", "split_details", "text_table", "effects_rows",

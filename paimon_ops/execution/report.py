@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from paimon_ops.execution.plan import (
-    FileAction,
+    FileList,
     Plan,
     bytes_by_kind,
     count_by_kind,
@@ -39,10 +39,14 @@ class Report:
     written_bytes: Mapping[str, int] = field(default_factory=dict)
     snapshot_id: int | None = None  # the snapshot committed, if any
     details: Mapping[str, Any] = field(default_factory=dict)
-    files: tuple[FileAction, ...] = ()
+    files: FileList = FileList(())
     warnings: tuple[str, ...] = ()
     runner: Mapping[str, Any] | None = None  # where the work ran and why (None: nothing needed a runner)
     deleted_as: str | None = None  # the text's word for `deleted` files that only left the table ("replaced")
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.files, FileList):  # (any sequence of FileActions: held column-wise)
+            object.__setattr__(self, "files", FileList(self.files))
 
     @staticmethod
     def of_plan(plan: Plan, duration_s: float = 0.0) -> Report:
@@ -66,11 +70,12 @@ class Report:
         """How the text names the `deleted` files: the operation's own words when they only left the table."""
         return self.deleted_as or ("would delete" if self.dry_run else "deleted")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, files: bool = True) -> dict[str, Any]:
         """The report as JSON (paimon-ops-report/1): `deleted_as` is a code ("deleted", "replaced", "moved",
-        "dropped"), the words are the text's."""
+        "dropped"), the words are the text's. `files` False: without the file list (the figures only)."""
         d = envelope(REPORT)
-        d.update({f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)})
+        d.update({f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)
+                  if files or f.name != "files"})
         d["deleted_as"] = removal_code(self.deleted_as)
         d["total_deleted"] = self.total_deleted
         d["total_deleted_bytes"] = self.total_deleted_bytes

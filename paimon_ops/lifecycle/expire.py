@@ -123,7 +123,7 @@ class ExpireSnapshotsPlan(Plan):
     def workload(self) -> Any:
         from paimon_ops.execution.plan import Workload
         d = self.details if isinstance(self.details, dict) else {}
-        n = len(self.deletes)
+        n = sum(len(s.files) for s in self.steps if s.deletes)
         return Workload(deletes=n, manifests=int(d.get("manifest_dir_files") or 0), files=n)
 
     @property

@@ -74,7 +74,7 @@ class RemoveOrphansPlan(Plan):
     def workload(self) -> Any:
         from paimon_ops.execution.plan import Workload
         d = self.details if isinstance(self.details, dict) else {}
-        return Workload(deletes=len(self.deletes), manifests=int(d.get("manifest_dir_files") or 0),
+        return Workload(deletes=sum(len(s.files) for s in self.steps if s.deletes), manifests=int(d.get("manifest_dir_files") or 0),
                         files=int(d.get("candidates") or 0))
 
 

@@ -557,7 +557,7 @@ def _drop_partitions(ex: Execution, step: Step) -> None:
     snap = FileStoreCommit(table, commit_user=ex.state.get("commit_user"), journal=ex.journal_writes).commit(
         changes, "OVERWRITE", plan.base_snapshot, now_millis=ex.state.get("commit_time_millis"))
     ex.snapshot_id = snap.id
-    ex.done += list(step.files)
+    ex.done += step.files
     ex.details["partitions_dropped"] = len(parts)
     ex.details["files_dropped"] = len(deletes)
     ex.details["rows_dropped"] = sum(e.file.row_count for e in deletes)
