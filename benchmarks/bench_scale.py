@@ -20,10 +20,12 @@ Measured, each side in a fresh process (wall time from start to exit, peak RSS f
      (`Deleter.delete`, the one verified path, preflight excluded), against `os.unlink` of the same paths in the
      same order on a fourth copy;
   4. the metadata-only table: `plan_expire_snapshots` and `plan_remove_orphans` (dry runs, in a fresh process
-     each): wall time and peak RSS.
+     each): wall time and peak RSS;
+  5. fleets in Dagster (`--fleet`, default 500 and 5,000 tables): bench_fleet.py's definitions, job resolution,
+     sensor ticks and one run's code-location load, printed after the summary above.
 
 Run: .venv/bin/python benchmarks/bench_scale.py [--files 100000 --files 1000000] [--entries 10000000]
-     [--workdir DIR] [--no-java] [--work orphans|rate|expiry ...] [--keep-built DIR]
+     [--workdir DIR] [--no-java] [--work orphans|rate|expiry ...] [--keep-built DIR] [--fleet 500,5000]
 (2 shared cores: the 1M-file table takes ~10 min to build, the 10M-entry table ~15 min to write.)
 """
 from __future__ import annotations
@@ -383,6 +385,9 @@ def main() -> None:
                     help="what to measure on the file tables (repeatable; default: all)")
     ap.add_argument("--keep-built", metavar="DIR",
                     help="keep the built file tables in DIR and reuse them on later runs (the 1M build takes ~10 min)")
+    ap.add_argument("--fleet", default="500,5000", metavar="SIZES",
+                    help="Dagster fleets measured afterwards by bench_fleet.py (definitions, jobs, sensor ticks, a run's "
+                         "code-location load), e.g. 500,5000; '' to skip")
     ap.add_argument("--snapshots", type=int, default=1000, help=argparse.SUPPRESS)  # (smoke runs)
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="bench-scale-", dir=args.workdir)
@@ -398,6 +403,10 @@ def main() -> None:
     print(f"\n== summary ({os.cpu_count()} cores)")
     for line in results:
         print("  " + line)
+    if args.fleet:  # (its own processes and report: the fleets of the same run)
+        import bench_fleet
+        print(f"\n=== fleets in Dagster: {args.fleet} tables (bench_fleet.py)", flush=True)
+        bench_fleet.main(["--sizes", args.fleet] + (["--writer", "ours"] if args.no_java else []))
 
 
 if __name__ == "__main__":
