@@ -2,7 +2,7 @@
 # The project's own entry point. On a fresh machine (Python >= 3.11, Java 17) it creates the virtual env,
 # installs everything the project needs, then runs what was asked:
 #   ./dev.sh demo   build a sample warehouse and run the nightly maintenance job end to end
-#   ./dev.sh test   run the whole test suite (two workers; PAIMON_TEST_WORKERS=0: one process)
+#   ./dev.sh test   run the whole test suite
 #   ./dev.sh airflow-env   create / update .venv-airflow (Airflow 3 + paimon-ops[airflow]; the Airflow tests call it)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -40,9 +40,6 @@ ensure_env() {
 # Airflow tests drive their own env through subprocesses (airflow db migrate / dags test / scheduler / triggerer);
 # it is created on first need (tests/airflow calls `./dev.sh airflow-env`), re-installed when pyproject.toml changes.
 ensure_airflow_env() {
-  # (the test workers may ask at the same time: one creates the env, the other waits for it)
-  exec 9>"$ROOT/.venv-airflow.lock"
-  flock 9
   if [ ! -x .venv-airflow/bin/python ]; then
     "$(pick_python)" -m venv .venv-airflow
   fi
@@ -97,9 +94,7 @@ case "$cmd" in
   test)
     ensure_env
     ensure_test_prerequisites
-    # Two workers by default (PAIMON_TEST_WORKERS=0: one process); each test file runs whole on one worker, so a
-    # module's fixtures (a Spark cluster, a Dagster webserver) start once.
-    exec .venv/bin/python -m pytest -n "${PAIMON_TEST_WORKERS:-2}" --dist loadfile "$@"
+    exec .venv/bin/python -m pytest "$@"
     ;;
   airflow-env)
     ensure_airflow_env
