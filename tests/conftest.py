@@ -22,6 +22,23 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """One real Spark Connect server process (local[2]) for the whole test session (tests/spark_connect.py)."""
+    from tests.spark_connect import connect_server_process
+    with connect_server_process(tmp_path_factory.mktemp("spark-connect")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def connect(connect_server):
+    """A Spark Connect client session on `connect_server`, one per test module (the process leaves Connect mode
+    after it, so classic sessions keep working in later modules)."""
+    from tests.spark_connect import connect_session
+    with connect_session(connect_server["url"]) as session:
+        yield session
+
+
 @pytest.fixture
 def warehouse(tmp_path) -> str:
     w = tmp_path / "warehouse"

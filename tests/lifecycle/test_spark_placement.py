@@ -68,6 +68,10 @@ def comparable(report, root: str) -> str:
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
+    return build_history(tmp_path_factory)
+
+
+def build_history(tmp_path_factory) -> MetaSim:
     """An append table with 60 snapshots (writes with extra files, compactions, DV commits, two tags): enough
     deltas for several Spark tasks."""
     wh = tmp_path_factory.mktemp("spark-placement") / "wh"
