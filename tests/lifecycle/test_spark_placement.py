@@ -23,8 +23,8 @@ DAY_S = 86_400
 class RecordingSparkRunner(SparkRunner):
     """The real SparkRunner, remembering which task functions it ran (as jobs of tasks or as DataFrames)."""
 
-    def __init__(self, spark):
-        super().__init__(spark)
+    def __init__(self, spark, wave=None):
+        super().__init__(spark, wave=wave)
         self.functions: list[str] = []
 
     def run(self, function, table_location, tasks, progress=None, options=None):
@@ -113,6 +113,22 @@ def test_expiry_on_spark_same_report_and_files(history, spark, tmp_path):
     assert rel_files(local.root) == rel_files(remote.root)
     check_references(remote)
     assert not leaks(remote)
+
+
+def test_expiry_candidates_stream_back_in_waves(history, spark, tmp_path, monkeypatch):
+    """The executors' candidates reach the driver a wave of tasks at a time (`SparkRunner.stream`), owners in order:
+    8 snapshots a task, 2 tasks a wave — the same plan as in-process."""
+    from paimon_ops.lifecycle import expire
+    monkeypatch.setattr(expire, "DELTA_BATCH", 8)
+    local, remote = _copies(history, tmp_path)
+    runner = RecordingSparkRunner(spark, wave=2)
+    now = history.now + 10 * HOUR_MS
+    dry_l = expire_snapshots(local, now_millis=now, retain_min=5, dry_run=True, runner=LocalRunner())
+    dry_s = expire_snapshots(remote, now_millis=now, retain_min=5, dry_run=True, runner=runner)
+    expired = len(dry_l.details["expired_snapshots"])
+    assert expired > 32 and runner.functions == ["paimon_ops.lifecycle.expire.delta_candidates_task"] * \
+        -(-expired // 16)  # one frame per wave
+    assert comparable(dry_l, local.root) == comparable(dry_s, remote.root)
 
 
 def _plant_orphans(root: str) -> list[str]:
