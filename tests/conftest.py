@@ -39,6 +39,17 @@ def connect(connect_server):
         yield session
 
 
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory):
+    """A Spark standalone master and one worker (2 cores) on 127.0.0.1, each its own process, for the whole test
+    session (drivers run as subprocesses: this process already holds the classic `spark` session); stopped by pid."""
+    from tests.spark_cluster import StandaloneCluster
+    with StandaloneCluster(tmp_path_factory.mktemp("cluster")) as cluster:
+        worker_pid = cluster.add_worker(cores=2)
+        assert cluster.master is not None
+        yield {"url": cluster.url, "ui": cluster.ui, "master_pid": cluster.master.pid, "worker_pid": worker_pid}
+
+
 @pytest.fixture
 def warehouse(tmp_path) -> str:
     w = tmp_path / "warehouse"
