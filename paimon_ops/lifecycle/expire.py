@@ -35,6 +35,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
+import pyarrow.compute as pc
+
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -436,7 +438,6 @@ def _wave_candidates(rows: Any, expected: Iterator[tuple[int, Any]], table: File
                      ) -> Iterator[tuple[int, dict[str, tuple], CorruptMetadataError | None]]:
     """The owners of one wave of `delta_candidates_task` rows, in order, each checked to be the next one asked
     for (fail closed on anything else)."""
-    import pyarrow.compute as pc
     heads = pc.indices_nonzero(pc.is_null(rows.column("path"))).to_pylist()
     sids = rows.column("sid")
     for k, head in enumerate(heads):
@@ -458,16 +459,25 @@ def _owner(sid: int | None) -> str:
     return "no owner" if sid is None else f"owner {sid}"
 
 
+def _ints(col: Any) -> list:
+    """An integer column as Python ints (through numpy: several times faster than to_pylist), nulls as None."""
+    return col.to_numpy().tolist() if col.null_count == 0 else col.to_pylist()
+
+
 class _Candidates:
     """Delta candidates sent back by an executor: the columns `_plan_delta_deletes` reads, row i per file."""
 
     def __init__(self, rows: Any):
         self.partition = rows.column("partition").to_pylist()
-        self.bucket = rows.column("bucket").to_pylist()
+        self.bucket = _ints(rows.column("bucket"))
         self.file_name = rows.column("file_name").to_pylist()
-        self.file_size = rows.column("file_size").to_pylist()
-        self.extra_files = [tuple(x or ()) for x in rows.column("extra_files").to_pylist()]
-        self.file_source = rows.column("file_source").to_pylist()
+        self.file_size = _ints(rows.column("file_size"))
+        extra = rows.column("extra_files")
+        if extra.null_count == 0 and pc.sum(pc.list_value_length(extra)).as_py() in (0, None):
+            self.extra_files: list[tuple] = [()] * rows.num_rows  # (the usual case: no extra files at all)
+        else:
+            self.extra_files = [tuple(x or ()) for x in extra.to_pylist()]
+        self.file_source = _ints(rows.column("file_source"))
 
     @staticmethod
     def decode(rows: Any) -> dict[str, tuple]:
