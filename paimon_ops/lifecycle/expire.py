@@ -28,6 +28,7 @@ A branch is expired against its own tags and consumers (`Table.for_branch(b)`), 
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import logging
 import posixpath
@@ -414,14 +415,15 @@ def _delta_cands(store: ManifestStore, scanner: TableScanner, owners: list[tuple
     waves = spark.stream("paimon_ops.lifecycle.expire.delta_candidates_task", table.location, tasks,
                          DELTA_CANDIDATES_SCHEMA, options={**table.io.task_options(), **table.options_override})
     expected = iter(owners)
-    for _, rows in waves:
-        errors = rows.column("error").drop_null()
-        if len(errors):
-            failed = errors[0].as_py()
-            if failed.startswith("UnsafeNameError"):
-                raise UnsafeNameError(table.manifest_dir, failed)
-            raise CorruptMetadataError(table.manifest_dir, f"reading the deltas on Spark failed: {failed}")
-        yield from _wave_candidates(rows, expected, table)
+    with contextlib.closing(waves):  # stopped early (an error, a crafted name): the wave still running is cancelled
+        for _, rows in waves:
+            errors = rows.column("error").drop_null()
+            if len(errors):
+                failed = errors[0].as_py()
+                if failed.startswith("UnsafeNameError"):
+                    raise UnsafeNameError(table.manifest_dir, failed)
+                raise CorruptMetadataError(table.manifest_dir, f"reading the deltas on Spark failed: {failed}")
+            yield from _wave_candidates(rows, expected, table)
     if next(expected, None) is not None:
         raise CorruptMetadataError(table.manifest_dir, "reading the deltas on Spark returned fewer owners than asked")
 
@@ -448,8 +450,12 @@ def _wave_candidates(rows: Any, expected: Iterator[tuple[int, Any]], table: File
                                                            f"{_owner(want[0] if want else None)} was expected")
         err_path = rows.column("err_path")[head].as_py()
         if err_path is not None:
-            cls = MissingFileError if rows.column("err_missing")[head].as_py() else CorruptMetadataError
-            yield sid, {}, cls(err_path, rows.column("err_problem")[head].as_py())
+            problem = rows.column("err_problem")[head].as_py()
+            error = CorruptMetadataError(err_path, problem)
+            if rows.column("err_missing")[head].as_py():  # the same class, and the same words, as in-process
+                error = MissingFileError(err_path)
+                error.problem, error.args = problem, (f"{err_path}: {problem}",)
+            yield sid, {}, error
             continue
         end = heads[k + 1] if k + 1 < len(heads) else rows.num_rows
         yield sid, _Candidates.decode(rows.slice(head + 1, end - head - 1)), None

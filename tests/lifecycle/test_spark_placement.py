@@ -133,6 +133,21 @@ def test_expiry_candidates_stream_back_in_waves(history, spark, tmp_path, monkey
     assert expired > 32 and runner.functions == ["paimon_ops.lifecycle.expire.delta_candidates_task"] * \
         -(-expired // 16)  # one frame per wave
     assert comparable(dry_l, local.root) == comparable(dry_s, remote.root)
+    # deltas that cannot be read (one garbled manifest, one manifest gone) arrive as their owners' errors in the
+    # middle of the stream: the same files kept, the same warnings, as in-process
+    for t in (local, remote):
+        for sid, damage in ((20, "garble"), (30, "remove")):
+            lst = t.snapshots.snapshot(sid).delta_manifest_list
+            path = t.manifest_path(history.store.manifest_list(lst)[0].file_name)
+            if damage == "remove":
+                os.remove(path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(b"garbage")
+    dry_l = expire_snapshots(local, now_millis=now, retain_min=5, dry_run=True, runner=LocalRunner())
+    dry_s = expire_snapshots(remote, now_millis=now, retain_min=5, dry_run=True, runner=runner)
+    assert len(dry_l.warnings) >= 2, dry_l.warnings
+    assert comparable(dry_l, local.root) == comparable(dry_s, remote.root)
 
 
 def _plant_orphans(root: str) -> list[str]:
