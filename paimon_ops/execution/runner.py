@@ -3,7 +3,9 @@
 never depend on driver state.
 
 SparkRunner: a DataFrame of task rows and `mapInArrow` running the function on executors — the same code works
-on classic Spark (local[*] or a cluster) and on Spark Connect. LocalRunner runs tasks in-process (small work,
+on classic Spark (local[*] or a cluster) and on Spark Connect: `run` collects one JSON result per task, `frame`
+leaves the tasks' rows in Spark (joins, aggregates), `stream` brings them to the driver a wave of tasks at a time as
+Arrow. LocalRunner runs tasks in-process (small work,
 and tests that are not about Spark).
 """
 from __future__ import annotations
