@@ -26,6 +26,8 @@ Measured, each side in a fresh process (wall time from start to exit, peak RSS f
 
 Run: .venv/bin/python benchmarks/bench_scale.py [--files 100000 --files 1000000] [--entries 10000000]
      [--workdir DIR] [--no-java] [--work orphans|rate|expiry ...] [--keep-built DIR] [--fleet 500,5000]
+     .venv/bin/python benchmarks/bench_scale.py --plan /work/bench-data/meta-1m/db.db/meta [--placement spark]
+     (plans only, in-process vs Spark local[2]: driver wall, CPU, peak RSS and a hash of the plan)
 (2 shared cores: the 1M-file table takes ~10 min to build, the 10M-entry table ~15 min to write.)
 """
 from __future__ import annotations
@@ -339,17 +341,40 @@ def build_metadata(warehouse: str, entries: int, out: mp.Queue) -> None:
     out.put({"root": table.root, "entries": written, "build_s": time.perf_counter() - t0})
 
 
-def plan_child(root: str, what: str, out: mp.Queue) -> None:
+def plan_child(root: str, what: str, placement: str, out: mp.Queue) -> None:
+    """Plan `what` (a dry run) in this fresh process: in-process, or placed on Spark `local[2]` (the session is
+    started before the clock starts; this process is the driver, its peak RSS is the driver's)."""
+    import hashlib
+
+    from paimon_ops.execution.runner import LocalRunner, SparkRunner, local_spark
     from paimon_ops.lifecycle.expire import plan_expire_snapshots
     from paimon_ops.lifecycle.orphans import plan_remove_orphans
     from paimon_ops.table.table import FileStoreTable
     table = FileStoreTable(root, "db.meta")
-    t = time.perf_counter()
+    runner: object = LocalRunner()
+    if placement == "spark":
+        runner = SparkRunner(local_spark("local[2]", "paimon-ops-bench-plan"))
+    t, cpu = time.perf_counter(), time.process_time()
     if what == "expire":
-        plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, time_retained="0 ms")
+        plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, time_retained="0 ms", runner=runner)
     else:
-        plan = plan_remove_orphans(table, older_than=int(time.time() * 1000), allow_short=True)
-    out.put({"s": time.perf_counter() - t, "files": len(plan.deletes), "rss": be.peak_rss_mib()})
+        plan = plan_remove_orphans(table, older_than=int(time.time() * 1000), allow_short=True, runner=runner)
+    took, cpu = time.perf_counter() - t, time.process_time() - cpu
+    digest = hashlib.sha256()  # the plan itself: every path, kind, reason and size, in order
+    for d in plan.deletes:
+        digest.update(f"{d.path}\0{d.kind}\0{d.reason}\0{d.size}\n".encode())
+    out.put({"s": took, "cpu": cpu, "files": len(plan.deletes), "rss": be.peak_rss_mib(),
+             "hash": digest.hexdigest()[:16]})
+
+
+def run_plans(root: str, placements: list[str], whats: list[str]) -> None:
+    """`--plan ROOT`: plan the expiry / orphans of an existing metadata-only table (`build_metadata`'s) in a fresh
+    process per run, in-process and on Spark local[2]."""
+    for what in whats:
+        for placement in placements:
+            r = in_child(plan_child, root, what, placement)
+            print(f"plan {what} {placement}: {r['s']:.1f} s wall, {r['cpu']:.1f} s driver CPU, driver peak RSS "
+                  f"{r['rss']:.0f} MiB, {r['files']:,} files planned, plan hash {r['hash']}", flush=True)
 
 
 def in_child(target, *args) -> dict:
@@ -367,7 +392,7 @@ def run_entries(entries: int, workdir: str, results: list[str]) -> None:
     b = in_child(build_metadata, os.path.join(workdir, "meta"), entries)
     print(f"  written in {b['build_s']:.0f} s: {b['entries']:,} entries", flush=True)
     for what in ("expire", "orphans"):
-        r = in_child(plan_child, b["root"], what)
+        r = in_child(plan_child, b["root"], what, "in-process")
         print(f"  plan {what} (dry run): {r['s']:.1f} s, peak RSS {r['rss']:.0f} MiB, {r['files']:,} files planned",
               flush=True)
         results.append(f"planning {what}, {b['entries']:,} manifest entries: {r['s']:.1f} s / {r['rss']:.0f} MiB "
@@ -389,7 +414,14 @@ def main() -> None:
                     help="Dagster fleets measured afterwards by bench_fleet.py (definitions, jobs, sensor ticks, a run's "
                          "code-location load), e.g. 500,5000; '' to skip")
     ap.add_argument("--snapshots", type=int, default=1000, help=argparse.SUPPRESS)  # (smoke runs)
+    ap.add_argument("--plan", metavar="ROOT", help="only plan (dry runs) an existing metadata-only table's expiry "
+                    "and orphans, in-process and on Spark local[2], and print driver wall / CPU / peak RSS")
+    ap.add_argument("--placement", action="append", choices=("in-process", "spark"), help="with --plan (repeatable)")
+    ap.add_argument("--plan-work", action="append", choices=("expire", "orphans"), help="with --plan (repeatable)")
     args = ap.parse_args()
+    if args.plan:
+        run_plans(args.plan, args.placement or ["in-process", "spark"], args.plan_work or ["expire", "orphans"])
+        return
     workdir = tempfile.mkdtemp(prefix="bench-scale-", dir=args.workdir)
     results: list[str] = []
     try:

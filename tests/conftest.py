@@ -22,6 +22,34 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """One real Spark Connect server process (local[2]) for the whole test session (tests/spark_connect.py)."""
+    from tests.spark_connect import connect_server_process
+    with connect_server_process(tmp_path_factory.mktemp("spark-connect")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def connect(connect_server):
+    """A Spark Connect client session on `connect_server`, one per test module (the process leaves Connect mode
+    after it, so classic sessions keep working in later modules)."""
+    from tests.spark_connect import connect_session
+    with connect_session(connect_server["url"]) as session:
+        yield session
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory):
+    """A Spark standalone master and one worker (2 cores) on 127.0.0.1, each its own process, for the whole test
+    session (drivers run as subprocesses: this process already holds the classic `spark` session); stopped by pid."""
+    from tests.spark_cluster import StandaloneCluster
+    with StandaloneCluster(tmp_path_factory.mktemp("cluster")) as cluster:
+        worker_pid = cluster.add_worker(cores=2)
+        assert cluster.master is not None
+        yield {"url": cluster.url, "ui": cluster.ui, "master_pid": cluster.master.pid, "worker_pid": worker_pid}
+
+
 @pytest.fixture
 def warehouse(tmp_path) -> str:
     w = tmp_path / "warehouse"

@@ -3,7 +3,9 @@
 never depend on driver state.
 
 SparkRunner: a DataFrame of task rows and `mapInArrow` running the function on executors — the same code works
-on classic Spark (local[*] or a cluster) and on Spark Connect. LocalRunner runs tasks in-process (small work,
+on classic Spark (local[*] or a cluster) and on Spark Connect: `run` collects one JSON result per task, `frame`
+leaves the tasks' rows in Spark (joins, aggregates), `stream` brings them to the driver a wave of tasks at a time as
+Arrow. LocalRunner runs tasks in-process (small work,
 and tests that are not about Spark).
 """
 from __future__ import annotations
@@ -78,24 +80,29 @@ def _run_cancellable(event: threading.Event, dotted: str, table_location: str, t
         _LOCAL.cancel = None
 
 
+def call_task(dotted: str, table_location: str, task_json: str, options_json: str = "{}") -> dict:
+    """Run one task function and return what it returned (it raises what it raises)."""
+    fn = resolve_function(dotted)
+    task = json.loads(task_json)
+    opts = json.loads(options_json)
+    # Object-store settings (endpoint, credentials) configure FileIO.resolve for this task only; they are not
+    # put into the task dict, so no task function can echo them into a result.
+    from paimon_ops.table.objectstore import is_store_option, task_store_options
+    store_opts = {k: v for k, v in opts.items() if is_store_option(k)}
+    opts = {k: v for k, v in opts.items() if k not in store_opts}
+    if opts:
+        task = {**task, "_options": opts}
+    with task_store_options(store_opts):
+        return fn(table_location, task)
+
+
 def run_task(dotted: str, table_location: str, task_json: str, options_json: str = "{}") -> str:
     """Run one task and return its result as JSON; errors become a result with `error` set (the stack goes to the
     log at INFO, visible with `paimon-ops -v`; the driver reports the error in one line)."""
     started = time.time()
     try:
-        fn = resolve_function(dotted)  # inside the try: an unimportable function is this task's error, not the job's
-        task = json.loads(task_json)
-        opts = json.loads(options_json)
-        # Object-store settings (endpoint, credentials) configure FileIO.resolve for this task only; they are not
-        # put into the task dict, so no task function can echo them into a result.
-        from paimon_ops.table.objectstore import is_store_option, task_store_options
-        store_opts = {k: v for k, v in opts.items() if is_store_option(k)}
-        opts = {k: v for k, v in opts.items() if k not in store_opts}
-        if opts:
-            task = {**task, "_options": opts}
-        with task_store_options(store_opts):
-            result = fn(table_location, task)
-        result = {"ok": True, **result}
+        # inside the try: an unimportable function is this task's error, not the job's
+        result = {"ok": True, **call_task(dotted, table_location, task_json, options_json)}
     except Exception as e:  # report, the driver decides (fail closed)
         log.info("task failed", exc_info=True)
         result = {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())}"}
@@ -106,22 +113,39 @@ def run_task(dotted: str, table_location: str, task_json: str, options_json: str
     return json.dumps(result)
 
 
-def run_rows(dotted: str, table_location: str, task_json: str, options_json: str, schema: str) -> Any:
-    """Executor side of `SparkRunner.frame`: the task's rows as one Arrow batch of `schema`; an exception becomes
-    one row whose `error` says it (the stack goes to the executor's log)."""
+_ARROW_TYPES = {"string": "string", "long": "int64", "bigint": "int64", "int": "int32", "boolean": "bool",
+                "binary": "binary", "double": "float64", "array<string>": "list<string>"}
+
+
+def arrow_schema(ddl: str) -> Any:
+    """The Arrow schema of a flat DDL schema (`name type, …` of the types in _ARROW_TYPES): what the rows of a
+    `SparkRunner.frame` task must be, type for type."""
     import pyarrow as pa
-    names = [c.strip().split()[0] for c in schema.split(",")]
+    fields = []
+    for col in ddl.split(","):
+        name, typ = col.strip().split(None, 1)
+        arrow = _ARROW_TYPES[typ.strip().lower()]
+        fields.append(pa.field(name, pa.list_(pa.string()) if arrow == "list<string>" else pa.type_for_alias(arrow)))
+    return pa.schema(fields)
+
+
+def run_rows(dotted: str, table_location: str, task_json: str, options_json: str, schema: str) -> Any:
+    """Executor side of `SparkRunner.frame`: the task's rows (the function returns {column: values}, a column
+    missing is null; values may be bytes, unlike a `run` result) as one Arrow batch of `schema`; an exception
+    becomes one row whose `error` says it (the stack goes to the executor's log)."""
+    import pyarrow as pa
+    arrow = arrow_schema(schema)
+    names = arrow.names[1:]
     try:
-        result = json.loads(run_task(dotted, table_location, task_json, options_json))
-        if not result.get("ok"):
-            raise RuntimeError(result.get("error"))
-        cols = {n: result.get(n, []) for n in names[1:]}
-        n_rows = len(next(iter(cols.values()))) if cols else 0
-        return pa.RecordBatch.from_pydict({"error": [None] * n_rows, **cols})
+        result = call_task(dotted, table_location, task_json, options_json)
+        n_rows = max((len(result.get(n) or ()) for n in names), default=0)
+        cols = [pa.array(result.get(n) or [None] * n_rows, arrow.field(n).type) for n in names]
+        return pa.RecordBatch.from_arrays([pa.nulls(n_rows, pa.string()), *cols], schema=arrow)
     except Exception as e:  # noqa: BLE001 - reported as a row: the driver fails closed on it
         log.info("row task failed", exc_info=True)
-        return pa.RecordBatch.from_pydict({"error": [" ".join(str(e).split()) or type(e).__name__],
-                                           **{n: [None] for n in names[1:]}})
+        return pa.RecordBatch.from_arrays(
+            [pa.array([f"{type(e).__name__}: {' '.join(str(e).split())}"], pa.string()),
+             *[pa.nulls(1, arrow.field(n).type) for n in names]], schema=arrow)
 
 
 class Runner(Protocol):
@@ -224,6 +248,7 @@ class SparkRunner:
 
     spark: Any  # pyspark.sql.SparkSession (classic or Connect)
     ship_package: bool | None = None  # None: ship when the master is not local
+    wave: int | None = None  # tasks per wave of `stream` (None: one per slot, at least 2)
 
     name = "spark"
 
@@ -290,29 +315,7 @@ class SparkRunner:
                                                  names=["idx", "result"])
 
         started = time.time()
-        # The job runs in a helper thread and this one waits: an interrupt (Ctrl-C, SIGTERM, a terminated Dagster
-        # run) then reaches us here — not in the middle of a py4j call, which would break Spark's connection — and
-        # the jobs are cancelled, and waited for, before the caller removes what the tasks wrote.
-        box: dict[str, Any] = {}
-
-        def collect() -> None:
-            try:
-                box["rows"] = df.mapInArrow(run_batches, "idx long, result string").collect()
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
-                box["error"] = e
-
-        worker = threading.Thread(target=collect, name="paimon-ops-spark-job", daemon=True)
-        worker.start()
-        try:
-            while worker.is_alive():
-                worker.join(0.2)
-        except BaseException:
-            self.cancel()
-            worker.join(60)
-            raise
-        if "error" in box:
-            raise box["error"]
-        collected = box["rows"]
+        collected = _SparkJob(self, lambda: df.mapInArrow(run_batches, "idx long, result string").collect()).result()
         log.info("ran %d %s tasks in %d Spark partitions in %.1fs", len(tasks), function.rsplit(".", 1)[-1],
                  len(groups), time.time() - started)
         out: list[dict | None] = [None] * len(tasks)
@@ -345,6 +348,38 @@ class SparkRunner:
 
         return df.mapInArrow(rows, schema)
 
+    def stream(self, function: str, table_location: str, tasks: Sequence[dict], schema: str,
+               options: dict[str, str] | None = None, wave: int | None = None) -> Iterator[tuple[int, Any]]:
+        """(index of the first task, a pyarrow Table of the rows of the next tasks, in task order) for every wave of
+        `wave` tasks (default: one per slot, at least 2) — the rows of `frame`, brought to the driver a wave at a
+        time as Arrow, never all at once: the driver holds at most two waves (the one it consumes and the one Spark
+        computes meanwhile). The same on classic Spark (local, a cluster) and Spark Connect."""
+        if not tasks:
+            return
+        size = wave or self.wave or max(2, self._slots() or 2)
+        starts = list(range(0, len(tasks), size))
+
+        def job(start: int) -> _SparkJob:
+            frame = self.frame(function, table_location, tasks[start:start + size], schema, options)
+            return _SparkJob(self, frame.toArrow)
+
+        started = time.time()
+        running: _SparkJob | None = job(starts[0])
+        try:
+            for k, start in enumerate(starts):
+                current, running = running, None
+                assert current is not None
+                table = current.result()  # (an interrupt while waiting cancels this job there)
+                if k + 1 < len(starts):
+                    running = job(starts[k + 1])  # computed while the caller consumes this wave
+                yield start, table
+                del table
+        finally:
+            if running is not None:  # the consumer stopped early (an error, a closed generator): cancel the rest
+                running.abandon()
+        log.info("streamed %d %s tasks in %d waves in %.1fs", len(tasks), function.rsplit(".", 1)[-1], len(starts),
+                 time.time() - started)
+
     def cancel(self, wait_s: float = 30.0) -> None:
         """Cancel every running job of this session (classic Spark: and wait, at most `wait_s`, until none is active,
         so that no task writes after the caller's cleanup) or interrupt every operation (Spark Connect)."""
@@ -367,6 +402,42 @@ class SparkRunner:
             self.spark.interruptAll()
         except Exception as e:  # noqa: BLE001 - best effort: the driver cleans up what it can see anyway
             log.warning("could not cancel the Spark jobs: %s", e)
+
+
+class _SparkJob:
+    """A Spark action run in a helper thread while the caller's thread waits (`result`): an interrupt (Ctrl-C,
+    SIGTERM, a terminated Dagster run) then reaches the caller there — not in the middle of a py4j call, which
+    would break Spark's connection — and the session's jobs are cancelled, and waited for, before the caller
+    removes what the tasks wrote."""
+
+    def __init__(self, runner: SparkRunner, action: Callable[[], Any]):
+        self.runner = runner
+        self.box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                self.box["value"] = action()
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                self.box["error"] = e
+
+        self.thread = threading.Thread(target=target, name="paimon-ops-spark-job", daemon=True)
+        self.thread.start()
+
+    def result(self) -> Any:
+        try:
+            while self.thread.is_alive():
+                self.thread.join(0.2)
+        except BaseException:
+            self.abandon()
+            raise
+        if "error" in self.box:
+            raise self.box.pop("error")
+        return self.box.pop("value")
+
+    def abandon(self) -> None:
+        if self.thread.is_alive():
+            self.runner.cancel()
+            self.thread.join(60)
 
 
 # Session defaults for paimon-ops' own sessions (the CLI's and the Dagster resource's).
@@ -697,11 +768,18 @@ class LazySparkRunner:
             self._runner = SparkRunner(self.spark)
         return self._runner.run(function, table_location, tasks, progress, options)
 
-    def frame(self, function: str, table_location: str, tasks: Sequence[dict], schema: str,
-              options: dict[str, str] | None = None) -> Any:
+    def _started(self) -> SparkRunner:
         if self._runner is None:
             self._runner = SparkRunner(self.spark)
-        return self._runner.frame(function, table_location, tasks, schema, options)
+        return self._runner
+
+    def frame(self, function: str, table_location: str, tasks: Sequence[dict], schema: str,
+              options: dict[str, str] | None = None) -> Any:
+        return self._started().frame(function, table_location, tasks, schema, options)
+
+    def stream(self, function: str, table_location: str, tasks: Sequence[dict], schema: str,
+               options: dict[str, str] | None = None, wave: int | None = None) -> Iterator[tuple[int, Any]]:
+        return self._started().stream(function, table_location, tasks, schema, options, wave)
 
     @property
     def started(self) -> bool:

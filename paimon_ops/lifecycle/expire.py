@@ -28,12 +28,15 @@ A branch is expired against its own tags and consumers (`Table.for_branch(b)`), 
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import logging
 import posixpath
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
+
+import pyarrow.compute as pc
 
 from paimon_ops.errors import (
     CorruptMetadataError,
@@ -409,44 +412,90 @@ def _delta_cands(store: ManifestStore, scanner: TableScanner, owners: list[tuple
     tasks = [{"branch": table.branch, "what": what,
               "owners": [[sid, s.delta_manifest_list] for sid, s in owners[i:i + DELTA_BATCH]]}
              for i in range(0, len(owners), DELTA_BATCH)]
-    results = spark.run("paimon_ops.lifecycle.expire.delta_candidates_task", table.location, tasks,
-                        options={**table.io.task_options(), **table.options_override})
-    failed = [r["error"] for r in results if not r.get("ok")]
-    if failed:
-        if failed[0].startswith("UnsafeNameError"):
-            raise UnsafeNameError(table.manifest_dir, failed[0])
-        raise CorruptMetadataError(table.manifest_dir, f"reading the deltas on Spark failed: {failed[0]}")
-    for r in results:
-        for d in r["deltas"]:
-            err = d.get("error")
-            if err is not None:
-                cls = MissingFileError if err["missing"] else CorruptMetadataError
-                yield d["sid"], {}, cls(err["path"], err["problem"])
-                continue
-            yield d["sid"], _Candidates.decode(d["rows"]), None
+    waves = spark.stream("paimon_ops.lifecycle.expire.delta_candidates_task", table.location, tasks,
+                         DELTA_CANDIDATES_SCHEMA, options={**table.io.task_options(), **table.options_override})
+    expected = iter(owners)
+    with contextlib.closing(waves):  # stopped early (an error, a crafted name): the wave still running is cancelled
+        for _, rows in waves:
+            errors = rows.column("error").drop_null()
+            if len(errors):
+                failed = errors[0].as_py()
+                if failed.startswith("UnsafeNameError"):
+                    raise UnsafeNameError(table.manifest_dir, failed)
+                raise CorruptMetadataError(table.manifest_dir, f"reading the deltas on Spark failed: {failed}")
+            yield from _wave_candidates(rows, expected, table)
+    if next(expected, None) is not None:
+        raise CorruptMetadataError(table.manifest_dir, "reading the deltas on Spark returned fewer owners than asked")
+
+
+# What an executor sends back per owner (`delta_candidates_task`): one row naming the owner (`path` null; `err_*`
+# set when its delta could not be read), then one row per data file its delta removes — Arrow columns, a wave of
+# tasks at a time (`SparkRunner.stream`), so the driver never holds every candidate of the table at once.
+DELTA_CANDIDATES_SCHEMA = ("error string, sid long, err_path string, err_problem string, err_missing boolean, "
+                           "path string, partition binary, bucket int, file_name string, file_size long, "
+                           "extra_files array<string>, file_source int")
+
+
+def _wave_candidates(rows: Any, expected: Iterator[tuple[int, Any]], table: FileStoreTable
+                     ) -> Iterator[tuple[int, dict[str, tuple], CorruptMetadataError | None]]:
+    """The owners of one wave of `delta_candidates_task` rows, in order, each checked to be the next one asked
+    for (fail closed on anything else)."""
+    heads = pc.indices_nonzero(pc.is_null(rows.column("path"))).to_pylist()
+    sids = rows.column("sid")
+    for k, head in enumerate(heads):
+        sid = sids[head].as_py()
+        want = next(expected, None)
+        if want is None or want[0] != sid:
+            raise CorruptMetadataError(table.manifest_dir, f"reading the deltas on Spark returned {_owner(sid)} where "
+                                                           f"{_owner(want[0] if want else None)} was expected")
+        err_path = rows.column("err_path")[head].as_py()
+        if err_path is not None:
+            problem = rows.column("err_problem")[head].as_py()
+            error = CorruptMetadataError(err_path, problem)
+            if rows.column("err_missing")[head].as_py():  # the same class, and the same words, as in-process
+                error = MissingFileError(err_path)
+                error.problem, error.args = problem, (f"{err_path}: {problem}",)
+            yield sid, {}, error
+            continue
+        end = heads[k + 1] if k + 1 < len(heads) else rows.num_rows
+        yield sid, _Candidates.decode(rows.slice(head + 1, end - head - 1)), None
+
+
+def _owner(sid: int | None) -> str:
+    return "no owner" if sid is None else f"owner {sid}"
+
+
+def _ints(col: Any) -> list:
+    """An integer column as Python ints (through numpy: several times faster than to_pylist), nulls as None."""
+    return col.to_numpy().tolist() if col.null_count == 0 else col.to_pylist()
 
 
 class _Candidates:
     """Delta candidates sent back by an executor: the columns `_plan_delta_deletes` reads, row i per file."""
 
-    def __init__(self, rows: list[list]):
-        self.partition = [bytes.fromhex(r[1]) for r in rows]
-        self.bucket = [r[2] for r in rows]
-        self.file_name = [r[3] for r in rows]
-        self.file_size = [r[4] for r in rows]
-        self.extra_files = [tuple(r[5]) for r in rows]
-        self.file_source = [r[6] for r in rows]
+    def __init__(self, rows: Any):
+        self.partition = rows.column("partition").to_pylist()
+        self.bucket = _ints(rows.column("bucket"))
+        self.file_name = rows.column("file_name").to_pylist()
+        self.file_size = _ints(rows.column("file_size"))
+        extra = rows.column("extra_files")
+        if extra.null_count == 0 and pc.sum(pc.list_value_length(extra)).as_py() in (0, None):
+            self.extra_files: list[tuple] = [()] * rows.num_rows  # (the usual case: no extra files at all)
+        else:
+            self.extra_files = [tuple(x or ()) for x in extra.to_pylist()]
+        self.file_source = _ints(rows.column("file_source"))
 
     @staticmethod
-    def decode(rows: list[list]) -> dict[str, tuple]:
+    def decode(rows: Any) -> dict[str, tuple]:
         cols = _Candidates(rows)
-        return {r[0]: (cols, i) for i, r in enumerate(rows)}
+        return {path: (cols, i) for i, path in enumerate(rows.column("path").to_pylist())}
 
 
 def delta_candidates_task(table_location: str, task: dict) -> dict:
     """Executor side of `_delta_cands`: decode the deltas of the task's snapshots (changelogs) and return, per
-    owner in order, the data files it removes (path, partition hex, bucket, name, size, extra files, source) or
-    the error that made its delta unreadable. A crafted file name raises (the driver stops)."""
+    owner in order, a row naming it and then the data files its delta removes (the columns of
+    DELTA_CANDIDATES_SCHEMA), or the error that made its delta unreadable. A crafted file name raises (the driver
+    stops)."""
     from types import SimpleNamespace
     table = FileStoreTable(table_location, options_override=task.get("_options"))
     if task.get("branch", "main") != "main":
@@ -455,17 +504,26 @@ def delta_candidates_task(table_location: str, task: dict) -> dict:
     scanner = TableScanner(table, store)
     owners: list[tuple[int, Any]] = [(int(sid), SimpleNamespace(delta_manifest_list=name))
                                      for sid, name in task["owners"]]
-    out = []
+    out: dict[str, list] = {k: [] for k in ("sid", "err_path", "err_problem", "err_missing", "path", "partition",
+                                            "bucket", "file_name", "file_size", "extra_files", "file_source")}
+
+    def row(sid: int, err: CorruptMetadataError | None = None, path: str | None = None, cols: Any = None,
+            i: int = 0) -> None:
+        out["sid"].append(sid)
+        out["err_path"].append(err.path if err else None)
+        out["err_problem"].append(err.problem if err else None)
+        out["err_missing"].append(isinstance(err, MissingFileError) if err else None)
+        out["path"].append(path)
+        for k in ("partition", "bucket", "file_name", "file_size", "file_source"):
+            out[k].append(getattr(cols, k)[i] if cols is not None else None)
+        out["extra_files"].append(list(cols.extra_files[i] or ()) if cols is not None else None)
+
     for sid, delta, error in _deltas(store, owners, task.get("what", "snapshot")):
-        if error is not None:
-            out.append({"sid": sid, "error": {"path": error.path, "problem": error.problem,
-                                              "missing": isinstance(error, MissingFileError)}})
-            continue
-        rows = [[path, cols.partition[i].hex(), cols.bucket[i], cols.file_name[i], cols.file_size[i],
-                 list(cols.extra_files[i]), cols.file_source[i]]
-                for path, (cols, i) in delta_candidates(scanner, delta).items()]
-        out.append({"sid": sid, "rows": rows})
-    return {"deltas": out}
+        row(sid, error)
+        if error is None:
+            for path, (cols, i) in delta_candidates(scanner, delta).items():
+                row(sid, None, path, cols, i)
+    return out
 
 
 def _plan_delta_deletes(b: PlanBuilder, scanner: TableScanner, cands: dict[str, tuple], owner: str, owner_id: int,

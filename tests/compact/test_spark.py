@@ -16,7 +16,6 @@ from paimon_ops.execution.runner import SparkRunner
 from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
 from tests.compact.test_pypaimon import SCHEMA, _rows, _write_history
-from tests.spark_cluster import StandaloneCluster
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,15 +40,6 @@ def test_compaction_on_local_spark(spark, warehouse):
     assert rows[("x", 1)]["a"] == 9 and rows[("x", 1)]["b"] == {(d["pt"], d["id"]): d for d in before}[("x", 1)]["b"]
     assert rows[("x", 2)]["b"] == "q" and rows[("x", 77)]["a"] == 7
     assert len(rows) == len(before) + 1
-
-
-@pytest.fixture
-def standalone_cluster(tmp_path):
-    """A Spark master and one worker on 127.0.0.1, each its own process; stopped by pid."""
-    with StandaloneCluster(tmp_path / "cluster") as cluster:
-        worker_pid = cluster.add_worker(cores=2)
-        assert cluster.master is not None
-        yield {"url": cluster.url, "ui": cluster.ui, "master_pid": cluster.master.pid, "worker_pid": worker_pid}
 
 
 DRIVER = r"""

@@ -1,31 +1,19 @@
 """Compaction over Spark Connect for real: a Spark Connect server (pyspark's own jars) runs as a separate process on
 127.0.0.1, this process is only a Connect client, and the tasks run in the server's Python workers. The package
 reaches them the way SparkRunner ships it over Connect (`addArtifacts(..., pyfile=True)`, there is no sparkContext).
-
-Coexistence with the session-wide classic `spark` fixture: the Connect session is made with `.create()` (getOrCreate
-refuses a remote session while a classic one exists), and pyspark's process-wide SPARK_CONNECT_MODE_ENABLED /
-SPARK_REMOTE markers, which `stop()` leaves behind, are restored at teardown so later classic sessions still work."""
+The server and the client session are tests/conftest.py's `connect_server` / `connect` (tests/spark_connect.py)."""
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import zipfile
-from pathlib import Path
 
 import pytest
 
 from paimon_ops.execution.runner import SparkRunner
+from tests.spark_connect import ship_test_modules
 
 pytestmark = pytest.mark.cluster
 
-REPO = Path(__file__).resolve().parents[2]
 THIS_MODULE = "tests.compact.test_spark_connect"
-CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
-START_TIMEOUT_S = 90
 
 
 def probe_task(table_location: str, task: dict) -> dict:
@@ -35,102 +23,6 @@ def probe_task(table_location: str, task: dict) -> dict:
     import paimon_ops
     return {"location": table_location, "value": task["n"] * 2, "pid": os.getpid(),
             "paimon_ops_file": paimon_ops.__file__}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def _stop_process_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the server's own process group (the JVM and its Python workers), wait, then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)  # start_new_session: the group id is the server's pid
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def connect_server(tmp_path_factory):
-    """A Spark Connect server in the foreground (no spark-daemon), its own process group; stopped by that group."""
-    import pyspark
-    spark_home = Path(pyspark.__file__).parent
-    # The connect jar ships in pyspark/jars, which is already spark-submit's classpath: the server class needs no
-    # primary resource (sbin/start-connect-server.sh also passes just `--class`).
-    assert any((spark_home / "jars").glob("spark-connect_*.jar")), "pyspark has no spark-connect jar"
-    port = _free_port()
-    logs = tmp_path_factory.mktemp("spark-connect")
-    cmd = [str(spark_home / "bin" / "spark-submit"), "--class", CONNECT_SERVER, "--name", "paimon-ops-connect-test",
-           "--master", "local[2]",
-           "--conf", f"spark.connect.grpc.binding.port={port}",
-           "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-           "--conf", "spark.driver.bindAddress=127.0.0.1",
-           "--conf", "spark.driver.host=127.0.0.1",
-           "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.ui.showConsoleProgress=false",
-           "--conf", "spark.sql.shuffle.partitions=4",
-           "--conf", f"spark.local.dir={logs / 'local'}"]
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
-    env.update(SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable)
-    stdout, stderr = open(logs / "server.out", "w"), open(logs / "server.err", "w")
-    proc = subprocess.Popen(cmd, env=env, cwd=str(logs), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _accepts(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                why = f"exited with {proc.returncode}" if proc.poll() is not None else \
-                    f"not listening on 127.0.0.1:{port} after {START_TIMEOUT_S}s"
-                stderr.flush()
-                tail = (logs / "server.err").read_text(errors="replace")[-4000:]
-                pytest.fail(f"Spark Connect server {why}: {' '.join(cmd)}\n--- stderr tail ---\n{tail}")
-            time.sleep(0.5)
-        yield {"url": f"sc://127.0.0.1:{port}", "pid": proc.pid, "logs": logs}
-    finally:
-        _stop_process_group(proc)
-        stdout.close()
-        stderr.close()
-
-
-@pytest.fixture(scope="module")
-def connect(connect_server):
-    """A Spark Connect client session — `.create()`, never the classic session getOrCreate could hand back."""
-    from pyspark.sql import SparkSession
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-    saved = {k: os.environ.get(k) for k in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
-    session = SparkSession.builder.remote(connect_server["url"]).create()
-    try:
-        assert isinstance(session, ConnectSession)
-        yield session
-    finally:
-        try:
-            session.stop()
-        finally:
-            for k, v in saved.items():  # stop() leaves the process in "Connect mode"; classic sessions need it off
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def _expected_and_table(warehouse: str):
@@ -171,14 +63,9 @@ def test_full_compaction_runs_on_spark_connect(connect, connect_server, warehous
 
 
 def _ship_test_module(connect, tmp_path) -> None:
-    """Executors cannot import `tests.…` (their cwd and sys.path are the session's artifact directory), so the
-    test package goes there the same way SparkRunner ships paimon_ops."""
-    path = tmp_path / "paimon_ops_connect_tests.zip"
-    with zipfile.ZipFile(path, "w") as z:
-        for rel in ("tests/__init__.py", "tests/pypaimon_util.py", "tests/compact/__init__.py",
-                    "tests/compact/test_spark_connect.py"):
-            z.write(REPO / rel, rel)
-    connect.addArtifacts(str(path), pyfile=True)
+    ship_test_modules(connect, tmp_path, ("tests/__init__.py", "tests/pypaimon_util.py", "tests/spark_connect.py",
+                                          "tests/compact/__init__.py",
+                                          "tests/compact/test_spark_connect.py"))
 
 
 def test_runner_error_path_over_connect(connect, tmp_path):
@@ -204,7 +91,7 @@ def test_runner_error_path_over_connect(connect, tmp_path):
     seen = []
     results = runner.run(f"{THIS_MODULE}.probe_task", "/tmp/t", [{"n": 0}, {"n": 1, "fail": True}, {"n": 2}],
                          progress=lambda d, n: seen.append((d, n)))
-    assert [r["ok"] for r in results] == [True, False, True] and seen[-1] == (3, 3)
+    assert [r["ok"] for r in results] == [True, False, True] and seen[-1] == (3, 3), results
     assert results[1]["error"] == "ValueError: boom 1" and "duration_s" in results[1]
     assert [results[0]["value"], results[2]["value"]] == [0, 4] and results[0]["location"] == "/tmp/t"
     assert os.getpid() not in {results[0]["pid"], results[2]["pid"]}

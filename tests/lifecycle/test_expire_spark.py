@@ -19,6 +19,10 @@ class RecordingSparkRunner(SparkRunner):
         self.calls.append((function, len(tasks), results))
         return results
 
+    def frame(self, function, table_location, tasks, schema, options=None):
+        self.calls.append((function, len(tasks), []))  # rows that stay in Spark or stream back (`stream`)
+        return super().frame(function, table_location, tasks, schema, options)
+
 
 def test_expiry_and_tag_deletion_delete_on_executors(spark, tmp_path):
     wh = tmp_path / "wh"

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,13 +21,14 @@ from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, age_files, check_references, copy_table, leaks, new_table, rel_files
 
 DAY_S = 86_400
+REPO = Path(__file__).resolve().parents[2]
 
 
 class RecordingSparkRunner(SparkRunner):
     """The real SparkRunner, remembering which task functions it ran (as jobs of tasks or as DataFrames)."""
 
-    def __init__(self, spark):
-        super().__init__(spark)
+    def __init__(self, spark, wave=None):
+        super().__init__(spark, wave=wave)
         self.functions: list[str] = []
 
     def run(self, function, table_location, tasks, progress=None, options=None):
@@ -57,9 +61,9 @@ def remove_orphans(table, *, now_millis=None, older_than=None, runner=None, dry_
                 parallel_threshold)
 
 def comparable(report, root: str) -> str:
-    """The report without where it ran and how long it took, every path relative to the table root, files sorted
-    (deletes within a phase run in any order)."""
-    d = report.to_dict()
+    """The report (or its dict) without where it ran and how long it took, every path relative to the table root,
+    files sorted (deletes within a phase run in any order)."""
+    d = dict(report) if isinstance(report, dict) else report.to_dict()
     for k in ("duration_s", "runner"):
         d.pop(k, None)
     d["files"] = sorted(d["files"], key=lambda f: json.dumps(f, sort_keys=True))
@@ -68,6 +72,10 @@ def comparable(report, root: str) -> str:
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
+    return build_history(tmp_path_factory)
+
+
+def build_history(tmp_path_factory) -> MetaSim:
     """An append table with 60 snapshots (writes with extra files, compactions, DV commits, two tags): enough
     deltas for several Spark tasks."""
     wh = tmp_path_factory.mktemp("spark-placement") / "wh"
@@ -109,6 +117,37 @@ def test_expiry_on_spark_same_report_and_files(history, spark, tmp_path):
     assert rel_files(local.root) == rel_files(remote.root)
     check_references(remote)
     assert not leaks(remote)
+
+
+def test_expiry_candidates_stream_back_in_waves(history, spark, tmp_path, monkeypatch):
+    """The executors' candidates reach the driver a wave of tasks at a time (`SparkRunner.stream`), owners in order:
+    8 snapshots a task, 2 tasks a wave — the same plan as in-process."""
+    from paimon_ops.lifecycle import expire
+    monkeypatch.setattr(expire, "DELTA_BATCH", 8)
+    local, remote = _copies(history, tmp_path)
+    runner = RecordingSparkRunner(spark, wave=2)
+    now = history.now + 10 * HOUR_MS
+    dry_l = expire_snapshots(local, now_millis=now, retain_min=5, dry_run=True, runner=LocalRunner())
+    dry_s = expire_snapshots(remote, now_millis=now, retain_min=5, dry_run=True, runner=runner)
+    expired = len(dry_l.details["expired_snapshots"])
+    assert expired > 32 and runner.functions == ["paimon_ops.lifecycle.expire.delta_candidates_task"] * \
+        -(-expired // 16)  # one frame per wave
+    assert comparable(dry_l, local.root) == comparable(dry_s, remote.root)
+    # deltas that cannot be read (one garbled manifest, one manifest gone) arrive as their owners' errors in the
+    # middle of the stream: the same files kept, the same warnings, as in-process
+    for t in (local, remote):
+        for sid, damage in ((20, "garble"), (30, "remove")):
+            lst = t.snapshots.snapshot(sid).delta_manifest_list
+            path = t.manifest_path(history.store.manifest_list(lst)[0].file_name)
+            if damage == "remove":
+                os.remove(path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(b"garbage")
+    dry_l = expire_snapshots(local, now_millis=now, retain_min=5, dry_run=True, runner=LocalRunner())
+    dry_s = expire_snapshots(remote, now_millis=now, retain_min=5, dry_run=True, runner=runner)
+    assert len(dry_l.warnings) >= 2, dry_l.warnings
+    assert comparable(dry_l, local.root) == comparable(dry_s, remote.root)
 
 
 def _plant_orphans(root: str) -> list[str]:
@@ -180,3 +219,60 @@ def test_failing_executor_read_fails_closed(history, spark, tmp_path):
     with pytest.raises(PaimonOpsError, match="manifest"):
         remove_orphans(remote, runner=SparkRunner(spark))
     assert rel_files(remote.root) == before
+
+
+CLUSTER_DRIVER = r"""
+import json, sys
+import paimon_ops as po
+from paimon_ops.execution.runner import SparkRunner, local_spark, planning_on
+from paimon_ops.table.table import FileStoreTable
+url, expiry_root, orphans_root, expiry_now, orphans_now = sys.argv[1:6]
+spark = local_spark(url, "paimon-ops-lifecycle-cluster-test", {"spark.executor.memory": "1g",
+                                                                "spark.executor.cores": "1"})
+runner = SparkRunner(spark, wave=2)
+out = {}
+for what, root, plan in (
+        ("expiry", expiry_root, lambda m: m.expire_snapshots(now=int(expiry_now), retain_min=5, max_deletes=1000)),
+        ("orphans", orphans_root, lambda m: m.remove_orphans(now=int(orphans_now)))):
+    table = FileStoreTable(root)
+    with planning_on(runner):
+        dry = plan(po.Table(table).maintenance).dry_run_report()
+    with planning_on(runner):
+        done = plan(po.Table(table).maintenance).execute(table=table, runner=runner, parallel_threshold=10)
+    out[what] = {"dry": dry.to_dict(), "done": done.to_dict()}
+print(json.dumps(out, default=str))
+spark.stop()
+"""
+
+
+@pytest.mark.cluster
+def test_expiry_and_orphans_on_standalone_cluster(history, standalone_cluster, tmp_path):
+    """A driver process on a standalone cluster (executors: the worker's processes, paimon_ops shipped to them as a
+    zip): expiry and orphan removal give the reports, and leave the files, of the same runs in-process."""
+    exp_l, exp_s = _copies(history, tmp_path / "expiry")
+    orp_l, orp_s = _copies(history, tmp_path / "orphans")
+    for t in (orp_l, orp_s):
+        _plant_orphans(t.root)
+        age_files(t.root, 4 * DAY_S)
+    expiry_now, orphans_now = history.now + 10 * HOUR_MS, int(time.time() * 1000)
+    script = tmp_path / "driver.py"
+    script.write_text(CLUSTER_DRIVER)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, str(script), standalone_cluster["url"], exp_s.root, orp_s.root,
+                           str(expiry_now), str(orphans_now)], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    remote = json.loads(proc.stdout.strip().splitlines()[-1])
+    kw = dict(now_millis=expiry_now, retain_min=5, max_deletes=1000, runner=LocalRunner())
+    local = {"expiry": (expire_snapshots(exp_l, dry_run=True, **kw), expire_snapshots(exp_l, **kw)),
+             "orphans": (remove_orphans(orp_l, now_millis=orphans_now, dry_run=True, runner=LocalRunner()),
+                         remove_orphans(orp_l, now_millis=orphans_now, runner=LocalRunner()))}
+    for what, (l_t, s_t) in {"expiry": (exp_l, exp_s), "orphans": (orp_l, orp_s)}.items():
+        dry, done = local[what]
+        assert remote[what]["done"]["runner"]["where"] == f"Spark {standalone_cluster['url']}"
+        assert comparable(dry, l_t.root) == comparable(remote[what]["dry"], s_t.root)
+        assert comparable(done, l_t.root) == comparable(remote[what]["done"], s_t.root)
+        assert rel_files(l_t.root) == rel_files(s_t.root)
+        check_references(s_t)
+    assert local["expiry"][1].deleted["data"] >= 50 and local["orphans"][1].deleted["orphan"] == 44

@@ -219,3 +219,27 @@ def test_external_path_outside_the_configured_external_paths_is_refused(tmp_path
     sneaky = dataclasses.replace(f.meta, external_path=f"file:{tmp_path}/ext/../victim/{f.name}")
     with pytest.raises(CorruptMetadataError, match="external-paths"):
         TableScanner(configured).data_file_path(f.partition, f.bucket, sneaky)
+
+
+@pytest.mark.parametrize("op", ["expire-snapshots", "remove-orphans"])
+def test_crafted_data_file_name_stops_planning_on_spark(tmp_path, spark, op):
+    """Placed on Spark (the executors decode the manifests: expiry's candidates streamed back, orphans' names joined
+    there), the crafted name stops the plan the same way, before anything is deleted."""
+    from paimon_ops.execution.runner import SparkRunner, planning_on
+    table = _build(tmp_path)
+    if op == "expire-snapshots":
+        manifest, victim = _craft(table, table.snapshots.snapshot(4), FileKind.DELETE)
+    else:
+        manifest, victim = _craft(table, table.tags.tag("t1"), FileKind.ADD, "base")
+    age(str(tmp_path / "wh"))
+    before = tree_digest(str(tmp_path / "wh"))
+    runner = SparkRunner(spark)
+    m = po.Table(table.refresh()).maintenance
+    with pytest.raises(CorruptMetadataError) as e, planning_on(runner):
+        if op == "expire-snapshots":
+            m.expire_snapshots(now=FAR_FUTURE, retain_min=1, retain_max=1).execute(runner=runner)
+        else:
+            m.remove_orphans(now=FAR_FUTURE).execute(runner=runner)
+    assert "not a plain file name" in str(e.value) and os.path.basename(manifest) in str(e.value)
+    assert os.path.exists(victim)
+    assert tree_digest(str(tmp_path / "wh")) == before
