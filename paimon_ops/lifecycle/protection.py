@@ -56,13 +56,19 @@ def _list_names(store: ManifestStore, list_name: str, ref: str, tolerate_missing
 
 
 def manifest_skipping_set(store: ManifestStore, protectors: Iterable[Snapshot],
-                          tolerate_missing_lists: Iterable[Snapshot] = ()) -> set[str]:
+                          tolerate_missing_lists: Iterable[Snapshot] = (),
+                          lists_only: Iterable[Snapshot] = ()) -> set[str]:
     """Names of manifest lists, manifests, index manifests, index files and statistics files the protectors use
     (maintenance.md §2.3 step 6). Changelog manifests are not included: tags do not protect changelogs.
 
     Raises on unreadable metadata. `tolerate_missing_lists`: protectors whose base/delta lists may legitimately be
-    gone (long-lived changelogs after snapshot expiry deleted them, ChangelogDeletion.manifestSkippingSet)."""
+    gone (long-lived changelogs after snapshot expiry deleted them, ChangelogDeletion.manifestSkippingSet).
+    `lists_only`: protectors that keep only their base/delta lists and the manifests in them — long-lived changelogs:
+    the index manifest and statistics a changelog names are not its own (snapshot expiry deletes them with the
+    snapshot, as Java's does; `table.references` counts them for no changelog), so they protect nothing and may be
+    gone."""
     tolerant = {id(s) for s in tolerate_missing_lists}
+    only_lists = {id(s) for s in lists_only}
     out: set[str] = set()
     for s in protectors:
         ref = f"snapshot {s.id}"
@@ -72,6 +78,8 @@ def manifest_skipping_set(store: ManifestStore, protectors: Iterable[Snapshot],
             if names or not tol or store.table.io.exists(store.table.manifest_path(lst)):
                 out.add(lst)
             out.update(names)
+        if id(s) in only_lists:
+            continue
         if s.index_manifest:
             out.add(s.index_manifest)
             try:

@@ -130,6 +130,7 @@ def plan_delete_tags(table: FileStoreTable, names: Sequence[str], missing_ok: bo
         if right_tag is not None and (right is None or right_tag[1].id < right[1].id):
             right = (f"tag {right_tag[0]}", right_tag[1])
         protectors: list[tuple[str, Snapshot]] = []
+        changelogs: list[Snapshot] = []  # (long-lived: they keep their lists and files, not index or statistics)
         if left is not None:
             protectors.append((f"tag {left[0]}", left[1]))
         if right is not None:
@@ -147,13 +148,15 @@ def plan_delete_tags(table: FileStoreTable, names: Sequence[str], missing_ok: bo
                 c = table.changelogs.try_snapshot(cid)  # corrupt -> raises: nothing deleted
                 if c is not None:
                     protectors.append((f"changelog {cid}", c))
+                    changelogs.append(c)
         prot_desc = " and ".join(f"{d} ({s.id})" for d, s in protectors) or "no neighbour"
         info["protectors"] = [d for d, _ in protectors]
         try:
             skip_data: set[DataKey] = set()
             for _, s in protectors:
                 skip_data |= data_keys(store, s)
-            skip_names = manifest_skipping_set(store, [s for _, s in protectors]) | others.names
+            skip_names = manifest_skipping_set(store, [s for _, s in protectors], lists_only=changelogs) |\
+                others.names
         except (CorruptMetadataError, OSError) as e:
             raise CorruptMetadataError(getattr(e, "path", table.location),
                                        f"cannot read neighbour {prot_desc} of tag {name!r}; deleting nothing: "

@@ -18,7 +18,7 @@ import datetime as dt
 import shutil
 import time
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import paimon_ops as po
@@ -148,9 +148,21 @@ def test_metadata_histories_with_changelog_files(ops):
     _run_meta(ops, {"changelog-producer": "input"}, changelog=True, allow_rollback=False)
 
 
+_EXPIRE_1 = ("expire", {"retain_min": 1, "extra_max": None, "max_deletes": 7, "time_retained_min": 0,
+                        "consumer": None})
+
+
 @settings(max_examples=500, **PROPS)
 @given(ops=st.lists(meta_op, min_size=3, max_size=16), producer=st.sampled_from(["none", "input"]),
        cl_min=st.integers(2, 8))
+# Found by this test (26 Nov): a long-lived changelog names its snapshot's index manifest, which snapshot expiry has
+# deleted (as Java's does): tag deletion read it as a neighbour's and refused, or kept it (and its index files) for a
+# changelog that does not own it. A changelog now protects only its lists and files (protection.lists_only).
+@example(ops=[("write", 0), ("dv", 0)] + [("write", 0)] * 5 + [("compact", 0), ("tag", 0)] + [("write", 0)] * 3
+         + [_EXPIRE_1, ("untag", 0)], producer="none", cl_min=2)
+@example(ops=[("write", 0)] * 4 + [("dv", 0), ("compact", 0), ("tag", 4), ("write", 0),
+                                   ("expire", {**_EXPIRE_1[1], "max_deletes": 5}), ("untag", 0)],
+         producer="none", cl_min=2)
 def test_metadata_histories_decoupled_changelog(ops, producer, cl_min):
     """Decoupled changelog lifecycle: expired snapshots become long-lived changelogs that keep their changelog
     (changelog files, or with producer=none the APPEND files) until changelog expiry removes them."""
