@@ -341,7 +341,7 @@ class Plan:
 
     @property
     def is_empty(self) -> bool:
-        return not any(s.files or s.creates for s in self.steps)
+        return not any((s.files and (s.deletes or s.writes)) or s.creates for s in self.steps)
 
     def counts(self) -> dict[str, int]:
         return count_by_kind(self.deletes)
