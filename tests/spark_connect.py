@@ -22,16 +22,12 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.net import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT_S = 90
 _MODE_MARKERS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _accepts(port: int) -> bool:
@@ -69,7 +65,7 @@ def connect_server_process(logs: Path) -> Iterator[dict[str, Any]]:
     # The connect jar ships in pyspark/jars, which is already spark-submit's classpath: the server class needs no
     # primary resource (sbin/start-connect-server.sh also passes just `--class`).
     assert any((spark_home / "jars").glob("spark-connect_*.jar")), "pyspark has no spark-connect jar"
-    port = _free_port()
+    port = free_port()
     cmd = [str(spark_home / "bin" / "spark-submit"), "--class", CONNECT_SERVER, "--name", "paimon-ops-connect-test",
            "--master", "local[2]",
            "--conf", f"spark.connect.grpc.binding.port={port}",

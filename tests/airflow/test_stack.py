@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
-import socket
 import subprocess
 import time
 from zoneinfo import ZoneInfo
@@ -21,15 +20,10 @@ import pytest
 
 from tests.airflow.conftest import EXAMPLE_DAGS, java_or_fail, make_home
 from tests.interop import java_harness as jh
+from tests.net import free_port
 
 BERLIN = ZoneInfo("Europe/Berlin")
 GROWING = "shop.growing"  # append table Java writes into needing compaction
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _answers(url: str) -> bool:
@@ -66,7 +60,7 @@ def stack(airflow_bin, tmp_path_factory):
     growing.write([{"rows": [[0, "first"]]}])
     ah = make_home(airflow_bin, root, wh, [EXAMPLE_DAGS / "example_paimon_daily_tags.py",
                                            EXAMPLE_DAGS / "example_paimon_health.py"])
-    port = _free_port()
+    port = free_port()
     ah.extra_env.update({
         "PAIMON_TAGS_TABLE": "shop.orders", "PAIMON_HEALTH_TABLE": GROWING, "PAIMON_HEALTH_POLL": "2",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",

@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from tests.dagster import ui_util as ui
+from tests.net import free_port
 
 pytestmark = pytest.mark.webserver
 
@@ -87,7 +88,7 @@ def stack(tmp_path, artifacts):
 
     env = ui.dagster_env(home, warehouse.path)
     env["PAIMON_OPS_OBSERVATION_INTERVAL"] = "5"
-    port = ui.free_port()
+    port = free_port()
     procs: list[ui.ManagedProcess] = []
     browser = None
     try:

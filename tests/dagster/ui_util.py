@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -136,12 +135,6 @@ def build_big_table(path: str, rows: int = 500_000, writes: int = 4, buckets: in
 
 
 # ---------------------------------------------------------------------------------------------- processes
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class ManagedProcess:
     """One process started in its own session (so its pid is its process-group id), output to a log file."""
 

@@ -24,15 +24,11 @@ from typing import Callable
 
 import pytest
 
+from tests.net import free_port
+
 ACCESS_KEY = "paimon-test-access"
 SECRET_KEY = "paimon-test-secret-do-not-print-7f3a9c"
 REGION = "us-east-1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

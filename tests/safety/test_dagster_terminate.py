@@ -11,6 +11,7 @@ import pytest
 
 from paimon_ops.table.table import FileStoreTable
 from tests.dagster import ui_util as ui
+from tests.net import free_port
 from tests.safety.util import slow_compaction_table, tree_digest
 
 pytestmark = pytest.mark.webserver
@@ -37,7 +38,7 @@ def test_terminating_a_dagster_run_cleans_up(tmp_path):
     home = tmp_path / "dagster_home"
     ui.init_dagster_home(home)
     env = ui.dagster_env(home, str(wh))
-    port = ui.free_port()
+    port = free_port()
     procs: list[ui.ManagedProcess] = []
     try:
         procs.append(ui.ManagedProcess(
