@@ -98,7 +98,7 @@ def _python(code: str, env: dict[str, str] | None = None, timeout: float = 3600)
 
 
 DEFINITIONS = """
-import json, resource, sys, time
+import json, time
 t0 = time.perf_counter()
 from paimon_ops.dagster import build_paimon_definitions, PaimonWarehouse
 from paimon_ops.dagster.factory import load_specs
@@ -118,7 +118,9 @@ print(json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "jobs_s": t3 - t2, "t
                   "snapshot_s": t4 - t3, "specs_s": t5 - t4, "jobs": len(jobs), "ops": len(ops),
                   "assets": len(repo.asset_graph.get_all_asset_keys()),
                   "checks": len(repo.asset_graph.asset_check_keys),
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  # VmHWM, not ru_maxrss: that starts from the parent's peak (bench_scale's, when it runs this)
+                  "peak_rss_mib": int(next(l.split()[1] for l in open("/proc/self/status")
+                                           if l.startswith("VmHWM:"))) / 1024}))
 """
 
 SENSORS = """

@@ -42,6 +42,13 @@ class MissingFileError(CorruptMetadataError):
         problem = "file does not exist" + (f" (referenced by {referenced_by})" if referenced_by else "")
         super().__init__(path, problem)
 
+    @classmethod
+    def worded(cls, path: str, problem: str) -> MissingFileError:
+        """The error with the words another process reported (a Spark executor's), not worded again."""
+        e = cls(path)
+        CorruptMetadataError.__init__(e, path, problem)
+        return e
+
 
 class InvalidOptionError(PaimonOpsError):
     def __init__(self, name: str, value: object, expected: str, where: str = "") -> None:

@@ -77,13 +77,6 @@ BULK_PARALLEL_THRESHOLD = 200_000
 BULK_DRIVER_CHUNK = 100_000
 
 
-def by_directory(actions: Sequence[FileAction]) -> FileList:
-    """The actions of one phase grouped by parent directory (in order of first appearance, order kept within a
-    directory): each directory is then opened and checked once, not once per file when the planned paths
-    alternate between partitions. Only for phases whose order does not matter (DELETE_FILES)."""
-    return FileList(actions).in_directory_order()
-
-
 # ---------------------------------------------------------------------------------------------- preflight
 NAME_MAX = 255          # bytes of one path component (local file systems; S3 keys are checked whole)
 PATH_MAX = 4096

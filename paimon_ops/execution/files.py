@@ -221,10 +221,6 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
         """Whether any file has a size other than 0 or unknown (`any(a.size for a in ...)`)."""
         return any(s != _NO_SIZE and s != 0 for s in self._sizes)
 
-    def has_kinds(self, kinds: Iterable[str]) -> bool:
-        wanted = {k for k, kind in enumerate(self._kinds) if kind in set(kinds)}
-        return bool(wanted) and any(k in wanted for k in set(self._kind_of))
-
     def only_kinds(self, kinds: Iterable[str]) -> bool:
         allowed = set(kinds)
         return all(self._kinds[k] in allowed for k in set(self._kind_of))
@@ -276,8 +272,15 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
         return (kinds[k] for k in self._kind_of)
 
     def in_directory_order(self) -> FileList:
-        """The same files grouped by directory (`by_directory`'s order)."""
-        return FileList.concat(g for _, g in self.by_directory())
+        """The same files grouped by directory (`by_directory`'s order): one copy, taken in that order. Only for
+        phases whose order does not matter (DELETE_FILES): each directory is then opened and checked once."""
+        groups = self.directory_indices()
+        if len(groups) <= 1:
+            return self
+        order = array("I")
+        for _, ix in groups:
+            order.extend(range(len(self)) if ix is None else ix)
+        return self.take(order)
 
 
 class FileParts:

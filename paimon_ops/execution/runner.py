@@ -764,9 +764,7 @@ class LazySparkRunner:
 
     def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
             options: dict[str, str] | None = None) -> list[dict]:
-        if self._runner is None:
-            self._runner = SparkRunner(self.spark)
-        return self._runner.run(function, table_location, tasks, progress, options)
+        return self._started().run(function, table_location, tasks, progress, options)
 
     def _started(self) -> SparkRunner:
         if self._runner is None:

@@ -451,11 +451,9 @@ def _wave_candidates(rows: Any, expected: Iterator[tuple[int, Any]], table: File
         err_path = rows.column("err_path")[head].as_py()
         if err_path is not None:
             problem = rows.column("err_problem")[head].as_py()
-            error = CorruptMetadataError(err_path, problem)
-            if rows.column("err_missing")[head].as_py():  # the same class, and the same words, as in-process
-                error = MissingFileError(err_path)
-                error.problem, error.args = problem, (f"{err_path}: {problem}",)
-            yield sid, {}, error
+            missing = rows.column("err_missing")[head].as_py()  # the same class, and the same words, as in-process
+            yield sid, {}, MissingFileError.worded(err_path, problem) if missing else \
+                CorruptMetadataError(err_path, problem)
             continue
         end = heads[k + 1] if k + 1 < len(heads) else rows.num_rows
         yield sid, _Candidates.decode(rows.slice(head + 1, end - head - 1)), None
