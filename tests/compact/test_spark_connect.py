@@ -64,6 +64,7 @@ def test_full_compaction_runs_on_spark_connect(connect, connect_server, warehous
 
 def _ship_test_module(connect, tmp_path) -> None:
     ship_test_modules(connect, tmp_path, ("tests/__init__.py", "tests/pypaimon_util.py", "tests/spark_connect.py",
+                                          "tests/net.py",
                                           "tests/compact/__init__.py",
                                           "tests/compact/test_spark_connect.py"))
 
