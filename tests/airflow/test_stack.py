@@ -20,7 +20,7 @@ import pytest
 
 from tests.airflow.conftest import EXAMPLE_DAGS, java_or_fail, make_home
 from tests.interop import java_harness as jh
-from tests.net import free_port
+from tests.net import free_port, patient
 
 BERLIN = ZoneInfo("Europe/Berlin")
 GROWING = "shop.growing"  # append table Java writes into needing compaction
@@ -36,7 +36,7 @@ def _answers(url: str) -> bool:
 
 
 def _wait(what: str, predicate, timeout: float, procs=()) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     while time.monotonic() < deadline:
         for name, p, log in procs:
             if p.poll() is not None:
@@ -45,7 +45,9 @@ def _wait(what: str, predicate, timeout: float, procs=()) -> None:
         if predicate():
             return
         time.sleep(1)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    logs = "".join(f"\n--- airflow {name} (last 4000 characters of {log}) ---\n{log.read_text()[-4000:]}"
+                   for name, _, log in procs)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{logs}")
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +88,9 @@ def stack(airflow_bin, tmp_path_factory):
                                  start_new_session=True)
             procs.append((name, p, log))
             if name == "api-server":  # tasks report through its execution API: up before anything is scheduled
-                _wait("the API server", lambda: _answers(f"http://127.0.0.1:{port}/api/v2/monitor/health"), 90, procs)
+                _wait("the API server", lambda: _answers(f"http://127.0.0.1:{port}/api/v2/monitor/health"), 180, procs)
         _wait("the DAGs to be parsed", lambda: len(ah.sql("select dag_id from dag where dag_id like 'paimon_%'")) >= 3,
-              120, procs)
+              300, procs)
         yield ah, wh, procs
     finally:
         for _, p, _ in procs:
@@ -123,7 +125,7 @@ def test_backfill_creates_exactly_those_days_one_at_a_time(stack):
         # unpaused with catchup=False, the DAG also runs its latest schedule (yesterday's tag)
         scheduled = [r for r in tis if r[0].startswith("scheduled__")]
         return len(backfilled) == 3 and len(scheduled) == 1 and all(r[1] == "success" for r in tis)
-    _wait("three backfilled tag runs", done, 150, procs)
+    _wait("three backfilled tag runs", done, 300, procs)
 
     tags = dict(FileSystemCatalog(wh).get_table("shop.orders").tags.tags())
     days = {(first - dt.timedelta(days=1) + dt.timedelta(days=i)).isoformat() for i in range(3)}
@@ -150,7 +152,7 @@ def test_deferred_sensor_resumes_when_another_process_makes_work(stack):
                       "task_id = 'wait_until_needed'")
         assert not rows or rows[0][0] not in ("success", "failed"), rows  # one small file: not due yet
         return bool(rows) and rows[0][0] == "deferred"
-    _wait("the sensor to defer", deferred, 90, procs)
+    _wait("the sensor to defer", deferred, 300, procs)
     assert ah.sql("select classpath from trigger") and "PaimonTableHealthTrigger" in\
         " ".join(r[0] for r in ah.sql("select classpath from trigger"))
 
@@ -162,7 +164,7 @@ def test_deferred_sensor_resumes_when_another_process_makes_work(stack):
                          "map_index <= 0"))
         assert "failed" not in st.values() and "upstream_failed" not in st.values(), st
         return st.get("compact") == "success"
-    _wait("the sensor to resume and the compaction to run", compacted, 120, procs)
+    _wait("the sensor to resume and the compaction to run", compacted, 300, procs)
     # the trigger ran in the triggerer process (its log is the task's `.trigger.<id>.log`) and fired on the change
     (trigger_log,) = (ah.home / "logs" / "dag_id=paimon_compact_when_needed").glob(
         "*/task_id=wait_until_needed/attempt=1.log.trigger.*.log")
@@ -173,8 +175,11 @@ def test_deferred_sensor_resumes_when_another_process_makes_work(stack):
     assert len(scan["files"]) == 1 and growing.rows() == rows and growing.check_files() == []
     assert jh.JavaTable(wh, "shop", "growing").snapshots()["snapshots"][-1]["commitKind"] == "COMPACT"
 
-    def event_run() -> bool:
+    def event_runs_done() -> bool:
+        # the watcher may fire more than once (the write, then the table changing again): wait for every run it
+        # started, not for the first row, which may be a later run still going
         runs = ah.sql("select run_type, state from dag_run where dag_id = 'paimon_compact_on_event'")
-        return any(t == "asset_triggered" and s in ("success", "failed") for t, s in runs)
-    _wait("the AssetWatcher's run", event_run, 90, procs)
-    assert ah.sql("select state from dag_run where dag_id = 'paimon_compact_on_event'")[0][0] == "success"
+        return any(t == "asset_triggered" for t, _ in runs) and all(s in ("success", "failed") for _, s in runs)
+    _wait("the AssetWatcher's runs", event_runs_done, 300, procs)
+    states = ah.sql("select run_id, run_type, state from dag_run where dag_id = 'paimon_compact_on_event'")
+    assert all(s == "success" for _, _, s in states), states

@@ -24,6 +24,8 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 
+from tests.net import patient
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -386,7 +388,7 @@ def launchpad(port: int, location: str, job: str) -> tuple[str, dict[str, dict]]
 
 
 def wait_for_run(port: int, run_id: str, procs: Sequence[ManagedProcess], timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     run: dict = {}
     while time.monotonic() < deadline:
         check_procs(procs)
@@ -400,7 +402,7 @@ def wait_for_run(port: int, run_id: str, procs: Sequence[ManagedProcess], timeou
 
 
 def wait_until(what: str, fn: Callable[[], Any], procs: Sequence[ManagedProcess], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     value = None
     while time.monotonic() < deadline:
         check_procs(procs)
@@ -413,7 +415,7 @@ def wait_until(what: str, fn: Callable[[], Any], procs: Sequence[ManagedProcess]
 
 
 def wait_for_http(port: int, procs: Sequence[ManagedProcess], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     last = None
     while time.monotonic() < deadline:
         check_procs(procs)
@@ -430,7 +432,7 @@ def wait_for_http(port: int, procs: Sequence[ManagedProcess], timeout: float) ->
 
 def wait_for_location(port: int, location: str, procs: Sequence[ManagedProcess], timeout: float) -> dict:
     """Poll the workspace until `location` loaded; fail with its load error (message and stack) if it has one."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     entry: dict = {}
     while time.monotonic() < deadline:
         check_procs(procs)
@@ -539,7 +541,7 @@ def wait_for_backfill_runs(port: int, backfill_id: str, partitions: Sequence[str
                            procs: Sequence[ManagedProcess], timeout: float) -> dict:
     """Poll until the backfill's runs cover `partitions` (one run per partition, or range runs) and all of them
     succeeded. Fails at once, with the errors of the failed runs, when a run fails or the backfill ends first."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     bf: dict = {}
     while time.monotonic() < deadline:
         check_procs(procs)
@@ -567,7 +569,7 @@ def wait_for_backfill_runs(port: int, backfill_id: str, partitions: Sequence[str
 
 def wait_for_backfill_status(port: int, backfill_id: str, procs: Sequence[ManagedProcess], timeout: float) -> dict:
     """Poll until the backfill reaches a terminal status (the daemon re-evaluates backfills every 30 s)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     bf: dict = {}
     while time.monotonic() < deadline:
         check_procs(procs)
@@ -663,7 +665,7 @@ def wait_for(driver, what: str, fn: Callable[[], Any], timeout: float = 60, poll
     lookup errors are retried too. Fails with `what`, the URL and the last error."""
     from selenium.common.exceptions import WebDriverException
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
