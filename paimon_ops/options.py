@@ -158,8 +158,8 @@ class Option(Generic[T_co]):
                 value = int(s)
             elif k == FLOAT:
                 value = float(s)
-                if not math.isfinite(value):
-                    raise ValueError(s)
+                if not math.isfinite(value):  # 'nan', 'inf': no option takes them
+                    raise InvalidOptionError(name, text, self.kind_text, where)
             elif k == BOOL:
                 if s.lower() not in ("true", "false"):
                     raise InvalidOptionError(name, text, "true or false", where)

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
-from paimon_ops.errors import CorruptMetadataError, MissingFileError
+from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
@@ -265,7 +265,7 @@ class TableScanner:
         bucket_dir = self.bucket_dir
         if rows is not None:
             if any(cols.external_path):
-                raise ValueError("data_file_paths(rows=…) is for manifests without external paths")
+                raise InvalidArgumentError("data_file_paths(rows=…) is for manifests without external paths")
             partition, bucket, name = cols.partition, cols.bucket, cols.file_name
             return [(dirs.get((partition[i], bucket[i])) or bucket_dir(partition[i], bucket[i])) + "/" + name[i]
                     for i in rows]

@@ -139,6 +139,7 @@ def test_paimon_defaults_where_they_are_known():
     (o.MERGE_ENGINE, "partial_update", "expected one of"),
     (o.COMPACTION_DELETE_RATIO_THRESHOLD, "1.5", "expected a ratio within [0, 1]"),
     (o.COMPACTION_SMALL_FILE_RATIO, "nan", "expected a number"),
+    (o.COMPACTION_SMALL_FILE_RATIO, "-inf", "expected a number"),
     (o.TAG_CREATE_INTERVAL, "36 h", "a whole number of days"),
     (o.TAG_DEFAULT_TIME_RETAINED, "0 s", "a positive duration"),
     (o.NUM_SORTED_RUN_COMPACTION_TRIGGER, "0", "expected an integer >= 1"),

@@ -5,6 +5,7 @@ Real CLI in-process on a copy of the sample warehouse, broken on disk."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import glob
 import json
 import shutil
@@ -125,3 +126,42 @@ def test_bad_python_arguments_are_paimon_ops_errors(broken, kwargs):
     t = po.Catalog(str(broken)).get_table(T)
     with pytest.raises(PaimonOpsError, match="|".join(k for k in kwargs if k != "mode")):
         t.maintenance.compact(**kwargs)
+
+
+def test_the_engine_raises_no_bare_value_error():
+    """AST: no module of paimon_ops raises a builtin ValueError itself — bad input is a PaimonOpsError (FormatError
+    is both, for the codecs' callers), so that it reaches the user as one line."""
+    bad = []
+    for path in sorted((REPO / "paimon_ops").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id == "ValueError":
+                    bad.append(f"{path.relative_to(REPO).as_posix()}:{node.lineno}")
+    assert not bad, "raise ValueError at " + ", ".join(bad)
+
+
+def test_a_non_finite_number_option_is_one_line(broken, capsys):
+    """A float option set to 'nan' or 'inf' is refused naming the option (it was a bare ValueError inside)."""
+    t = broken / "shop.db" / "nan"
+    shutil.copytree(broken / "shop.db" / "orders", t, symlinks=True)
+    p = t / "schema" / "schema-0"
+    d = json.loads(p.read_text())
+    d["options"]["compaction.small-file-ratio"] = "inf"
+    p.write_text(json.dumps(d))
+    code = main(["compact", str(broken), "shop.nan", "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "compaction.small-file-ratio" in err, err
+
+
+def test_data_file_paths_misuse_is_a_paimon_ops_error(broken):
+    from paimon_ops.errors import InvalidArgumentError
+    from paimon_ops.table.scan import TableScanner
+    t = po.Catalog(str(broken)).get_table(T).raw
+    scanner = TableScanner(t)
+    snap = t.snapshots.latest()
+    metas = scanner.store.manifest_list(snap.base_manifest_list, "test")
+    cols = scanner.store.columns_many([m.file_name for m in metas], "test")[metas[0].file_name]
+    cols = dataclasses.replace(cols, external_path=["file:/elsewhere/data.parquet"] + list(cols.external_path[1:]))
+    with pytest.raises(InvalidArgumentError):
+        scanner.data_file_paths(cols, rows=[0])
