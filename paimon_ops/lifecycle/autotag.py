@@ -307,6 +307,14 @@ def _coerce_period(table: FileStoreTable, sched: TagSchedule, value: Period | st
     return period_for_date(table, value)
 
 
+def _given_period(table: FileStoreTable, sched: TagSchedule, value: Any) -> Period:
+    """A period the caller named: a refusal names the argument (`--period` on the command line)."""
+    try:
+        return _coerce_period(table, sched, value)
+    except InvalidArgumentError as e:
+        raise type(e)(f"{arg('periods')}: {e}") from None
+
+
 def period_for_date(table: FileStoreTable, date: _dt.date | _dt.datetime | str | int) -> Period:
     """The period containing a date (its local midnight), a date-time (naive = tag zone) or an instant (ms)."""
     sched = require_periodic(table)
@@ -366,12 +374,20 @@ def plan_auto_tags(table: FileStoreTable, now_millis: int | None = None, periods
     now_ms = now_millis_or_clock(now_millis)
     sched = tag_schedule(table)
     b = PlanBuilder()
+    if periods is not None:
+        periods = list(periods)
+        if not periods:
+            raise InvalidArgumentError(f"{arg('periods')} names no period")
     if sched is None:
+        if periods is not None:  # a period given is never ignored: there is nothing it could name
+            raise InvalidArgumentError(f"{arg('periods')} {', '.join(map(str, periods))}: {table.identifier} has no "
+                                       "automatic tagging (set tag.create-time='HH:mm' or tag.automatic-creation)")
         b.warn("automatic tagging is not configured: set tag.create-time='HH:mm' or tag.automatic-creation")
         return b.build(AutoTagPlan, table, {})
     if sched.mode == "batch":
         if periods is not None:
-            raise InvalidArgumentError(f"{table.identifier} uses tag.automatic-creation=batch, which has no periods")
+            raise InvalidArgumentError(f"{arg('periods')}: {table.identifier} uses tag.automatic-creation=batch, "
+                                       "which has no periods")
         from paimon_ops.lifecycle.batch_tags import plan_batch_tag
         return plan_batch_tag(table, sched, now_ms, AutoTagPlan)
     ctx = _AutoTagRun(table, sched, now_ms)
@@ -380,7 +396,7 @@ def plan_auto_tags(table: FileStoreTable, now_millis: int | None = None, periods
         for w in warnings:
             b.warn(w)
     else:
-        unique = {cp.local_start_millis: cp for cp in (_coerce_period(table, sched, p) for p in periods)}
+        unique = {cp.local_start_millis: cp for cp in (_given_period(table, sched, p) for p in periods)}
         todo = [unique[k] for k in sorted(unique)]
     decisions = []
     contents: list[str] = []
