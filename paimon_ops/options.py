@@ -468,10 +468,19 @@ TARGET_FILE_SIZE: Option[int | None] = Option("target-file-size", MEMORY, None, 
                                               "files", default_doc="128 mb (primary key), 256 mb (append)")
 TARGET_FILE_ROW_NUM = Option("target-file-row-num", INT, LONG_MAX, "the rows files are rolled at", "files",
                              minimum=1)
+
+
+def _name_prefix(text: str) -> bool:
+    """A file name prefix stays within the file name: '../x-' or 'sub/' would put files beside or below their
+    bucket directory, under names no reader accepts."""
+    return "/" not in text and "\\" not in text and text.isprintable()
+
+
 DATA_FILE_PREFIX = Option("data-file.prefix", STR, "data-", "data file names start with it", "files",
-                          affects_files=True)
+                          affects_files=True, check=_name_prefix, expected="a file name prefix (no '/' or '\\')")
 CHANGELOG_FILE_PREFIX = Option("changelog-file.prefix", STR, "changelog-", "changelog file names start with it",
-                               "files", affects_files=True)
+                               "files", affects_files=True, check=_name_prefix,
+                               expected="a file name prefix (no '/' or '\\')")
 DATA_FILE_PATH_DIRECTORY: Option[str | None] = Option(
     "data-file.path-directory", STR, None, "data files live in this subdirectory", "files", affects_files=True)
 DATA_FILE_EXTERNAL_PATHS: Option[tuple[str, ...]] = Option(

@@ -31,7 +31,7 @@ from paimon_ops.compact.model import (
 from paimon_ops.compact.planner import open_table, plan_compaction
 from paimon_ops.compact.rowtrack import RowRangeCommit, moved_deletion_vectors
 from paimon_ops.compact.rowtrack import enabled as rowtrack_enabled
-from paimon_ops.errors import CancelledError, CompactionTaskError, PaimonOpsError
+from paimon_ops.errors import CancelledError, CompactionTaskError, CorruptMetadataError, MissingFileError, PaimonOpsError
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.plan import CHANGELOG, DATA, INDEX, FileAction, Step
 from paimon_ops.execution.runner import LocalRunner, Progress, Runner
@@ -100,6 +100,40 @@ def _write_marker(table: FileStoreTable, marker: str) -> None:
         log.warning("could not write the cancel marker %s: %s", marker, e)
 
 
+def check_inputs(table: FileStoreTable, plan: CompactionPlan) -> None:
+    """What a task would find out only after other tasks wrote their output, refused before anything is written:
+    every input's schema exists, and — on local file systems, one listing per directory — every input data file
+    and deletion-vector index file is a regular file where the metadata says (a missing file, a bucket directory
+    that is a file, a symbolic link)."""
+    files = [f for t in plan.tasks for f in t.files + t.lookup_files]
+    known = set(table.schemas.list_ids())
+    for f in files:
+        sid = f.meta.get("schema_id")
+        if isinstance(sid, int) and sid not in known:
+            raise CorruptMetadataError(f.path, f"written with schema {sid}, which does not exist "
+                                               f"({table.schemas.path(sid)}); refusing to compact it")
+    if not table.io.is_local:
+        return
+    by_dir: dict[str, set[str]] = {}
+    for p in dict.fromkeys([f.path for f in files] + [f.dv_index_file for f in files if f.dv_index_file]):
+        d, name = posixpath.split(posixpath.normpath(p))
+        by_dir.setdefault(d, set()).add(name)
+    for d, names in by_dir.items():
+        try:
+            listed = {st.name: st for st in table.io.list_status(d, include_symlinks=True, strict=True)}
+        except NotADirectoryError:
+            raise CorruptMetadataError(d, "is not a directory, but the table's files are listed in it; refusing to "
+                                          "compact") from None
+        for name in sorted(names):
+            st = listed.get(name)
+            if st is None:
+                raise MissingFileError(posixpath.join(d, name), "a compaction input, live in the latest snapshot")
+            if st.is_dir or st.is_symlink:
+                raise CorruptMetadataError(posixpath.join(d, name), "is not a regular file ("
+                                           + ("a directory" if st.is_dir else f"a symbolic link to {st.link_target}")
+                                           + "); refusing to compact it")
+
+
 def execute_plan(table: FileStoreTable | str, plan: CompactionPlan, runner: Runner | None = None,
                  progress: Progress | None = None, journal: Any = None) -> ExecutionResult:
     """Run every task; if any fails, or the run is interrupted, delete what every task wrote and raise.
@@ -113,6 +147,7 @@ def execute_plan(table: FileStoreTable | str, plan: CompactionPlan, runner: Runn
     runner = runner or LocalRunner()
     # inputs are files of this table, never anything else (a plan's task names them; the re-plan checks them too)
     check_paths(allowed_roots(table), [f.path for t in plan.tasks for f in t.files + t.lookup_files])
+    check_inputs(table, plan)  # before the first write (the journal's included): a refusal leaves the table as it was
     tokens = [str(uuid.uuid4()) for _ in plan.tasks]
     commit_token = str(uuid.uuid4())
     pairs = _token_dirs(table, plan, tokens, commit_token)

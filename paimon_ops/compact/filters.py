@@ -155,8 +155,14 @@ def partition_predicate(names: Sequence[str], types: Sequence[Any], default_name
         if not isinstance(partitions, (list, tuple)) or not all(isinstance(p, (Mapping, str)) for p in partitions):
             raise InvalidArgumentError(f"{arg('partitions')} must be a list of {{key: value}} partition specs (or "
                                        f"'k=v,k2=v2' texts), got {partitions!r}")
-        specs = [parse_partition_spec({k: str(v) for k, v in p.items()} if isinstance(p, Mapping) else p,
-                                      names, types, default_name) for p in partitions]
+        specs = []
+        for p in partitions:
+            try:
+                specs.append(parse_partition_spec({k: str(v) for k, v in p.items()} if isinstance(p, Mapping) else p,
+                                                  names, types, default_name))
+            except InvalidArgumentError as e:  # named as the caller gave it: --partition dt=x on the command line
+                given = p if isinstance(p, str) else ",".join(f"{k}={v}" for k, v in p.items())
+                raise type(e)(f"{arg('partitions', given)}: {e}") from None
         preds.append(lambda row: any(all(row[k] == v for k, v in s.items()) for s in specs))
     if where is not None:
         if callable(where):

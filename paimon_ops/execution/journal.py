@@ -8,7 +8,9 @@ An execution that removes snapshots or tags and then their files, or that writes
   the snapshot / tag files first, so that nothing stays listed whose files are partly deleted);
 * `writes`: `(directory, token)` pairs — every file the run writes there carries the token (a UUID) in its name.
 
-The journal is deleted when the run ends cleanly (a failed run cleans up after itself first). A journal left by a run
+The journal is deleted when the run ends cleanly (a failed run cleans up after itself first), and with it the
+`.paimon-ops` directory when the run created it and nothing else is in it: a run that is refused, or that changes
+nothing, leaves the table's directory tree exactly as it found it. A journal left by a run
 that died — killed, or abandoned after an error it could not clean up — is finished by the next expiry, tag deletion,
 orphan removal or compaction of the table (`plan_pending`): its files that nothing keeps alive now are deleted (the
 plan lists them, kind `leftover`), then the journal. A journal of a run still in progress is left alone: same host
@@ -84,6 +86,7 @@ class Journal:
     deletes: Sequence[str] | FileList = ()  # (a FileList: the paths are made while they are written, a chunk at a time)
     writes: list[dict[str, str]] = field(default_factory=list)
     abandoned: bool = False
+    created_dir: bool = False  # this run created the journal directory (it removes it again when it ends cleanly)
 
     def _payload(self) -> bytes:
         """The gzip JSON, encoded and compressed in chunks: a journal may list a million paths, which must not be
@@ -103,9 +106,15 @@ class Journal:
         return b"".join(out)
 
     def save(self) -> None:
+        io = self.table.io
         if not self.path:
             self.path = posixpath.join(journal_dir(self.table), f"journal-{uuid.uuid4()}")
-        self.table.io.write_bytes(self.path, self._payload())
+            self.created_dir = io.has_directories and not io.exists(journal_dir(self.table))
+        payload = self._payload()
+        try:
+            io.write_bytes(self.path, payload)
+        except FileNotFoundError:  # another run removed the emptied directory between our mkdir and our write
+            io.write_bytes(self.path, payload)
 
     def add_writes(self, pairs: Iterable[tuple[str, str]]) -> None:
         """Record, before writing, that files named with `token` will appear in `directory`."""
@@ -120,6 +129,11 @@ class Journal:
             from paimon_ops.table.removal import remove_written
             if remove_written(self.table, [self.path], "journal")[1]:  # (the one deletion path; never raises)
                 self.abandon()  # left behind: the next run (even in this process) finishes and removes it
+            elif self.created_dir:
+                try:  # only when empty: a journal of a concurrent run keeps it (removed, it is made again)
+                    self.table.io.delete_dir_if_empty(journal_dir(self.table))
+                except (OSError, PaimonOpsError) as e:
+                    log.warning("could not remove the empty %s: %s", journal_dir(self.table), e)
 
     def abandon(self) -> None:
         """The run failed without cleaning up everything: let the next run finish it at once."""

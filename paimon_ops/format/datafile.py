@@ -368,7 +368,9 @@ class DataFileWriter:
 
 
 def validate_write_options(fmt: str, options: dict[str, str]) -> str:
-    """The data file format to write, with its codec options checked (InvalidOptionError names the option)."""
+    """The data file format to write, with every option its writer reads checked — codec and level, page, row group
+    and stripe sizes (InvalidOptionError names the option) — so that a bad value is refused before a file is
+    opened, not half-way through a run."""
     fmt = str(fmt).lower()
     if fmt not in ("parquet", "orc", "avro"):
         raise UnsupportedError(f"data file format {fmt!r} is not supported (parquet, orc, avro)")
@@ -376,6 +378,8 @@ def validate_write_options(fmt: str, options: dict[str, str]) -> str:
         avro_codec(options)
     else:
         compression_of(fmt, options)
+        for option in ((PARQUET_PAGE_SIZE, PARQUET_BLOCK_SIZE) if fmt == "parquet" else (ORC_STRIPE_SIZE,)):
+            read(options, option)
     return fmt
 
 

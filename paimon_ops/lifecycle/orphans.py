@@ -242,7 +242,9 @@ def _external_data_roots(table: FileStoreTable) -> list[str]:
                     continue
                 try:
                     other = FileStoreTable(st.path, identifier=f"{db.name[:-3]}.{st.name}", io=table.io)
-                    shared = mine & set(external.allowed_roots(other))
+                    # (leniently: another table's unusable entry is its own problem, not a reason to stop here)
+                    shared = mine & {external.resolved_root(other, r) for r in
+                                     external.configured_roots(other, strict=False) if external.on_table_fs(other, r)}
                 except (TableNotFoundError, CorruptMetadataError):
                     continue
                 if shared:

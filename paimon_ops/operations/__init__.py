@@ -162,9 +162,11 @@ def partition_spec(text: str, what: str = "partition") -> dict[str, str]:
     """'k=v,k2=v2' -> {k: v, k2: v2}."""
     out = {}
     for part in text.split(","):
-        if "=" not in part:
+        k, sep, v = part.partition("=")
+        if not sep or not k.strip():
             raise InvalidArgumentError(f"{what} {text!r}: expected key=value[,key=value]")
-        k, v = part.split("=", 1)
+        if k.strip() in out:
+            raise InvalidArgumentError(f"{what} {text!r}: key {k.strip()!r} is given twice")
         out[k.strip()] = v.strip()
     return out
 

@@ -63,6 +63,15 @@ class _Written:
     names: list[str] = field(default_factory=list)
 
 
+def check_commit_options(table: FileStoreTable) -> None:
+    """Every option a commit reads, parsed now (InvalidOptionError names it): a run that writes files before it
+    commits (compaction) checks them before its first write, so a bad value never surfaces after it."""
+    opts = table.options
+    mf.avro_codec_from_options(opts)
+    opts.get(COMMIT_MAX_RETRIES)
+    opts.get(MANIFEST_MERGE_MIN_COUNT)
+
+
 class FileStoreCommit:
     def __init__(self, table: FileStoreTable, commit_user: str | None = None, max_retries: int | None = None,
                  store: ManifestStore | None = None, journal: Any = None, name_uuid: str | None = None):
@@ -76,6 +85,7 @@ class FileStoreCommit:
         self._journaled = False
         self.committed: Snapshot | None = None
         opts = table.options
+        check_commit_options(table)
         self.max_retries = max_retries if max_retries is not None else opts.get(COMMIT_MAX_RETRIES)
         self.codec, self.codec_level = mf.avro_codec_from_options(opts)
 

@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from paimon_ops.errors import CorruptMetadataError, UnsupportedError
+from paimon_ops.errors import CorruptMetadataError, InvalidOptionError, UnsupportedError
 from paimon_ops.options import DATA_FILE_EXTERNAL_PATHS, DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS, DATA_FILE_EXTERNAL_PATHS_STRATEGY
 from paimon_ops.table.fileio import split_location
 
@@ -59,10 +59,21 @@ class ExternalRoot:
         return f"{self.scheme}://{self.authority}/{posixpath.join(key, rel) if key else rel}"
 
 
-def configured_roots(table: FileStoreTable) -> list[ExternalRoot]:
-    """Every `data-file.external-paths` entry, parsed (no I/O)."""
+OPTION = DATA_FILE_EXTERNAL_PATHS.key
+
+
+def configured_roots(table: FileStoreTable, strict: bool = True) -> list[ExternalRoot]:
+    """Every `data-file.external-paths` entry, parsed (no I/O). An entry that is neither a URI nor an absolute path
+    ('relative/dir' would be relative to whatever directory the process runs in; Java refuses a path without a
+    scheme) is refused naming the option — or, not `strict` (feature detection, which never fails), left out."""
     out = []
     for loc in table.external_paths:
+        if "://" not in loc and not loc.startswith(("file:", "/")):  # (split_location would make it absolute)
+            if strict:
+                raise InvalidOptionError(OPTION, table.options.raw.get(OPTION, loc),
+                                         f"absolute locations (file:/data/ext, s3://bucket/ext), not {loc!r}",
+                                         f"table {table.identifier}")
+            continue
         scheme, authority, path = split_location(loc)
         if scheme in ("s3a", "s3n"):
             scheme = "s3"
@@ -81,7 +92,7 @@ def on_table_fs(table: FileStoreTable, root: ExternalRoot) -> bool:
 
 def elsewhere(table: FileStoreTable) -> list[ExternalRoot]:
     """Configured roots on another file system than the table's (another scheme, endpoint or bucket)."""
-    return [r for r in configured_roots(table) if not on_table_fs(table, r)]
+    return [r for r in configured_roots(table, strict=False) if not on_table_fs(table, r)]
 
 
 def resolved_root(table: FileStoreTable, root: ExternalRoot) -> str:
@@ -91,8 +102,23 @@ def resolved_root(table: FileStoreTable, root: ExternalRoot) -> str:
 
 def allowed_roots(table: FileStoreTable) -> list[str]:
     """Resolved external roots on the table's file system (where files of this table may be read, written and
-    deleted besides the table root)."""
-    return [resolved_root(table, r) for r in configured_roots(table) if on_table_fs(table, r)]
+    deleted besides the table root). A root that is the table directory, inside it or around it is refused naming
+    the option: the table's own files and the external ones could not be told apart."""
+    out = []
+    table_root = posixpath.normpath(os.path.realpath(table.root) if table.io.is_local else table.root)
+    for r in configured_roots(table):
+        if not on_table_fs(table, r):
+            continue
+        resolved = posixpath.normpath(resolved_root(table, r))
+        if _within(resolved, table_root) or _within(table_root, resolved):
+            raise InvalidOptionError(OPTION, r.location, "a location outside the table directory "
+                                     f"{table.location} (and not around it)", f"table {table.identifier}")
+        out.append(resolved)
+    return out
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def resolve(table: FileStoreTable, external: str, name: str) -> str:
@@ -108,7 +134,7 @@ def resolve(table: FileStoreTable, external: str, name: str) -> str:
             if path.startswith(base + "/"):
                 if not on_table_fs(table, root):
                     raise UnsupportedError(
-                        f"{table.identifier}: {name} lives under external path {root.location}, on another file "
+                        f"{table.identifier}: {name} lives under {OPTION} entry {root.location}, on another file "
                         f"system than the table ({table.location}); paimon-ops reaches only the table's own")
                 return posixpath.join(resolved_root(table, root), path[len(base) + 1:])
     raise CorruptMetadataError(
@@ -140,8 +166,10 @@ def write_roots(table: FileStoreTable) -> list[ExternalRoot]:
                                      f"the scheme of one of {DATA_FILE_EXTERNAL_PATHS.key}")
     far = [r for r in roots if not on_table_fs(table, r)]
     if far:
-        raise UnsupportedError(f"{table.identifier}: new files would go to external path {far[0].location}, on "
-                               f"another file system than the table ({table.location})")
+        raise UnsupportedError(f"{table.identifier}: new files would go to {OPTION} entry {far[0].location}, on "
+                               f"another file system than the table ({table.location}); paimon-ops writes only to "
+                               "the table's own")
+    allowed_roots(table)  # (a root around or inside the table directory is refused, naming the option)
     return roots
 
 

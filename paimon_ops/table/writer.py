@@ -23,10 +23,19 @@ from paimon_ops.format.binary_row import bucket_ids, serialize_row
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND, validate_write_options, write_data_file
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
-from paimon_ops.format.stats import compute_stats, dense_store, key_stats, min_max_key
+from paimon_ops.format.stats import column_stats_modes, compute_stats, dense_store, key_stats, min_max_key
 from paimon_ops.format.types import arrow_schema
-from paimon_ops.options import BUCKET, BUCKET_FUNCTION_TYPE, DATA_FILE_THIN_MODE, FILE_FORMAT, ROW_TRACKING_ENABLED
-from paimon_ops.table.commit import CommitChanges, FileStoreCommit
+from paimon_ops.options import (
+    BUCKET,
+    BUCKET_FUNCTION_TYPE,
+    CHANGELOG_FILE_PREFIX,
+    DATA_FILE_PREFIX,
+    DATA_FILE_THIN_MODE,
+    FILE_FORMAT,
+    ROW_TRACKING_ENABLED,
+)
+from paimon_ops.table.commit import CommitChanges, FileStoreCommit, check_commit_options
+from paimon_ops.table.external import write_roots
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileStoreTable
 
@@ -59,10 +68,17 @@ class DataFileWriteSpec:
         if fmt not in _EXT:
             raise UnsupportedError(f"writing {fmt!r} data files for {table.identifier} is not supported (parquet, orc, "
                                    "avro)")
-        try:  # codecs and sizes checked once, here, for the table writer and compaction alike
-            validate_write_options(fmt, dict(table.options.raw))
+        try:  # every option a write reads — codecs, sizes, stats modes, the commit's — checked once, here, for the
+            # table writer and compaction alike: before anything is written, never in a task half-way through a run
+            raw = dict(table.options.raw)
+            validate_write_options(fmt, raw)
+            column_stats_modes(table.schema.field_names, raw)
+            for option in (DATA_FILE_PREFIX, CHANGELOG_FILE_PREFIX):  # (the names of the new files)
+                table.options.get(option)
         except InvalidOptionError as e:
             raise InvalidOptionError(e.name, e.value, e.expected, f"table {table.identifier}") from None
+        check_commit_options(table)
+        write_roots(table)  # where new files go (data-file.external-paths): refused now, naming the option
         # 0.9 manifests have no _VALUE_STATS_COLS: all-mode value stats and 0.9's key-stats modes. 0.9 readers need
         # the `_KEY_*` columns, so a table still written in the 0.9 layout never gets thin files.
         return DataFileWriteSpec(fmt, has_cols and dense_store(dict(table.options.raw)), not has_cols,

@@ -14,7 +14,7 @@ import pytest
 import paimon_ops as po
 from paimon_ops.compact import changelog as cl
 from paimon_ops.compact import plan_compaction
-from paimon_ops.compact.api import CompactionTaskError
+from paimon_ops.errors import MissingFileError
 from paimon_ops.execution.runner import SparkRunner
 from paimon_ops.merge import MergeSpec, merge_records
 from paimon_ops.table.reader import read_file, visible_files
@@ -144,7 +144,7 @@ def test_failed_lookup_task_leaves_nothing(warehouse):
     before = {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
     os.rename(victim.path, victim.path + ".hidden")  # the lookup target cannot be read
     latest = t.snapshots.latest_id()
-    with pytest.raises(CompactionTaskError):
+    with pytest.raises(MissingFileError, match="a compaction input"):  # (refused before any task writes)
         po.Table(t.refresh()).maintenance.compact(mode="minor").execute()
     os.rename(victim.path + ".hidden", victim.path)
     after = {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}

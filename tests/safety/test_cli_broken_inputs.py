@@ -13,7 +13,7 @@ import pytest
 
 from paimon_ops.cli import main
 from tests.cli.conftest import cli
-from tests.safety.util import partitioned_table, tree_digest
+from tests.safety.util import digest_changes, exact_digest, partitioned_table
 
 T = "shop.orders"
 
@@ -89,6 +89,12 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
         ("compact-task-fails", ["compact", w, "shop.badfile", "--local", "--json"], "failed in 1 of"),
         ("compact-bad-threshold", ["compact", w, T, "--mode", "dv-ratio", "--threshold", "2"], "--threshold"),
         ("compact-bad-partition", ["compact", w, T, "--partition", "nokv"], "--partition"),
+        ("compact-empty-partition-key", ["compact", w, T, "--partition", "=x"], "--partition '=x'"),
+        ("compact-unknown-partition-key", ["compact", w, T, "--partition", "nokey=1"], "--partition nokey=1:"),
+        ("compact-partition-key-twice", ["compact", w, T, "--partition", "dt=2024-01-01,dt=2024-01-02"],
+         "--partition 'dt=2024-01-01,dt=2024-01-02': key 'dt' is given twice"),
+        ("compact-bad-partition-value", ["compact", w, T, "--partition", "dt=someday"], "--partition dt=someday:"),
+        ("rescale-empty-partition-key", ["rescale", w, T, "--partition", "=x"], "--partition"),
         ("compact-bad-where", ["compact", w, T, "--where", "dt >>> (("], "--where"),
         ("compact-postpone-bad-partition", ["compact-postpone", w, T, "--partition", "nokv"], "--partition"),
         ("rescale-bad-partition", ["rescale", w, T, "--partition", "nokv"], "--partition"),
@@ -139,7 +145,9 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
 
 
 def test_every_command_answers_broken_input_in_one_line(wh, capsys):
-    before = tree_digest(str(wh))
+    # every path (a journal directory included) and every file's bytes and modification time; directory times may
+    # move where a compaction task found a bad data file after other tasks wrote (their output is removed)
+    before = exact_digest(str(wh), dir_times=False)
     seen: set[str] = set()
     failures = []
     for name, argv, words in _cases(wh):
@@ -154,7 +162,7 @@ def test_every_command_answers_broken_input_in_one_line(wh, capsys):
         if not ok:
             failures.append(f"{name}: exit {code}, stderr {err!r}")
     assert not failures, "\n".join(failures)
-    assert tree_digest(str(wh)) == before  # nothing changed, anywhere
+    assert digest_changes(before, exact_digest(str(wh), dir_times=False)) == []  # nothing changed, anywhere
     import argparse
 
     from paimon_ops.cli import build_parser
@@ -178,3 +186,89 @@ def test_the_real_command_line_too(wh, argv, words):
     assert len(r.err.splitlines()) == 1 and "Traceback" not in r.err and words in r.err, r.err
     if "--json" in argv:
         assert json.loads(r.out)["error"]["message"]
+
+
+def _set_option(t, key: str, value: str) -> None:
+    p = os.path.join(t.root, "schema", "schema-0")
+    with open(p) as f:
+        d = json.load(f)
+    d["options"][key] = value
+    with open(p, "w") as f:
+        json.dump(d, f)
+
+
+def _live_file(t):
+    from paimon_ops.table.scan import TableScanner
+    return TableScanner(t).scan(t.snapshots.latest()).files[0]
+
+
+def _garbage_data_file(t) -> None:
+    with open(_live_file(t).path, "r+b") as f:
+        f.write(b"garbage" * 20)  # the footer is intact: only reading the pages finds it
+
+
+def _bucket_dir_is_a_file(t) -> None:
+    d = os.path.dirname(_live_file(t).path)
+    shutil.rmtree(d)
+    with open(d, "w") as f:
+        f.write("not a directory")
+
+
+def _data_file_is_a_link(t) -> None:
+    p = _live_file(t).path
+    os.replace(p, p + ".moved")
+    os.symlink(p + ".moved", p)
+
+
+def _unknown_schema_of_files(t) -> None:
+    from paimon_ops.table.scan import TableScanner
+    from tests.safety.util import rewrite_avro
+    scanner = TableScanner(t)
+    for m in scanner.store.manifest_list(t.snapshots.latest().delta_manifest_list, "test"):
+        rewrite_avro(os.path.join(t.manifest_dir, m.file_name), lambda r: r["_FILE"].__setitem__("_SCHEMA_ID", 9))
+
+
+# (damage, words of the one line, whether directory times stay too)
+REFUSED_COMPACTIONS = {
+    # found by the task reading it (its footer is fine), after other tasks wrote: their output is removed, so every
+    # path and every file is as it was — only the directories they wrote into have a new modification time
+    "garbage-data-file": (_garbage_data_file, "cannot read data file", False),
+    "zstd-level": (lambda t: _set_option(t, "file.compression.zstd-level", "x"), "'file.compression.zstd-level'", True),
+    "page-size": (lambda t: _set_option(t, "parquet.page.size", "huge"), "'parquet.page.size'", True),
+    "stats-mode": (lambda t: _set_option(t, "metadata.stats-mode", "most"), "'metadata.stats-mode'", True),
+    "file-prefix": (lambda t: _set_option(t, "data-file.prefix", "../x-"), "'data-file.prefix'", True),
+    "relative-external-path": (lambda t: (_set_option(t, "data-file.external-paths", "relative/dir"),
+                                          _set_option(t, "data-file.external-paths.strategy", "round-robin")),
+                               "'data-file.external-paths'", True),
+    "external-path-in-table": (lambda t: (_set_option(t, "data-file.external-paths", "file:" + t.root + "/ext"),
+                                          _set_option(t, "data-file.external-paths.strategy", "round-robin")),
+                               "'data-file.external-paths'", True),
+    "specific-fs-unset": (lambda t: (_set_option(t, "data-file.external-paths", "file:/tmp/elsewhere"),
+                                     _set_option(t, "data-file.external-paths.strategy", "specific-fs")),
+                          "'data-file.external-paths.specific-fs'", True),
+    "unknown-schema-of-files": (_unknown_schema_of_files, "schema 9, which does not exist", True),
+    # (found by the compaction's input check, or first by the history check when the newest commit added the file)
+    "bucket-dir-is-a-file": (_bucket_dir_is_a_file, ("is not a directory", "does not exist (a lost file"), True),
+    "missing-data-file": (lambda t: os.remove(_live_file(t).path), "does not exist", True),
+    "data-file-is-a-link": (_data_file_is_a_link, "symbolic link", True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_COMPACTIONS))
+def test_a_refused_compaction_leaves_the_table_exactly_as_it_was(tmp_path, capsys, case):
+    """A compaction refused for what it finds in the table — a bad data file, an option value only the writer or
+    the commit reads, a schema that does not exist, a bucket directory that is a file — says so in one line naming
+    the file or option (exit 2) and leaves every path, size, modification time and byte of the table as they were:
+    no journal directory, no output, nothing half-written. The checks run before the first write."""
+    damage, words, dir_times = REFUSED_COMPACTIONS[case]
+    wh = str(tmp_path / "wh")
+    t = partitioned_table(wh, "db.t")
+    damage(t)
+    time.sleep(0.01)  # (a write now would show as a new modification time)
+    before = exact_digest(t.root, dir_times)
+    code = main(["compact", wh, "db.t", "--local", "--json"])  # (--json: no progress lines on stderr)
+    err = capsys.readouterr().err
+    words = (words,) if isinstance(words, str) else words
+    assert code == 2 and len(err.splitlines()) == 1 and any(w in err for w in words) and "Traceback" not in err, err
+    assert digest_changes(before, exact_digest(t.root, dir_times)) == []
+    assert not os.path.exists(os.path.join(os.getcwd(), "relative"))  # (a relative external path is never used)

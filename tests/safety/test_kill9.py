@@ -183,7 +183,10 @@ def test_kill_9_at_every_file_event_then_rerun(base, tmp_path, op):
             _, status = os.waitpid(pid, 0)
             assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, f"event {k}: {status}"
             killed.append(_copy(t.parent.parent, work / f"k{k}-as-killed"))
-            _run(t, op)  # the rerun, uninterrupted
+            # the rerun, uninterrupted — unless the kill came after the run's last change (removing its emptied
+            # journal directory): then it is done, and a rerun of a tag deletion would rightly find no tag
+            if _journals(t) or _state(t, op) != want:
+                _run(t, op)
             assert not _journals(t), f"event {k}: a journal is left after the rerun"
             if op in WRITES:
                 assert not _unreferenced(t), f"event {k}: unreferenced files after the rerun: {_unreferenced(t)}"

@@ -29,6 +29,32 @@ def tree_digest(root: str) -> dict[str, str]:
     return out
 
 
+def exact_digest(root: str, dir_times: bool = True) -> dict[str, tuple]:
+    """Every path below root and root itself (never through a link) -> (kind, size, mtime in ns, sha256) of files,
+    (kind, mtime) of directories (`dir_times`: else their kind only), (kind, target) of links: a refusal that changed
+    nothing leaves this equal — no file written, removed, rewritten with the same bytes or touched, no directory
+    created or removed."""
+    out: dict[str, tuple] = {".": ("dir", os.lstat(root).st_mtime_ns if dir_times else 0)}
+    for d, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                out[rel] = ("link", os.readlink(p))
+            elif os.path.isdir(p):
+                out[rel] = ("dir", st.st_mtime_ns if dir_times else 0)
+            else:
+                with open(p, "rb") as f:
+                    out[rel] = ("file", st.st_size, st.st_mtime_ns, hashlib.sha256(f.read()).hexdigest())
+    return out
+
+
+def digest_changes(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
+    """The paths whose entry differs, for a readable assertion."""
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
 def age(root: str, days: float = 10) -> None:
     """Backdate every file and directory below root (not through links) so orphan removal considers them."""
     t = time.time() - days * DAY_S
@@ -74,3 +100,16 @@ def slow_compaction_table(warehouse: str, name: str = "db.t"):
         w.write(pa.table({"k": keys, "v": [f"value-{i}-{k}" for k in keys.tolist()], "x": rng.random(len(keys))}))
         w.commit()
     return t.refresh()
+
+
+def rewrite_avro(path: str, edit) -> None:
+    """Rewrite an Avro metadata file (manifest, manifest list) record by record with `edit(record)`, keeping its
+    schema and codec: a crafted but well-formed file."""
+    import fastavro
+    with open(path, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, codec, records = reader.writer_schema, reader.codec, list(reader)
+    for rec in records:
+        edit(rec)
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, records, codec=codec)
