@@ -109,6 +109,10 @@ class Layout:
         self.data_root = posixpath.normpath(table.data_root)
         self.depth = len(table.schema.partition_keys)
         self.external = [posixpath.normpath(r) for r in allowed_roots(table)[1:]]
+        # where partition and bucket directories are: the table's data root and, alike, each external root (Java
+        # puts `<data-file.path-directory>/<partition>/bucket-N` under it)
+        sub = table.options.data_path_directory
+        self.data_roots = [self.data_root] + [posixpath.join(e, sub) if sub else e for e in self.external]
         self.index_in_data = table.options.index_file_in_data_dir
         self._memo: dict[tuple[str, str], str | None] = {}
 
@@ -130,14 +134,21 @@ class Layout:
                     return True
         return False
 
+    def _partition_parts(self, d: str) -> list[str] | None:
+        """The partition path components of `d` below a data root (the table's or an external one), or None."""
+        for base in self.data_roots:
+            if d.startswith(base.rstrip("/") + "/"):
+                parts = d[len(base.rstrip("/")) + 1:].split("/")
+                if all("=" in p for p in parts):
+                    return parts
+        return None
+
     def _data_dir(self, d: str) -> bool:
         """A bucket directory, or a partition directory at full depth (files Java #7295 left there)."""
         if self._bucket_dir(d):
             return True
-        if self.depth and d.startswith(self.data_root.rstrip("/") + "/"):
-            parts = d[len(self.data_root.rstrip("/")) + 1:].split("/")
-            return len(parts) == self.depth and all("=" in p for p in parts)
-        return False
+        parts = self._partition_parts(d) if self.depth else None
+        return parts is not None and len(parts) == self.depth
 
     def _meta_dir(self, d: str, sub: str) -> bool:
         parent, name = posixpath.split(d)
@@ -179,9 +190,9 @@ class Layout:
             ok = self._meta_dir(d, "snapshot") or self._meta_dir(d, "changelog")
         elif kind == JOURNAL:
             ok = d == posixpath.join(self.root, JOURNAL_DIR)
-        elif kind == DIRECTORY:  # `d` is the directory itself: a bucket or partition directory of the data
-            ok = self._data_dir(d) or (d.startswith(self.data_root.rstrip("/") + "/") and all(
-                "=" in p for p in d[len(self.data_root.rstrip("/")) + 1:].split("/")))
+        elif kind == DIRECTORY:  # `d` is the directory itself: a bucket or partition directory of the data, in
+            # the table or under an external root (emptied by expiry there just the same)
+            ok = self._data_dir(d) or self._partition_parts(d) is not None
         else:
             return f"kind {kind!r} is not something paimon-ops deletes"
         return None if ok else f"a {kind} file cannot be in {d}"
@@ -528,13 +539,15 @@ class Deleter:
         return done, missing
 
     def delete_dirs(self, actions: Sequence[FileAction]) -> list[FileAction]:
-        """Directories, each removed only if a listing shows it empty at that moment; never the table root."""
+        """Directories, each removed only if a listing shows it empty at that moment; never the table root, an
+        external root or a data root in them."""
         check_paths(self.roots, [a.path for a in actions])
-        root = posixpath.normpath(self.table.root)
-        data_root = posixpath.normpath(self.table.data_root)
+        sub = self.table.options.data_path_directory
+        keep = {posixpath.normpath(r) for r in self.roots} | {posixpath.normpath(self.table.data_root)} | \
+            {posixpath.normpath(posixpath.join(r, sub)) for r in self.roots[1:] if sub}
         done = []
         for a in actions:
-            if posixpath.normpath(a.path) in (root, data_root):
+            if posixpath.normpath(a.path) in keep:
                 continue
             if self.io.delete_dir_if_empty(a.path):
                 done.append(a)

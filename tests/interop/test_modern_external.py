@@ -131,3 +131,42 @@ def test_strategies_and_shared_roots(tmp_path):
     # both tables name the same root: orphan removal cannot tell their files apart
     with pytest.raises(UnsafeOperationError, match="also an external path of db.fs"):
         po.Table(FileSystemCatalog(str(wh)).get_table("db.none")).maintenance.remove_orphans(allow_short=True, older_than=0).execute()
+
+
+def test_partitions_emptied_under_an_external_path_are_removed_like_the_tables(tmp_path):
+    """An append table pypaimon 2.1.0 writes into an external path: a partition expires, snapshots expire to one,
+    every tag is deleted, and orphan removal then removes the partition's emptied directories under the external
+    path as it does in the table directory (it refused the whole run: 'a directory file cannot be in …'); pypaimon and
+    pypaimon-rust read the partition that stays."""
+    import datetime as dt
+
+    from tests.cli.conftest import cli
+    from tests.safety.util import age
+    wh, ext = tmp_path / "wh", tmp_path / "e1"
+    wh.mkdir()
+    ext.mkdir()
+    today = dt.date.today()
+    old, new = (today - dt.timedelta(days=400)).strftime("%Y%m%d"), today.strftime("%Y%m%d")
+    s = pa.schema([("dt", pa.string()), ("id", pa.int32()), ("a", pa.int64())])
+    t = pu.create_table(str(wh), "db.e", s, partition_keys=["dt"],
+                        options={"bucket": "-1", "data-file.external-paths": f"file://{ext}",
+                                 "data-file.external-paths.strategy": "round-robin",
+                                 "partition.timestamp-formatter": "yyyyMMdd"})
+    pu.write(t, {"dt": [old] * 3, "id": [1, 2, 3], "a": [1, 2, 3]})
+    pu.write(pu.get_table(str(wh), "db.e"), {"dt": [new] * 2, "id": [4, 5], "a": [4, 5]})
+    assert (ext / f"dt={old}").is_dir() and not any((wh / "db.db" / "e").rglob("data-*"))
+    for argv in (["create-tag", "t1", "--snapshot", "1"], ["create-tag", "t2"],
+                 ["expire-partitions", "--expiration-time", "30 d"],
+                 ["expire-snapshots", "--retain-min", "1", "--retain-max", "1"],
+                 ["delete-tag", "t1", "t2"]):
+        r = cli(argv[0], wh, "db.e", *argv[1:])
+        assert r.code == 0, (argv, r.err)
+    assert not any((ext / f"dt={old}").rglob("data-*"))  # its files are gone, its directories stay for now
+    age(str(tmp_path), days=3)
+    r = cli("remove-orphans", wh, "db.e", "--json")
+    assert r.code == 0, r.err
+    removed = {f["path"] for f in r.json["files"] if f["kind"] == "directory"}
+    assert str(ext / f"dt={old}") in removed and not (ext / f"dt={old}").exists()
+    assert ext.is_dir() and (ext / f"dt={new}").is_dir()  # the external root and the live partition stay
+    rows = [(new, 4, 4), (new, 5, 5)]
+    assert pu.both_read(str(wh), "db.e", ["dt", "id", "a"]) == rows
