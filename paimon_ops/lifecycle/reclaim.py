@@ -98,7 +98,10 @@ def plan_manifest_list(b: PlanBuilder, table: FileStoreTable, store: ManifestSto
             skip.add(m.file_name)
             manifests_out.append(FileAction(table.manifest_path(m.file_name), MANIFEST, reason, m.file_size))
     skip.add(list_name)
-    lists_out.append(FileAction(table.manifest_path(list_name), MANIFEST_LIST, reason, list_size))
+    path = table.manifest_path(list_name)
+    # (a snapshot of Paimon < 1.0 records no list sizes: read the file's, so that reports count real bytes)
+    lists_out.append(FileAction(path, MANIFEST_LIST, reason, list_size if list_size is not None else
+                                file_size(table, path)))
 
 
 def plan_index_and_stats(b: PlanBuilder, table: FileStoreTable, scanner: TableScanner, snap: Snapshot, skip: set[str],
