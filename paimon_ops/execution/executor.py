@@ -11,6 +11,8 @@ A plan is a review artifact, not an authority (design.md §1). Before anything c
   (`plan.replan`); the fresh plan is what runs;
 * every path of every delete step is validated (`deleter.preflight`: where, what, and that nothing that stays keeps
   it alive) — a refusal names the path and leaves the table exactly as it was;
+* every snapshot's and tag's manifest lists and manifests exist and are this table's history
+  (`table.lineage.verify_lineage`) — or nothing is written or deleted;
 * a plan that removes snapshots or tags and then their files records those files in a journal first, so that a
   crash leaves only unreferenced files, which the next run reclaims (`lifecycle.journal`).
 
@@ -277,6 +279,10 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
         check = _CHECKS.get(step.action)
         if check is not None:
             check(table, plan, step)
+    # every snapshot's and tag's metadata exists and is this table's, before the first write — also when the plan
+    # has nothing to do, so that a table whose history is not its own is said, never reported as fine
+    from paimon_ops.table.lineage import verify_lineage
+    verify_lineage(table, plan.operation.replace("_", " "))
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
     ex.runner_info = placement
     ex.state.update(state)

@@ -41,6 +41,29 @@ def real_table(warehouse: str, name: str, options: dict[str, str] | None = None,
     return t.refresh()
 
 
+def _steady(table: FileStoreTable, source) -> dict:
+    """Manifest lists of a table that stays as snapshot `source` left it: the base holds its base and delta
+    manifests, the delta nothing — so fake snapshots after it read as one real history of empty commits (a copy of
+    `source` under the next id would not: its base would lack the source's delta, and every writing operation
+    refuses such a history)."""
+    import uuid
+
+    from paimon_ops.format import manifest as mf
+    from paimon_ops.table.scan import ManifestStore
+    store = ManifestStore(table)
+    if not store.manifest_list(source.delta_manifest_list):  # already steady
+        return {}
+    token = uuid.uuid5(uuid.NAMESPACE_URL, f"{table.root}#{source.id}#{source.base_manifest_list}")
+    base, delta = f"manifest-list-{token}-0", f"manifest-list-{token}-1"
+    if not table.io.exists(table.manifest_path(base)):
+        metas = store.manifest_list(source.base_manifest_list) + store.manifest_list(source.delta_manifest_list)
+        table.io.write_bytes(table.manifest_path(base), mf.write_manifest_list(metas))
+        table.io.write_bytes(table.manifest_path(delta), mf.write_manifest_list([]))
+    return {"base_manifest_list": base, "base_manifest_list_size": table.io.size(table.manifest_path(base)),
+            "delta_manifest_list": delta, "delta_manifest_list_size": table.io.size(table.manifest_path(delta)),
+            "delta_record_count": 0}
+
+
 def fake_history(warehouse: str, name: str, options: dict[str, str] | None, times: Sequence[int],
                  watermarks: Sequence[int | None] | None = None) -> FileStoreTable:
     """A table whose snapshots 1..n have the given commit times (and watermarks) — fast: one real commit, then
@@ -51,8 +74,9 @@ def fake_history(warehouse: str, name: str, options: dict[str, str] | None, time
     first = t.snapshots.snapshot(1)
     wm = list(watermarks) if watermarks is not None else [None] * len(times)
     t.io.write_bytes(t.snapshots.path(1), first.with_(watermark=wm[0]).to_json().encode())
+    steady = _steady(t, first) if len(times) > 1 else {}
     for i, at in enumerate(times[1:], start=2):
-        assert t.snapshots.commit(first.with_(id=i, time_millis=at, watermark=wm[i - 1]))
+        assert t.snapshots.commit(first.with_(id=i, time_millis=at, watermark=wm[i - 1], **steady))
     t.snapshots.write_hint(LATEST, len(times))
     return t.refresh()
 
@@ -61,7 +85,8 @@ def add_fake_snapshot(table: FileStoreTable, at_ms: int, watermark: int | None =
     latest = table.snapshots.latest()
     assert latest is not None
     sid = latest.id + 1
-    assert table.snapshots.commit(latest.with_(id=sid, time_millis=at_ms, watermark=watermark))
+    assert table.snapshots.commit(latest.with_(id=sid, time_millis=at_ms, watermark=watermark,
+                                                  **_steady(table, latest)))
     table.snapshots.write_hint(LATEST, sid)
     return sid
 
