@@ -43,6 +43,7 @@ from paimon_ops.errors import (
     InvalidArgumentError,
     InvalidOptionError,
     MissingFileError,
+    PaimonOpsError,
     PreflightError,
     UnsafeNameError,
     arg,
@@ -104,7 +105,7 @@ from paimon_ops.options import (
 )
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.scan import ManifestStore, TableScanner
-from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
+from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, FileStoreTable
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
@@ -681,7 +682,8 @@ def plan_expire_snapshots(table: FileStoreTable, now_millis: int | None = None, 
             b, table, store, scanner, cfg, tags, {i: snaps[i] for i in excl}, latest,
             end_snap if excl else None, consumer_min, others, spark)
     # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
-    hints = [{"dir": table.snapshots.dir, "name": EARLIEST, "which": "first"}]
+    hints = [{"dir": table.snapshots.dir, "name": EARLIEST, "which": "first"},
+             {"dir": table.snapshots.dir, "name": LATEST, "which": "last", "only_if_exists": True}]
     if cfg.decoupled:
         hints += [{"dir": table.changelogs.dir, "name": EARLIEST, "which": "first"},
                   {"dir": table.changelogs.dir, "name": LATEST, "which": "last"}]
@@ -936,11 +938,37 @@ def _check_snapshot_files(table: FileStoreTable, plan: Plan, step: Step) -> None
                                  f"consumer {cid} still reads snapshot {c.next_snapshot}")
 
 
+def _latest_hint_first(ex: Execution, directory: str, prefix: str, keep_from: int) -> None:
+    """Before the first file of `directory` (snapshot/ or changelog/) is deleted: a LATEST hint naming an id below
+    `keep_from` — one this run deletes, or one already gone, left by a writer that crashed before updating it — is
+    set to the newest id listed now, so that a crash at any later point leaves it naming an existing file.
+
+    Java 0.9 trusts a LATEST hint whose successor does not exist (SnapshotManager.findLatest): with the hint left
+    behind and the snapshots after it expired, every Java reader and writer resolves the latest snapshot to a deleted
+    file ("The specified scan snapshotId … is out of available snapshotId range") and a writer commits the id after
+    the stale one. Java 0.9's own ExpireSnapshots leaves the table in that state (it never touches LATEST); we do
+    not. (A hint behind within the kept range is harmless: its successor exists, and Java then lists.)"""
+    from paimon_ops.format.snapshot import parse_hint
+    from paimon_ops.table.table import _ids_in
+    path = posixpath.join(directory, LATEST)
+    try:
+        current = parse_hint(ex.table.io.read_bytes(path), path)
+    except (OSError, PaimonOpsError):  # no hint (readers list) or an unreadable one (rewritten by the hints step)
+        return
+    if current is None or current >= keep_from:
+        return
+    ids = _ids_in(ex.table.io, directory, prefix)
+    if ids:
+        ex.write_hint(path, ids[-1], f"latest {prefix.rstrip('-')} (the hint named {current}, which is expired)")
+
+
 @register_step(EXPIRE_SNAPSHOT_FILES)
 def _expire_snapshot_files(ex: Execution, step: Step) -> None:
-    """Snapshot files oldest first; with a decoupled changelog each is first kept as changelog/changelog-<id> (the
-    snapshot's JSON, written before the snapshot file goes, §2.3 step 8). Then EARLIEST (and LATEST changelog)."""
+    """Snapshot files oldest first — after LATEST is made to name a snapshot that stays; with a decoupled changelog
+    each is first kept as changelog/changelog-<id> (the snapshot's JSON, written before the snapshot file goes, §2.3
+    step 8). Then EARLIEST (and LATEST changelog)."""
     table = ex.table
+    _latest_hint_first(ex, table.snapshots.dir, SNAPSHOT_PREFIX, int(step.params["end"]))
     last = None
     for a in step.files:
         sid = int(posixpath.basename(a.path)[len("snapshot-"):])
@@ -960,6 +988,7 @@ def _expire_snapshot_files(ex: Execution, step: Step) -> None:
 
 @register_step(EXPIRE_CHANGELOG_FILES)
 def _expire_changelog_files(ex: Execution, step: Step) -> None:
+    _latest_hint_first(ex, ex.table.changelogs.dir, CHANGELOG_PREFIX, int(step.params["end"]))
     ex.delete_ordered(step.files)
     ex.write_hint(posixpath.join(ex.table.changelogs.dir, EARLIEST), int(step.params["end"]), "earliest changelog")
 

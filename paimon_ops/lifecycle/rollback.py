@@ -172,6 +172,11 @@ def plan_rollback(table: FileStoreTable, snapshot_id: int | None = None, tag: st
         # LATEST first: readers trust it as soon as snapshot r+1 is gone (maintenance.md §0.3, §3.8)
         b.step("latest snapshot hint", WRITE_HINT, value=r)
         b.add(FileAction(posixpath.join(snap_dir, LATEST), HINT, f"latest snapshot = {r}"))
+    if newer and (table.snapshots._hint(EARLIEST) or 0) > r:
+        # an EARLIEST hint naming a snapshot the rollback deletes is set to the earliest that stays first, so that
+        # both hints name existing snapshots whenever the run stops
+        b.step("earliest snapshot hint", ENSURE_HINTS, keep_empty=True,
+               hints=[{"dir": snap_dir, "name": EARLIEST, "which": "first"}])
     b.step("snapshot files (newest first)", DELETE_ORDERED)
     for i in newer:
         p = table.snapshots.path(i)

@@ -16,6 +16,7 @@ Known, intended divergences (tested as OUR behaviour, see each test):
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -200,6 +201,92 @@ def test_same_result_as_java(java_tables, tmp_path, name, args, consumer):
     for path, kind, owner in _missing(check_ours["missing"], b):
         assert owner.startswith("tag-") and name == "cl", (path, kind, owner)
     assert report.deleted_bytes.get("data", 0) > 0 or report.deleted.get("changelog", 0) > 0
+
+
+def _plant_stale_hints(root: str, case: str) -> None:
+    """A LATEST hint left behind by a writer that crashed before updating it (naming an old snapshot, which expiry
+    deletes); before a rollback also an EARLIEST hint ahead (naming the newest snapshot, which the rollback deletes —
+    before an expiry Java would trust it and expire nothing)."""
+    ids = FileStoreTable(root).snapshots.list_ids()
+    hints = {"LATEST": ids[0] + 1, **({"EARLIEST": ids[-1]} if case.startswith("rollback") else {})}
+    for name, value in hints.items():
+        with open(os.path.join(root, "snapshot", name), "w") as f:
+            f.write(str(value))
+
+
+@contextlib.contextmanager
+def _failing_at(op: str, k: int):
+    """Every FileIO opened meanwhile (the executor opens the plan's table afresh) fails its k-th `op`."""
+    from paimon_ops.table.fileio import FileIO, fault_after
+    hook, original = fault_after(op, k), FileIO.resolve
+
+    def resolve(location, fault_hook=None, options=None):  # type: ignore[no-untyped-def]
+        return original(location, fault_hook or hook, options)
+    FileIO.resolve = staticmethod(resolve)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        FileIO.resolve = staticmethod(original)  # type: ignore[method-assign]
+
+
+HINT_CASES = {
+    "expire": lambda t: t.maintenance.expire_snapshots(now=NOW, min_age=dt.timedelta(hours=1), retain_min=1,
+                                                       retain_max=1000, max_deletes=50),
+    "expire-limited": lambda t: t.maintenance.expire_snapshots(now=NOW, min_age=dt.timedelta(hours=1), retain_min=1,
+                                                               retain_max=1000, max_deletes=3),
+    "rollback-snapshot": lambda t: t.maintenance.rollback(snapshot_id=t.raw.snapshots.list_ids()[-3]),
+    "rollback-tag": lambda t: t.maintenance.rollback(tag="t5"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HINT_CASES))
+def test_stale_hints_never_outlive_a_deleting_operation(java_tables, tmp_path, case):
+    """A LATEST hint older than the earliest snapshot kept survived expiry: Java 0.9 then resolves the latest
+    snapshot to a deleted file, and its next commit takes the id after the stale one. Java's own ExpireSnapshots does
+    exactly that (shown on a twin copy). Every operation of ours that deletes snapshot files leaves LATEST and
+    EARLIEST naming the newest and the earliest snapshot — LATEST rewritten before the first snapshot file goes, so
+    that also a run failing at any file event leaves it right: Java resolves both, and a Java write commits the
+    next id."""
+    from paimon_ops.table.fileio import InjectedFault
+    a, b, jt_java, jt_ours = _copies(java_tables, tmp_path, "pk")
+    for root in (a, b):
+        _plant_stale_hints(root, case)
+    if case.startswith("expire"):  # Java's own expiry keeps the stale hint: its latest is then a deleted snapshot
+        args = {"expire": dict(retain_min=1, retain_max=1000, max_deletes=50),
+                "expire-limited": dict(retain_min=1, retain_max=1000, max_deletes=3)}[case]
+        _, java_after = jh.run_many([("expire_snapshots", jt_java.payload(now_ms=NOW, time_retained_ms=HOUR_MS, **args)),
+                                     ("snapshots", jt_java.payload())])
+        assert java_after["latest"] not in [s["id"] for s in java_after["snapshots"]]
+    HINT_CASES[case](po.Table(FileStoreTable(b))).execute()
+    # the same run failing at every file event it makes (writes and deletes), on fresh copies
+    failed = []
+    for op in ("write", "delete"):
+        for k in range(1, 200):
+            c = copy_table(os.path.join(java_tables["wh"], "db.db", "pk"), str(tmp_path / f"{op}{k}"), "db", "pk")
+            _plant_stale_hints(c, case)
+            try:
+                with _failing_at(op, k):
+                    HINT_CASES[case](po.Table(FileStoreTable(c))).execute()
+            except InjectedFault:
+                failed.append(c)
+                continue
+            break  # no k-th event: every one was tried
+    assert failed
+    roots = [b] + failed
+    cmds = [("snapshots", JavaTable(table_path=r).payload()) for r in roots]
+    cmds += [("write", JavaTable(table_path=b).payload(batches=[{"rows": _rows(20)}], first_commit_identifier=500)),
+             ("snapshots", JavaTable(table_path=b).payload())]
+    out = jh.run_many(cmds)
+    for root, snaps in zip(roots, out):
+        ids = [s["id"] for s in snaps["snapshots"]]
+        assert (snaps["earliest"], snaps["latest"]) == (ids[0], ids[-1]), (case, root)
+    before, wrote, after = out[0], out[-2], out[-1]
+    new = [i for batch in wrote["batches"] for i in batch["snapshot_ids"]]  # (its commit, and its compaction's)
+    assert new and new[0] == before["latest"] + 1
+    ids = [s["id"] for s in after["snapshots"]]
+    assert ids == list(range(ids[0], new[-1] + 1)) and after["latest"] == new[-1]
+    with open(os.path.join(b, "snapshot", "EARLIEST")) as f:  # (the hint itself: Java trusts an existing one)
+        assert int(f.read()) == before["earliest"]
 
 
 def test_time_rule_successor_vs_java_own_time(java_tables, tmp_path):
