@@ -12,8 +12,10 @@ manifests, snapshot and tag JSON — never data files.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import posixpath
 from dataclasses import dataclass, field
+from typing import Any
 
 from paimon_ops.errors import MissingFileError
 from paimon_ops.format.snapshot import Snapshot
@@ -39,6 +41,9 @@ class BucketStat:
     bytes: int
     max_file_dv_ratio: float
     files_over_dv_threshold: int
+    # the partition's values as the JSON contract prints them (`files --json`): a DATE as 2026-11-27, where its
+    # directory says dt=20784 (days since the epoch)
+    partition_values: dict[str, Any] = field(default_factory=dict)
 
     @property
     def dv_ratio(self) -> float:
@@ -46,8 +51,12 @@ class BucketStat:
 
     @property
     def label(self) -> str:
+        """`dt=2026-11-27/bucket-0` (the partition in the words of the JSON contract, not its directory name)."""
         name = "bucket-postpone" if self.bucket == POSTPONE_BUCKET else f"bucket-{self.bucket}"
-        return f"{self.partition_dir or '(unpartitioned) '}{name}"
+        if not self.partition_dir:
+            return f"(unpartitioned) {name}"
+        values = self.partition_values or self.partition
+        return ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in values.items()) + f"/{name}"
 
 
 @dataclass(frozen=True)
@@ -150,7 +159,7 @@ def measure_files(table: FileStoreTable, scanner: TableScanner | None = None) ->
             partition={k: (opts.partition_default_name if v is None else str(v)) for k, v in zip(keys, values)},
             partition_dir=scanner.partition_dir(partition), bucket=bucket, files=len(files), level0_files=level0,
             small_files=small, rows=rows, deleted_rows=deleted, bytes=nbytes, max_file_dv_ratio=worst,
-            files_over_dv_threshold=over))
+            files_over_dv_threshold=over, partition_values=scanner.partition_json(partition) if keys else {}))
     return FileHealth(table.identifier, result.snapshot.id, pk, threshold, small_thr, tuple(out))
 
 

@@ -4,8 +4,10 @@ changes the table (also one launched from an asset page), and say what they meas
 observation sensor records observations, check evaluations and existing tags without launching runs."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
+from pathlib import Path
 
 from dagster import AssetKey, AssetPartitionStatus, DagsterRunStatus, SensorResult, build_sensor_context
 
@@ -385,3 +387,25 @@ def test_tags_partitions_cover_the_tags_the_table_already_has(warehouse, fresh_i
     out = _tick(defs, "paimon_observation_sensor", fresh_instance)
     mats = [e for e in out.asset_events if type(e).__name__ == "AssetMaterialization" and e.asset_key == ORDERS_TAGS]
     assert [m.partition for m in mats] == ["2026-02-14"]
+
+
+def test_run_tags_name_a_date_partition_as_the_json_contract_does(warehouse, fresh_instance):
+    """A DATE partition lives in the directory dt=20784 (days since the epoch); the run a sensor requests names it
+    as `files --json` prints it — dt=2026-11-27 — in its `paimon/buckets` tag, and the run compacts it."""
+    from paimon_ops.table.writer import create_table
+    from tests.cli.conftest import cli
+    t = create_table(warehouse, "shop.dated", [("dt", "DATE"), ("id", "BIGINT"), ("payload", "STRING")],
+                     partition_keys=["dt"], options={"bucket": "-1"})
+    day = ms(2026, 11, 27, 8)
+    for i in range(6):  # six small files in one partition (the threshold is 5)
+        write(t.refresh(), {"dt": [dt.date(2026, 11, 27)] * 2, "id": [2 * i, 2 * i + 1], "payload": ["x"] * 2},
+              day + i * 60_000)
+    assert any(p.name == "dt=20784" for p in (Path(warehouse) / "shop.db" / "dated").iterdir())
+    defs = build_paimon_definitions(warehouse)
+    out = _tick(defs, "paimon_small_files_sensor", fresh_instance)
+    (req,) = [r for r in out.run_requests if r.tags["paimon/table"] == "shop.dated"]
+    files = cli("files", warehouse, "shop.dated", "--json").json["rows"]
+    assert {json.dumps(f["partition"]) for f in files} == {json.dumps({"dt": "2026-11-27"})}
+    assert req.tags["paimon/buckets"] == "dt=2026-11-27/bucket-0"
+    assert _run(defs, req, fresh_instance).success
+    assert len(cli("files", warehouse, "shop.dated", "--json").json["rows"]) == 1

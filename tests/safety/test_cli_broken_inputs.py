@@ -228,6 +228,15 @@ def _unknown_schema_of_files(t) -> None:
         rewrite_avro(os.path.join(t.manifest_dir, m.file_name), lambda r: r["_FILE"].__setitem__("_SCHEMA_ID", 9))
 
 
+def _unknown_schema_of_snapshot(t) -> None:
+    p = t.snapshots.path(t.snapshots.latest_id())
+    with open(p) as f:
+        d = json.load(f)
+    d["schemaId"] = 9
+    with open(p, "w") as f:
+        json.dump(d, f)
+
+
 # (damage, words of the one line, whether directory times stay too)
 REFUSED_COMPACTIONS = {
     # found by the task reading it (its footer is fine), after other tasks wrote: their output is removed, so every
@@ -247,6 +256,7 @@ REFUSED_COMPACTIONS = {
                                      _set_option(t, "data-file.external-paths.strategy", "specific-fs")),
                           "'data-file.external-paths.specific-fs'", True),
     "unknown-schema-of-files": (_unknown_schema_of_files, "schema 9, which does not exist", True),
+    "unknown-schema-of-snapshot": (_unknown_schema_of_snapshot, "names schema 9", True),
     # (found by the compaction's input check, or first by the history check when the newest commit added the file)
     "bucket-dir-is-a-file": (_bucket_dir_is_a_file, ("is not a directory", "does not exist (a lost file"), True),
     "missing-data-file": (lambda t: os.remove(_live_file(t).path), "does not exist", True),
