@@ -308,15 +308,6 @@ def plan_remove_orphans(table: FileStoreTable, older_than: Any = None, now_milli
         # (managed BLOB packs are referenced from data, never from manifests: never candidates, as in Java)
         candidates += [st for st in entries if not st.is_dir and st.mtime_millis < threshold
                        and not st.name.endswith(MANAGED_BLOB_SUFFIXES)]
-    # What no later snapshot vouches for (the newest delta, a lone snapshot's base, a tag whose snapshot is gone)
-    # keeps only files the table's directories hold: else its lists are another table's, and this table's own
-    # files would all look unreferenced (table.lineage)
-    present = {st.name for d in data_dirs for st in listing.get(d, ()) if not st.is_dir}
-    stray = unlisted_live_files(main, present)
-    if stray is not None:
-        raise CorruptMetadataError(stray[1], f"kept live by {stray[0]} of {main.identifier}, is in none of its data "
-                                             "directories (its manifest lists are not this table's?); refusing to "
-                                             "remove orphans (nothing deleted)")
     temps: list[FileStatus] = []
     for bt in branches:
         for mgr_dir, prefix in ((bt.snapshots.dir, SNAPSHOT_PREFIX), (bt.changelogs.dir, CHANGELOG_PREFIX)):
@@ -334,6 +325,15 @@ def plan_remove_orphans(table: FileStoreTable, older_than: Any = None, now_milli
         referenced, referenced_total, owners = referenced_among(main, branches, [st.name for st in candidates], spark)
     except CorruptMetadataError as e:
         raise CorruptMetadataError(e.path, f"{e.problem}; refusing to remove orphans (nothing deleted)") from None
+    # What no later snapshot vouches for (the newest delta, a lone snapshot's base, a tag whose snapshot is gone)
+    # keeps only files the table's directories hold: else its lists are another table's, and this table's own
+    # files would all look unreferenced (table.lineage)
+    present = {st.name for d in data_dirs for st in listing.get(d, ()) if not st.is_dir}
+    stray = unlisted_live_files(main, present)
+    if stray is not None:
+        raise CorruptMetadataError(stray[1], f"kept live by {stray[0]} of {main.identifier}, is in none of its data "
+                                             "directories (its manifest lists are not this table's?); refusing to "
+                                             "remove orphans (nothing deleted)")
     if not owners and (candidates or temps):
         raise UnsafeOperationError(
             f"{main.identifier} has no snapshot, tag or changelog on any branch, so nothing is referenced and every "

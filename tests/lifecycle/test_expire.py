@@ -333,7 +333,10 @@ def test_clean_empty_directories_only_if_empty(wh):
     assert os.path.exists(foreign)
 
 
-def test_unreadable_delta_keeps_that_snapshots_files(wh):
+def test_unreadable_delta_refuses_before_anything_is_deleted(wh):
+    """A snapshot whose delta list is unreadable: what it deleted cannot be known, nor whether its lists are the
+    table's — the expiry refuses naming the snapshot and the list (it used to expire the others and leak what that
+    snapshot deleted), and nothing changes (table.lineage)."""
     sim = MetaSim(new_table(wh, kind="append"))
     t = sim.table
     for i in range(3):
@@ -344,13 +347,10 @@ def test_unreadable_delta_keeps_that_snapshots_files(wh):
     victim = t.snapshots.snapshot(4).delta_manifest_list
     with open(t.manifest_path(victim), "wb") as f:
         f.write(b"garbage")
-    r = po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
-    assert any("snapshot 4" in w and "unreadable" in w for w in r.warnings)
-    assert r.details["expired_snapshots"] == [1, 2, 3, 4, 5]
-    check_references(t)
-    # files deleted by snapshot 4 leaked (kept), those deleted by snapshot 5 are gone
-    lk = leaks(t)
-    assert lk and all("pt=a" in p or "manifest" in p for p in lk)
+    before = rel_files(t.root)
+    with pytest.raises(CorruptMetadataError, match=f"{victim}: the delta manifest list of snapshot 4 is unreadable"):
+        po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
+    assert rel_files(t.root) == before
 
 
 @pytest.mark.parametrize("what", ["tag", "consumer", "snapshot"])

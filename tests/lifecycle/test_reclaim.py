@@ -136,14 +136,18 @@ def test_unreadable_neighbour_deletes_nothing(wh, broken):
     assert rel_files(t.root) == before  # the tags themselves stay as well
 
 
-def test_unreadable_own_manifest_deletes_tag_but_no_data(wh):
+def test_a_tag_with_a_missing_list_refuses_before_anything_is_deleted(wh):
+    """A tag whose delta list is missing: which of its files are the table's cannot be known — deleting it refuses
+    naming the tag and the list (it used to delete the tag and leak its files), and nothing changes
+    (table.lineage)."""
     sim = _history(wh)
     t = sim.table
-    os.remove(t.manifest_path(t.tags.tag("t4").delta_manifest_list))
-    r = po.Table(t).maintenance.delete_tags(["t4", "t4b"]).execute()
-    assert "data" not in r.deleted and r.deleted["tag"] == 2
-    assert any("not reclaimed" in w for w in r.warnings)
-    check_references(t)
+    lost = t.tags.tag("t4").delta_manifest_list
+    os.remove(t.manifest_path(lost))
+    before = rel_files(t.root)
+    with pytest.raises(CorruptMetadataError, match=f"{lost}: the delta manifest list of tag t4 does not exist"):
+        po.Table(t).maintenance.delete_tags(["t4", "t4b"]).execute()
+    assert rel_files(t.root) == before
 
 
 def test_dry_run_and_success_file(wh):
