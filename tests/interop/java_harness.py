@@ -20,8 +20,10 @@ on stdin; the JSON answer comes back on stdout, logs go to stderr. A non-zero ex
 :class:`JavaHarnessError` (a ``RuntimeError``) carrying the tail of stderr. :func:`run_many` runs
 several commands in one JVM (command ``multi``).
 
-Every payload names the table with ``warehouse`` + ``database`` + ``table`` (FileSystemCatalog) or
-with ``table_path``; optional ``dynamic_options`` (dict) are applied with ``table.copy``.
+Every payload names the table with ``warehouse`` + ``database`` + ``table`` (FileSystemCatalog, or the catalog
+``catalog_options`` open, e.g. ``{"metastore": "hive", "uri": "thrift://…", "lock.enabled": "true"}``: 0.9's
+HiveCatalog, with pyspark's Hive 2.3 jars on the classpath) or with ``table_path``; optional ``dynamic_options``
+(dict) are applied with ``table.copy``.
 
 Commands (payload -> result):
 
@@ -59,8 +61,11 @@ Commands (payload -> result):
 * ``expire_partitions`` {now: local date-time "YYYY-MM-DDTHH:MM[:SS]", expiration_time_ms?, strategy?,
   timestamp_formatter?, timestamp_pattern?} (unset: the table's options; a JSON null removes the option) ->
   {expired: [{key: value}], error?, snapshot_id}: 0.9's ``PartitionExpire`` with check interval 0 (what the
-  ``expire_partitions`` procedure builds), its package-private ``expire(now, Long.MAX_VALUE)`` called so that
+  ``expire_partitions`` procedure builds; in a Hive catalog with ``metastore.partitioned-table`` it drops the
+  metastore partitions first and commits under the catalog lock), its package-private ``expire(now, Long.MAX_VALUE)`` called so that
   "now" is the test's; a Java exception comes back as ``error`` ("Class: message"), nothing expired.
+* ``expire_tags`` {} -> {expired: [names]}: 0.9's ``TagTimeExpire`` (wall clock) with the table's tag callbacks
+  (a Hive catalog's ``metastore.tag-to-partition`` drops the tags' partitions).
 * ``partition_times`` {cases: [{keys, values, pattern?, formatter?}]} -> {results: [{time, error}]}: 0.9's
   ``PartitionTimeExtractor.extract`` per case (``time`` as ``LocalDateTime.toString()``, or the exception).
 * ``ping`` {} -> {ok, paimon_version}.
@@ -344,9 +349,30 @@ def ensure_built() -> str:
     return cp
 
 
-def jvm_command(command: str) -> list[str]:
-    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`)."""
+def hive_jars() -> str:
+    """pyspark's ``jars/*``: the Hive 2.3 metastore client classes Java's HiveCatalog links against (unshaded in
+    the bridge jar), appended after the harness' own classpath so the bridge's classes win."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise JavaHarnessError("pyspark is not installed; its jars/ dir provides the Hive metastore client")
+    return str(Path(list(spec.submodule_search_locations)[0]) / "jars" / "*")
+
+
+def _uses_hive(payload: Any) -> bool:
+    """Whether a payload (or a `multi` payload's commands) opens a Hive catalog (`catalog_options` metastore=hive)."""
+    if not isinstance(payload, dict):
+        return False
+    if str((payload.get("catalog_options") or {}).get("metastore", "")).lower() == "hive":
+        return True
+    return any(_uses_hive(c.get("payload")) for c in payload.get("commands") or [] if isinstance(c, dict))
+
+
+def jvm_command(command: str, hive: bool = False) -> list[str]:
+    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`); `hive` adds the metastore
+    client classes (a classpath the CDS archive still serves: it only appends)."""
     cp = ensure_built()
+    if hive:
+        cp = os.pathsep.join([cp, hive_jars()])
     opts = list(JVM_OPTS)
     if _cds_archive is not None:
         opts.append(f"-XX:SharedArchiveFile={_cds_archive}")
@@ -387,7 +413,7 @@ def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_T
     ``payload`` may contain ``pathlib.Path``, ``bytes`` (sent base64), ``datetime``/``date`` and
     ``Decimal`` values; they are converted to the harness' JSON conventions.
     """
-    cmd = jvm_command(command)
+    cmd = jvm_command(command, hive=_uses_hive(payload))
     data = json.dumps(payload or {}, default=_json_default)
     try:
         proc = subprocess.run(cmd, input=data, capture_output=True, text=True, timeout=timeout)
@@ -438,6 +464,7 @@ class JavaTable:
         *,
         table_path: str | os.PathLike | None = None,
         dynamic_options: dict[str, str] | None = None,
+        catalog_options: dict[str, str] | None = None,
     ):
         if table_path is not None:
             self.base: dict[str, Any] = {"table_path": os.fspath(table_path)}
@@ -447,6 +474,8 @@ class JavaTable:
             self.base = {"warehouse": os.fspath(warehouse), "database": database, "table": table}
         if dynamic_options:
             self.base["dynamic_options"] = dict(dynamic_options)
+        if catalog_options:  # e.g. {"metastore": "hive", "uri": ..., "lock.enabled": "true"}
+            self.base["catalog_options"] = dict(catalog_options)
 
     @property
     def path(self) -> Path:
@@ -528,6 +557,10 @@ class JavaTable:
     def expire_partitions(self, now: str, **kw: Any) -> dict:
         """Java's own partition expiry at the local date-time `now` (see the module docstring)."""
         return self.call("expire_partitions", now=now, **kw)
+
+    def expire_tags(self) -> list[str]:
+        """Java's TagTimeExpire (tags past their time retained, by the wall clock); the tags it deleted."""
+        return self.call("expire_tags")["expired"]
 
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""Where tables live (filesystem, Hive Metastore, JDBC, REST)."""
