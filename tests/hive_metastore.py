@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import hashlib
 import importlib.util
+import logging
 import os
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from tests.net import free_port, patient
 REPO = Path(__file__).resolve().parents[1]
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 START_TIMEOUT_S = 60.0  # a deadline, stretched by PAIMON_TEST_PATIENCE; an idle machine needs 7-20 s
+logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)  # every refused try while it starts
 
 
 def pyspark_jars() -> Path:

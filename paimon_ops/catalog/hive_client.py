@@ -240,9 +240,11 @@ class HiveMetastoreClient:
         out: list[Any] = []
         for i in range(0, len(names), TABLES_PER_CALL):
             batch = list(names[i:i + TABLES_PER_CALL])
+
+            def get(c: Any, b: list[str] = batch) -> list[Any]:
+                return c.get_table_objects_by_name(database, b) or []
             try:
-                out.extend(self.call(f"the tables of {database}",
-                                     lambda c, b=batch: c.get_table_objects_by_name(database, b)) or [])
+                out.extend(self.call(f"the tables of {database}", get))
             except (t.MetaException, t.InvalidOperationException, t.UnknownDBException) as e:
                 raise MetastoreError(f"the Hive Metastore {self.endpoint} cannot read the tables of {database}: "
                                      f"{getattr(e, 'message', e)}") from None

@@ -66,6 +66,8 @@ Commands (payload -> result):
   "now" is the test's; a Java exception comes back as ``error`` ("Class: message"), nothing expired.
 * ``expire_tags`` {} -> {expired: [names]}: 0.9's ``TagTimeExpire`` (wall clock) with the table's tag callbacks
   (a Hive catalog's ``metastore.tag-to-partition`` drops the tags' partitions).
+* ``list_tables`` {warehouse, catalog_options?, database} -> {tables: [names], locations: {name: location}}: the
+  catalog's ``listTables`` (a Hive catalog: the metastore's Paimon tables) and each table's location.
 * ``partition_times`` {cases: [{keys, values, pattern?, formatter?}]} -> {results: [{time, error}]}: 0.9's
   ``PartitionTimeExtractor.extract`` per case (``time`` as ``LocalDateTime.toString()``, or the exception).
 * ``ping`` {} -> {ok, paimon_version}.

@@ -190,6 +190,20 @@ public class PaimonHarness {
                 return partitionTimes(p);
             case "expire_tags":
                 return expireTags(p);
+            case "list_tables":
+                {
+                    // {warehouse, catalog_options, database} -> {tables: [...], locations: {name: path}}
+                    Catalog c = catalog(p);
+                    String db = p.get("database").asText();
+                    ArrayNode names = NF.arrayNode();
+                    ObjectNode locations = NF.objectNode();
+                    for (String name : c.listTables(db)) {
+                        names.add(name);
+                        locations.put(name, ((FileStoreTable) c.getTable(Identifier.create(db, name)))
+                                .location().toString());
+                    }
+                    return NF.objectNode().<ObjectNode>set("tables", names).set("locations", locations);
+                }
             default:
                 throw new IllegalArgumentException("unknown command: " + command);
         }
