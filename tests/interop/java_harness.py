@@ -20,10 +20,11 @@ on stdin; the JSON answer comes back on stdout, logs go to stderr. A non-zero ex
 :class:`JavaHarnessError` (a ``RuntimeError``) carrying the tail of stderr. :func:`run_many` runs
 several commands in one JVM (command ``multi``).
 
-Every payload names the table with ``warehouse`` + ``database`` + ``table`` (FileSystemCatalog, or the catalog
-``catalog_options`` open, e.g. ``{"metastore": "hive", "uri": "thrift://…", "lock.enabled": "true"}``: 0.9's
-HiveCatalog, with pyspark's Hive 2.3 jars on the classpath) or with ``table_path``; optional ``dynamic_options``
-(dict) are applied with ``table.copy``.
+Every payload names the table with ``warehouse`` + ``database`` + ``table`` (a catalog: the FileSystemCatalog, or the
+one optional ``catalog_options`` name — ``metastore``, ``uri``, ``lock.enabled`` …) or with ``table_path``; optional
+``dynamic_options`` (dict) are applied with ``table.copy``. A catalog's client jars (a JDBC driver, the Hive
+metastore client) go on the classpath with ``extra_classpath`` (``run``, ``JavaTable``); a Hive catalog's (pyspark's
+Hive 2.3 jars, ``hive_jars``) is added by ``run`` itself.
 
 Commands (payload -> result):
 
@@ -361,7 +362,8 @@ def hive_jars() -> str:
 
 
 def _uses_hive(payload: Any) -> bool:
-    """Whether a payload (or a `multi` payload's commands) opens a Hive catalog (`catalog_options` metastore=hive)."""
+    """Whether a payload (or a `multi` payload's commands) opens a Hive catalog (`catalog_options` metastore=hive):
+    then `run` appends `hive_jars()` itself."""
     if not isinstance(payload, dict):
         return False
     if str((payload.get("catalog_options") or {}).get("metastore", "")).lower() == "hive":
@@ -369,12 +371,10 @@ def _uses_hive(payload: Any) -> bool:
     return any(_uses_hive(c.get("payload")) for c in payload.get("commands") or [] if isinstance(c, dict))
 
 
-def jvm_command(command: str, hive: bool = False) -> list[str]:
-    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`); `hive` adds the metastore
-    client classes (a classpath the CDS archive still serves: it only appends)."""
-    cp = ensure_built()
-    if hive:
-        cp = os.pathsep.join([cp, hive_jars()])
+def jvm_command(command: str, extra_classpath: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`); `extra_classpath` is appended
+    (a JDBC driver, the Hive client jars: the class-data archive allows appended entries)."""
+    cp = os.pathsep.join([ensure_built(), *map(os.fspath, extra_classpath)])
     opts = list(JVM_OPTS)
     if _cds_archive is not None:
         opts.append(f"-XX:SharedArchiveFile={_cds_archive}")
@@ -409,13 +409,16 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"cannot send {type(o).__name__} to the Java harness: {o!r}")
 
 
-def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
+        extra_classpath: Sequence[str | os.PathLike] = ()) -> Any:
     """Run one harness command and return its decoded JSON result.
 
     ``payload`` may contain ``pathlib.Path``, ``bytes`` (sent base64), ``datetime``/``date`` and
     ``Decimal`` values; they are converted to the harness' JSON conventions.
     """
-    cmd = jvm_command(command, hive=_uses_hive(payload))
+    if _uses_hive(payload) and hive_jars() not in map(os.fspath, extra_classpath):
+        extra_classpath = [*extra_classpath, hive_jars()]
+    cmd = jvm_command(command, extra_classpath)
     data = json.dumps(payload or {}, default=_json_default)
     try:
         proc = subprocess.run(cmd, input=data, capture_output=True, text=True, timeout=timeout)
@@ -439,12 +442,13 @@ def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_T
         ) from None
 
 
-def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S) -> list[Any]:
+def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S,
+             extra_classpath: Sequence[str | os.PathLike] = ()) -> list[Any]:
     """Run several commands in one JVM (saves ~0.5-1 s of start-up per command). Stops at the first failure."""
     return run(
         "multi",
         {"commands": [{"command": c, "payload": p} for c, p in commands]},
-        timeout=timeout,
+        timeout=timeout, extra_classpath=extra_classpath,
     )
 
 
@@ -467,6 +471,7 @@ class JavaTable:
         table_path: str | os.PathLike | None = None,
         dynamic_options: dict[str, str] | None = None,
         catalog_options: dict[str, str] | None = None,
+        extra_classpath: Sequence[str | os.PathLike] = (),
     ):
         if table_path is not None:
             self.base: dict[str, Any] = {"table_path": os.fspath(table_path)}
@@ -476,8 +481,9 @@ class JavaTable:
             self.base = {"warehouse": os.fspath(warehouse), "database": database, "table": table}
         if dynamic_options:
             self.base["dynamic_options"] = dict(dynamic_options)
-        if catalog_options:  # e.g. {"metastore": "hive", "uri": ..., "lock.enabled": "true"}
+        if catalog_options:
             self.base["catalog_options"] = dict(catalog_options)
+        self.extra_classpath = list(extra_classpath)
 
     @property
     def path(self) -> Path:
@@ -491,7 +497,7 @@ class JavaTable:
         return p
 
     def call(self, command: str, **extra: Any) -> Any:
-        return run(command, self.payload(**extra))
+        return run(command, self.payload(**extra), extra_classpath=self.extra_classpath)
 
     def create(
         self,

@@ -217,13 +217,12 @@ public class PaimonHarness {
 
     // ------------------------------------------------------------------ table access
 
-    /** The catalog of {warehouse[, catalog_options]}: FileSystemCatalog, or e.g. metastore=hive + uri. */
     static Catalog catalog(JsonNode p) {
         Options o = new Options();
         o.set("warehouse", p.get("warehouse").asText());
         o.set("cache-enabled", "false");
         for (Map.Entry<String, String> e : stringMap(p.get("catalog_options")).entrySet()) {
-            o.set(e.getKey(), e.getValue());
+            o.set(e.getKey(), e.getValue()); // metastore, uri, lock.enabled, ... (a Hive / JDBC catalog)
         }
         return CatalogFactory.createCatalog(CatalogContext.create(o));
     }
