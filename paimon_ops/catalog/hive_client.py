@@ -11,8 +11,8 @@ the work is done. Ours also releases on every other way out — an error, a time
 Dagster run or Airflow task — and defers those signals while a `lock`/`unlock` call is on the wire, so a lock granted
 by the server is never left behind by an interrupt between its grant and our bookkeeping.
 
-Errors are one line naming the metastore endpoint (unreachable: `UnreachableError`) or the table (`LockTimeoutError`,
-`MetastoreError`).
+Errors are one line naming the metastore endpoint (`UnreachableError`, `CatalogError`) and the table or database
+(`LockTimeoutError`).
 """
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
-from paimon_ops.errors import InvalidOptionError, PaimonOpsError, UnreachableError, require_module
+from paimon_ops.errors import CatalogError, InvalidOptionError, UnreachableError, require_module
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,26 +45,10 @@ TABLES_PER_CALL = 100  # get_table_objects_by_name batch (Hive's own batch size 
 # LockState of hive_metastore.thrift
 ACQUIRED, WAITING, ABORT, NOT_ACQUIRED = 1, 2, 3, 4
 _STATE_NAMES = {ACQUIRED: "ACQUIRED", WAITING: "WAITING", ABORT: "ABORT", NOT_ACQUIRED: "NOT_ACQUIRED"}
-FIRST_CHECK_SLEEP_S = 0.1  # Java: nextSleep starts at 50 ms and doubles before each sleep
 
 # thrift's TSocket logs every failed connect at ERROR; the failure reaches the caller as one line instead
 logging.getLogger("thrift.transport.TSocket").addHandler(logging.NullHandler())
 logging.getLogger("thrift.transport.TSocket").propagate = False
-
-
-class MetastoreError(PaimonOpsError):
-    """The metastore refused or failed a call (it answered); names the endpoint and the table or database."""
-
-
-class LockTimeoutError(PaimonOpsError):
-    """The table lock could not be acquired within `lock-acquire-timeout`; nothing was changed."""
-
-    def __init__(self, table: str, endpoint: str, waited_s: float, holder: str = "") -> None:
-        self.table, self.endpoint, self.waited_s = table, endpoint, waited_s
-        held = f" (held by {holder})" if holder else ""
-        super().__init__(f"could not lock table {table} in the Hive Metastore {endpoint} within {waited_s:.1f} s"
-                         f"{held}: another writer holds it; raise lock-acquire-timeout or retry later. "
-                         "Nothing was changed.")
 
 
 @dataclass(frozen=True)
@@ -200,7 +185,7 @@ class HiveMetastoreClient:
                 except TApplicationException as e:
                     # the server failed the call (an exception on its side, or a call it does not know)
                     self.close()
-                    raise MetastoreError(f"the Hive Metastore {self.endpoint} failed a call on {what}: "
+                    raise CatalogError(self.endpoint, f"failed a call on {what}: "
                                          f"{e.message or _TAPP_TYPES.get(e.type, 'internal error')}") from None
             raise AssertionError("unreachable")
 
@@ -220,7 +205,7 @@ class HiveMetastoreClient:
         try:
             return sorted(self.call(f"database {database}", lambda c: c.get_all_tables(database)))
         except t.MetaException as e:
-            raise MetastoreError(f"the Hive Metastore {self.endpoint} cannot list database {database}: "
+            raise CatalogError(self.endpoint, f"cannot list database {database}: "
                                  f"{e.message}") from None
 
     def get_table(self, database: str, table: str) -> Any | None:
@@ -231,7 +216,7 @@ class HiveMetastoreClient:
         except t.NoSuchObjectException:
             return None
         except t.MetaException as e:
-            raise MetastoreError(f"the Hive Metastore {self.endpoint} cannot read table {database}.{table}: "
+            raise CatalogError(self.endpoint, f"cannot read table {database}.{table}: "
                                  f"{e.message}") from None
 
     def get_tables(self, database: str, names: Sequence[str]) -> list[Any]:
@@ -246,7 +231,7 @@ class HiveMetastoreClient:
             try:
                 out.extend(self.call(f"the tables of {database}", get))
             except (t.MetaException, t.InvalidOperationException, t.UnknownDBException) as e:
-                raise MetastoreError(f"the Hive Metastore {self.endpoint} cannot read the tables of {database}: "
+                raise CatalogError(self.endpoint, f"cannot read the tables of {database}: "
                                      f"{getattr(e, 'message', e)}") from None
         return out
 
@@ -257,7 +242,7 @@ class HiveMetastoreClient:
             return sorted(self.call(f"the partitions of {database}.{table}",
                                     lambda c: c.get_partition_names(database, table, -1)))
         except (t.NoSuchObjectException, t.MetaException) as e:
-            raise MetastoreError(f"the Hive Metastore {self.endpoint} cannot list the partitions of "
+            raise CatalogError(self.endpoint, f"cannot list the partitions of "
                                  f"{database}.{table}: {e.message}") from None
 
     # ------------------------------------------------------------------ partitions
@@ -279,7 +264,7 @@ class HiveMetastoreClient:
         try:
             self.call(f"the partitions of {database}.{table}", lambda c: c.add_partitions_req(req))
         except (t.InvalidObjectException, t.AlreadyExistsException, t.MetaException) as e:
-            raise MetastoreError(f"the Hive Metastore {self.endpoint} did not add partitions to {database}.{table}: "
+            raise CatalogError(self.endpoint, f"did not add partitions to {database}.{table}: "
                                  f"{e.message}") from None
 
     def drop_partition(self, database: str, table: str, values: Sequence[str]) -> bool:
@@ -291,7 +276,7 @@ class HiveMetastoreClient:
         except t.NoSuchObjectException:
             return False
         except t.MetaException as e:
-            raise MetastoreError(f"the Hive Metastore {self.endpoint} did not drop partition {list(values)} of "
+            raise CatalogError(self.endpoint, f"did not drop partition {list(values)} of "
                                  f"{database}.{table}: {e.message}") from None
 
     def alter_table(self, database: str, table: str, new_table: Any) -> None:
@@ -302,7 +287,7 @@ class HiveMetastoreClient:
             self.call(f"table {database}.{table}",
                       lambda c: c.alter_table_with_environment_context(database, table, new_table, ctx))
         except (t.InvalidOperationException, t.MetaException) as e:
-            raise MetastoreError(f"the Hive Metastore {self.endpoint} did not alter table {database}.{table}: "
+            raise CatalogError(self.endpoint, f"did not alter table {database}.{table}: "
                                  f"{e.message}") from None
 
     # ------------------------------------------------------------------ locks
@@ -316,7 +301,7 @@ class HiveMetastoreClient:
             try:
                 resp = self.call(f"the lock of table {database}.{table}", lambda c: c.lock(req), retry=False)
             except (t.NoSuchTxnException, t.TxnAbortedException, t.MetaException) as e:
-                raise MetastoreError(f"the Hive Metastore {self.endpoint} refused to lock table {database}.{table}: "
+                raise CatalogError(self.endpoint, f"refused to lock table {database}.{table}: "
                                      f"{e.message}") from None
         return resp.lockid, resp.state
 
@@ -325,7 +310,7 @@ class HiveMetastoreClient:
         try:
             return self.call(f"lock {lock_id}", lambda c: c.check_lock(t.CheckLockRequest(lockid=lock_id))).state
         except (t.NoSuchLockException, t.TxnAbortedException, t.NoSuchTxnException) as e:
-            raise MetastoreError(f"the Hive Metastore {self.endpoint} lost lock {lock_id}: {e.message}") from None
+            raise CatalogError(self.endpoint, f"lost lock {lock_id}: {e.message}") from None
 
     def unlock(self, lock_id: int) -> None:
         """Release a lock; a lock the server no longer knows (timed out) is already released."""
@@ -342,50 +327,64 @@ class HiveMetastoreClient:
         resp = self.call("the locks", lambda c: c.show_locks(t.ShowLocksRequest(dbname=database, tablename=table)))
         return list(resp.locks or [])
 
+    def acquire(self, database: str, table: str, *, timeout: timedelta, max_sleep: timedelta,
+                sleep: Callable[[float], None] = time.sleep) -> int:
+        """Java's HiveCatalogLock.lock: one lock request, then `check_lock` polled (`catalog.lock.wait_for_lock`: 100 ms
+        doubling up to `max_sleep`) until ACQUIRED; LockTimeoutError naming the table after `timeout`. A lock still
+        waiting when we give up — or are interrupted, or fail — is withdrawn. Returns the lock id for `release`."""
+        from paimon_ops.catalog.lock import wait_for_lock
+        name = f"{database}.{table}"
+        pending: list[int] = []
+
+        def try_acquire() -> int | None:
+            if pending:
+                state = self.check_lock(pending[0])
+            else:
+                lock_id, state = self.lock(database, table)
+                pending.append(lock_id)
+            if state == ACQUIRED:
+                return pending[0]
+            if state != WAITING:
+                raise CatalogError(self.endpoint, f"the lock of table {name} was not granted "
+                                                  f"({_STATE_NAMES.get(state, state)}); nothing was committed")
+            return None
+
+        try:
+            lock_id = wait_for_lock(try_acquire, endpoint=self.endpoint, table=name, timeout=timeout,
+                                    max_sleep=max_sleep, sleep=sleep,
+                                    holder=lambda: self.holder(database, table, pending[0] if pending else None))
+        except BaseException:
+            if pending:
+                self.release(pending[0], name)
+            raise
+        log.debug("locked %s in %s (lock %s)", name, self.endpoint, lock_id)
+        return lock_id
+
+    def release(self, lock_id: int, name: str) -> None:
+        """Unlock; a failure is logged, never raised over the error that brought us here (the metastore times such a
+        lock out itself: hive.txn.timeout, 300 s by default)."""
+        try:
+            self.unlock(lock_id)
+        except Exception as e:  # noqa: BLE001 - see above
+            log.error("could not release the Hive Metastore lock %s of table %s: %s", lock_id, name, e)
+
     @contextlib.contextmanager
     def table_lock(self, database: str, table: str, *, acquire_timeout_s: float, check_max_sleep_s: float,
                    sleep: Callable[[float], None] = time.sleep) -> Iterator[int]:
-        """Hold the table's lock for the block (Java's HiveCatalogLock.runWithLock); see the module docstring."""
-        name = f"{database}.{table}"
-        lock_id, state = self.lock(database, table)
-        try:
-            start = time.monotonic()
-            next_sleep = FIRST_CHECK_SLEEP_S / 2
-            while state == WAITING:
-                next_sleep = min(next_sleep * 2, check_max_sleep_s)
-                remaining = acquire_timeout_s - (time.monotonic() - start)
-                if remaining <= 0:
-                    break
-                sleep(min(next_sleep, remaining))
-                state = self.check_lock(lock_id)
-            if state != ACQUIRED:
-                waited = time.monotonic() - start
-                if state == WAITING:
-                    raise LockTimeoutError(name, self.endpoint, waited, self._holder(database, table, lock_id))
-                raise MetastoreError(f"the Hive Metastore {self.endpoint} did not grant the lock on table {name} "
-                                     f"({_STATE_NAMES.get(state, state)}). Nothing was changed.")
-            log.debug("locked %s in %s (lock %s)", name, self.endpoint, lock_id)
-        except BaseException:
-            self._release(lock_id, name)
-            raise
+        """Hold the table's lock for the block (Java's HiveCatalogLock.runWithLock)."""
+        lock_id = self.acquire(database, table, timeout=timedelta(seconds=acquire_timeout_s),
+                               max_sleep=timedelta(seconds=check_max_sleep_s), sleep=sleep)
         try:
             yield lock_id
         finally:
-            self._release(lock_id, name)
+            self.release(lock_id, f"{database}.{table}")
 
-    def _release(self, lock_id: int, name: str) -> None:
-        try:
-            self.unlock(lock_id)
-        except PaimonOpsError as e:
-            # the metastore times such a lock out (hive.txn.timeout, 300 s by default); say so, do not mask the
-            # error that brought us here
-            log.error("could not release the Hive Metastore lock %s on table %s: %s", lock_id, name, e)
-
-    def _holder(self, database: str, table: str, ours: int) -> str:
+    def holder(self, database: str, table: str, ours: int | None) -> str:
+        """Who holds the table's lock (for the timeout's message), '' when unknown."""
         try:
             for lk in self.lock_holders(database, table):
                 if lk.lockid != ours and lk.state == ACQUIRED:
-                    return f"lock {lk.lockid} of {lk.user}@{lk.hostname}"
+                    return f"held by lock {lk.lockid} of {lk.user}@{lk.hostname}"
         except Exception:  # noqa: BLE001 - only for the message
             pass
         return ""
@@ -444,7 +443,7 @@ _TAPP_TYPES = {1: "unknown method", 5: "internal error", 6: "protocol error", 7:
 
 
 __all__ = [
-    "ACQUIRED", "WAITING", "HiveMetastoreClient", "LockTimeoutError", "MetastoreError", "PAIMON_INPUT_FORMAT",
+    "ACQUIRED", "WAITING", "HiveMetastoreClient", "PAIMON_INPUT_FORMAT",
     "PAIMON_OUTPUT_FORMAT", "database_location", "is_paimon_table", "parse_uris", "signals_deferred",
     "table_location",
 ]

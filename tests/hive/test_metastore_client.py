@@ -8,14 +8,8 @@ import time
 
 import pytest
 
-from paimon_ops.catalog.hive_client import (
-    ACQUIRED,
-    WAITING,
-    HiveMetastoreClient,
-    LockTimeoutError,
-    parse_uris,
-)
-from paimon_ops.errors import InvalidOptionError, UnreachableError
+from paimon_ops.catalog.hive_client import ACQUIRED, WAITING, HiveMetastoreClient, parse_uris
+from paimon_ops.errors import InvalidOptionError, LockTimeoutError, UnreachableError
 from tests.net import free_port, patient
 
 
@@ -100,7 +94,7 @@ def test_lock_timeout_is_one_line_naming_the_table_and_leaves_no_lock(hive_metas
     assert 1.0 <= waited < patient(5)
     msg = str(ei.value)
     assert "\n" not in msg and f"{hive_database}.orders" in msg and hive_metastore.uri in msg
-    assert "lock-acquire-timeout" in msg and "Nothing was changed" in msg
+    assert "lock-acquire-timeout" in msg and "nothing was committed" in msg and "held by lock" in msg
     assert _states(client, hive_database, "orders") == [ACQUIRED]  # only the holder's: our waiting lock is gone
     holder.unlock(held_id)
     assert _states(client, hive_database, "orders") == []
