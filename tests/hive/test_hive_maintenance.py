@@ -212,3 +212,27 @@ def test_partitions_another_branch_has_stay_registered(hive_metastore, hms_clien
     assert {r[0] for r in jt.rows()} == set(DAYS[1:])
     # dt=2024-01-01 is gone from main's files but the branch still has it: registered; nothing else expired
     assert hms_client.partition_names(db, "t") == [f"dt={d}" for d in DAYS]
+
+
+def test_automatic_tags_and_rollback_keep_tag_partitions(hive_metastore, hms_client, hive_database, tmp_path):
+    """Automatic daily tags add their partitions; a rollback that removes newer tags drops theirs (Java 0.9's
+    rollback leaves them in the metastore)."""
+    uri, db = hive_metastore.uri, hive_database
+    wh = tmp_path / "wh"
+    jt = java_hive_table(wh, db, "t", uri)
+    jt.create(FIELDS[1:], primary_keys=["id"], options={"bucket": 1, "metastore.tag-to-partition": "tag_dt",
+                                                        "tag.create-time": "00:00"})
+    jt.write([{"rows": [[i, f"s{s}", s] for i in range(3)]} for s in range(3)])
+    now = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=2)
+    with _catalog(uri, wh) as cat:
+        table = cat.get_table(f"{db}.t")
+        table.maintenance.create_auto_tags(now=now).execute()
+        auto = [t.name for t in table.tags.list()]
+        assert auto and hms_client.partition_names(db, "t") == sorted(f"tag_dt={n}" for n in auto)
+        table.tags.create("manual-2", snapshot_id=2).execute()
+        table.tags.create("manual-3", snapshot_id=3).execute()
+        cat.get_table(f"{db}.t").maintenance.rollback(snapshot_id=2).execute()
+        kept = sorted(t.name for t in cat.get_table(f"{db}.t").tags.list())
+        assert "manual-3" not in kept and "manual-2" in kept
+        assert hms_client.partition_names(db, "t") == sorted(f"tag_dt={n}" for n in kept)
+    assert jt.rows() == jt.rows(snapshot_id=2)
