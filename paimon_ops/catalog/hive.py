@@ -39,7 +39,16 @@ from paimon_ops.catalog.hive_client import (
 from paimon_ops.errors import CatalogError, InvalidOptionError, TableNotFoundError
 from paimon_ops.format.partition import escape_path_name, partition_spec
 from paimon_ops.format.schema import TableSchema
-from paimon_ops.options import CATALOG_URI, LOCATION_IN_PROPERTIES, METASTORE_TAG_TO_PARTITION, SYNC_ALL_PROPERTIES
+from paimon_ops.options import (
+    BUCKET_KEY,
+    CATALOG_URI,
+    LOCATION_IN_PROPERTIES,
+    METASTORE_TAG_TO_PARTITION,
+    PARTITION,
+    PRIMARY_KEY,
+    SYNC_ALL_PROPERTIES,
+    Options,
+)
 from paimon_ops.table.fileio import FaultHook, FileIO
 from paimon_ops.table.table import FileStoreTable, Identifier
 
@@ -268,9 +277,13 @@ class HiveCatalog(Catalog):
         params = dict(hms.parameters or {})
         if self.sync_all_properties:
             params.update(schema.options)
-            for key, cols in (("primary-key", schema.primary_keys), ("partition", schema.partition_keys)):
+            # Java's convertToPropertiesTableKey: the keys as options too (bucket keys: the option, else the
+            # trimmed primary keys)
+            bucket_keys = list(Options(schema.options).get(BUCKET_KEY)) or schema.trimmed_primary_keys
+            for opt, cols in ((PRIMARY_KEY, schema.primary_keys), (PARTITION, schema.partition_keys),
+                              (BUCKET_KEY, bucket_keys)):
                 if cols:
-                    params[key] = ",".join(cols)
+                    params[opt.key] = ",".join(cols)
         else:
             params.update({k[len(HIVE_OPTION_PREFIX):]: v for k, v in schema.options.items()
                            if k.startswith(HIVE_OPTION_PREFIX)})
