@@ -36,7 +36,7 @@ from paimon_ops.catalog.hive_client import (
     is_paimon_table,
     table_location,
 )
-from paimon_ops.errors import CatalogError, InvalidOptionError, TableNotFoundError
+from paimon_ops.errors import CatalogError, InvalidOptionError, PaimonOpsError, TableNotFoundError
 from paimon_ops.format.partition import escape_path_name, partition_spec
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.options import (
@@ -262,9 +262,10 @@ class HiveCatalog(Catalog):
             except Exception as undo:  # noqa: BLE001 - say both
                 raise CatalogError(self.endpoint, f"the Hive Metastore refused schema {schema.id} of "
                                    f"{table.identifier} ({e}) and {path} could not be removed ({undo})") from e
-            if isinstance(e, CatalogError):
-                raise CatalogError(self.endpoint, f"{e.detail}; schema {schema.id} of {table.identifier} was "
-                                   "removed again, nothing changed") from None
+            if isinstance(e, PaimonOpsError):
+                detail = e.detail if isinstance(e, CatalogError) else str(e)
+                raise CatalogError(self.endpoint, f"the metastore's table {table.identifier} could not follow schema "
+                                   f"{schema.id} ({detail}); the schema was removed again, nothing changed") from None
             raise
         return True
 

@@ -13,6 +13,7 @@ import pytest
 
 import paimon_ops as po
 from tests.hive.conftest import java_hive_options, java_hive_table
+from tests.interop.java_harness import JavaTable
 from tests.net import patient
 
 pytestmark = pytest.mark.java
@@ -236,3 +237,24 @@ def test_automatic_tags_and_rollback_keep_tag_partitions(hive_metastore, hms_cli
         assert "manual-3" not in kept and "manual-2" in kept
         assert hms_client.partition_names(db, "t") == sorted(f"tag_dt={n}" for n in kept)
     assert jt.rows() == jt.rows(snapshot_id=2)
+
+
+def test_rescale_refused_when_the_metastore_cannot_follow(hive_metastore, hms_client, hive_database, tmp_path):
+    """The metastore lost the table between plan and execution: rescale's schema change is removed again and the
+    rescale refused in one line naming the metastore; the table is exactly as it was."""
+    uri, db = hive_metastore.uri, hive_database
+    wh = tmp_path / "wh"
+    jt = java_hive_table(wh, db, "t", uri)
+    jt.create(FIELDS, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": 1})
+    jt.write(_batches("a"))
+    before = sorted(str(p.relative_to(jt.path)) for p in jt.path.rglob("*"))
+    rows = jt.rows()
+    with _catalog(uri, wh) as cat:
+        plan = cat.get_table(f"{db}.t").maintenance.rescale(bucket_num=2)
+        hms_client.call("drop", lambda c: c.drop_table(db, "t", False))
+        with pytest.raises(po.errors.CatalogError) as ei:
+            plan.execute()
+    msg = str(ei.value)
+    assert uri in msg and "schema 1" in msg and "removed again" in msg and "\n" not in msg
+    assert sorted(str(p.relative_to(jt.path)) for p in jt.path.rglob("*")) == before
+    assert JavaTable(table_path=jt.path).rows() == rows  # (by its location: the metastore no longer lists it)
