@@ -376,3 +376,43 @@ def test_dagster_and_the_facade_list_exactly_the_registered_tables(tmp_path):
         assert t.options["snapshot.num-retained.min"] == "3" and t.raw.catalog.metastore == "jdbc"
         plan = t.maintenance.compact_manifests()
         assert plan.catalog["uri"] == uri and plan.catalog["metastore"] == "jdbc"
+
+
+def _registered_sqlite_tables(tmp_path: Path, names: tuple[str, ...]) -> tuple[Path, str]:
+    """Tables made by our own writer, registered as Java's JdbcCatalog registers them (its DDL), in a SQLite file."""
+    from paimon_ops.table.writer import create_table, write_rows
+    wh = tmp_path / "wh"
+    uri = sqlite_catalog_db(tmp_path / "catalog.db")
+    run = _sqlite_sql(tmp_path / "catalog.db")
+    run("CREATE TABLE paimon_tables(catalog_key VARCHAR(255) NOT NULL,database_name VARCHAR(255) NOT NULL,"
+        "table_name VARCHAR(255) NOT NULL, PRIMARY KEY (catalog_key, database_name, table_name))", ())
+    for name in names:
+        t = create_table(str(wh), name, [("k", "INT"), ("v", "STRING")], options={"bucket": "-1"})
+        for i in range(3):
+            write_rows(t, {"k": [i], "v": ["a"]})
+        run("INSERT INTO paimon_tables (catalog_key, database_name, table_name) VALUES (?,?,?)",
+            ("jdbc", *name.split(".")))
+    return wh, uri
+
+
+def test_apply_reopens_a_saved_plan_through_its_catalog(tmp_path):
+    wh, uri = _registered_sqlite_tables(tmp_path, ("shop.orders",))
+    flags = ["-o", "metastore=jdbc", "-o", f"uri={uri}", "-o", "lock.enabled=true"]
+    r = cli("compact", wh, "shop.orders", *flags, "--dry-run", "--json")
+    assert r.code == 0, r.err
+    plan = tmp_path / "plan.json"
+    plan.write_text(r.out)
+    assert json.loads(r.out)["catalog"] == {"metastore": "jdbc", "uri": uri, "lock.enabled": "true",
+                                           "warehouse": str(wh)}
+    run = _sqlite_sql(tmp_path / "catalog.db")
+    run("CREATE TABLE paimon_distributed_locks(lock_id VARCHAR(255) NOT NULL,acquired_at TIMESTAMP DEFAULT "
+        "CURRENT_TIMESTAMP NOT NULL,expire_time_seconds BIGINT DEFAULT 0 NOT NULL,PRIMARY KEY (lock_id))", ())
+    run("INSERT INTO paimon_distributed_locks (lock_id, expire_time_seconds) VALUES (?, ?)", ("jdbc.shop.orders", 600))
+    # the plan's commit goes through the catalog it was made in: it waits for the held row, and gives up
+    r = cli("apply", plan, "-o", "lock-acquire-timeout=1 s", "-o", "lock-check-max-sleep=100 ms")
+    assert r.code == 2 and "lock of table shop.orders" in r.err, r.err
+    run("DELETE FROM paimon_distributed_locks", ())
+    r = cli("apply", plan, "--json")
+    assert r.code == 0, r.err
+    assert r.json["snapshot_id"] == 4
+    assert run("SELECT COUNT(*) FROM paimon_distributed_locks", ()) == [(0,)]
