@@ -173,7 +173,8 @@ def bucket_groups(buckets: list[BucketStat]) -> list[tuple[list[dict[str, str]],
 def refused_operations(table: FileStoreTable) -> dict[str, str]:
     """Operations the feature gate refuses on this table (operation -> the one-line refusal)."""
     from paimon_ops.features import refused_operations as refused
-    return refused(table)
+    from paimon_ops.operations import routine_gates
+    return refused(table, routine_gates())
 
 
 # ---------------------------------------------------------------------------------------------- snapshots

@@ -613,6 +613,17 @@ class PlanBuilder:
         self._files = FileColumns()
         self._creates: list[FileAction] = []
         self._params: dict[str, Any] = {}
+        self._gated: set[str] = set()
+
+    def gate(self, table: Any, operation: str, mode: str | None = None, uses: Any = None) -> None:
+        """The feature gate of plan type `operation` (per `mode`) on `table`, now — before the planner reads in bulk;
+        `build` then does not check it again. Without it, `build` gates the plan type (the gate fails closed: a plan
+        type no operation declares, or a mode it does not name, is refused)."""
+        from paimon_ops import features
+        from paimon_ops.operations import gate_of
+        features.require(table, gate_of(operation, mode), uses,
+                         what=f"{operation} ({mode})" if mode else f"{operation} plan")
+        self._gated.add(operation)
 
     def step(self, name: str, action: str, **params: Any) -> PlanBuilder:
         self._close()
@@ -687,9 +698,10 @@ class PlanBuilder:
               warnings: Iterable[str] = ()) -> Any:
         self._close()
         from paimon_ops import features
+        from paimon_ops.operations import gate_of
         from paimon_ops.timeutil import iso, now_ms
-        if cls.operation in features.ALL_OPS:  # compaction gates itself, per mode, before it scans
-            features.require(table, cls.operation)
+        if cls.operation not in self._gated:  # (compaction gates itself, per mode, before it scans)
+            features.require(table, gate_of(cls.operation), what=f"{cls.operation or cls.__name__} plan")
         base = table.snapshots.latest_id() if base_snapshot == "latest" else base_snapshot
         return cls(table=table.identifier, location=table.location, branch=table.branch, base_snapshot=base,
                    planned_at=iso(now_ms()), preconditions=tuple(self.preconditions), steps=tuple(self.steps),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from paimon_ops.errors import InvalidArgumentError, arg
+from paimon_ops.features import BUCKETS_ONLY, Feature, Gate
 from paimon_ops.options import Option
 
 # Kinds of parameter: how a value is given as text (CLI flags, Dagster config, Airflow templates) and what the facade
@@ -186,6 +187,14 @@ class Health:
 
 
 @dataclass(frozen=True)
+class Mode:
+    """One mode of an operation that has several (compaction): gated on its own."""
+
+    name: str
+    handles: frozenset[Feature]  # the table features this mode handles (paimon_ops.features bundles)
+
+
+@dataclass(frozen=True)
 class Operation:
     """One maintenance operation."""
 
@@ -209,6 +218,10 @@ class Operation:
     reclaims: bool = True            # its deletes free storage (compaction's inputs stay until expiry reclaims them)
     takes_now: bool = False          # its facade takes `now` (the clock; hidden --now-ms on the command line)
     health: tuple[Health, ...] = ()  # what makes it due (a Dagster check and sensor each)
+    # The feature gate: the table features it handles (paimon_ops.features bundles); an operation with `modes` is
+    # gated per mode instead. A feature not named here is refused for it.
+    handles: frozenset[Feature] = frozenset()
+    modes: tuple[Mode, ...] = ()
     cli_check: Callable[[Any, Any], None] | None = None  # (plan, po.Table) -> None: refusals of the CLI
     # Dagster: does it apply to a table (TableSpec) given its config section? Default: always.
     applies: Callable[[Any, Any], bool] | None = field(default=None, compare=False)
@@ -220,6 +233,20 @@ class Operation:
     @property
     def dagster_key(self) -> str:
         return self.dagster_name or self.name
+
+    def gate(self, mode: str | None = None) -> Gate | None:
+        """The feature gate of this operation (of `mode`, for an operation with modes); None — refused by the gate —
+        for a mode it does not declare."""
+        if not self.modes:
+            return Gate(self.name, self.handles)
+        found = next((m for m in self.modes if m.name == mode), None)
+        return None if found is None else Gate(f"{self.name}:{found.name}", found.handles)
+
+    def gates(self) -> tuple[Gate, ...]:
+        """Every gate of the operation (one per mode)."""
+        if not self.modes:
+            return (Gate(self.name, self.handles),)
+        return tuple(Gate(f"{self.name}:{m.name}", m.handles) for m in self.modes)
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -321,11 +348,26 @@ def health_signals() -> list[tuple[Operation, Health]]:
     return [(op, h) for op in OPERATIONS.values() for h in op.health]
 
 
+def gate_of(plan_operation: str, mode: str | None = None) -> Gate | None:
+    """The feature gate of a plan type (a plan's `operation`, and its compaction mode): None — refused — for a plan
+    type no registered operation makes."""
+    op = by_plan_type(plan_operation)
+    return None if op is None else op.gate(mode)
+
+
+def routine_gates() -> list[Gate]:
+    """The gates of the operations that maintain a table routinely, for the health check listing what the gate refuses:
+    every operation but those that only move rows between buckets (the postpone compaction, rescale: one-off work on
+    the bucket layout)."""
+    return [g for op in OPERATIONS.values() if op.handles != BUCKETS_ONLY for g in op.gates()]
+
+
 def by_dagster_name(name: str) -> Operation:
     return next(op for op in OPERATIONS.values() if op.dagster_key == name)
 
 
 __all__ = ["Param", "Operation", "Health", "health_signals", "ALL_TABLES", "DV_TABLES", "EXPIRING_TABLES",
            "OPERATIONS", "MODULES", "operation", "by_plan_type", "by_command",
-           "by_dagster_name", "partition_spec", "INT", "FLOAT", "BOOL", "STR", "CHOICE", "AGE", "INSTANT",
+           "by_dagster_name", "gate_of", "routine_gates", "Mode",
+           "partition_spec", "INT", "FLOAT", "BOOL", "STR", "CHOICE", "AGE", "INSTANT",
            "PARTITIONS", "STRINGS", "INTS", "NAME", "NAMES", "TASKS", "METADATA"]

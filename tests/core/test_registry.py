@@ -34,6 +34,38 @@ def test_the_registry_lists_one_module_per_operation():
             assert cls is not None and cls.operation == t
 
 
+def test_the_gate_covers_every_plan_type_and_fails_closed(tmp_path):
+    """Every plan type an operation makes has the operation's feature gate (each compaction mode its own); a plan
+    type no operation declares is refused at planning and at execution, naming it."""
+    from paimon_ops.errors import UnsupportedError
+    from paimon_ops.execution.plan import _PLANS, Plan, PlanBuilder
+
+    for cls in _PLANS.values():
+        op = registry.by_plan_type(cls.operation)
+        assert op is not None, f"plan type {cls.operation} is made by no registered operation"
+        gates = [g for g in op.gates() if g is not None]
+        assert gates and all(isinstance(g.handles, frozenset) for g in gates), cls.operation
+        if op.modes:
+            assert [registry.gate_of(cls.operation, m.name) for m in op.modes] == list(gates)
+        else:
+            assert registry.gate_of(cls.operation) == gates[0]
+
+    class UngatedPlan(Plan):
+        operation = "ungated_for_the_test"
+
+    try:
+        table = create_table(str(tmp_path / "wh"), "db.t", [("id", "INT")])
+        with pytest.raises(UnsupportedError, match="ungated_for_the_test plan refused: it declares no feature gate"):
+            PlanBuilder().build(UngatedPlan, table, {})
+        plan = UngatedPlan(table="db.t", location=table.location)
+        with pytest.raises(UnsupportedError, match="declares no feature gate"):
+            plan.execute()
+        with pytest.raises(UnsupportedError, match=r"compact \(bogus\) refused"):
+            PlanBuilder().gate(table, "compact", "bogus")
+    finally:
+        _PLANS.pop(UngatedPlan.operation, None)
+
+
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
     from paimon_ops.cli import build_parser
     parser = build_parser()
