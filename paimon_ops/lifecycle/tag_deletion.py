@@ -41,6 +41,7 @@ from paimon_ops.lifecycle.protection import (
     tag_set,
 )
 from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_index_and_stats, plan_manifest_list
+from paimon_ops.operations.delete_tags import OPERATION as DELETE_TAGS
 from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
@@ -51,6 +52,7 @@ class DeleteTagsPlan(Plan):
     """Deleting tags, reclaiming the files only they kept alive."""
 
     operation = "delete_tags"
+    op = DELETE_TAGS  # its operation (the feature gate, the planner's parameters)
 
 
 @planner("delete_tags", internal=("plan_type", "details"))

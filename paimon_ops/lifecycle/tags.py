@@ -29,6 +29,8 @@ from paimon_ops.execution.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileActi
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import auto_tag_matcher
 from paimon_ops.lifecycle.timeline import check_existing_tag_name, find_snapshot, local_now, snapshot_current_at
+from paimon_ops.operations.create_tag import OPERATION as CREATE_TAG
+from paimon_ops.operations.rename_tag import OPERATION as RENAME_TAG
 from paimon_ops.options import TAG_AUTOMATIC_CREATION, format_duration, parse_duration
 from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import iso
@@ -38,14 +40,17 @@ log = logging.getLogger(__name__)
 
 class CreateTagPlan(Plan):
     operation = "create_tag"
+    op = CREATE_TAG  # its operation (the feature gate, the planner's parameters)
 
 
 class ReplaceTagPlan(Plan):
     operation = "replace_tag"
+    op = CREATE_TAG  # its operation (the feature gate, the planner's parameters)
 
 
 class RenameTagPlan(Plan):
     operation = "rename_tag"
+    op = RENAME_TAG  # its operation (the feature gate, the planner's parameters)
 
 
 def _retention(value: _dt.timedelta | str | None) -> _dt.timedelta | None:

@@ -1,7 +1,7 @@
 """Compaction of primary-key and append tables."""
 from paimon_ops import options as o
 from paimon_ops.features import BUCKETS_ONLY, FORMAT_PER_LEVEL, ROW_ID_REWRITES, SNAPSHOT_ORDERING
-from paimon_ops.operations import (
+from paimon_ops.operations.model import (
     AGE,
     BOOL,
     CHOICE,
@@ -32,8 +32,7 @@ MODES = (
 MODE_NAMES = tuple(m.name for m in MODES)
 
 OPERATION = Operation(
-    name="compact", title="compaction", summary="compact a table (full, minor, dv-ratio, sort, small-files)",
-    facade="maintenance.compact", plan_module="paimon_ops.compact.api", plan_types=("compact",), takes_now=True, modes=MODES,
+    name="compact", title="compaction", summary="compact a table (full, minor, dv-ratio, sort, small-files)", takes_now=True, modes=MODES,
     dagster_job="paimon_compaction", reclaims=False,
     params=(
         Param("mode", CHOICE, "full (like Paimon's compact procedure): everything to the max level; minor: what "

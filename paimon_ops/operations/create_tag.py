@@ -1,10 +1,9 @@
 """Creating (or moving) a tag."""
 from paimon_ops.features import TAGGING
-from paimon_ops.operations import AGE, BOOL, INSTANT, INT, METADATA, NAME, Operation, Param
+from paimon_ops.operations.model import AGE, BOOL, INSTANT, INT, METADATA, NAME, Operation, Param
 
 OPERATION = Operation(
-    name="create_tag", title="tag creation", summary="create a tag", facade="tags.create",
-    plan_module="paimon_ops.lifecycle.tags", plan_types=("create_tag", "replace_tag"), placement=METADATA, handles=TAGGING,
+    name="create_tag", title="tag creation", summary="create a tag", placement=METADATA, handles=TAGGING,
     takes_now=True, manual_why="a one-off tag; Dagster creates the automatic tags (create_auto_tags)",
     params=(
         Param("name", NAME, "tag name"),

@@ -1,10 +1,9 @@
 """Deleting tags, reclaiming the files only they kept alive."""
 from paimon_ops.features import RECLAIMING
-from paimon_ops.operations import BOOL, NAMES, Operation, Param
+from paimon_ops.operations.model import BOOL, NAMES, Operation, Param
 
 OPERATION = Operation(
     name="delete_tags", title="tag deletion", summary="delete tags, reclaiming files only they kept alive",
-    facade="maintenance.delete_tags", plan_module="paimon_ops.lifecycle.tag_deletion", plan_types=("delete_tags",),
     cli_name="delete-tag", handles=RECLAIMING, manual_why="a one-off decision about named tags; Dagster expires tags (expire_tags)",
     params=(
         Param("names", NAMES, "tag names"),

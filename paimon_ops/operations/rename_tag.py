@@ -1,10 +1,9 @@
 """Renaming a tag."""
 from paimon_ops.features import TAGGING
-from paimon_ops.operations import BOOL, METADATA, NAME, Operation, Param
+from paimon_ops.operations.model import BOOL, METADATA, NAME, Operation, Param
 
 OPERATION = Operation(
-    name="rename_tag", title="tag rename", summary="rename a tag", facade="tags.rename",
-    plan_module="paimon_ops.lifecycle.tags", plan_types=("rename_tag",), placement=METADATA, handles=TAGGING,
+    name="rename_tag", title="tag rename", summary="rename a tag", placement=METADATA, handles=TAGGING,
     manual_why="a one-off decision about a named tag",
     params=(
         Param("old", NAME, "current tag name"),

@@ -100,7 +100,7 @@ def test_cli_exits_2_naming_the_feature(shapes):
 
 
 def test_every_operation_declares_its_gate():
-    from paimon_ops import operations as registry
+    import paimon_ops.api as registry
 
     compact = registry.operation("compact")
     postpone_ops = {g.name for op in registry.OPERATIONS.values() for g in op.gates()
