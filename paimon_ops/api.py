@@ -34,21 +34,17 @@ from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
 from paimon_ops.lifecycle.rollback import plan_rollback
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
-from paimon_ops.lifecycle.tags import plan_create_tag, plan_rename_tag, plan_replace_tag
-from paimon_ops.lifecycle.timeline import check_existing_tag_name, snapshot_current_at
+from paimon_ops.lifecycle.tags import plan_create_tag, plan_rename_tag
 from paimon_ops.operations import compact as _compact
 from paimon_ops.operations import compact_postpone as _compact_postpone
 from paimon_ops.operations import create_auto_tags as _create_auto_tags
-from paimon_ops.operations import create_tag as _create_tag
-from paimon_ops.operations import delete_tags as _delete_tags
 from paimon_ops.operations import expire_partitions as _expire_partitions
 from paimon_ops.operations import expire_snapshots as _expire_snapshots
 from paimon_ops.operations import expire_tags as _expire_tags
 from paimon_ops.operations import remove_orphans as _remove_orphans
-from paimon_ops.operations import rename_tag as _rename_tag
 from paimon_ops.operations import rescale as _rescale
 from paimon_ops.operations import rollback as _rollback
-from paimon_ops.operations.model import AGE, INSTANT, NAME, NAMES, Health, Operation
+from paimon_ops.operations.model import AGE, INSTANT, NAME, NAMES, Health, Operation, TagName
 from paimon_ops.table import table as _tables
 from paimon_ops.timeutil import Age, Instant, age_ms, instant_ms
 
@@ -68,7 +64,7 @@ def facade(planner: Planner[..., Any]) -> Callable[..., Plan]:
     if op is None or op.params_type is None:
         raise InvalidArgumentError(f"planner {planner.fn.__name__} plans no declared operation")
     types = op.params_type.types()
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
     for p in op.params_type.declared():
         shown = _FACADE_TYPES.get(p.kind) or _type_text(types[p.name])
         if p.positional:
@@ -282,10 +278,7 @@ class Maintenance:
             older = now_ms(now) - age_ms(min_age, "min_age")
         return plan_expire_tags(self._t, now_millis=_instant(now, "now"), older_than=older)
 
-    @_declares(_delete_tags.OPERATION)
-    def delete_tags(self, names: Iterable[str], /, *, missing_ok: bool = False) -> Plan:
-        """Deleting tags, reclaiming the files only they kept alive."""
-        return self._tags().delete(*names, missing_ok=missing_ok)
+    delete_tags = facade(plan_delete_tags)
 
     @_declares(_remove_orphans.OPERATION)
     def remove_orphans(self, *, older_than: Instant | None = None, min_age: Age | None = None,
@@ -315,9 +308,6 @@ class Maintenance:
         live or held by a tag). Metadata only; cannot be undone."""
         return plan_rollback(self._t, snapshot_id, tag, _instant(timestamp, "timestamp"))
 
-    def _tags(self) -> Tags:
-        return Tags(self._t)
-
 
 class Tags:
     """Manual tags of one table (plans, like everything else)."""
@@ -329,30 +319,12 @@ class Tags:
         from paimon_ops.lifecycle.tags import list_tags
         return list_tags(self._t)
 
-    @_declares(_create_tag.OPERATION)
-    def create(self, name: str, /, *, snapshot_id: int | None = None, timestamp: Instant | None = None,
-               time_retained: Age | None = None, replace: bool = False, now: Instant | None = None) -> Plan:
-        """Tag the latest snapshot, `snapshot_id`, or the snapshot current at `timestamp`; `replace` moves an
-        existing tag of that name instead of refusing."""
-        ts = _instant(timestamp, "timestamp")
-        retained = _age(time_retained, "time_retained")
-        now_ms = _instant(now, "now")
-        if replace and self._t.tags.exists(name):
-            if ts is not None:
-                snapshot_id = snapshot_current_at(self._t, ts).id
-            return plan_replace_tag(self._t, name, snapshot_id, retained, now_ms)
-        return plan_create_tag(self._t, name, snapshot_id, ts, retained, now_ms)
-
-    @_declares(_rename_tag.OPERATION)
-    def rename(self, old: str, new: str, /, *, resume: bool = False) -> Plan:
-        """Renaming tag `old` to `new`; `resume` finishes an interrupted rename (`new` already exists with `old`'s
-        content)."""
-        return plan_rename_tag(self._t, old, new, resume)
+    create = facade(plan_create_tag)
+    rename = facade(plan_rename_tag)
 
     def delete(self, *names: str, missing_ok: bool = False) -> Plan:
-        for n in names:
-            check_existing_tag_name(n)
-        return plan_delete_tags(self._t, list(names), missing_ok=missing_ok)
+        """Deleting tags, reclaiming the files only they kept alive (as `maintenance.delete_tags`)."""
+        return plan_delete_tags(self._t, [TagName(n) for n in names], missing_ok=missing_ok)
 
 
 def load_plan(path_or_text: str, /) -> Plan:

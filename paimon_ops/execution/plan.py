@@ -820,13 +820,13 @@ class Planner(Generic[_P, _R]):
     fresh. `operation` is the declaration of the operation it plans (its plan types'), whose `Params` it takes."""
 
     def __init__(self, fn: Callable[_P, _R], plan_types: tuple[type[Plan] | str, ...], internal: tuple[str, ...],
-                 resolved: tuple[str, ...], resolve: Callable[[dict[str, Any]], None] | None,
+                 hidden: tuple[str, ...], resolve: Callable[[dict[str, Any]], None] | None,
                  renamed: Mapping[str, str]) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.plan_types = plan_types
         self.internal = internal
-        self.resolved = resolved
+        self.hidden = hidden
         self.resolve = resolve
         self.renamed = dict(renamed)
         self.signature = inspect.signature(fn)
@@ -863,20 +863,20 @@ class Planner(Generic[_P, _R]):
         return plan
 
 
-def planner(*plan_types: type[Plan] | str, internal: tuple[str, ...] = (), resolved: tuple[str, ...] = (),
+def planner(*plan_types: type[Plan] | str, internal: tuple[str, ...] = (), hidden: tuple[str, ...] = (),
             resolve: Callable[[dict[str, Any]], None] | None = _clock_now,
             check_saved: Callable[[dict[str, Any]], None] | None = None,
             renamed: Mapping[str, str] | None = None) -> Callable[[Callable[_P, _R]], Planner[_P, _R]]:
     """The planner of `plan_types` (the plan classes it returns): `Planner`. A plan of those types read from JSON is
-    re-planned with it (`replan`). Its arguments are its operation's `Params` fields, the `resolved` ones (recorded,
-    filled by `resolve` when not given: never offered to users) and `internal` ones (used by other planners calling
-    this one; not recorded);
+    re-planned with it (`replan`). Its arguments are its operation's `Params` fields, `hidden` ones (recorded in the
+    plan but never offered to users: a run id `resolve` fills, a switch for other callers) and `internal` ones (used
+    by other planners calling this one; not recorded);
     `check_saved(arguments)` refuses recorded arguments a saved plan may not carry (e.g. a time ahead of the clock);
     `renamed`: old name -> new name of arguments plans saved by earlier versions record."""
     names = [t if isinstance(t, str) else t.operation for t in plan_types]
 
     def deco(fn: Callable[_P, _R]) -> Planner[_P, _R]:
-        wrapper = Planner(fn, plan_types, internal, resolved, resolve, renamed or {})
+        wrapper = Planner(fn, plan_types, internal, hidden, resolve, renamed or {})
         for name in names:
             _PLANNERS[name] = wrapper
             if check_saved is not None:

@@ -207,7 +207,7 @@ def _resolve_run_id(params: dict[str, Any]) -> None:
         params["run_id"] = str(uuid.uuid4())
 
 
-@planner(ManifestCompactionPlan, resolved=("run_id",), resolve=_resolve_run_id)
+@planner(ManifestCompactionPlan, hidden=("run_id",), resolve=_resolve_run_id)
 def plan_compact_manifests(table: FileStoreTable, *, run_id: str | None = None) -> ManifestCompactionPlan:
     """Which manifests of the latest snapshot are merged, into which new files (see the module docstring). `run_id`
     (a UUID, chosen when not given) names the new manifests."""

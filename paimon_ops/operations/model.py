@@ -17,7 +17,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NewType
+from typing import Annotated, Any, Callable, Mapping
 
 from paimon_ops.errors import InvalidArgumentError, arg
 from paimon_ops.features import Feature, Gate
@@ -25,10 +25,12 @@ from paimon_ops.options import Option, format_duration, looks_like_duration, par
 from paimon_ops.timeutil import instant_ms, parse_instant
 
 # ---------------------------------------------------------------------------------------------- value types
-# The types a planner receives. Most are plain Python types; these name what plain types cannot say.
-InstantMs = NewType("InstantMs", int)  # an instant as epoch milliseconds (given as ISO 8601 with a zone, an aware
-#                                        datetime or epoch ms)
-TagName = NewType("TagName", str)      # a name given positionally (tag names)
+# The types a planner receives. Most are plain Python types; these say what plain types cannot (to a type checker
+# they are the plain type).
+_INSTANT_MS = "an instant as epoch milliseconds"
+_POSITIONAL_NAME = "a name given positionally"
+InstantMs = Annotated[int, _INSTANT_MS]  # given as ISO 8601 with a zone, an aware datetime or epoch ms
+TagName = Annotated[str, _POSITIONAL_NAME]  # tag names
 Partitions = list[dict[str, str]]      # partition specs, each {key: value}
 
 # Kinds of parameter: how a value is given as text (CLI flags, Dagster config, Airflow templates) and what the facade
@@ -107,6 +109,8 @@ class Param:
         what = words or arg(self.name)
         k = self.kind
         if isinstance(value, str):
+            if k == NAME:
+                return value  # exactly as given: a name is validated where it is used, never altered
             text = value.strip()
             if k == INSTANT:
                 if looks_like_duration(text):
@@ -147,7 +151,7 @@ class Param:
                         return [int(s) for s in text.split(",") if s.strip()]
                     except ValueError:
                         raise InvalidArgumentError(f"{what} {value!r}: expected integers separated by commas") from None
-                return [text]
+                return [value]
             return text
         if k == INSTANT:  # an aware datetime or epoch ms (a naive datetime is refused)
             return instant_ms(value, self.name)
@@ -161,7 +165,7 @@ class Param:
             return value
         if k == PARTITIONS and isinstance(value, (list, tuple)):
             return [partition_spec(v, what) if isinstance(v, str) else dict(v) for v in value]
-        if k in (STRINGS, INTS, NAMES) and isinstance(value, tuple):
+        if k in (STRINGS, INTS, NAMES) and isinstance(value, (tuple, set, frozenset, typing.Iterator)):
             return list(value)
         if k in (INT, FLOAT) and isinstance(value, (int, float)) and not isinstance(value, bool):
             return self._checked(value, what)
@@ -218,14 +222,18 @@ def _strip_optional(tp: Any) -> Any:
 def kind_of(tp: Any, choices: tuple[str, ...] = ()) -> str:
     """The kind of parameter a field's type declares (`T | None` as T)."""
     tp = _strip_optional(tp)
-    simple = {bool: BOOL, int: INT, float: FLOAT, _dt.timedelta: AGE, InstantMs: INSTANT, TagName: NAME}
+    if tp == InstantMs:
+        return INSTANT
+    if tp == TagName:
+        return NAME
+    simple = {bool: BOOL, int: INT, float: FLOAT, _dt.timedelta: AGE}
     if tp is str:
         return CHOICE if choices else STR
     if tp in simple:
         return simple[tp]
     if typing.get_origin(tp) is list:
         item = typing.get_args(tp)[0]
-        if item is TagName:
+        if item == TagName:
             return NAMES
         if item is str:
             return STRINGS
@@ -245,7 +253,7 @@ class Params:
     @classmethod
     def declared(cls) -> tuple[Param, ...]:
         """The fields as `Param`s, in declaration order."""
-        hints = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls, include_extras=True)
         out = []
         for f in dataclasses.fields(cls):
             info = dict(f.metadata.get(_PARAM) or {})
@@ -258,7 +266,8 @@ class Params:
     @classmethod
     def types(cls) -> dict[str, Any]:
         """field -> its type (what the planner's keyword of that name is annotated with)."""
-        return {f.name: typing.get_type_hints(cls)[f.name] for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls, include_extras=True)
+        return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
     def arguments(self) -> dict[str, Any]:
         """The planner's keyword arguments."""
