@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.compact.postpone import plan_postpone_compaction
+from paimon_ops.compact.remove_unexisting import plan_remove_unexisting_files
 from paimon_ops.compact.rescale import plan_rescale
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, arg
 from paimon_ops.execution.plan import Plan, Planner, registered_plan_types
@@ -288,6 +289,7 @@ class Maintenance:
                                       max_expires=max_expires)
 
     compact_manifests = facade(plan_compact_manifests)
+    remove_unexisting_files = facade(plan_remove_unexisting_files)
 
     @_declares(_expire_tags.OPERATION)
     def expire_tags(self, *, older_than: Instant | None = None, min_age: Age | None = None,
