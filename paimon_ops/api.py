@@ -32,6 +32,7 @@ from paimon_ops.lifecycle.expire import plan_expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
+from paimon_ops.lifecycle.repair import plan_repair
 from paimon_ops.lifecycle.rollback import plan_rollback
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
@@ -290,6 +291,7 @@ class Maintenance:
 
     compact_manifests = facade(plan_compact_manifests)
     remove_unexisting_files = facade(plan_remove_unexisting_files)
+    repair = facade(plan_repair)
 
     @_declares(_expire_tags.OPERATION)
     def expire_tags(self, *, older_than: Instant | None = None, min_age: Age | None = None,

@@ -216,6 +216,7 @@ if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/ai
     PaimonRollbackOperator: type[PaimonOperationOperator]
     PaimonCompactPostponeOperator: type[PaimonOperationOperator]
     PaimonRemoveUnexistingFilesOperator: type[PaimonOperationOperator]
+    PaimonRepairOperator: type[PaimonOperationOperator]
     PaimonRescaleOperator: type[PaimonOperationOperator]
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",

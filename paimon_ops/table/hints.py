@@ -7,9 +7,9 @@ What a hint must say: LATEST the newest snapshot file, EARLIEST the oldest one (
 contiguous run ending at the latest snapshot — Java's `repair_earliest_snapshot`, for a gap below it). Readers verify
 hints, but Java 0.9 only half: it trusts LATEST = N whenever `snapshot-(N+1)` does not exist — so a LATEST left
 behind by a crashed writer (older than the earliest snapshot) makes every Java reader and writer resolve the latest
-snapshot to a deleted file, and a Java writer commits snapshot N+1 below the live history — and it trusts EARLIEST
-whenever that snapshot exists, skipping older ones. A hint that is missing or unreadable is written too: readers
-would list the directory, but a repaired table has both.
+snapshot to a deleted file, and its reads and commits fail — and it trusts EARLIEST whenever that snapshot exists,
+skipping older ones. A hint that is missing or unreadable is written too: readers would list the directory, but a
+repaired table has both.
 
     hints = decide(table.snapshots)                 # [Hint(name, now, wanted, why), ...]
     ensure(table.snapshots, write=ex.write_hint)    # decide, then write the stale ones; returns what it wrote
@@ -53,7 +53,7 @@ class Hint:
         return self.wanted is not None and self.now != self.wanted
 
     def to_dict(self) -> dict[str, object]:
-        return {"hint": self.path, "name": self.name, "kind": self.kind, "now": self.now, "text": self.text,
+        return {"hint": self.path, "name": self.name, "kind": self.kind, "current": self.now, "text": self.text,
                 "wanted": self.wanted, "why": self.why}
 
 
@@ -136,19 +136,19 @@ def _why(name: str, now: int | None, text: str | None, wanted: int, ids: Sequenc
     live = f"the {kind}s are {_span(ids, kind)}"
     if name == LATEST:
         if now > ids[-1]:
-            return (f"names {kind} {now}, beyond the newest {kind} file ({live}): Java resolves the latest {kind} "
+            return (f"names {kind} {now}, beyond the newest {kind} file; {live}: Java resolves the latest {kind} "
                     f"to the missing {kind}-{now}")
         if now not in have:
-            return (f"names {kind} {now}, which does not exist ({live}): Java 0.9 resolves the latest {kind} to it "
-                    f"(out of the available range) and a Java writer would commit {kind} {now + 1}")
-        return f"names {kind} {now}, but {kind} {ids[-1]} is the latest (readers fall back to listing)"
+            return (f"names {kind} {now}, which does not exist; {live}: Java 0.9 resolves the latest {kind} to it, "
+                    f"so its reads and commits fail on the missing {kind}-{now}")
+        return f"names {kind} {now}, but {kind} {ids[-1]} is the latest; readers fall back to listing"
     if now not in have:
-        return (f"names {kind} {now}, which does not exist ({live}; a crashed or interrupted expiry): readers fall "
-                "back to listing")
+        return (f"names {kind} {now}, which does not exist (an interrupted expiry); {live}: readers fall back to "
+                "listing")
     if now > wanted:
-        return (f"names {kind} {now}, but {kind}s {wanted} … {now - 1} exist: Java never reads or expires them "
-                f"({live})")
-    return f"names {kind} {now}, which is skipped: the earliest is {kind} {wanted} ({live})"
+        return (f"names {kind} {now}, but {kind}s {wanted} … {now - 1} exist: Java never reads or expires them; "
+                f"{live}")
+    return f"names {kind} {now}, below the earliest {kind} {wanted}; {live}"
 
 
 def write(mgr: SnapshotManager, hint: Hint, write: HintWriter | None = None) -> None:

@@ -39,6 +39,7 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "auto-tag": ([], ["shop.daily_sales"]),
     "rollback": ([], ["shop.customers", "--snapshot", "2", "--yes"]),
     "remove-unexisting-files": ([lambda wh: _lose_a_data_file(wh, "shop.orders")], ["shop.orders", "--yes"]),
+    "repair": ([lambda wh: _stale_latest_hint(wh, "shop.orders")], ["shop.orders"]),
 }
 DEBUG_DUMPS = re.compile(r"\b(dict|list|tuple|set) of \d+|\{'|\[\{|\bNone\b|\bTrue\b|\bFalse\b|task_pids")
 

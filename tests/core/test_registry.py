@@ -211,6 +211,7 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("expire_partitions", "db.pk", (), {"expiration_time": dt.timedelta(days=7), "now": NOW}),
     ("compact_postpone", "db.pp", (), {}),
     ("remove_unexisting_files", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}]}),
+    ("repair", "db.pk", (), {}),
 ]
 
 
