@@ -19,6 +19,7 @@ import datetime as _dt
 import inspect
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from paimon_ops.compact.file_index import plan_rewrite_file_index
 from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.compact.postpone import plan_postpone_compaction
 from paimon_ops.compact.remove_unexisting import plan_remove_unexisting_files
@@ -292,6 +293,7 @@ class Maintenance:
     compact_manifests = facade(plan_compact_manifests)
     remove_unexisting_files = facade(plan_remove_unexisting_files)
     repair = facade(plan_repair)
+    rewrite_file_index = facade(plan_rewrite_file_index)
 
     @_declares(_expire_tags.OPERATION)
     def expire_tags(self, *, older_than: Instant | None = None, min_age: Age | None = None,

@@ -217,6 +217,7 @@ if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/ai
     PaimonCompactPostponeOperator: type[PaimonOperationOperator]
     PaimonRemoveUnexistingFilesOperator: type[PaimonOperationOperator]
     PaimonRepairOperator: type[PaimonOperationOperator]
+    PaimonRewriteFileIndexOperator: type[PaimonOperationOperator]
     PaimonRescaleOperator: type[PaimonOperationOperator]
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",

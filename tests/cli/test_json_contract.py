@@ -40,6 +40,7 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "rollback": ([], ["shop.customers", "--snapshot", "2", "--yes"]),
     "remove-unexisting-files": ([lambda wh: _lose_a_data_file(wh, "shop.orders")], ["shop.orders", "--yes"]),
     "repair": ([lambda wh: _stale_latest_hint(wh, "shop.orders")], ["shop.orders"]),
+    "rewrite-file-index": ([lambda wh: _index_options(wh, "logs.events", "user_id")], ["logs.events"]),
 }
 DEBUG_DUMPS = re.compile(r"\b(dict|list|tuple|set) of \d+|\{'|\[\{|\bNone\b|\bTrue\b|\bFalse\b|task_pids")
 
@@ -82,6 +83,16 @@ def _stale_latest_hint(warehouse, ident: str) -> None:
     """The LATEST hint a crashed writer left behind: an older snapshot."""
     db, name = ident.split(".")
     (warehouse / f"{db}.db" / name / "snapshot" / "LATEST").write_text("1")
+
+
+def _index_options(warehouse, ident: str, column: str) -> None:
+    """The file-index options set (a new schema, as ALTER TABLE SET writes it): a bitmap on `column`."""
+    import dataclasses
+
+    from paimon_ops.table.table import FileSystemCatalog
+    table = FileSystemCatalog(str(warehouse)).get_table(ident)
+    s = table.schema
+    table.schemas.commit(dataclasses.replace(s, id=s.id + 1, options={**s.options, "file-index.bitmap.columns": column}))
 
 
 def _a_partition(table_dir):
