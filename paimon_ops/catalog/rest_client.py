@@ -364,8 +364,9 @@ class RestClient:
                 raise RestCatalogError(endpoint, status, f"the answer is not JSON: {text[:120]!r}")
             return body
         err = body if isinstance(body, dict) else {}
-        message = err.get("message") if isinstance(err.get("message"), str) and err["message"].strip() else ""
-        message = message.strip() or (text.strip().splitlines()[0][:200] if text.strip() else "no message")
+        raw_message = err.get("message")
+        message = raw_message.strip() if isinstance(raw_message, str) else ""
+        message = message or (text.strip().splitlines()[0][:200] if text.strip() else "no message")
         message = redact(message, self.settings.secrets)
         code = status
         if isinstance(err.get("code"), int) and err["code"] in (400, 401, 403, 404, 409, 500, 501, 503):

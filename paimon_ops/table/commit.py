@@ -113,6 +113,8 @@ class FileStoreCommit:
             except BaseException:
                 self._cleanup(written)
                 raise
+            if snapshot.uuid is None:  # every attempt is a new snapshot: catalogs name it as the next one's base
+                snapshot = snapshot.with_(uuid=str(uuid.uuid4()))
             try:
                 won = self.table.snapshots.commit(snapshot, tmp_token=self._uuid if self._journaled else None)
             except BaseException as e:
@@ -154,7 +156,7 @@ class FileStoreCommit:
             stored = self.table.snapshots.try_snapshot(snapshot.id)
         except Exception:  # noqa: BLE001 - unreadable now: unknown
             return None
-        return stored is not None and stored.commit_user == snapshot.commit_user and\
+        return stored is not None and stored.uuid == snapshot.uuid and stored.commit_user == snapshot.commit_user and\
             stored.commit_identifier == snapshot.commit_identifier and stored.commit_kind == snapshot.commit_kind\
             and stored.base_manifest_list == snapshot.base_manifest_list
 
