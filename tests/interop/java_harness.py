@@ -20,8 +20,10 @@ on stdin; the JSON answer comes back on stdout, logs go to stderr. A non-zero ex
 :class:`JavaHarnessError` (a ``RuntimeError``) carrying the tail of stderr. :func:`run_many` runs
 several commands in one JVM (command ``multi``).
 
-Every payload names the table with ``warehouse`` + ``database`` + ``table`` (FileSystemCatalog) or
-with ``table_path``; optional ``dynamic_options`` (dict) are applied with ``table.copy``.
+Every payload names the table with ``warehouse`` + ``database`` + ``table`` (a catalog: the FileSystemCatalog, or the
+one optional ``catalog_options`` name — ``metastore``, ``uri``, ``lock.enabled`` …) or with ``table_path``; optional
+``dynamic_options`` (dict) are applied with ``table.copy``. A catalog's client jars (a JDBC driver, the Hive
+metastore client) go on the classpath with ``extra_classpath`` (``run``, ``JavaTable``).
 
 Commands (payload -> result):
 
@@ -344,9 +346,10 @@ def ensure_built() -> str:
     return cp
 
 
-def jvm_command(command: str) -> list[str]:
-    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`)."""
-    cp = ensure_built()
+def jvm_command(command: str, extra_classpath: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`); `extra_classpath` is appended
+    (a JDBC driver, the Hive client jars: the class-data archive allows appended entries)."""
+    cp = os.pathsep.join([ensure_built(), *map(os.fspath, extra_classpath)])
     opts = list(JVM_OPTS)
     if _cds_archive is not None:
         opts.append(f"-XX:SharedArchiveFile={_cds_archive}")
@@ -381,13 +384,14 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"cannot send {type(o).__name__} to the Java harness: {o!r}")
 
 
-def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
+        extra_classpath: Sequence[str | os.PathLike] = ()) -> Any:
     """Run one harness command and return its decoded JSON result.
 
     ``payload`` may contain ``pathlib.Path``, ``bytes`` (sent base64), ``datetime``/``date`` and
     ``Decimal`` values; they are converted to the harness' JSON conventions.
     """
-    cmd = jvm_command(command)
+    cmd = jvm_command(command, extra_classpath)
     data = json.dumps(payload or {}, default=_json_default)
     try:
         proc = subprocess.run(cmd, input=data, capture_output=True, text=True, timeout=timeout)
@@ -411,12 +415,13 @@ def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_T
         ) from None
 
 
-def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S) -> list[Any]:
+def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S,
+             extra_classpath: Sequence[str | os.PathLike] = ()) -> list[Any]:
     """Run several commands in one JVM (saves ~0.5-1 s of start-up per command). Stops at the first failure."""
     return run(
         "multi",
         {"commands": [{"command": c, "payload": p} for c, p in commands]},
-        timeout=timeout,
+        timeout=timeout, extra_classpath=extra_classpath,
     )
 
 
@@ -438,6 +443,8 @@ class JavaTable:
         *,
         table_path: str | os.PathLike | None = None,
         dynamic_options: dict[str, str] | None = None,
+        catalog_options: dict[str, str] | None = None,
+        extra_classpath: Sequence[str | os.PathLike] = (),
     ):
         if table_path is not None:
             self.base: dict[str, Any] = {"table_path": os.fspath(table_path)}
@@ -447,6 +454,9 @@ class JavaTable:
             self.base = {"warehouse": os.fspath(warehouse), "database": database, "table": table}
         if dynamic_options:
             self.base["dynamic_options"] = dict(dynamic_options)
+        if catalog_options:
+            self.base["catalog_options"] = dict(catalog_options)
+        self.extra_classpath = list(extra_classpath)
 
     @property
     def path(self) -> Path:
@@ -460,7 +470,7 @@ class JavaTable:
         return p
 
     def call(self, command: str, **extra: Any) -> Any:
-        return run(command, self.payload(**extra))
+        return run(command, self.payload(**extra), extra_classpath=self.extra_classpath)
 
     def create(
         self,

@@ -203,6 +203,9 @@ public class PaimonHarness {
         Options o = new Options();
         o.set("warehouse", p.get("warehouse").asText());
         o.set("cache-enabled", "false");
+        for (Map.Entry<String, String> e : stringMap(p.get("catalog_options")).entrySet()) {
+            o.set(e.getKey(), e.getValue()); // metastore, uri, lock.enabled, ... (a Hive / JDBC catalog)
+        }
         return CatalogFactory.createCatalog(CatalogContext.create(o));
     }
 
