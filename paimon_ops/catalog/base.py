@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from paimon_ops.errors import InvalidOptionError, UnsupportedError
 from paimon_ops.format.schema import TableSchema
-from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.options import (
     CATALOG_CONNECT_TIMEOUT,
     CATALOG_WAREHOUSE,
@@ -232,6 +232,21 @@ class Catalog:
 
     def tag_deleted(self, table: FileStoreTable, name: str) -> None:
         """A tag was deleted (deletion, expiry, the old name of a rename): a metastore drops its partition."""
+
+    # ------------------------------------------------------------------ tags through the catalog (REST tag endpoints)
+    def writes_tags(self, table: FileStoreTable) -> bool:
+        """True when the catalog creates and deletes the table's tags itself (`write_tag` / `delete_tag`) instead of
+        the executor writing and deleting tag files: a REST server that offers its tag endpoints."""
+        return False
+
+    def write_tag(self, table: FileStoreTable, name: str, tag: Tag, replace: bool) -> bool:
+        """Create tag `name` (`tag`: its snapshot and retention) through the catalog; `replace`: overwrite one that
+        exists. False when it exists already and `replace` is not set. Only when `writes_tags`."""
+        raise NotImplementedError
+
+    def delete_tag(self, table: FileStoreTable, name: str) -> bool:
+        """Delete tag `name` through the catalog; False when it did not exist. Only when `writes_tags`."""
+        raise NotImplementedError
 
     def check_sync(self, table: FileStoreTable, operation: str) -> None:
         """Refuse, before planning, an operation that would put the table's metastore out of step (see

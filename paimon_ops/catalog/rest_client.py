@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote_plus, urlencode, urlsplit
 
-from paimon_ops.errors import InvalidOptionError, PaimonOpsError, UnreachableError
+from paimon_ops.errors import CatalogError, InvalidOptionError, UnreachableError
 
 log = logging.getLogger(__name__)
 
@@ -61,17 +61,15 @@ SECRET_OPTIONS = (TOKEN, DLF_ACCESS_KEY_SECRET, DLF_SECURITY_TOKEN)
 
 
 # ---------------------------------------------------------------------------------------------- errors
-class RestCatalogError(PaimonOpsError):
+class RestCatalogError(CatalogError):
     """The REST catalog refused or failed a request. One line: the server, the endpoint, the server's message."""
 
     def __init__(self, endpoint: str, status: int | None, message: str, resource_type: str | None = None,
                  resource_name: str | None = None) -> None:
-        self.endpoint = endpoint
         self.status = status
         self.resource_type = resource_type
         self.resource_name = resource_name
-        code = f" (HTTP {status})" if status else ""
-        super().__init__(f"REST catalog {endpoint}{code}: {message}")
+        super().__init__(f"REST {endpoint}", f"HTTP {status}: {message}" if status else message)
 
 
 class RestAuthError(RestCatalogError):
@@ -306,9 +304,10 @@ class RestClient:
         return {}
 
     def request(self, method: str, path: str, params: Mapping[str, str] | None = None,
-                body: Mapping[str, Any] | None = None, what: str = "") -> Any:
+                body: Mapping[str, Any] | None = None, what: str = "", read_timeout_s: float | None = None) -> Any:
         """Send one request; the decoded JSON answer (None for an empty 200). Errors raise RestCatalogError
-        subclasses (or UnreachableError) naming `METHOD path` on this server."""
+        subclasses (or UnreachableError) naming `METHOD path` on this server. `read_timeout_s`: how long the answer
+        may take (default: the settings' read timeout)."""
         params = {k: str(v) for k, v in (params or {}).items() if v is not None and str(v) != ""}
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False) if body is not None else None
         endpoint = f"{self.server} {method} {path}"
@@ -319,11 +318,12 @@ class RestClient:
             headers["Content-Type"] = "application/json"
         url = self._base + path + (("?" + urlencode(params)) if params else "")
         data = text.encode("utf-8") if text is not None else None
-        status, raw, request_id = self._send(method, url, data, headers, endpoint, what)
+        status, raw, request_id = self._send(method, url, data, headers, endpoint, what,
+                                             read_timeout_s or self.settings.read_timeout_s)
         return self._answer(status, raw, request_id, endpoint)
 
     def _send(self, method: str, url: str, data: bytes | None, headers: dict[str, str], endpoint: str,
-              what: str) -> tuple[int, bytes, str | None]:
+              what: str, read_timeout_s: float) -> tuple[int, bytes, str | None]:
         s = self.settings
         conn: http.client.HTTPConnection
         if self._https:
@@ -338,14 +338,14 @@ class RestClient:
                 raise UnreachableError(f"REST catalog {endpoint}", _why(e, s.connect_timeout_s, "connect"),
                                        what) from None
             if conn.sock is not None:
-                conn.sock.settimeout(s.read_timeout_s)
+                conn.sock.settimeout(read_timeout_s)
             try:
                 conn.request(method, url, body=data, headers=headers)
                 resp = conn.getresponse()
                 raw = resp.read()
             except (OSError, http.client.HTTPException) as e:
                 # The request may have reached the server: the caller decides (a commit checks what happened).
-                raise UnreachableError(f"REST catalog {endpoint}", _why(e, s.read_timeout_s, "answer"),
+                raise UnreachableError(f"REST catalog {endpoint}", _why(e, read_timeout_s, "answer"),
                                        what) from None
             return resp.status, raw, resp.getheader("x-request-id")
         finally:
@@ -392,7 +392,10 @@ class RestClient:
     def config(self) -> dict[str, str]:
         """`GET /v1/config?warehouse=…`, merged with our options (server defaults < ours < server overrides); once."""
         if self._options is None:
-            answer = self.request("GET", "/v1/config", {WAREHOUSE: self.settings.warehouse}) or {}
+            # the first request: a server that accepts connections but does not answer fails within the connect
+            # timeout too
+            answer = self.request("GET", "/v1/config", {WAREHOUSE: self.settings.warehouse},
+                                  read_timeout_s=self.settings.connect_timeout_s) or {}
             merged = {str(k): str(v) for k, v in (answer.get("defaults") or {}).items() if v is not None}
             merged[WAREHOUSE] = self.settings.warehouse
             merged.update({str(k): str(v) for k, v in (answer.get("overrides") or {}).items() if v is not None})
