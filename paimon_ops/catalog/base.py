@@ -170,6 +170,11 @@ class Catalog:
         return table if branch == "main" else table.for_branch(branch)
 
     # ------------------------------------------------------------------ history
+    def owns_history(self, table: FileStoreTable) -> bool:
+        """Whether this catalog owns the history of this table (loads, commits and rolls back its snapshots, keeps
+        its hints): `supports_version_management`, except for tables it does not manage (REST external tables)."""
+        return self.supports_version_management
+
     def latest_snapshot(self, table: FileStoreTable) -> Snapshot | None:
         """The latest snapshot of the table's branch. Only backends with version management override it (the table's
         SnapshotManager asks them); the others read it from the files."""
@@ -197,6 +202,12 @@ class Catalog:
         except Exception as e:  # noqa: BLE001 - committed: the metastore is repaired by the next commit or repair
             log.warning("snapshot %s of %s is committed, but registering its partitions in %s failed: %s",
                         commit.snapshot.id, table.identifier, self.endpoint, e)
+
+    def is_committed(self, table: FileStoreTable, snapshot: Snapshot) -> bool | None:
+        """After a commit attempt failed part way, whether `snapshot` became the table's latest: True, False, or None
+        when it cannot be told (then nothing the attempt wrote is removed). Asked only of catalogs that own the
+        table's history; the others' snapshots are checked on the files (table.commit)."""
+        return None
 
     def commit_schema(self, table: FileStoreTable, schema: TableSchema) -> bool:
         """Create `schema-<id>` unless it exists (False: another writer changed the schema), under the table lock

@@ -77,6 +77,7 @@ class RestCatalog(Catalog):
         self.client = RestClient(self.settings)
         self.data_token = bool(self.options.get(DATA_TOKEN_ENABLED))
         self._entries: dict[str, TableEntry] = {}
+        self._attempts: dict[str, dict[str, bool]] = {}  # commit requests in flight, by snapshot uuid
         self._tags_offered: bool | None = None
         self.client.config()  # the first request: an unreachable server or wrong credentials fail here, in one line
         if not self.data_token:
@@ -110,7 +111,7 @@ class RestCatalog(Catalog):
                                      f"tables of database {identifier.database}: {known or 'none'}") from None
         path = got.get("path")
         if not isinstance(path, str) or not path:
-            raise RestCatalogError(f"REST {self.settings.uri} GET table {identifier}", None,
+            raise RestCatalogError(f"{self.settings.uri} GET table {identifier}", None,
                                    "the server's answer names no path for the table")
         entry = TableEntry(identifier, path.rstrip("/"), external=bool(got.get("isExternal")),
                            uuid=got.get("id"))
@@ -149,6 +150,9 @@ class RestCatalog(Catalog):
         entry = self._entry(table)
         return None if entry.external else entry
 
+    def owns_history(self, table: FileStoreTable) -> bool:
+        return self._managed(table) is not None
+
     def latest_snapshot(self, table: FileStoreTable) -> Snapshot | None:
         entry = self._managed(table)
         if entry is None:
@@ -171,8 +175,11 @@ class RestCatalog(Catalog):
         base = commit.base_snapshot
         body = json.loads(commit.snapshot.to_json())
         stats = [s.to_json() for s in commit.statistics]
+        progress: dict[str, bool] = {}
+        self._attempts[commit.snapshot.uuid or ""] = progress
         won = self.client.commit_snapshot(ident.database, ident.table, entry.uuid, base.uuid if base else None,
-                                          body, stats)
+                                          body, stats, progress)
+        self._attempts.pop(commit.snapshot.uuid or "", None)
         if not won:
             log.info("the REST catalog refused snapshot %s of %s (its base is no longer the latest)",
                      commit.snapshot.id, table.identifier)
@@ -202,6 +209,23 @@ class RestCatalog(Catalog):
                                    f"after alterTable the table's schema is {now.id if now else None}, not schema "
                                    f"{schema.id} with the new options; another writer changed it concurrently")
         return True
+
+    def is_committed(self, table: FileStoreTable, snapshot: Snapshot) -> bool | None:
+        """After a commit request failed: True if the server's latest snapshot is ours; False if the request never
+        left (no connection) or the server answered and its latest is not ours; None — unknown — when the request
+        may still be in flight on the server (no answer in time, an interrupt): then nothing may be cleaned up."""
+        progress = self._attempts.pop(snapshot.uuid or "", None)
+        if progress is not None and not progress.get("sent"):
+            return False
+        try:
+            latest = self.latest_snapshot(table)
+        except Exception:  # noqa: BLE001 - the server cannot be asked now: unknown
+            return None
+        if latest is not None and snapshot.uuid is not None and latest.uuid == snapshot.uuid:
+            return True
+        if progress is not None and progress.get("answered"):
+            return False
+        return None
 
     def rollback_to(self, table: FileStoreTable, *, snapshot_id: int | None = None, tag: str | None = None,
                     from_snapshot: int | None = None) -> None:

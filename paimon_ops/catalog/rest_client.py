@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote_plus, urlencode, urlsplit
 
-from paimon_ops.errors import CatalogError, InvalidOptionError, UnreachableError
+from paimon_ops.errors import CatalogError, InvalidOptionError, PaimonOpsError, UnreachableError
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,9 @@ class RestCatalogError(CatalogError):
         self.status = status
         self.resource_type = resource_type
         self.resource_name = resource_name
-        super().__init__(f"REST {endpoint}", f"HTTP {status}: {message}" if status else message)
+        self.endpoint = endpoint
+        self.detail = f"HTTP {status}: {message}" if status else message
+        PaimonOpsError.__init__(self, f"REST catalog {endpoint}: {self.detail}")
 
 
 class RestAuthError(RestCatalogError):
@@ -304,10 +306,12 @@ class RestClient:
         return {}
 
     def request(self, method: str, path: str, params: Mapping[str, str] | None = None,
-                body: Mapping[str, Any] | None = None, what: str = "", read_timeout_s: float | None = None) -> Any:
+                body: Mapping[str, Any] | None = None, what: str = "", read_timeout_s: float | None = None,
+                progress: dict[str, bool] | None = None) -> Any:
         """Send one request; the decoded JSON answer (None for an empty 200). Errors raise RestCatalogError
         subclasses (or UnreachableError) naming `METHOD path` on this server. `read_timeout_s`: how long the answer
-        may take (default: the settings' read timeout)."""
+        may take (default: the settings' read timeout). `progress` records how far the request got: `sent` once it
+        may have reached the server, `answered` once the server answered (whatever the answer)."""
         params = {k: str(v) for k, v in (params or {}).items() if v is not None and str(v) != ""}
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False) if body is not None else None
         endpoint = f"{self.server} {method} {path}"
@@ -319,11 +323,12 @@ class RestClient:
         url = self._base + path + (("?" + urlencode(params)) if params else "")
         data = text.encode("utf-8") if text is not None else None
         status, raw, request_id = self._send(method, url, data, headers, endpoint, what,
-                                             read_timeout_s or self.settings.read_timeout_s)
+                                             read_timeout_s or self.settings.read_timeout_s,
+                                             progress if progress is not None else {})
         return self._answer(status, raw, request_id, endpoint)
 
     def _send(self, method: str, url: str, data: bytes | None, headers: dict[str, str], endpoint: str,
-              what: str, read_timeout_s: float) -> tuple[int, bytes, str | None]:
+              what: str, read_timeout_s: float, progress: dict[str, bool]) -> tuple[int, bytes, str | None]:
         s = self.settings
         conn: http.client.HTTPConnection
         if self._https:
@@ -340,9 +345,11 @@ class RestClient:
             if conn.sock is not None:
                 conn.sock.settimeout(read_timeout_s)
             try:
+                progress["sent"] = True
                 conn.request(method, url, body=data, headers=headers)
                 resp = conn.getresponse()
                 raw = resp.read()
+                progress["answered"] = True
             except (OSError, http.client.HTTPException) as e:
                 # The request may have reached the server: the caller decides (a commit checks what happened).
                 raise UnreachableError(f"REST catalog {endpoint}", _why(e, read_timeout_s, "answer"),
@@ -456,12 +463,13 @@ class RestClient:
         return snap if isinstance(snap, dict) and snap else None
 
     def commit_snapshot(self, database: str, table: str, table_id: str | None, base_snapshot_uuid: str | None,
-                        snapshot: Mapping[str, Any], statistics: list[dict[str, Any]]) -> bool:
+                        snapshot: Mapping[str, Any], statistics: list[dict[str, Any]],
+                        progress: dict[str, bool] | None = None) -> bool:
         """`POST …/commit`: True if the server took the snapshot, False if it refused it (its base is no longer the
-        latest, or the id was taken)."""
+        latest, or the id was taken). `progress`: see `request`."""
         body = {"tableId": table_id, "baseSnapshotUuid": base_snapshot_uuid, "snapshot": dict(snapshot),
                 "statistics": statistics}
-        answer = self.request("POST", self._table_path(database, table, "commit"), body=body) or {}
+        answer = self.request("POST", self._table_path(database, table, "commit"), body=body, progress=progress) or {}
         return bool(answer.get("success"))
 
     def rollback(self, database: str, table: str, snapshot_id: int | None = None, tag: str | None = None,

@@ -204,7 +204,7 @@ class Execution:
     def _hint_owned_by_catalog(self, path: str) -> bool:
         """A catalog that owns the table's history (REST) keeps its snapshot hints: paimon-ops writes none."""
         cat = catalog_of(self.table)
-        return cat is not None and cat.supports_version_management and \
+        return cat is not None and cat.owns_history(self.table) and \
             posixpath.dirname(path) == self.table.snapshots.dir
 
     def write_hint(self, path: str, value: int, reason: str) -> None:

@@ -766,7 +766,7 @@ def _plan_snapshot_stage(b: PlanBuilder, table: FileStoreTable, store: ManifestS
 
 def _catalog_owns_history(table: FileStoreTable) -> bool:
     cat = catalog_of(table)
-    return cat is not None and cat.supports_version_management
+    return cat is not None and cat.owns_history(table)
 
 
 def _plan_added_in(b: PlanBuilder, table: FileStoreTable, store: ManifestStore, scanner: TableScanner, list_name: str,

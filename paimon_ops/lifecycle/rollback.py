@@ -156,7 +156,7 @@ def plan_rollback(table: FileStoreTable, snapshot_id: int | None = None, tag: st
     r = target.id
     latest = table.snapshots.latest_id()
     catalog = catalog_of(table)
-    if catalog is not None and catalog.supports_version_management:
+    if catalog is not None and catalog.owns_history(table):
         return _plan_catalog_rollback(table, r, via_tag, latest, tags, timestamp_millis)
     b = PlanBuilder()
     plan_pending(b, table)  # first finish what an interrupted run left (a temporary file of the restore)
@@ -252,7 +252,7 @@ def _plan_catalog_rollback(table: FileStoreTable, r: int, via_tag: str | None, l
 @register_step(CATALOG_ROLLBACK)
 def _catalog_rollback(ex: Execution, step: Step) -> None:
     catalog = catalog_of(ex.table)
-    if catalog is None or not catalog.supports_version_management:
+    if catalog is None or not catalog.owns_history(ex.table):
         raise PaimonOpsError(f"the rollback plan of {ex.plan.table} rolls back through its catalog, but the table was "
                              "opened without it; open it through its catalog")
     p = step.params

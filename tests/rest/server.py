@@ -27,7 +27,8 @@ serves what table maintenance needs and nothing more:
 Everything the server writes into a table is appended to `<state>/writes.jsonl` (path, sha-256, kind), every request
 to `<state>/requests.jsonl`: the tests prove from these that no snapshot or hint file was written by anyone else.
 
-Run: `python -m tests.rest.server CONFIG.json` (keys documented in `Config`); it prints `listening <port>`.
+Run: `python -m tests.rest.server CONFIG.json` (keys documented in `Config`); it prints `listening <port>`. One route
+is not in the spec: `POST /test/config` changes `delay_ms` and `fail_after_commit` of a running server (tests only).
 """
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ class Config:
     data_token: dict[str, Any] | None = None          # {ttl_ms, options: {...}, mint_keys: bool}
     strict_statistics: bool = True
     delay_ms: dict[str, int] = field(default_factory=dict)               # "<METHOD> <suffix>" -> sleep (timeouts)
+    fail_after_commit: int = 0                      # answer the next N successful commits with a 500 (Java's test)
 
     @classmethod
     def load(cls, path: str) -> Config:
@@ -518,6 +520,9 @@ class Catalog:
                 if p["recordCount"] <= 0 and p["fileCount"] <= 0 and p["fileSizeInBytes"] <= 0:
                     del parts[pk]
             self.save()
+            if self.cfg.fail_after_commit > 0:  # committed, but the answer says otherwise (Java's server can too)
+                self.cfg.fail_after_commit -= 1
+                raise ApiError(500, "Service Failure", "TABLE", key)
             return {"success": True}
 
     def latest(self, db: str, name: str) -> dict[str, Any]:
@@ -743,6 +748,11 @@ class Server:
         return {key: chunk, "nextPageToken": chunk[-1] if len(names) > size else None}
 
     def route(self, method: str, raw_path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        if raw_path == "/test/config" and method == "POST":  # not in the spec: the tests change delays and faults
+            for k in ("delay_ms", "fail_after_commit"):
+                if k in (body or {}):
+                    setattr(self.cfg, k, body[k])
+            return 200, None
         segs = [unquote_plus(s) for s in raw_path.strip("/").split("/")]
         if segs[:2] == ["v1", "config"] and method == "GET":
             return 200, self.config(query)
@@ -835,7 +845,7 @@ class Server:
         query_list = parse_qsl(parts.query, keep_blank_values=True)
         query = dict(query_list)
         started = time.time()
-        who, status = "-", 500
+        who, status, outcome = "-", 500, None
         try:
             for key, ms in self.cfg.delay_ms.items():
                 m, _, suffix = key.partition(" ")
@@ -847,6 +857,8 @@ class Server:
             except ValueError:
                 raise ApiError(400, "the request body is not JSON") from None
             status, answer = self.route(method, parts.path, query, body)
+            if isinstance(answer, dict) and "success" in answer:
+                outcome = answer["success"]
             return status, answer
         except ApiError as e:
             status = e.status
@@ -858,7 +870,7 @@ class Server:
         finally:
             with self.log_lock, open(self.requests_log, "a") as f:
                 f.write(json.dumps({"method": method, "path": parts.path, "query": query, "status": status,
-                                    "who": who, "ms": int((time.time() - started) * 1000),
+                                    "who": who, "success": outcome, "ms": int((time.time() - started) * 1000),
                                     "time": int(time.time() * 1000)}) + "\n")
 
 
