@@ -27,7 +27,7 @@ import logging
 import threading
 from typing import Any, Mapping
 
-from paimon_ops.catalog.base import Catalog, TableEntry
+from paimon_ops.catalog.base import PARTITION_SYNC_OPERATIONS, Catalog, TableEntry
 from paimon_ops.catalog.rest_client import (
     TOKEN_REFRESH_MARGIN_MS,
     RestCatalogError,
@@ -57,11 +57,11 @@ TOKEN_KEYS = {
 
 
 def store_options_of_token(token: Mapping[str, str]) -> dict[str, str]:
-    """A data token's options as paimon-ops' object-store options (`s3.*`, and the `fs.s3a.*` spellings as they
-    are); keys of other stores are kept (a store paimon-ops cannot open is refused by its scheme)."""
-    out: dict[str, str] = {}
-    for k, v in token.items():
-        out[TOKEN_KEYS.get(k, k)] = v
+    """A data token's options as paimon-ops' object-store options: `s3.*` and the `fs.s3a.*` spellings as they are,
+    pypaimon's / DLF's `fs.s3.*` spellings translated (the native ones win when both are given); keys of other stores
+    are kept (a store paimon-ops cannot open is refused by its scheme)."""
+    out = {TOKEN_KEYS[k]: v for k, v in token.items() if k in TOKEN_KEYS}
+    out.update({k: v for k, v in token.items() if k not in TOKEN_KEYS})
     return out
 
 
@@ -140,6 +140,14 @@ class RestCatalog(Catalog):
             raise UnsupportedError(f"branch {branch!r} of {identifier}: paimon-ops maintains the main branch of REST "
                                    "catalog tables only")
         return super().get_table(identifier, branch=branch, options_override=options_override)
+
+    def check_sync(self, table: FileStoreTable, operation: str) -> None:
+        """Partitions of a REST table are the server's, kept by the statistics of every commit (Java's RESTCatalog
+        has no partition modification: a partition expiry is an OVERWRITE commit, `metastore.partitioned-table` or
+        not); what a tag-to-partition table needs is refused as without a metastore."""
+        if operation in PARTITION_SYNC_OPERATIONS:
+            return
+        super().check_sync(table, operation)
 
     # ------------------------------------------------------------------ history
     def _managed(self, table: FileStoreTable) -> TableEntry | None:

@@ -13,3 +13,8 @@ def rest(tmp_path):
     wh.mkdir()
     with rest_server(str(wh), tmp_path / "rest-state") as server:
         yield server
+
+
+# the real S3-compatible server (moto_server) of the object-store tests, for tables whose storage credentials come
+# from the catalog
+from tests.objectstore.conftest import s3_server  # noqa: E402,F401

@@ -167,3 +167,30 @@ def test_a_commit_answered_with_an_error_after_it_was_taken_is_committed(rest, t
     assert report.snapshot_id == 4 == server_latest(rest)["snapshot"]["id"]
     assert [q["status"] for q in rest.requests() if q["path"].endswith("/commit")][-1] == 500
     assert len(read(rest.pypaimon_catalog().get_table("db.t"))) == 6
+
+
+def test_partition_expiry_of_a_metastore_partitioned_table_is_a_commit(rest):
+    """Java's RESTCatalog has no partition modification: a `metastore.partitioned-table` table's partitions are the
+    server's, kept by the commits' statistics, so its partition expiry is not refused — it is an OVERWRITE commit."""
+    create(rest.pypaimon_catalog(), "db.p", options={"metastore.partitioned-table": "true"})
+    write(rest.pypaimon_catalog().get_table("db.p"), [(1, "2020-01-01", "old"), (2, "2020-01-09", "new")])
+    t = po.Catalog(rest.warehouse_name, options=rest.options()).get_table("db.p")
+    import datetime as dt
+    now = dt.datetime(2020, 1, 10, tzinfo=dt.timezone.utc)
+    t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=5), now=now).execute()
+    assert server_latest(rest, "db.p")["snapshot"]["commitKind"] == "OVERWRITE"
+    assert read(rest.pypaimon_catalog().get_table("db.p")) == [(2, "2020-01-09", "new")]
+    parts = rest.call("GET", "/v1/paimon/databases/db/tables/p/partitions")[1]["partitions"]
+    assert [p["spec"] for p in parts] == [{"dt": "2020-01-09"}]
+
+
+def test_dagster_definitions_list_exactly_the_catalogs_tables(rest, tmp_path):
+    from paimon_ops.dagster import build_paimon_definitions
+    create(rest.pypaimon_catalog(), "db.t")
+    create(rest.pypaimon_catalog(), "db.u", pk=False)
+    (Path(rest.warehouse) / "db.db" / "stray" / "schema").mkdir(parents=True)  # not registered: not a table
+    defs = build_paimon_definitions(rest.warehouse_name, catalog_options=rest.options())
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    tables = {k.split("/")[1] + "." + k.split("/")[2] for k in keys if k.startswith("paimon/") and
+              len(k.split("/")) >= 3 and not k.split("/")[1].startswith("_")}
+    assert tables == {"db.t", "db.u"}, keys
