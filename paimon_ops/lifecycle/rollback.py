@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 CATALOG_ROLLBACK = "catalog-rollback"
 # Its files are what the catalog removes (newer snapshots and tags): listed for review, never deleted by us.
 declare_step_action(CATALOG_ROLLBACK, deletes=True, removes_files=False, verb="would be removed by the catalog's rollback",
-                    done="removed by the catalog's rollback", removal="rolled-back")
+                    done="removed by the catalog's rollback")
 
 
 class RollbackPlan(Plan):

@@ -194,3 +194,21 @@ def test_dagster_definitions_list_exactly_the_catalogs_tables(rest, tmp_path):
     tables = {k.split("/")[1] + "." + k.split("/")[2] for k in keys if k.startswith("paimon/") and
               len(k.split("/")) >= 3 and not k.split("/")[1].startswith("_")}
     assert tables == {"db.t", "db.u"}, keys
+
+
+def test_spark_executors_write_the_commit_goes_through_the_server(rest, table, spark):
+    """On Spark the tasks run in executors (they re-open the table by its location and write data files); the one
+    commit is the driver's, through the server."""
+    from paimon_ops.execution.runner import SparkRunner
+    t = po.Catalog(rest.warehouse_name, options=rest.options()).get_table("db.t")
+    report = t.maintenance.compact(mode="full").execute(runner=SparkRunner(spark))
+    assert "spark" in json.dumps(report.runner).lower()
+    assert server_latest(rest)["snapshot"]["id"] == report.snapshot_id == 4
+    assert len(read(rest.pypaimon_catalog().get_table("db.t"))) == 6
+    assert rest.foreign_metadata(table) == []
+
+
+def test_branches_of_rest_tables_are_refused_in_one_line(rest, table):
+    from paimon_ops.errors import UnsupportedError
+    with pytest.raises(UnsupportedError, match="branch 'b' of db.t: paimon-ops maintains the main branch"):
+        po.Catalog(rest.warehouse_name, options=rest.options()).get_table("db.t", branch="b")
