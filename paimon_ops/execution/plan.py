@@ -889,7 +889,7 @@ def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
 
 
 # What an execution does is decided by these parts of a plan (details, warnings and times are for people).
-_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with")
+_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with", "catalog")  # (catalog: how it is reached)
 
 
 def decision(plan: Plan) -> dict[str, Any]:
