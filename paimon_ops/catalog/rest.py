@@ -39,7 +39,7 @@ from paimon_ops.catalog.rest_client import (
 from paimon_ops.errors import CorruptMetadataError, TableNotFoundError, UnsupportedError
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.snapshot import Snapshot, Tag
-from paimon_ops.options import DATA_TOKEN_ENABLED
+from paimon_ops.options import DATA_TOKEN_ENABLED, Options
 from paimon_ops.table.commit import SnapshotCommit
 from paimon_ops.table.fileio import FaultHook, FileIO
 from paimon_ops.table.table import FileStoreTable, Identifier
@@ -74,14 +74,15 @@ class RestCatalog(Catalog):
         super().__init__(warehouse, options, fault_hook=fault_hook)
         raw = dict(self.options.raw)
         self.settings = RestSettings.from_options(raw, connect_timeout_s=self.connect_timeout_s)
-        self.client = RestClient(self.settings)
-        self.data_token = bool(self.options.get(DATA_TOKEN_ENABLED))
+        self.client = RestClient(self.settings, options=raw)
         self._entries: dict[str, TableEntry] = {}
         self._attempts: dict[str, dict[str, bool]] = {}  # commit requests in flight, by snapshot uuid
         self._tags_offered: bool | None = None
-        self.client.config()  # the first request: an unreachable server or wrong credentials fail here, in one line
-        if not self.data_token:
-            self.data_token = str(self.client.config().get(DATA_TOKEN_ENABLED.key, "")).lower() == "true"
+        # the first request: an unreachable server or wrong credentials fail here, in one line. Its answer decides
+        # data-token.enabled too (server defaults < our options < server overrides, as Paimon's clients merge them)
+        merged = self.client.config()
+        self.data_token = bool(Options({DATA_TOKEN_ENABLED.key: merged[DATA_TOKEN_ENABLED.key]}, where="catalog")
+                               .get(DATA_TOKEN_ENABLED)) if DATA_TOKEN_ENABLED.key in merged else False
 
     @property
     def endpoint(self) -> str:

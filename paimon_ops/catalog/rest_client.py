@@ -279,8 +279,11 @@ class RestClient:
     """One REST catalog: `config()` once, then the endpoints below. Thread-safe enough for sequential use per
     thread (each request opens its own connection: commits are rare, and a half-read connection is never reused)."""
 
-    def __init__(self, settings: RestSettings, clock: Callable[[], float] = time.time):
+    def __init__(self, settings: RestSettings, clock: Callable[[], float] = time.time,
+                 options: Mapping[str, str] | None = None):
+        """`options`: the caller's catalog options, merged with the server's `/v1/config` (see `config`)."""
         self.settings = settings
+        self._ours = {str(k): str(v) for k, v in (options or {}).items()}
         self._clock = clock
         parts = urlsplit(settings.uri)
         self._https = parts.scheme == "https"
@@ -404,6 +407,7 @@ class RestClient:
             answer = self.request("GET", "/v1/config", {WAREHOUSE: self.settings.warehouse},
                                   read_timeout_s=self.settings.connect_timeout_s) or {}
             merged = {str(k): str(v) for k, v in (answer.get("defaults") or {}).items() if v is not None}
+            merged.update(self._ours)
             merged[WAREHOUSE] = self.settings.warehouse
             merged.update({str(k): str(v) for k, v in (answer.get("overrides") or {}).items() if v is not None})
             self._options = merged

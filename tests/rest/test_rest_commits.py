@@ -212,3 +212,23 @@ def test_branches_of_rest_tables_are_refused_in_one_line(rest, table):
     from paimon_ops.errors import UnsupportedError
     with pytest.raises(UnsupportedError, match="branch 'b' of db.t: paimon-ops maintains the main branch"):
         po.Catalog(rest.warehouse_name, options=rest.options()).get_table("db.t", branch="b")
+
+
+@pytest.mark.parametrize("defaults,overrides,ours,expected", [
+    ({"data-token.enabled": "true"}, {}, {}, True),
+    ({"data-token.enabled": "true"}, {}, {"data-token.enabled": "false"}, False),  # ours over the server's defaults
+    ({}, {"data-token.enabled": "true"}, {"data-token.enabled": "false"}, True),   # the server's overrides over ours
+    ({}, {}, {}, False),
+])
+def test_config_merge_decides_data_tokens(tmp_path, defaults, overrides, ours, expected):
+    from paimon_ops.catalog.rest import TokenFileIO
+    from tests.rest.fixture import rest_server
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    with rest_server(str(wh), tmp_path / "state", defaults=defaults, overrides=overrides,
+                     data_token={"ttl_ms": 7_200_000, "options": {}}) as rest:
+        create(rest.pypaimon_catalog(), "db.t")
+        minted = len(rest.tokens())  # (pypaimon asks for tokens too, by its own merge)
+        t = po.Catalog(rest.warehouse_name, options={**rest.options(), **ours}).get_table("db.t")
+        assert isinstance(t.raw.io, TokenFileIO) is expected
+        assert (len(rest.tokens()) > minted) is expected
