@@ -232,3 +232,19 @@ def test_config_merge_decides_data_tokens(tmp_path, defaults, overrides, ours, e
         t = po.Catalog(rest.warehouse_name, options={**rest.options(), **ours}).get_table("db.t")
         assert isinstance(t.raw.io, TokenFileIO) is expected
         assert (len(rest.tokens()) > minted) is expected
+
+
+def test_tag_rename_and_replace_through_the_tag_endpoints(rest, table):
+    t = po.Catalog(rest.warehouse_name, options=rest.options()).get_table("db.t")
+    t.tags.create("a", snapshot_id=1).execute()
+    t.tags.rename("a", "b").execute()
+    assert rest.call("GET", "/v1/paimon/databases/db/tables/t/tags/a")[0] == 404
+    status, got = rest.call("GET", "/v1/paimon/databases/db/tables/t/tags/b")
+    assert status == 200 and got["snapshot"]["id"] == 1
+    t.tags.create("b", snapshot_id=2, replace=True).execute()
+    assert rest.call("GET", "/v1/paimon/databases/db/tables/t/tags/b")[1]["snapshot"]["id"] == 2
+    tag_writes = [w for w in rest.writes() if w["kind"] == "tag"]
+    assert [(w["op"], w["path"].rsplit("/", 1)[1]) for w in tag_writes] == [
+        ("create", "tag-a"), ("create", "tag-b"), ("delete", "tag-a"), ("delete", "tag-b"), ("create", "tag-b")]
+    assert read(rest.pypaimon_catalog().get_table("db.t").copy({"scan.tag-name": "b"})) == [
+        (0, "a", "a0"), (0, "b", "b0"), (1, "a", "a1"), (1, "b", "b1")]
