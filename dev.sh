@@ -3,7 +3,7 @@
 # installs everything the project needs, then runs what was asked:
 #   ./dev.sh demo   build a sample warehouse and run the nightly maintenance job end to end
 #   ./dev.sh test   run the whole test suite
-#   ./dev.sh airflow-env   create / update .venv-airflow (Airflow 3 + paimon-ops[airflow]; the Airflow tests call it)
+#   ./dev.sh airflow-env   create / update .venv-airflow (Airflow 3 + paimon-ops[airflow,hive]; the Airflow tests call it)
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
@@ -46,9 +46,9 @@ ensure_airflow_env() {
   local stamp=.venv-airflow/.paimon-ops-installed want
   want=$(sha256sum pyproject.toml | cut -d' ' -f1)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "installing .venv-airflow (Airflow 3 + paimon-ops[airflow])" >&2
+    echo "installing .venv-airflow (Airflow 3 + paimon-ops[airflow,hive])" >&2
     .venv-airflow/bin/python -m pip install -q --upgrade pip
-    .venv-airflow/bin/python -m pip install -q -e ".[airflow]"
+    .venv-airflow/bin/python -m pip install -q -e ".[airflow,hive]"  # hive: the Hive catalog test of a killed task
     echo "$want" > "$stamp"
   fi
 }

@@ -560,6 +560,8 @@ JDBC_PASSWORD: Option[str | None] = Option("jdbc.password", STR, None, "jdbc: th
 LOCATION_IN_PROPERTIES = Option("location-in-properties", BOOL, False, "hive: a table's location is its "
                                 "`paimon_location` parameter (object stores), else the storage descriptor's",
                                 "catalog")
+SYNC_ALL_PROPERTIES = Option("sync-all-properties", BOOL, False, "hive: the metastore's table carries every table "
+                             "option (else only the `hive.`-prefixed ones), updated on schema changes", "catalog")
 TOKEN_PROVIDER: Option[str | None] = Option("token.provider", STR, None, "rest: how requests are authenticated: "
                                             "`bear` (a bearer token) or `dlf` (signed with `dlf.*` keys)", "catalog")
 TOKEN: Option[str | None] = Option("token", STR, None, "rest: the bearer token (a secret)", "catalog")

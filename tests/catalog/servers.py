@@ -64,9 +64,9 @@ def _retry(fn, log: Path, what: str, deadline_s: float = 30) -> None:
             time.sleep(0.3)
 
 
-def _stop(pid: int, timeout: float = 30) -> None:
+def _stop(pid: int, timeout: float = 30, sig: int = signal.SIGTERM) -> None:
     try:
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, sig)
     except ProcessLookupError:
         return
     end = time.monotonic() + timeout
@@ -77,6 +77,17 @@ def _stop(pid: int, timeout: float = 30) -> None:
             return
         time.sleep(0.1)
     os.kill(pid, signal.SIGKILL)
+
+
+def _stop_started(pid_file: Path, proc: subprocess.Popen, sig: int) -> None:
+    """Stop a server whose start failed half way (the postmaster's own pid when it wrote one)."""
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pid = proc.pid
+    _stop(pid, sig=sig)
+    if proc.poll() is None:
+        _stop(proc.pid)
 
 
 @dataclass
@@ -98,7 +109,7 @@ class Postgres:
                                autocommit=True)
 
     def stop(self) -> None:
-        _stop(self.pid)
+        _stop(self.pid, sig=signal.SIGINT)  # PostgreSQL's fast shutdown (SIGTERM waits for every client)
 
     @staticmethod
     def start(root: Path) -> Postgres:
@@ -121,15 +132,19 @@ class Postgres:
         proc = subprocess.Popen([*as_user, f"{bin_dir}/postgres", "-D", str(data), "-p", str(port), "-k", str(root),
                                  "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "logging_collector=off"],
                                 stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
-        _wait_port(port, lambda: proc.poll() is None, log, "PostgreSQL", 30)
-        pid = int((data / "postmaster.pid").read_text().split()[0])  # (runuser's child: the postmaster itself)
-        import psycopg
+        try:
+            _wait_port(port, lambda: proc.poll() is None, log, "PostgreSQL", 30)
+            import psycopg
 
-        def create() -> None:
-            with psycopg.connect(host="127.0.0.1", port=port, dbname="postgres", user=USER, password=PASSWORD,
-                                 autocommit=True, connect_timeout=5) as c:
-                c.execute(f"CREATE DATABASE {DATABASE}")
-        _retry(create, log, "PostgreSQL")
+            def create() -> None:
+                with psycopg.connect(host="127.0.0.1", port=port, dbname="postgres", user=USER, password=PASSWORD,
+                                     autocommit=True, connect_timeout=5) as c:
+                    c.execute(f"CREATE DATABASE {DATABASE}")
+            _retry(create, log, "PostgreSQL")
+        except BaseException:
+            _stop_started(data / "postmaster.pid", proc, signal.SIGINT)
+            raise
+        pid = int((data / "postmaster.pid").read_text().split()[0])  # (runuser's child: the postmaster itself)
         return Postgres(port, pid, root)
 
 
@@ -170,15 +185,19 @@ class MariaDB:
                                  f"--log-error={log}", "--innodb-buffer-pool-size=16M", "--skip-log-bin",
                                  "--innodb-log-file-size=8M"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        _wait_port(port, lambda: proc.poll() is None, log, "MariaDB", 60)
-        import pymysql
+        try:
+            _wait_port(port, lambda: proc.poll() is None, log, "MariaDB", 60)
+            import pymysql
 
-        def create() -> None:
-            c = pymysql.connect(unix_socket=str(sock), user="root", autocommit=True, connect_timeout=5)
-            with c.cursor() as cur:
-                cur.execute(f"CREATE DATABASE {DATABASE}")
-                cur.execute(f"CREATE USER '{USER}'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'")
-                cur.execute(f"GRANT ALL ON {DATABASE}.* TO '{USER}'@'127.0.0.1'")
-            c.close()
-        _retry(create, log, "MariaDB")
+            def create() -> None:
+                c = pymysql.connect(unix_socket=str(sock), user="root", autocommit=True, connect_timeout=5)
+                with c.cursor() as cur:
+                    cur.execute(f"CREATE DATABASE {DATABASE}")
+                    cur.execute(f"CREATE USER '{USER}'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'")
+                    cur.execute(f"GRANT ALL ON {DATABASE}.* TO '{USER}'@'127.0.0.1'")
+                c.close()
+            _retry(create, log, "MariaDB")
+        except BaseException:
+            _stop(proc.pid)
+            raise
         return MariaDB(port, proc.pid, root)
