@@ -46,11 +46,7 @@ class RepairPlan(Plan):
 
 def owns_history(table: FileStoreTable) -> bool:
     """Whether the table's catalog owns its history (REST): its snapshot files and hints are the server's."""
-    catalog = table.catalog
-    if catalog is None:
-        return False
-    owns = getattr(catalog, "owns_history", None)
-    return bool(owns(table)) if callable(owns) else bool(catalog.supports_version_management)
+    return table.catalog is not None and table.catalog.owns_history(table)
 
 
 def _decided(table: FileStoreTable, earliest: int | None) -> list[hints.Hint]:

@@ -140,6 +140,22 @@ def test_bad_input_is_one_line_and_changes_nothing(wh, case):
     assert tree_digest(str(wh)) == digest
 
 
+def test_a_rest_managed_table_is_refused_in_one_line(tmp_path):
+    """The REST server owns the table's snapshots and hints: repair writes none of them."""
+    from tests.rest.fixture import TOKEN, rest_server
+    from tests.rest.test_spec_server import create, write
+    warehouse = tmp_path / "rest-wh"
+    warehouse.mkdir()
+    with rest_server(str(warehouse), tmp_path / "state", bearer_tokens={TOKEN: None}) as rest:
+        create(rest.pypaimon_catalog(), "db.t")
+        write(rest.pypaimon_catalog().get_table("db.t"), [(1, "a", "x")])
+        digest = tree_digest(str(warehouse))
+        r = cli("repair", rest.warehouse_name, "db.t", *[f"-o{k}={v}" for k, v in rest.options().items()])
+        assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+        assert "owns the table's history" in r.err and "db.t" in r.err
+        assert tree_digest(str(warehouse)) == digest
+
+
 def test_decide_and_ensure_are_the_one_piece_of_code_for_hints(wh):
     """The module every operation writing hints calls: garbage and missing hints are rewritten, a right one is not."""
     table = FileStoreTable(str(wh / "db.db" / "t"))
