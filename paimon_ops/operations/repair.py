@@ -22,6 +22,6 @@ OPERATION = Operation(
         "and why it changes. Refused on a table without snapshots and where the catalog owns the history (REST).",
     params_type=RepairParams,
     handles=TAGGING,  # it writes hint files only: no table feature changes what a hint means
-    placement=METADATA, reclaims=False,
-    manual_why="a one-off repair of a table a crashed writer or a bad copy left with stale hints",
+    placement=METADATA, reclaims=False, stage=10,  # (first: the other operations resolve snapshots by the hints)
+    dagster_job="paimon_repair",
 )

@@ -25,5 +25,5 @@ OPERATION = Operation(
     # packs, column-update files and formats paimon-ops cannot read are refused, as are files on another file system.
     handles=frozenset({ROW_TRACKING, CLUSTERING, SNAPSHOT_ORDERING, FORMAT_PER_LEVEL, EXTERNAL_STRATEGY}),
     placement=METADATA, reclaims=False,
-    manual_why="a one-off rewrite after the table's file-index options change",
+    dagster_job="paimon_rewrite_file_index",
 )

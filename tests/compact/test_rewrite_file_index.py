@@ -150,6 +150,27 @@ def test_rewrite_after_the_options_change_and_java_uses_the_new_indexes(wh):
     assert w["latest_snapshot_id"] == done["snapshot_id"] + 1
 
 
+def test_the_dagster_job_rewrites_the_indexes(wh):
+    """The paimon_rewrite_file_index job on a real Dagster instance: a dry run changes nothing, the run re-indexes
+    every file, and Java's index reader finds the bitmap in each."""
+    from dagster import instance_for_test
+
+    from paimon_ops.dagster import build_paimon_definitions
+    from tests.dagster.util import run_job
+    t = JavaTable(wh, "db", "plain")
+    _set_options(wh, "plain", **{"file-index.bitmap.columns": "id", "file-index.in-manifest-threshold": "4 kb"})
+    defs = build_paimon_definitions(str(wh))
+    latest = t.call("snapshots")["latest"]
+    with instance_for_test() as instance:
+        assert run_job(defs, "paimon_rewrite_file_index", "db.plain", instance,
+                       {"dry_run": True, "rewrite_file_index": {}}).success
+        assert t.call("snapshots")["latest"] == latest
+        assert run_job(defs, "paimon_rewrite_file_index", "db.plain", instance).success
+    files = t.call("file_index", queries=[["id", 0]])["files"]
+    assert files and all(f["index"] == "embedded" and f["columns"] == {"id": ["bitmap"]} for f in files)
+    assert sum(f["results"][0] for f in files) == 2  # id 0 is written in both partitions, one file each
+
+
 @pytest.mark.parametrize("case", ["primary-key", "index-type", "column"])
 def test_bad_input_is_one_line_and_changes_nothing(wh, case):
     table, want = "db.plain", ""

@@ -140,6 +140,25 @@ def test_bad_input_is_one_line_and_changes_nothing(wh, case):
     assert tree_digest(str(wh)) == digest
 
 
+def test_the_dagster_job_repairs_the_hints(wh):
+    """The paimon_repair job on a real Dagster instance: a dry run changes nothing, the run repairs LATEST."""
+    from dagster import instance_for_test
+
+    from paimon_ops.dagster import build_paimon_definitions
+    from tests.dagster.util import observations, run_job, table_key
+    (_snap_dir(wh) / "LATEST").write_text("2")
+    defs = build_paimon_definitions(str(wh))
+    with instance_for_test() as instance:
+        result = run_job(defs, "paimon_repair", "db.t", instance, {"dry_run": True, "repair": {}})
+        assert result.success and (_snap_dir(wh) / "LATEST").read_text() == "2"
+        result = run_job(defs, "paimon_repair", "db.t", instance)
+        assert result.success
+        assert any("repair" in o.get("operations", "") for o in observations(result, table_key("db.t")))
+    assert (_snap_dir(wh) / "LATEST").read_text() == "6"
+    snaps = JavaTable(wh, "db", "t").call("snapshots")
+    assert (snaps["earliest"], snaps["latest"]) == (4, 6)
+
+
 def test_a_rest_managed_table_is_refused_in_one_line(tmp_path):
     """The REST server owns the table's snapshots and hints: repair writes none of them."""
     from tests.rest.fixture import TOKEN, rest_server
