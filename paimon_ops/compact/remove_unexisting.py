@@ -21,7 +21,13 @@ repairs and nothing else:
     file without them; the old index files stay on disk for older snapshots),
   - the reference to a missing file-index file (`_EXTRA_FILES`): the data file's entry is replaced by one without it
     (DELETE + ADD of the same file, as Java's rewrite_file_index commits) — only file skipping is lost;
-* a missing hash index file (dynamic-bucket tables) is refused: rebuilding it is not what this operation does.
+* a missing hash index file (dynamic-bucket tables) is refused: rebuilding it is not what this operation does;
+* with `drop_missing_manifests` (Java's `remove_unexisting_manifests`), a data manifest of the latest snapshot that is
+  missing from storage is dropped too — the files it added leave the table with their rows (the plan says how many
+  files; their rows are unknown) — but only one that held no DELETE entry (the manifest list records how many):
+  dropping DELETE entries would bring back files they removed, so such a manifest is refused. The repair snapshot is
+  then written whole (base list: the manifests that stay; delta: this run's entries) and only on the planned
+  snapshot: what a concurrent commit did cannot be checked against manifests nobody can read.
 
 What a dropped file means. Append table: its rows are lost. Primary-key table: the newest version of each of its
 keys is lost — where an older version lives in another file, readers see that older version again; a key deleted by
@@ -40,27 +46,47 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from paimon_ops.compact.dv import dv_index_path, supports_cardinality, write_dv_index
-from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, StalePlanError, UnsupportedError, arg
+from paimon_ops.errors import (
+    CommitConflictError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    MissingFileError,
+    StalePlanError,
+    UnsupportedError,
+    arg,
+)
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.journal import plan_pending
-from paimon_ops.execution.plan import DATA, EXTRA, INDEX, FileAction, Plan, PlanBuilder, Step, declare_step_action, planner
+from paimon_ops.execution.plan import (
+    DATA,
+    EXTRA,
+    INDEX,
+    MANIFEST,
+    FileAction,
+    Plan,
+    PlanBuilder,
+    Step,
+    declare_step_action,
+    planner,
+)
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.deletion_vectors import DeletionVector
-from paimon_ops.format.manifest import IndexManifestEntry, ManifestEntry
+from paimon_ops.format.manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from paimon_ops.format.partition import parse_partition_spec
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.reclaim import extra_file_path
 from paimon_ops.operations.model import Partitions
 from paimon_ops.operations.remove_unexisting_files import OPERATION as REMOVE_UNEXISTING_FILES
-from paimon_ops.table.commit import CommitChanges, FileStoreCommit
+from paimon_ops.table.commit import BATCH_COMMIT_IDENTIFIER, CommitChanges, FileStoreCommit
 from paimon_ops.table.hints import decide
 from paimon_ops.table.removal import remove_written
-from paimon_ops.table.scan import DELETION_VECTORS, HASH, TableScanner
+from paimon_ops.table.scan import DELETION_VECTORS, HASH, TableScanner, merge_entries
 from paimon_ops.table.table import LATEST, FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -82,7 +108,7 @@ class RemoveUnexistingFilesPlan(Plan):
 
     @property
     def is_empty(self) -> bool:
-        return not self.details.get("missing")
+        return not self.details.get("missing") and not self.details.get("dropped_manifests")
 
     def effect(self) -> str:
         """The confirmation's words (`--yes`)."""
@@ -98,15 +124,50 @@ def _resolve_run_id(params: dict[str, Any]) -> None:
         params["run_id"] = str(uuid.uuid4())
 
 
-def _read_metadata(table: FileStoreTable, scanner: TableScanner, latest: Snapshot
-                   ) -> tuple[list[ManifestEntry], list[IndexManifestEntry]]:
-    """The live entries and index entries of the latest snapshot; an unreadable metadata file refused, naming it."""
+@dataclass
+class _Metadata:
+    """What the latest snapshot's metadata says: its live entries and index entries, and — when missing manifests
+    may be dropped — the manifests that are missing and those that stay."""
+
+    entries: list[ManifestEntry]
+    index_entries: list[IndexManifestEntry]
+    lost_manifests: list[ManifestFileMeta]
+    kept_manifests: list[ManifestFileMeta]
+
+
+def _read_metadata(table: FileStoreTable, scanner: TableScanner, latest: Snapshot,
+                   drop_missing_manifests: bool = False) -> _Metadata:
+    """The latest snapshot's live entries and index entries; an unreadable metadata file refused, naming it — except
+    a data manifest missing from storage when `drop_missing_manifests` (Java's remove_unexisting_manifests), and only
+    one holding no DELETE entry: dropping a manifest with DELETE entries would bring back the files they removed."""
+    where = f"snapshot {latest.id}"
     try:
-        return list(scanner.live_entries(latest).values()), scanner.index_entries(latest)
+        metas = list(scanner.store.manifest_list(latest.base_manifest_list, where)) + \
+            list(scanner.store.manifest_list(latest.delta_manifest_list, where))
     except CorruptMetadataError as e:
-        raise CorruptMetadataError(e.path, f"{e.problem}; {_WHAT} drops entries whose data files are missing, but "
-                                           "what an unreadable manifest holds cannot be known: nothing was "
-                                           "changed") from None
+        raise _unreadable(e, drop_missing_manifests) from None
+    lost: list[ManifestFileMeta] = []
+    if drop_missing_manifests:
+        present = _present(table, [table.manifest_path(m.file_name) for m in metas])
+        lost = [m for m in metas if table.manifest_path(m.file_name) not in present]
+        for m in lost:
+            if m.num_deleted_files:
+                raise CorruptMetadataError(table.manifest_path(m.file_name), (
+                    f"is missing and held {m.num_deleted_files} DELETE entr(y/ies): dropping it would bring back "
+                    "the files they removed, so it cannot be dropped; nothing was changed"))
+    kept = [m for m in metas if m not in lost]
+    try:
+        adds, _ = merge_entries((e for m in kept for e in scanner.store.manifest(m.file_name, where)), where)
+        return _Metadata(list(adds.values()), scanner.index_entries(latest), lost, kept)
+    except CorruptMetadataError as e:
+        raise _unreadable(e, drop_missing_manifests) from None
+
+
+def _unreadable(e: CorruptMetadataError, drop_missing_manifests: bool) -> CorruptMetadataError:
+    hint = "" if drop_missing_manifests or not isinstance(e, MissingFileError) else \
+        " (--drop-missing-manifests drops a missing manifest that holds no DELETE entry, losing its files' rows)"
+    return CorruptMetadataError(e.path, f"{e.problem}; {_WHAT} drops entries whose data files are missing, but what "
+                                        f"an unreadable manifest holds cannot be known{hint}: nothing was changed")
 
 
 def _check_latest_known(table: FileStoreTable) -> None:
@@ -227,10 +288,11 @@ def _tags_referencing(table: FileStoreTable, scanner: TableScanner, names: set[s
 
 @planner(RemoveUnexistingFilesPlan, hidden=("run_id",), resolve=_resolve_run_id)
 def plan_remove_unexisting_files(table: FileStoreTable, *, partitions: Partitions | None = None,
+                                 drop_missing_manifests: bool = False,
                                  run_id: str | None = None) -> RemoveUnexistingFilesPlan:
-    """Which entries of the latest snapshot (of `partitions`, default all) name missing files, and the one commit
-    dropping them (module docstring). `run_id` (a UUID, chosen when not given) names the new deletion-vector index
-    files."""
+    """Which entries of the latest snapshot (of `partitions`, default all) name missing files — and, with
+    `drop_missing_manifests`, which missing manifests are dropped — and the one commit dropping them (module
+    docstring). `run_id` (a UUID, chosen when not given) names the new deletion-vector index files."""
     try:
         run_id = str(uuid.UUID(str(run_id))) if run_id is not None else str(uuid.uuid4())
     except ValueError:
@@ -246,11 +308,21 @@ def plan_remove_unexisting_files(table: FileStoreTable, *, partitions: Partition
     if latest is None:
         details.update({"missing": [], "reason": "the table has no snapshot"})
         return b.build(RemoveUnexistingFilesPlan, table, details, base_snapshot=None)
-    entries, index_entries = _read_metadata(table, scanner, latest)
+    meta = _read_metadata(table, scanner, latest, drop_missing_manifests)
+    entries, index_entries = meta.entries, meta.index_entries
     found = find_missing(table, scanner, entries, index_entries, wanted)
     checked = sum(1 for e in entries if wanted is None or wanted(e.partition))
     details.update({"snapshot": latest.id, "checked_entries": checked})
-    if not found.drops and not found.strips and not found.lost_indexes:
+    if meta.lost_manifests:
+        if partitions:
+            raise InvalidArgumentError(f"{arg('partitions')}: a missing manifest is dropped whole, whatever the "
+                                       "partitions of its files; drop it without a partition filter")
+        details["dropped_manifests"] = [{"manifest": m.file_name, "added_files": m.num_added_files}
+                                        for m in meta.lost_manifests]
+        b.warn(f"{len(meta.lost_manifests)} missing manifest(s) dropped (Java's remove_unexisting_manifests): the "
+               f"{sum(m.num_added_files for m in meta.lost_manifests)} file(s) they added leave the table with their "
+               "rows (how many rows is not known: the manifests are gone); the files stay on disk as orphans")
+    if not found.drops and not found.strips and not found.lost_indexes and not meta.lost_manifests:
         details.update({"missing": [], "reason": f"every file the {checked} entries of snapshot {latest.id} name "
                                                  "exists"})
         return b.build(RemoveUnexistingFilesPlan, table, details, base_snapshot=latest.id)
@@ -262,7 +334,12 @@ def plan_remove_unexisting_files(table: FileStoreTable, *, partitions: Partition
            drops=[[p.hex(), bucket, name, cause] for (p, bucket, name), (_, cause, _) in sorted(found.drops.items())],
            strips=[[p.hex(), bucket, name, list(gone)] for (p, bucket, name), (_, gone) in sorted(found.strips.items())],
            lost_indexes=sorted(ie.file_name for ie in found.lost_indexes),
-           rewritten_buckets=[[p.hex(), bucket] for p, bucket in rewritten])
+           rewritten_buckets=[[p.hex(), bucket] for p, bucket in rewritten],
+           manifests=[m.file_name for m in meta.lost_manifests])
+    for m in meta.lost_manifests:
+        b.add(FileAction(table.manifest_path(m.file_name), MANIFEST,
+                         f"missing from storage; dropped with the {m.num_added_files} file(s) it added (no DELETE "
+                         "entry: nothing comes back)", m.file_size))
     for _key, (e, cause, why) in sorted(found.drops.items()):
         path = scanner.data_file_path(e.partition, e.bucket, e.file)
         where = _where(scanner, e.partition, e.bucket)
@@ -341,7 +418,14 @@ def _drop_missing(ex: Execution, step: Step) -> None:
     latest = table.snapshots.latest()
     if latest is None:
         raise StalePlanError(plan.operation, plan.table, ["the table has no snapshot any more"])
-    entries, index_entries = _read_metadata(table, scanner, latest)
+    planned_manifests = list(p.get("manifests") or ())
+    meta = _read_metadata(table, scanner, latest, bool(planned_manifests))
+    if planned_manifests and (latest.id != plan.base_snapshot or
+                              sorted(m.file_name for m in meta.lost_manifests) != sorted(planned_manifests)):
+        raise StalePlanError(plan.operation, plan.table, [
+            "the table moved since the plan or a planned manifest exists again; dropping manifests needs exactly "
+            "the planned snapshot: plan again"])
+    entries, index_entries = meta.entries, meta.index_entries
     live = {(e.partition, e.bucket, e.file.file_name): e for e in entries}
     live_index = {ie.file_name: ie for ie in index_entries}
     skipped: list[str] = []
@@ -378,7 +462,7 @@ def _drop_missing(ex: Execution, step: Step) -> None:
         strip_deletes.append(e.with_(kind=mf.FileKind.DELETE))
         strip_adds.append(e.with_(file=e.file.with_(extra_files=tuple(x for x in e.file.extra_files
                                                                           if x not in still))))
-    if not deletes and not strip_deletes and not lost:
+    if not deletes and not strip_deletes and not lost and not meta.lost_manifests:
         ex.warnings += skipped
         ex.details.update({"dropped_entries": 0, "skipped": skipped})
         return
@@ -393,7 +477,11 @@ def _drop_missing(ex: Execution, step: Step) -> None:
                                            written)
         changes = CommitChanges(data=tuple(deletes + strip_deletes + strip_adds), index_added=tuple(added),
                                 index_deleted=tuple(replaced + lost))
-        snap = committer.commit(changes, "OVERWRITE", plan.base_snapshot, now_millis=ex.state.get("commit_time_millis"))
+        now_millis = ex.state.get("commit_time_millis")
+        if meta.lost_manifests:
+            snap = _commit_without(committer, table, changes, meta, plan.base_snapshot, now_millis)
+        else:
+            snap = committer.commit(changes, "OVERWRITE", plan.base_snapshot, now_millis=now_millis)
     except BaseException:
         if committer.committed is None:
             remove_written(table, written, "an uncommitted repair")
@@ -403,11 +491,46 @@ def _drop_missing(ex: Execution, step: Step) -> None:
     done |= {extra_file_path(scanner.data_file_path(e.partition, e.bucket, e.file), x)
              for e, a in zip(strip_deletes, strip_adds) for x in set(e.file.extra_files) - set(a.file.extra_files)}
     done |= {scanner.index_file_path(ie) for ie in replaced + lost}
+    done |= {table.manifest_path(m.file_name) for m in meta.lost_manifests}
     ex.done += [a for a in step.files if a.path in done]
     ex.written += [FileAction(w, INDEX, "deletion vectors of the remaining files") for w in written]
     ex.warnings += skipped
-    ex.details.update({"dropped_entries": len(deletes), "dropped_rows": sum(e.file.row_count for e in deletes),
+    ex.details.update({"dropped_manifests": len(meta.lost_manifests),
+                       "dropped_entries": len(deletes), "dropped_rows": sum(e.file.row_count for e in deletes),
                        "stripped_entries": len(strip_deletes), "lost_index_files": len(lost), "skipped": skipped})
+
+
+def _commit_without(committer: FileStoreCommit, table: FileStoreTable, changes: CommitChanges, meta: _Metadata,
+                    base_id: int | None, now_millis: int | None) -> Snapshot:
+    """The repair snapshot when missing manifests are dropped (Java's RemoveUnexistingManifests, plus this run's
+    other changes): its base list holds the manifests that stay, its delta the DELETE / ADD entries, its record count
+    the rows the remaining files hold. Only on the planned snapshot: the missing manifests' contents are unknown,
+    so a concurrent commit cannot be checked against them (CommitConflictError; nothing written stays)."""
+    def check(latest: Snapshot | None) -> None:
+        if latest is None or latest.id != base_id:
+            raise CommitConflictError(table.identifier, base_id, latest.id if latest else None,
+                                      "a snapshot was committed concurrently; dropping missing manifests needs the "
+                                      "planned snapshot")
+
+    def build(latest: Snapshot | None, written: Any) -> Snapshot:
+        assert latest is not None
+        base_name, base_size = committer._write_list(list(meta.kept_manifests), latest, written)
+        delta = committer.write_manifests(list(changes.data), latest, written) if changes.data else []
+        delta_name, delta_size = committer._write_list(delta, latest, written)
+        index_name = committer._index_manifest(changes, latest, written)
+        delta_rows = sum(e.file.row_count if e.kind == mf.FileKind.ADD else -e.file.row_count for e in changes.data)
+        total = sum(e.file.row_count for e in meta.entries) + delta_rows
+        schema_id = table.schema.id
+        return Snapshot(
+            version=3, id=latest.id + 1, schema_id=schema_id, base_manifest_list=base_name,
+            base_manifest_list_size=base_size, delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
+            index_manifest=index_name, commit_user=committer.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
+            commit_kind="OVERWRITE", time_millis=now_millis if now_millis is not None else int(time.time() * 1000),
+            total_record_count=total, delta_record_count=total - (latest.total_record_count or 0),
+            watermark=latest.watermark, statistics=latest.statistics if latest.schema_id == schema_id else None,
+            next_row_id=latest.next_row_id)
+
+    return committer.commit_snapshot(check, build, base_id, delta=changes.data)
 
 
 def _rewrite_vectors(table: FileStoreTable, scanner: TableScanner, index_entries: list[IndexManifestEntry],

@@ -19,6 +19,9 @@ from paimon_ops.operations.model import METADATA, Operation, Params, Partitions,
 class RemoveUnexistingFilesParams(Params):
     partitions: Partitions | None = param("only these partitions (K=V[,K2=V2]; repeat for several); none: every "
                                           "partition", flag="--partition", metavar="K=V[,K2=V2]")
+    drop_missing_manifests: bool = param("also drop manifests missing from storage (Java's remove_unexisting_manifests), "
+                                         "if they hold no DELETE entry: the files they added leave the table with "
+                                         "their rows", default=False)
 
 
 OPERATION = Operation(
@@ -29,7 +32,8 @@ OPERATION = Operation(
         "data files are missing (with their deletion vectors), the data files whose deletion-vector index file is "
         "missing, and the references to missing file-index files; optionally restricted to `partitions`. Their rows "
         "are lost (on a primary-key table older versions of their keys may reappear: the plan says so). A missing "
-        "or unreadable manifest is refused; nothing else is read than metadata and directory listings.",
+        "or unreadable manifest is refused, unless `drop_missing_manifests` drops a missing one that holds no DELETE "
+        "entry (Java's remove_unexisting_manifests); nothing else is read than metadata and directory listings.",
     params_type=RemoveUnexistingFilesParams,
     # It drops entries and rewrites deletion vectors without opening a data file: features that tie files together
     # by row id or in packs (data evolution, BLOB files, global / primary-key / vector indexes, row sidecars) and

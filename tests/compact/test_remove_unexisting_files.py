@@ -248,6 +248,64 @@ def test_concurrent_java_commit_between_plan_and_commit(wh):
     assert f["file_name"] not in {x["file_name"] for x in _scan(t)["files"]}
 
 
+def _latest_manifests(table) -> list:
+    from paimon_ops.table.scan import ManifestStore
+    store, snap = ManifestStore(table), table.snapshots.latest()
+    return [m for lst in (snap.base_manifest_list, snap.delta_manifest_list) for m in store.manifest_list(lst)]
+
+
+def test_drop_missing_manifests(wh):
+    """A data manifest holding only ADD entries goes missing (with a data file another manifest adds): refused without
+    --drop-missing-manifests; with it, the manifest's files leave the table and Java reads exactly the rest."""
+    from paimon_ops.table.scan import ManifestStore
+    t = JavaTable(wh, "db", "ap")
+    before = _java_rows(t)
+    files = {f["file_name"]: f for f in _scan(t)["files"]}
+    table = po.Catalog(str(wh)).get_table("db.ap").raw
+    store = ManifestStore(table)
+    last = store.manifest_list(table.snapshots.latest().delta_manifest_list)[0]  # the last write's: ADDs only
+    assert last.num_deleted_files == 0
+    gone = [files[e.file.file_name] for e in store.manifest(last.file_name)]
+    other = next(f for name, f in sorted(files.items()) if name not in {g["file_name"] for g in gone})
+    lost = Counter()
+    for f in gone + [other]:
+        lost += _file_rows(t.path / f["partition_path"] / f"bucket-{f['bucket']}" / f["file_name"],
+                           f["partition_path"].split("=")[1].rstrip("/"))
+    (t.path / "manifest" / last.file_name).unlink()
+    (t.path / other["partition_path"] / f"bucket-{other['bucket']}" / other["file_name"]).unlink()
+    digest = tree_digest(str(wh))
+    r = cli("remove-unexisting-files", wh, "db.ap", "--yes")
+    assert r.code == 2 and last.file_name in r.err and "--drop-missing-manifests" in r.err, r.err
+    assert tree_digest(str(wh)) == digest
+    plan = cli("remove-unexisting-files", wh, "db.ap", "--drop-missing-manifests", "--dry-run", "--json").json
+    assert plan["details"]["dropped_manifests"] == [{"manifest": last.file_name, "added_files": len(gone)}]
+    assert [r["file"] for r in plan["details"]["missing"]] == [other["file_name"]]
+    done = cli("remove-unexisting-files", wh, "db.ap", "--drop-missing-manifests", "--yes", "--json")
+    assert done.code == 0, done.err
+    assert _java_rows(t) == before - lost
+    assert t.call("snapshots")["snapshots"][-1]["totalRecordCount"] == sum((before - lost).values())
+    assert _latest_missing(t) == []
+    w = t.call("write", batches=[{"rows": [["a", 4242, "after"]]}], first_commit_identifier=40)
+    assert w["latest_snapshot_id"] == done.json["snapshot_id"] + 1
+
+
+def test_a_missing_manifest_with_delete_entries_is_never_dropped(wh):
+    """The compaction's manifest of the primary-key table holds DELETE entries: dropping it would bring back the files
+    it removed — refused in one line even with --drop-missing-manifests, nothing changed."""
+    t = JavaTable(wh, "db", "pk")
+    table = po.Catalog(str(wh)).get_table("db.pk").raw
+    from paimon_ops.table.scan import ManifestStore
+    store = ManifestStore(table)
+    with_deletes = next(m for m in _latest_manifests(table) if m.num_deleted_files)
+    assert store.manifest(with_deletes.file_name)
+    (t.path / "manifest" / with_deletes.file_name).unlink()
+    digest = tree_digest(str(wh))
+    r = cli("remove-unexisting-files", wh, "db.pk", "--drop-missing-manifests", "--yes")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    assert "DELETE entr" in r.err and with_deletes.file_name in r.err
+    assert tree_digest(str(wh)) == digest
+
+
 @pytest.mark.parametrize("case", ["manifest", "garbled-manifest", "partition-key", "flag"])
 def test_bad_input_is_one_line_and_changes_nothing(wh, case):
     t = JavaTable(wh, "db", "ap")
