@@ -16,6 +16,7 @@ from __future__ import annotations
 import posixpath
 from typing import Sequence
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, UnsafeNameError
 from paimon_ops.execution.journal import pending, plan_pending
 from paimon_ops.execution.plan import (
@@ -59,6 +60,7 @@ def plan_delete_tags(table: FileStoreTable, names: Sequence[str], missing_ok: bo
     """Plan deleting tags with file reclamation (maintenance.md §3.3), as if deleted one after another in the
     given order. Raises InvalidArgumentError for an unknown tag (unless missing_ok) and CorruptMetadataError if a
     neighbour that protects shared files cannot be read — nothing is deleted then."""
+    check_sync(table, "delete_tags")
     if isinstance(names, str):
         names = [names]
     names = list(dict.fromkeys(names))

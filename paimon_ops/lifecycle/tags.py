@@ -24,6 +24,7 @@ import datetime as _dt
 import logging
 from dataclasses import dataclass
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import InvalidArgumentError, arg
 from paimon_ops.execution.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.format.snapshot import Snapshot, Tag
@@ -135,6 +136,7 @@ def _new_tag(table: FileStoreTable, snap: Snapshot, time_retained: _dt.timedelta
 def plan_create_tag(table: FileStoreTable, name: str, snapshot_id: int | None = None, timestamp_millis: int | None = None,
                     time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None,
                     ignore_if_exists: bool = False) -> CreateTagPlan:
+    check_sync(table, "create_tag")
     validate_tag_name(name)
     retained = _retention(time_retained)
     snap, source = _resolve_source(table, snapshot_id, timestamp_millis)
@@ -162,6 +164,7 @@ def plan_create_tag(table: FileStoreTable, name: str, snapshot_id: int | None = 
 def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None = None,
                      time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None
                      ) -> ReplaceTagPlan:
+    check_sync(table, "replace_tag")
     validate_tag_name(name)
     retained = _retention(time_retained)
     if not table.tags.exists(name):
@@ -190,6 +193,7 @@ def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None =
 def plan_rename_tag(table: FileStoreTable, old: str, new: str, resume: bool = False) -> RenameTagPlan:
     """Write `new` with `old`'s exact content (retention included), then delete `old`. With `resume`, finish a
     rename interrupted between the two (both names exist with the same content)."""
+    check_sync(table, "rename_tag")
     check_existing_tag_name(old)
     validate_tag_name(new)
     b = PlanBuilder()

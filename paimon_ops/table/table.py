@@ -6,7 +6,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from paimon_ops.errors import (
     CorruptMetadataError,
@@ -94,10 +94,13 @@ class SchemaManager:
 class SnapshotManager:
     """Snapshots of one branch (or long-lived changelogs, with prefix 'changelog-')."""
 
-    def __init__(self, io: FileIO, branch_root: str, subdir: str = "snapshot", prefix: str = SNAPSHOT_PREFIX):
+    def __init__(self, io: FileIO, branch_root: str, subdir: str = "snapshot", prefix: str = SNAPSHOT_PREFIX,
+                 latest_loader: Callable[[], Snapshot | None] | None = None):
         self.io = io
         self.dir = posixpath.join(branch_root, subdir)
         self.prefix = prefix
+        # A catalog that owns the table's history (REST) says which snapshot is the latest; None: the files say.
+        self.latest_loader = latest_loader
 
     def path(self, snapshot_id: int) -> str:
         return posixpath.join(self.dir, f"{self.prefix}{snapshot_id}")
@@ -135,6 +138,13 @@ class SnapshotManager:
             return None
 
     def latest_id(self) -> int | None:
+        """The latest snapshot's id: the catalog's when it owns the history, else from the files."""
+        if self.latest_loader is not None:
+            s = self.latest_loader()
+            return s.id if s is not None else None
+        return self.latest_id_from_files()
+
+    def latest_id_from_files(self) -> int | None:
         """Hint first, verified: trusted only if positive and its successor does not exist (format.md §3.3)."""
         hint = self._hint(LATEST)
         if hint is not None and hint > 0 and self.exists(hint) and not self.exists(hint + 1):
@@ -155,7 +165,12 @@ class SnapshotManager:
         return ids[0] if ids else None
 
     def latest(self) -> Snapshot | None:
-        i = self.latest_id()
+        if self.latest_loader is not None:
+            return self.latest_loader()
+        return self.latest_from_files()
+
+    def latest_from_files(self) -> Snapshot | None:
+        i = self.latest_id_from_files()
         return self.snapshot(i) if i is not None else None
 
     def earliest(self) -> Snapshot | None:
@@ -278,11 +293,15 @@ class Identifier:
 
 
 class FileStoreTable:
-    """One Paimon table (one branch of it). Cheap to construct; reads metadata lazily."""
+    """One Paimon table (one branch of it). Cheap to construct; reads metadata lazily.
+
+    `catalog`: the `paimon_ops.catalog.Catalog` it was opened through, which every snapshot and schema commit goes
+    through (its lock, metastore partitions, a server owning the history); None — opened by its location alone —
+    means its files are the whole truth (create-if-absent commits, as the filesystem catalog makes them)."""
 
     def __init__(self, location: str, identifier: str | None = None, branch: str = "main",
                  options_override: Mapping[str, str] | None = None, fault_hook: FaultHook | None = None,
-                 io: FileIO | None = None):
+                 io: FileIO | None = None, catalog: Any = None):
         if io is None:
             io, root = FileIO.resolve(location, fault_hook, dict(options_override) if options_override else None)
         else:
@@ -294,23 +313,30 @@ class FileStoreTable:
         self.branch = branch
         self.branch_root = root if branch == "main" else posixpath.join(root, "branch", f"{BRANCH_PREFIX}{branch}")
         self.options_override = dict(options_override or {})
+        self.catalog = catalog
         self.schemas = SchemaManager(io, self.branch_root)
-        self.snapshots = SnapshotManager(io, self.branch_root)
+        self.snapshots = SnapshotManager(io, self.branch_root, latest_loader=self._catalog_latest()
+                                         if catalog is not None and catalog.supports_version_management else None)
         self.changelogs = SnapshotManager(io, self.branch_root, "changelog", CHANGELOG_PREFIX)
         self.tags = TagManager(io, self.branch_root)
         self.consumers = ConsumerManager(io, self.branch_root)
         if not io.is_dir(posixpath.join(self.branch_root, "schema")):
             raise TableNotFoundError(self.identifier, self.location, "no schema/ directory (is this a Paimon table?)")
 
+    def _catalog_latest(self) -> Callable[[], Snapshot | None]:
+        return lambda: self.catalog.latest_snapshot(self)
+
     @classmethod
     def open(cls, location: str, **kw) -> FileStoreTable:
         return cls(location, **kw)
 
     def with_fault_hook(self, hook: FaultHook | None) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io.with_fault_hook(hook))
+        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override,
+                              io=self.io.with_fault_hook(hook), catalog=self.catalog)
 
     def for_branch(self, branch: str) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, branch, self.options_override, io=self.io)
+        return FileStoreTable(self.root, self.identifier, branch, self.options_override, io=self.io,
+                              catalog=self.catalog)
 
     @cached_property
     def schema(self) -> TableSchema:
@@ -320,7 +346,8 @@ class FileStoreTable:
         return s
 
     def refresh(self) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io)
+        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io,
+                              catalog=self.catalog)
 
     @property
     def options(self) -> Options:
