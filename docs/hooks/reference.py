@@ -53,12 +53,11 @@ def operations_page() -> str:
              "facade, `paimon-ops apply`, the Dagster jobs and run config and the Airflow operators are derived from "
              "that one declaration. What each operation does to a table, and why, is in the guide "
              "[What each operation does](../guides/operations.md).", "",
-             "| operation | command line | Python | Dagster job | Airflow operator | changes the table |",
-             "|---|---|---|---|---|---|"]
+             "| operation | command line | Python (`t`: a table) | Dagster job | Airflow operator |",
+             "|---|---|---|---|---|"]
     for op in ops:
-        lines.append(f"| [{op.title}](#{op.name}) | `paimon-ops {op.command}` | `t.{op.facade}()` | "
-                     + (f"`{op.dagster_job}`" if op.dagster_job else "—")
-                     + f" | `{op.airflow_operator}` | {'yes' if op.changes_table else 'no (tags only)'} |")
+        lines.append(f"| [{op.title}](#{op.name}) | `{op.command}` | `t.{op.facade}` | "
+                     + (f"`{op.dagster_job}`" if op.dagster_job else "—") + f" | `{op.airflow_operator}` |")
     lines.append("")
     for op in ops:
         lines += [f"## {op.title[0].upper() + op.title[1:]} {{#{op.name}}}", "", f"{op.summary[0].upper() + op.summary[1:]}.", ""]

@@ -2,7 +2,8 @@
 an unresolved cross-reference, a public name without a docstring fails the build), its reference pages are the code
 (every operation and parameter of the registry, every command's help, every option of the catalogue with its
 default, every member of the JSON Schemas), and in a real browser (headless Chromium) the home page, a guide and a
-reference page render — Mermaid diagram drawn, navigation and tables laid out. The screenshots are kept in
+reference page render — Mermaid diagram drawn, navigation and tables laid out (the option names the pages use are
+checked by tests/core/test_options.py). The screenshots are kept in
 tests/artifacts/docs/ for a person to look at.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.docs_util import DOCS, REPO, hand_written_pages
+from tests.docs.docs_util import DOCS, REPO
 
 ARTIFACTS = REPO / "tests" / "artifacts" / "docs"
 sys.path.insert(0, str(DOCS / "hooks"))
@@ -87,24 +88,6 @@ def test_generated_pages_follow_the_registry():
         section = section[:section.find("\n## ", 1) if "\n## " in section[1:] else None]
         shown = [p.name for p in op.params if not p.cli_hidden]
         assert re.findall(r"^\| `(\w+)` \|", section, re.M) == shown, op.name
-
-
-# Option names the hand-written pages mention that paimon-ops does not read (with why).
-NOT_READ = {"postpone.batch-write-fixed-bucket": "how Paimon's writers fill postpone buckets"}
-
-
-def test_every_option_the_pages_name_is_in_the_catalogue():
-    """An option a guide names is one paimon-ops reads (a misspelt or invented option name fails here)."""
-    from paimon_ops.options import KEYS
-    prefixes = {k.split(".")[0] for k in KEYS if "." in k}
-    texts = {p: (DOCS / p).read_text() for p in hand_written_pages() if not p.startswith(("project/", "format",
-                                                                                          "maintenance", "design"))}
-    texts["README.md"] = (REPO / "README.md").read_text()
-    for page, text in texts.items():
-        named = set(re.findall(r"`([a-z][a-z0-9]*(?:[.-][a-zA-Z0-9]+)+)[^`]*`", text))
-        unknown = sorted(t for t in named if "." in t and t.split(".")[0] in prefixes and t not in KEYS
-                         and t not in NOT_READ)
-        assert not unknown, f"{page} names options the catalogue does not declare: {unknown}"
 
 
 # ---------------------------------------------------------------------------------------------- in a browser
