@@ -117,9 +117,10 @@ def test_site_in_a_browser(served, tmp_path):
         driver = browser.driver
         shots = ui.Shots(driver, ARTIFACTS)
         driver.get(f"{served}/index.html")
+        # the theme draws the diagram into a closed shadow root of a div.mermaid that replaces the pre.mermaid source
         ui.wait_for(driver, "the Mermaid diagram drawn", lambda: driver.execute_script(
-            "const m = document.querySelector('.mermaid'); if (!m) return false;"
-            "const root = m.shadowRoot || m; return !!root.querySelector('svg');"), timeout=60)
+            "const m = document.querySelector('div.mermaid'); return !!m && !document.querySelector('pre.mermaid')"
+            " && m.getBoundingClientRect().height > 100;"), timeout=60)
         shots.take_checked("home", {"the title": "//h1[normalize-space(.)='paimon-ops']",
                                     "the tabs": "//a[normalize-space(.)='Getting started']"})
         driver.get(f"{served}/guides/operations.html")
