@@ -101,6 +101,12 @@ class CommitConflictError(PaimonOpsError):
         )
 
 
+class CommitOutcomeUnknownError(PaimonOpsError):
+    """A commit failed part way and whether its snapshot became visible cannot be told now (a catalog server that did
+    not answer, storage that cannot be read): nothing it wrote is removed — orphans at worst, never a snapshot naming
+    deleted files."""
+
+
 class UnsafeOperationError(PaimonOpsError):
     """A destructive operation refused because it could lose data."""
 
