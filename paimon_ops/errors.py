@@ -14,6 +14,8 @@ class PaimonOpsError(Exception):
 
 
 class TableNotFoundError(PaimonOpsError):
+    """No table of that name at that location (the message names both, and how to list the tables)."""
+
     def __init__(self, identifier: str, location: str, hint: str = "") -> None:
         self.identifier = identifier
         self.location = location
@@ -51,6 +53,9 @@ class MissingFileError(CorruptMetadataError):
 
 
 class InvalidOptionError(PaimonOpsError):
+    """A table option (or an override of it) with a value paimon-ops cannot use: names the option, the value, what
+    was expected and where it is set."""
+
     def __init__(self, name: str, value: object, expected: str, where: str = "") -> None:
         self.name = name
         self.value = value
