@@ -54,7 +54,7 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
     out: list[tuple[str, list[str], str]] = []
     table_commands = ["snapshots", "tags", "files", "options", "compact", "expire-snapshots", "expire-tags",
                       "expire-partitions", "compact-manifests", "remove-orphans", "auto-tag", "rollback",
-                      "compact-postpone", "rescale"]
+                      "compact-postpone", "rescale", "repair", "remove-unexisting-files", "rewrite-file-index"]
     for c in table_commands:
         extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"]}.get(c, [])
         out.append((f"{c}-no-warehouse", [c, missing, T, *extra], "no-such-warehouse"))
