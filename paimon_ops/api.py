@@ -56,10 +56,11 @@ class Catalog:
         """Every table as `db.table`."""
         return self._catalog.all_tables()
 
-    def get_table(self, identifier: str, /, *, branch: str = "main",
+    def get_table(self, identifier: str, /, *, branch: str | None = None,
                   options: Mapping[str, str] | None = None) -> Table:
-        raw = self._catalog.get_table(identifier, options_override={**self.options, **(options or {})})
-        return Table(raw if branch == "main" else raw.for_branch(branch))
+        """A table (`db.t`) or one of its branches (`db.t$branch_b`, Paimon's identifier, or `branch="b"`)."""
+        return Table(self._catalog.get_table(identifier, branch=branch,
+                                             options_override={**self.options, **(options or {})}))
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r})"
@@ -80,7 +81,8 @@ class Table:
 
     @property
     def identifier(self) -> str:
-        return self.raw.identifier
+        """Paimon's identifier: `db.t`, or `db.t$branch_b` for a branch."""
+        return self.raw.full_name
 
     @property
     def location(self) -> str:
@@ -115,6 +117,18 @@ class Table:
             raise InvalidArgumentError(f"give either {arg('snapshot')} or {arg('tag')}, not both")
         from paimon_ops.inspection import files
         return files(self.raw, snapshot, tag)
+
+    def branches(self) -> list[Any]:
+        """Main and every branch of the table, as `BranchInfo` rows: snapshots, tags, consumers, schema, and whether
+        each is behind main."""
+        from paimon_ops.lifecycle.branches import list_branches
+        return list_branches(self.raw)
+
+    def consumers(self) -> list[Any]:
+        """The consumers of this branch, as `ConsumerInfo` rows: the snapshot each reads next and whether it still
+        keeps snapshots from expiry."""
+        from paimon_ops.lifecycle.consumers import list_consumers
+        return list_consumers(self.raw)
 
     def health(self, *, merge_budget: int = 0, now: Instant | None = None) -> Any:
         """What the checks measure (`TableHealth`): the exact row count (`merge_budget`: data bytes it may read to
@@ -239,6 +253,40 @@ class Maintenance:
         live or held by a tag). Metadata only; cannot be undone."""
         from paimon_ops.lifecycle.rollback import plan_rollback
         return plan_rollback(self._t, snapshot_id, tag, _instant(timestamp, "timestamp"))
+
+    def create_branch(self, name: str, /, *, tag: str | None = None, snapshot_id: int | None = None) -> Plan:
+        """Creating branch `name` from `tag` or `snapshot_id` of this branch of the table, or empty."""
+        from paimon_ops.lifecycle.branches import plan_create_branch
+        return plan_create_branch(self._t, name, tag=tag, snapshot_id=snapshot_id)
+
+    def delete_branch(self, name: str, /) -> Plan:
+        """Deleting branch `name`, reclaiming the files only it kept alive (never one main, a tag or another branch
+        uses)."""
+        from paimon_ops.lifecycle.branches import plan_delete_branch
+        return plan_delete_branch(self._t, name)
+
+    def rename_branch(self, old: str, new: str, /, *, resume: bool = False) -> Plan:
+        """Renaming branch `old` to `new`; `resume` finishes a rename an object store interrupted."""
+        from paimon_ops.lifecycle.branches import plan_rename_branch
+        return plan_rename_branch(self._t, old, new, resume=resume)
+
+    def fast_forward(self, branch: str, /) -> Plan:
+        """This branch of the table (main for `db.t`) taking the snapshots, tags and schemas of `branch` from its
+        earliest snapshot on (Java's fast_forward); refused when `branch` is behind. Metadata only; cannot be
+        undone."""
+        from paimon_ops.lifecycle.branches import plan_fast_forward
+        return plan_fast_forward(self._t, branch)
+
+    def reset_consumer(self, consumer_id: str, /, *, snapshot_id: int | None = None, delete: bool = False) -> Plan:
+        """Moving consumer `consumer_id` to the existing snapshot `snapshot_id`, or removing it (`delete`)."""
+        from paimon_ops.lifecycle.consumers import plan_reset_consumer
+        return plan_reset_consumer(self._t, consumer_id, snapshot_id=snapshot_id, delete=delete)
+
+    def clear_consumers(self, *, including: str | None = None, excluding: str | None = None) -> Plan:
+        """Removing the consumers whose id matches the regular expression `including` (default: all) and not
+        `excluding` (Java's clear_consumers)."""
+        from paimon_ops.lifecycle.consumers import plan_clear_consumers
+        return plan_clear_consumers(self._t, including=including, excluding=excluding)
 
     def _tags(self) -> Tags:
         return Tags(self._t)

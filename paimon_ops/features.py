@@ -39,10 +39,14 @@ COMPACT_POSTPONE = "compact_postpone"   # postpone-bucket compaction (compact/po
 RESCALE = "rescale"                     # rescale (compact/rescale.py)
 TAG_OPS = ("create_tag", "replace_tag", "rename_tag", "auto_tag")
 # Operations that delete files by reachability: a file goes when no retained snapshot or tag references it.
-RECLAIM_OPS = ("expire_snapshots", "expire_tags", "delete_tags", "rollback", "remove_orphans")
+RECLAIM_OPS = ("expire_snapshots", "expire_tags", "delete_tags", "rollback", "remove_orphans", "delete_branch")
+# Branch and consumer life cycle: metadata files copied, moved or removed as they are (snapshot and tag JSON verbatim).
+BRANCH_OPS = ("create_branch", "rename_branch", "fast_forward")
+CONSUMER_OPS = ("reset_consumer", "clear_consumers")
 # Operations that write new manifests from the entries they read (every field must survive the rewrite).
 MANIFEST_OPS = ("compact_manifests", "expire_partitions")
-ALL_OPS = (*COMPACTIONS, COMPACT_POSTPONE, RESCALE, *TAG_OPS, *RECLAIM_OPS, *MANIFEST_OPS)
+ALL_OPS = (*COMPACTIONS, COMPACT_POSTPONE, RESCALE, *TAG_OPS, *RECLAIM_OPS, *MANIFEST_OPS, *BRANCH_OPS, *CONSUMER_OPS)
+_METADATA_ONLY = frozenset((*TAG_OPS, *BRANCH_OPS, *CONSUMER_OPS))  # copy / move / remove metadata files as they are
 
 
 def operation_name(operation: str, mode: str | None = None) -> str:
@@ -108,13 +112,13 @@ HANDLED_BY: dict[str, frozenset[str]] = {
     ROW_TRACKING.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
     DATA_EVOLUTION.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
     BLOB.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
-    MANAGED_BLOB.key: frozenset(TAG_OPS),
+    MANAGED_BLOB.key: _METADATA_ONLY,
     VECTOR_STORE.key: _NO_COMPACTION,
     GLOBAL_INDEX.key: _NO_COMPACTION,
     PK_INDEX.key: _NO_COMPACTION,
     VARIANT_SHREDDING.key: _NO_COMPACTION,
     CLUSTERING.key: _NO_COMPACTION,
-    CHAIN_TABLE.key: frozenset(TAG_OPS),
+    CHAIN_TABLE.key: frozenset((*TAG_OPS, *CONSUMER_OPS)),  # chain tables use branches themselves
     # Postpone: the postpone compaction and rescale (compact/postpone.py, compact/rescale.py) move rows into real
     # buckets; the real buckets are ordinary LSM buckets that every compaction handles (the planner refuses while
     # rows wait in bucket-postpone, pointing at the postpone compaction); files in bucket-postpone are referenced
@@ -125,12 +129,12 @@ HANDLED_BY: dict[str, frozenset[str]] = {
     FORMAT_PER_LEVEL.key: _NO_COMPACTION | {"compact:dv-ratio", "compact:small-files", "compact:sort"},
     OTHER_FORMAT.key: _NO_COMPACTION,
     FORMAT_TABLE.key: frozenset(),
-    FUTURE_SNAPSHOT.key: frozenset(TAG_OPS),  # a tag is a copy of the snapshot JSON, unknown fields included
+    FUTURE_SNAPSHOT.key: _METADATA_ONLY,  # a tag is a copy of the snapshot JSON, unknown fields included
     FUTURE_SCHEMA.key: frozenset(),
-    FUTURE_MANIFEST.key: frozenset(TAG_OPS) | {"expire_snapshots", "expire_tags", "delete_tags", "rollback"},
+    FUTURE_MANIFEST.key: _METADATA_ONLY | {"expire_snapshots", "expire_tags", "delete_tags", "rollback", "delete_branch"},
     ROW_SIDECAR.key: _NO_COMPACTION,
     # files there can be read by neither compaction nor expiry/orphan removal: only metadata-only operations
-    EXTERNAL_ELSEWHERE.key: frozenset(TAG_OPS) | {"compact_manifests", "expire_partitions"},
+    EXTERNAL_ELSEWHERE.key: _METADATA_ONLY | {"compact_manifests", "expire_partitions"},
     EXTERNAL_STRATEGY.key: _NO_COMPACTION,
 }
 
@@ -386,6 +390,6 @@ def refused_operations(table: FileStoreTable, deep: bool = True) -> dict[str, st
     return out
 
 
-__all__ = ["Feature", "Use", "HANDLED_BY", "ALL_OPS", "COMPACTIONS", "COMPACT_POSTPONE", "RESCALE", "handles",
+__all__ = ["Feature", "Use", "HANDLED_BY", "ALL_OPS", "BRANCH_OPS", "CONSUMER_OPS", "COMPACTIONS", "COMPACT_POSTPONE", "RESCALE", "handles",
            "option_uses", "uses_of_schema", "metadata_uses", "file_uses", "snapshot_uses", "table_uses", "refusal", "require",
            "refused_operations", "operation_name"]

@@ -133,7 +133,7 @@ class PaimonHook(BaseHook):
 
     get_catalog = get_conn
 
-    def get_table(self, identifier: str, *, branch: str = "main", options: Mapping[str, str] | None = None
+    def get_table(self, identifier: str, *, branch: str | None = None, options: Mapping[str, str] | None = None
                   ) -> api.Table:
         """The facade table `db.table` (`options`: table options for this call on top of the connection's)."""
         return self.get_conn().get_table(identifier, branch=branch, options=options)

@@ -228,9 +228,11 @@ def _describe(plan: Plan) -> str:
 
 
 def require_confirmation(plan: Plan, confirm: bool) -> None:
-    """Rollback cannot be undone: executing one takes an explicit confirmation (`--yes`)."""
+    """Rollback (and any plan that words what it removes in `confirmation_text`, such as a fast-forward) cannot be
+    undone: executing one takes an explicit confirmation (`--yes`)."""
     if not confirm:
-        raise UnsafeOperationError(f"{_describe(plan)}; this cannot be undone. Pass {arg('confirm', True)} to proceed "
+        what = plan.confirmation_text() if hasattr(plan, "confirmation_text") else _describe(plan)
+        raise UnsafeOperationError(f"{what}; this cannot be undone. Pass {arg('confirm', True)} to proceed "
                                    f"(or {arg('dry_run', True)} to see every file)")
 
 

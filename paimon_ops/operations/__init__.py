@@ -283,7 +283,8 @@ INSTANT_PARAM = Param("now", INSTANT, "the time the operation runs at (default: 
 # The operations, in the order the CLI lists them (one module each).
 MODULES = ("compact", "compact_postpone", "rescale", "expire_snapshots", "expire_tags", "expire_partitions",
            "compact_manifests", "remove_orphans", "create_tag", "delete_tags", "rename_tag", "create_auto_tags",
-           "rollback")
+           "rollback", "create_branch", "delete_branch", "rename_branch", "fast_forward", "reset_consumer",
+           "clear_consumers")
 
 
 def _load() -> dict[str, Operation]:
