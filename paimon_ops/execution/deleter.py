@@ -101,6 +101,7 @@ _BUCKET = re.compile(r"^bucket-(\d+|postpone)$")
 _ID_FILE = re.compile(r"^(snapshot|changelog|schema)-\d+$")
 # A branch's metadata directories (branch life cycle: created, renamed and deleted with the branch).
 BRANCH_SUBDIRS = ("snapshot", "tag", "schema", "consumer", "changelog")
+METADATA_SUBDIRS = BRANCH_SUBDIRS  # where an atomic create (a commit, a tag, a branch's copy) may leave a temp file
 
 
 def bad_name(name: str) -> str | None:
@@ -201,7 +202,7 @@ class Layout:
         elif kind == LEFTOVER:  # (temporary files of atomic creates also in metadata dirs: `leftover_problem`)
             ok = d in (posixpath.join(self.root, "manifest"), posixpath.join(self.root, "index"),
                        posixpath.join(self.root, "statistics")) or self._bucket_dir(d) or\
-                any(self._meta_dir(d, sub) for sub in ("snapshot", "tag", "changelog"))
+                any(self._meta_dir(d, sub) for sub in METADATA_SUBDIRS)
         elif kind == TEMP:
             ok = self._meta_dir(d, "snapshot") or self._meta_dir(d, "changelog")
         elif kind == JOURNAL:
@@ -222,10 +223,10 @@ class Layout:
         return None if ok else f"a {kind} file cannot be in {d}"
 
     def leftover_problem(self, directory: str, name: str) -> str | None:
-        """A leftover of an interrupted run: a content file of its directory, or — in snapshot/, tag/, changelog/ —
-        only a hidden temporary file of an atomic create (never a snapshot, tag or hint)."""
+        """A leftover of an interrupted run: a content file of its directory, or — in snapshot/, tag/, changelog/,
+        schema/, consumer/ — only a hidden temporary file of an atomic create (never a snapshot, tag or hint)."""
         problem = self.where_problem(LEFTOVER, directory)
-        if problem is None and posixpath.basename(directory) in ("snapshot", "tag", "changelog") and\
+        if problem is None and posixpath.basename(directory) in METADATA_SUBDIRS and\
                 not (name.startswith(".") and name.endswith(".tmp")):
             return f"only temporary files are leftovers in {directory}"
         return problem

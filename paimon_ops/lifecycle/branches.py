@@ -12,9 +12,11 @@ A branch `b` of a table lives in `<table>/branch/branch-b/` with its own `schema
   The source is the table's branch (`db.t` = main, `db.t$branch_x` = branch x).
 * ``plan_delete_branch(table, name)`` — every file of the branch directory, and the files only the branch kept
   alive: everything its snapshots, tags and long-lived changelogs name (manifest lists, manifests, data and extra
-  files, changelog files, index manifests and files, statistics) that nothing of main or any other branch names —
-  the same rule as Java's orphan removal, so the files left equal what Java's delete_branch followed by
-  remove_orphan_files leaves. Java's delete_branch removes only the directory and leaves the rest as orphans.
+  files, changelog files, index manifests and files, statistics) that no snapshot, tag or long-lived changelog of
+  main or another branch keeps alive — counted as tag deletion and the deleter's own last check count it (a file a
+  remaining owner only names as added-then-deleted is not kept). Java's delete_branch removes only the directory and
+  leaves the rest as orphans; Java's remove_orphan_files afterwards removes the same files, except one that another
+  owner's manifests still name as added-then-deleted (Java keeps what any manifest names).
   Order: the branch's tags, long-lived changelogs and snapshots (newest first) after the executor journalled the
   content files, then data and changelog files, manifests, index and statistics files, manifest lists, then the
   branch's hints, consumers and schema files, then its directories. A crash leaves at worst an empty branch; the
@@ -53,7 +55,7 @@ from paimon_ops.errors import (
     arg,
 )
 from paimon_ops.execution.executor import Execution, register_check, register_step
-from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.journal import pending, plan_pending
 from paimon_ops.execution.plan import (
     BRANCH_DIRECTORY,
     CHANGELOG,
@@ -90,7 +92,7 @@ from paimon_ops.lifecycle.protection import TagsAre, read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
 from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
 from paimon_ops.table.consistency import check_history
-from paimon_ops.table.references import collect_used
+from paimon_ops.table.references import kept_names
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import (
     BRANCH_PREFIX,
@@ -350,13 +352,15 @@ def branch_files(main: FileStoreTable, branch: str) -> tuple[list[tuple[str, str
             name = f.name
             if st.name in ("snapshot", "changelog") and name in (EARLIEST, LATEST):
                 files.append((f.path, HINT))
-            elif name.startswith(".") and name.endswith(".tmp") and st.name in ("snapshot", "tag", "changelog"):
+            elif name.startswith(".") and name.endswith(".tmp"):
                 files.append((f.path, LEFTOVER))
             elif name.startswith(prefix) and (kind in (TAG, CONSUMER) or _ID.match(name[len(prefix):])):
                 files.append((f.path, kind))
             else:
                 raise refuse(f.path, f"not a {st.name} file name")
         dirs.append(st.path)
+    # schema/ goes last: until then the directory is a (possibly empty) branch every reader can open
+    dirs.sort(key=lambda d: posixpath.basename(d) == "schema")
     dirs.append(root)
     return files, dirs
 
@@ -432,18 +436,20 @@ def plan_create_branch(table: FileStoreTable, name: str, tag: str | None = None,
             copies.append((p, posixpath.join(root, "schema", n), SCHEMA))
     # an interrupted create of the same branch is finished; any other existing branch of that name is refused
     resumed = False
+    plan_pending(b, main)  # (the temporary file of an interrupted copy)
     if main.branch_exists(name):
         planned = {d for _, d, _ in copies} | {d for d, *_ in inline}
-        present, _ = branch_files(main, name)
+        present = [(p, k) for p, k in branch_files(main, name)[0] if k != LEFTOVER]
         same = all(p in planned and _same_as_planned(main, p, copies, inline) for p, _ in present)
-        if not present or not same:
-            raise InvalidArgumentError(f"branch {name!r} of {main.identifier} already exists; branches: "
-                                       + ", ".join(main.branches()))
-        resumed = True
         done = {p for p, _ in present}
         copies = [c for c in copies if c[1] not in done]
         inline = [x for x in inline if x[0] not in done]
-        b.warn(f"branch {name!r} exists with part of what this creates (an interrupted create): finishing it")
+        if not same:
+            raise InvalidArgumentError(f"branch {name!r} of {main.identifier} already exists; branches: "
+                                       + ", ".join(main.branches()))
+        resumed = True
+        b.warn(f"branch {name!r} exists with part of what this creates (an interrupted create): finishing it"
+               if copies or inline else f"branch {name!r} already exists exactly as this creates it: nothing to do")
     for group, kind in (("schema files", SCHEMA), ("snapshot file", SNAPSHOT), ("tag file", TAG)):
         todo = [c for c in copies if c[2] == kind]
         if todo:
@@ -593,29 +599,19 @@ def _existing(main: FileStoreTable, paths: Iterable[str]) -> dict[str, int]:
     return out
 
 
-def _other_tables(main: FileStoreTable, branch: str) -> list[FileStoreTable]:
-    """Main and every other branch; a branch that cannot be read refuses the run (its files could not be
-    protected), as orphan removal does."""
-    out = [main]
-    for b in main.branches():
-        if b == branch:
-            continue
-        try:
-            bt = main.for_branch(b)
-        except TableNotFoundError:
-            raise UnsafeOperationError(f"branch {b!r} of {main.identifier} has no schema directory; its files could "
-                                       "not be told apart from the deleted branch's, so nothing was deleted") from None
-        if not bt.schemas.list_ids():
-            raise UnsafeOperationError(f"branch {b!r} of {main.identifier} has no schema file; nothing was deleted")
-        out.append(bt)
-    return out
-
-
 @planner("delete_branch")
 def plan_delete_branch(table: FileStoreTable, name: str) -> Plan:
     """Plan deleting branch `name` and the files only it kept alive (module docstring)."""
-    bt = existing_branch(table, name)
     main = main_of(table)
+    validate_branch_name(name)
+    if main.branch_exists(name) and not main.io.is_dir(posixpath.join(main.branch_path(name), "schema")):
+        return _finish_deletion(main, name)
+    if not main.branch_exists(name) and any(j.operation == DeleteBranchPlan.operation for j in pending(main)[0]):
+        b = PlanBuilder()  # a rerun after an interrupted deletion of it: finish what it left
+        plan_pending(b, main)
+        b.warn(f"branch {name!r} is already gone: an interrupted deletion removed it; what it left is reclaimed now")
+        return b.build(DeleteBranchPlan, main, {"branch": name, "resumed": True})
+    bt = existing_branch(table, name)
     users = _fallback_users(main, name)
     if users:
         raise UnsafeOperationError(f"branch {name!r} of {main.identifier} is the {FALLBACK_BRANCH} of "
@@ -625,8 +621,11 @@ def plan_delete_branch(table: FileStoreTable, name: str) -> Plan:
     b = PlanBuilder()
     plan_pending(b, main)  # first finish what an interrupted run left
     named = _named_by(main, name, b)
-    used = collect_used(main, _other_tables(main, name))  # everything main and the other branches name
-    kept = used.names
+    # what every snapshot, tag and long-lived changelog of main and the other branches keeps alive (as tag deletion
+    # and the deleter's own last check count it); unreadable metadata of any of them refuses the run
+    owner_paths = [p for p, k in files if k in (SNAPSHOT, TAG, LONG_CHANGELOG)]
+    kept_alive = kept_names(main, owner_paths)
+    kept = kept_alive.names
 
     def keep(n: str) -> bool:
         return n in kept
@@ -641,7 +640,9 @@ def plan_delete_branch(table: FileStoreTable, name: str) -> Plan:
 
     def id_of(p: str) -> int:
         return int(posixpath.basename(p).rsplit("-", 1)[1])
+    # hints first: a snapshot deleted from the newest down must not leave a hint naming it
     owner_steps = (("tag files", TAG, sorted(by_kind.get(TAG, []))),
+                   ("hints", HINT, sorted(by_kind.get(HINT, []))),
                    ("long-lived changelog files (newest first)", LONG_CHANGELOG,
                     sorted(by_kind.get(LONG_CHANGELOG, []), key=id_of, reverse=True)),
                    ("snapshot files (newest first)", SNAPSHOT,
@@ -681,8 +682,8 @@ def plan_delete_branch(table: FileStoreTable, name: str) -> Plan:
             p = main.manifest_path(n)
             if not keep(n) and p in present:
                 b.add(FileAction(p, kind, why, present[p]))
-    b.step(f"branch {name}: hints, consumers, schema and leftover files", DELETE_ORDERED)
-    for kind in (HINT, CONSUMER, LEFTOVER, SCHEMA):
+    b.step(f"branch {name}: consumers, schema and leftover files", DELETE_ORDERED)
+    for kind in (CONSUMER, LEFTOVER, SCHEMA):
         paths = by_kind.get(kind, [])
         for p in (sorted(paths, key=id_of, reverse=True) if kind == SCHEMA else sorted(paths)):
             b.add(FileAction(p, kind, f"branch {name} deleted", file_size(main, p)))
@@ -693,8 +694,29 @@ def plan_delete_branch(table: FileStoreTable, name: str) -> Plan:
     snaps = bt.snapshots.list_ids()
     return b.build(DeleteBranchPlan, main, {
         "branch": name, "snapshots": f"{snaps[0]}..{snaps[-1]}" if snaps else None,
-        "tags": [n for n, _ in read_tags(bt)], "owners_read_elsewhere": used.owners,
-        "note": "files main, a tag or another branch names are never deleted"})
+        "tags": [n for n, _ in read_tags(bt)], "owners_read_elsewhere": len(kept_alive.owners),
+        "note": "files main, a tag or another branch keeps alive are never deleted"})
+
+
+def _finish_deletion(main: FileStoreTable, name: str) -> Plan:
+    """A branch directory without schema/ is what an interrupted deletion leaves (its schema directory goes last):
+    what is left is removed when it holds no snapshot, tag or changelog; anything else is refused."""
+    files, dirs = branch_files(main, name)
+    owners = [p for p, k in files if k in (SNAPSHOT, TAG, LONG_CHANGELOG)]
+    if owners:
+        raise CorruptMetadataError(owners[0], f"branch {name!r} has no schema/ directory but still holds snapshots "
+                                              "or tags (a branch broken outside paimon-ops?); nothing was changed")
+    b = PlanBuilder()
+    plan_pending(b, main)
+    b.step(f"branch {name}: what an interrupted deletion left", DELETE_ORDERED)
+    for p, kind in files:
+        b.add(FileAction(p, kind, f"branch {name} deleted", file_size(main, p)))
+    b.step(f"branch {name}: directories", DELETE_DIRS)
+    for d in dirs:
+        b.add(FileAction(d, BRANCH_DIRECTORY, f"branch {name} deleted"))
+    b.require(BranchIs(name, branch_state(main, name)))
+    b.warn(f"branch {name!r} was partly deleted by an interrupted run: finishing it")
+    return b.build(DeleteBranchPlan, main, {"branch": name, "resumed": True})
 
 
 def _with_parents(main: FileStoreTable, bucket_dirs: set[str]) -> list[str]:

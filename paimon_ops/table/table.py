@@ -393,6 +393,9 @@ class FileStoreTable:
         self.consumers = ConsumerManager(io, self.branch_root)
         if not io.is_dir(posixpath.join(self.branch_root, "schema")):
             if branch != MAIN_BRANCH and io.is_dir(posixpath.join(root, "schema")):
+                if io.is_dir(self.branch_root):
+                    raise TableNotFoundError(self.full_name, self.location, f"branch {branch!r} has no schema/ "
+                                             "directory (an interrupted create or delete: delete-branch finishes it)")
                 known = self.for_branch(MAIN_BRANCH).branches()
                 raise BranchNotFoundError(self.full_name, self.location, branch, known)
             raise TableNotFoundError(self.identifier, self.location, "no schema/ directory (is this a Paimon table?)")
@@ -471,6 +474,15 @@ class FileStoreTable:
 
     def branch_exists(self, branch: str) -> bool:
         return branch == MAIN_BRANCH or self.io.is_dir(self.branch_path(branch))
+
+    def branch_holds_history(self, branch: str) -> bool:
+        """Whether a branch directory holds any snapshot, tag or long-lived changelog file (a directory without
+        schema/ and without history is what an interrupted create or delete leaves: it keeps nothing alive)."""
+        root = self.branch_path(branch)
+        return any(not st.is_dir and st.name.startswith(prefix)
+                   for sub, prefix in (("snapshot", SNAPSHOT_PREFIX), ("tag", TAG_PREFIX),
+                                       ("changelog", CHANGELOG_PREFIX))
+                   for st in list_metadata_dir(self.io, posixpath.join(root, sub), prefix))
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r} at {self.location!r}, branch={self.branch!r})"

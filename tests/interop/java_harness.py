@@ -63,6 +63,12 @@ Commands (payload -> result):
   "now" is the test's; a Java exception comes back as ``error`` ("Class: message"), nothing expired.
 * ``partition_times`` {cases: [{keys, values, pattern?, formatter?}]} -> {results: [{time, error}]}: 0.9's
   ``PartitionTimeExtractor.extract`` per case (``time`` as ``LocalDateTime.toString()``, or the exception).
+* ``create_branch`` {branch, tag?} -> {branch, created}: 0.9's ``createBranch`` on the table's branch, from a tag or
+  empty; ``delete_branch`` {branch}; ``fast_forward`` {branch} (the table's branch takes ``branch``'s state);
+  ``branches`` {} -> {branches: [names]}. A branch itself is named as Paimon does: ``table: "t$branch_b"``.
+* ``consumers`` {} -> {consumers: {id: nextSnapshot}, min_next_snapshot}; ``reset_consumer`` {consumer_id,
+  next_snapshot?, unchecked?} (no next_snapshot: delete; the snapshot must exist unless ``unchecked``), 0.9's
+  ``ConsumerManager`` on the table's branch.
 * ``ping`` {} -> {ok, paimon_version}.
 
 Values use the same JSON conventions both ways: numbers/bools/strings as JSON, DECIMAL as a plain
@@ -452,7 +458,7 @@ class JavaTable:
     def path(self) -> Path:
         if "table_path" in self.base:
             return Path(self.base["table_path"])
-        return Path(self.base["warehouse"]) / f"{self.base['database']}.db" / self.base["table"]
+        return Path(self.base["warehouse"]) / f"{self.base['database']}.db" / self.base["table"].split("$", 1)[0]
 
     def payload(self, **extra: Any) -> dict:
         p = dict(self.base)
@@ -524,6 +530,32 @@ class JavaTable:
 
     def remove_orphans(self, older_than_ms: int, dry_run: bool = False) -> list[str]:
         return self.call("remove_orphans", older_than_ms=older_than_ms, dry_run=dry_run)["deleted"]
+
+    def branch(self, name: str) -> JavaTable:
+        """The same table's branch `name`, named as Paimon does (`t$branch_<name>`, through the catalog)."""
+        if "table_path" in self.base:
+            raise ValueError("a branch is opened through the catalog: JavaTable(warehouse, database, table)")
+        return JavaTable(self.base["warehouse"], self.base["database"], f"{self.base['table']}$branch_{name}",
+                         dynamic_options=self.base.get("dynamic_options"))
+
+    def create_branch(self, branch: str, tag: str | None = None) -> dict:
+        return self.call("create_branch", branch=branch, tag=tag)
+
+    def delete_branch(self, branch: str) -> dict:
+        return self.call("delete_branch", branch=branch)
+
+    def fast_forward(self, branch: str) -> dict:
+        return self.call("fast_forward", branch=branch)
+
+    def branches(self) -> list[str]:
+        return self.call("branches")["branches"]
+
+    def consumers(self) -> dict:
+        return self.call("consumers")
+
+    def reset_consumer(self, consumer_id: str, next_snapshot: int | None = None, unchecked: bool = False) -> dict:
+        return self.call("reset_consumer", consumer_id=consumer_id, next_snapshot=next_snapshot,
+                         unchecked=unchecked or None)
 
     def expire_partitions(self, now: str, **kw: Any) -> dict:
         """Java's own partition expiry at the local date-time `now` (see the module docstring)."""
