@@ -39,7 +39,9 @@ Commands (payload -> result):
   creation_time_ms, extra_files, min_key, max_key}], index_files: [{partition, partition_path,
   bucket, index_type, file_name, file_size, row_count, dv_ranges: null | [{data_file, offset,
   length, cardinality, positions}]}]}. Store-level scan: every live file, level 0 included.
-* ``read`` {snapshot_id? | tag?, projection?: [names]} -> {rows, row_kinds, columns, splits}.
+* ``read`` {snapshot_id? | tag?, projection?: [names], tag_snapshot?} -> {rows, row_kinds, columns, splits}.
+  ``tag_snapshot``: the tag resolved by the table's own (branch-aware) TagManager and read through its snapshot
+  reader — 0.9's ``scan.tag-name`` looks a branch table's tags up in main's tag directory.
 * ``snapshots`` {} -> {snapshots: [snapshot JSON as Java writes it], tags: {name: id},
   tag_snapshots: {name: snapshot JSON}, earliest, latest}.
 * ``create_tag`` {tag, snapshot_id?, time_retained_ms?} -> {tag, snapshot_id};
@@ -496,9 +498,11 @@ class JavaTable:
         snapshot_id: int | None = None,
         tag: str | None = None,
         projection: Sequence[str] | None = None,
+        tag_snapshot: bool | None = None,
     ) -> dict:
         return self.call(
-            "read", snapshot_id=snapshot_id, tag=tag, projection=list(projection) if projection else None
+            "read", snapshot_id=snapshot_id, tag=tag, projection=list(projection) if projection else None,
+            tag_snapshot=tag_snapshot,
         )
 
     def rows(self, snapshot_id: int | None = None, tag: str | None = None) -> list[list]:

@@ -1085,7 +1085,11 @@ public class PaimonHarness {
             rt = rt.project(idx);
         }
         final RowType outType = rt;
-        TableScan.Plan plan = rb.newScan().plan();
+        // tag_snapshot: the tag as the table's own (branch-aware) TagManager resolves it. 0.9's scan.tag-name looks
+        // the tag up in main's tag directory even on a branch table.
+        TableScan.Plan plan = p.path("tag_snapshot").asBoolean(false) && p.hasNonNull("tag")
+                ? t.newSnapshotReader().withSnapshot(t.tagManager().taggedSnapshot(p.get("tag").asText())).read()
+                : rb.newScan().plan();
         if (p.path("digest").asBoolean(false)) {
             // Row count and an order-independent digest (sum of mixed 64-bit hashes of each row's JSON): compares
             // large tables without shipping their rows.
