@@ -52,9 +52,10 @@ class Catalog:
         self.warehouse = warehouse
         self.options = {k: v for k, v in options.items() if k not in store}
 
-    def tables(self) -> list[str]:
-        """Every table as `db.table`."""
-        return self._catalog.all_tables()
+    def tables(self, pattern: str | None = None) -> list[str]:
+        """Every table as `db.table`; with an fnmatch `pattern` those matching it, or with `$branch_…` the branches
+        matching it (`db.*$branch_wap`, `db.t$branch_*`: never main)."""
+        return self._catalog.all_tables() if pattern is None else self._catalog.matching(pattern)
 
     def get_table(self, identifier: str, /, *, branch: str | None = None,
                   options: Mapping[str, str] | None = None) -> Table:

@@ -92,6 +92,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -338,10 +339,14 @@ def ensure_built() -> str:
         build = base / f"build-{key}"
         jar = build / "paimon-harness.jar"
         if not jar.is_file():
-            for old in base.glob("build-*"):  # stale builds of older sources
-                shutil.rmtree(old, ignore_errors=True)
+            # builds of other sources stay a week: worktrees of several branches may share one cache, and removing
+            # the build another process is running from fails it
+            for old in base.glob("build-*"):
+                if time.time() - old.stat().st_mtime > 7 * 86_400:
+                    shutil.rmtree(old, ignore_errors=True)
             build.mkdir(parents=True, exist_ok=True)
             _compile(srcs, libs, jar)
+        os.utime(build)  # in use: kept by other sources' builds (above)
         cp = os.pathsep.join(str(p) for p in [jar, *libs])
         archive = build / "paimon-harness.jsa"
         if os.environ.get("PAIMON_HARNESS_CDS", "1") != "0":
