@@ -186,6 +186,9 @@ def _seconds(d: Any) -> int | float | None:
 
 def cmd_files(args: argparse.Namespace) -> None:
     t = _table(args)
+    if args.check:
+        _check_files(args, t)
+        return
     scanner = TableScanner(t)
     if args.tag:
         result = scanner.scan_tag(args.tag)
@@ -215,6 +218,21 @@ def cmd_files(args: argparse.Namespace) -> None:
                        "partition": ",".join(f"{k}={v}" for k, v in r["partition"].items()) or "-"} for r in rows],
                      ["partition", "bucket", "level", "file", "rows", "size", "deleted_rows"])
     _emit(args, payload, text)
+
+
+def _check_files(args: argparse.Namespace, t: FileStoreTable) -> None:
+    """`files --check`: every file the latest snapshot and every tag of the table (or branch) reference exists; else
+    exit 2 naming the first missing one."""
+    from paimon_ops.errors import CorruptMetadataError
+    from paimon_ops.health import missing_files
+    found = missing_files(t)
+    if found.missing:
+        path, why = found.missing[0]
+        more = f" (and {len(found.missing) - 1} more)" if len(found.missing) > 1 else ""
+        raise CorruptMetadataError(path, f"referenced by {t.full_name} ({why}) but missing{more}")
+    payload = _list(args, [], snapshot_id=t.snapshots.latest_id(), checked=found.checked, sources=found.sources)
+    _emit(args, payload, lambda: print(f"{t.full_name}: all {found.checked} files referenced by "
+                                       f"{', '.join(found.sources) or 'nothing'} exist"))
 
 
 def cmd_options(args: argparse.Namespace) -> None:
@@ -581,6 +599,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = files.add_mutually_exclusive_group()
     g.add_argument("--snapshot", type=int, help="snapshot id (default: latest)")
     g.add_argument("--tag", help="tag name")
+    g.add_argument("--check", action="store_true",
+                   help="instead of listing: check that every file the latest snapshot and every tag reference "
+                        "exists (exit 2 naming the first missing one)")
     add("options", cmd_options, "schema and options of a table")
     add("branches", cmd_branches, "main and the branches of a table: snapshots, tags, consumers")
     add("consumers", cmd_consumers, "consumers of a table (or branch): the snapshot each reads next")

@@ -59,6 +59,7 @@ def test_branch_life_cycle_and_operations_on_a_branch(sample):
     _ok("delete-branch", wh, "shop.orders", "tmp")
     assert [r["branch"] for r in json.loads(_ok("branches", wh, "shop.orders", "--json"))["rows"]] == ["main"]
     assert [t["name"] for t in json.loads(_ok("tags", wh, "shop.orders", "--json"))["rows"]] == ["t1", "audited"]
+    assert "exist" in _ok("files", wh, "shop.orders", "--check")
 
 
 @pytest.mark.parametrize("name,match", [
@@ -91,6 +92,12 @@ def test_unknown_branches_consumers_and_behind_branches_are_refused(sample):
     _refused(wh, "reset-consumer", wh, "shop.orders", "ghost", match="one of the arguments --snapshot --delete")
     _refused(wh, "clear-consumers", wh, "shop.orders", "--including", "(", match="--including '(' is not a regular")
     _refused(wh, "expire-snapshots", wh, "shop.*$branch_zz*", match="matches no table")
+    assert "exist" in _ok("files", wh, "shop.orders$branch_old", "--check")
+    snap = json.loads(_ok("snapshots", wh, "shop.orders$branch_old", "--json"))["rows"][-1]
+    lst = json.loads((sample / "shop.db" / "orders" / "branch" / "branch-old" / "snapshot" / f"snapshot-{snap['id']}")
+                     .read_text())["baseManifestList"]
+    (sample / "shop.db" / "orders" / "manifest" / lst).rename(sample / "lost")
+    _refused(wh, "files", wh, "shop.orders$branch_old", "--check", match=f"{lst}: referenced by shop.orders$branch_old")
 
 
 def test_consumers_through_the_command_line(sample):

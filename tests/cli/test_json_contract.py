@@ -144,7 +144,8 @@ def test_text_report_leads_with_what_was_written_and_replaced(warehouse, capsys)
 
 def test_list_commands_follow_the_schema(warehouse, capsys):
     for argv in (["tables"], ["snapshots", "shop.orders"], ["tags", "shop.orders"], ["files", "shop.orders"],
-                 ["files", "logs.events"], ["options", "shop.orders"], ["branches", "shop.orders"],
+                 ["files", "logs.events"], ["files", "shop.orders", "--check"], ["options", "shop.orders"],
+                 ["branches", "shop.orders"],
                  ["consumers", "shop.customers"]):
         doc = run_json(capsys, argv[0], warehouse, *argv[1:])
         assert doc["format"] == "paimon-ops-list/1" and doc["command"] == argv[0]

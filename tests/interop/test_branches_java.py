@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import paimon_ops as po
+from paimon_ops.cli import main as cli_main
 from tests import pypaimon_util as pu
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -92,6 +93,8 @@ def _everything_read(j: JavaTable) -> dict:
     for key, res in zip(keys, jh.run_many(cmds)):
         if key[1] == "check":
             assert res["missing"] == [], (key, res["missing"])
+            ident = "db.t" if key[0] is None else f"db.t$branch_{key[0]}"
+            assert cli_main(["files", j.base["warehouse"], ident, "--check"]) == 0, ident  # ours agrees
         else:
             out[key] = sorted(res["rows"], key=json.dumps)
     return out
