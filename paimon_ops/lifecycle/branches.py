@@ -90,6 +90,11 @@ from paimon_ops.execution.plan import (
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.protection import TagsAre, read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
+from paimon_ops.operations.create_branch import OPERATION as CREATE_BRANCH
+from paimon_ops.operations.delete_branch import OPERATION as DELETE_BRANCH
+from paimon_ops.operations.fast_forward import OPERATION as FAST_FORWARD
+from paimon_ops.operations.model import Name
+from paimon_ops.operations.rename_branch import OPERATION as RENAME_BRANCH
 from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.references import kept_names
@@ -123,24 +128,28 @@ class CreateBranchPlan(Plan):
     """Creating a branch from a tag, a snapshot, or empty."""
 
     operation = "create_branch"
+    op = CREATE_BRANCH  # its operation (the feature gate, the planner's parameters)
 
 
 class DeleteBranchPlan(Plan):
     """Deleting a branch, reclaiming the files only it kept alive."""
 
     operation = "delete_branch"
+    op = DELETE_BRANCH
 
 
 class RenameBranchPlan(Plan):
     """Renaming a branch."""
 
     operation = "rename_branch"
+    op = RENAME_BRANCH
 
 
 class FastForwardPlan(Plan):
     """A branch (main by default) taking the state of another branch."""
 
     operation = "fast_forward"
+    op = FAST_FORWARD
 
     def confirmation_text(self) -> str:
         d = self.details
@@ -372,8 +381,8 @@ def _schema_copies(src: FileStoreTable, up_to: int) -> list[tuple[str, str]]:
     return [(src.schemas.path(i), f"{SCHEMA_PREFIX}{i}") for i in src.schemas.list_ids() if i <= up_to]
 
 
-@planner("create_branch")
-def plan_create_branch(table: FileStoreTable, name: str, tag: str | None = None,
+@planner(CreateBranchPlan)
+def plan_create_branch(table: FileStoreTable, name: Name, *, tag: str | None = None,
                        snapshot_id: int | None = None) -> Plan:
     """Plan creating branch `name` of the table from `tag` or `snapshot_id` of the table's branch, or empty."""
     validate_branch_name(name)
@@ -599,8 +608,8 @@ def _existing(main: FileStoreTable, paths: Iterable[str]) -> dict[str, int]:
     return out
 
 
-@planner("delete_branch")
-def plan_delete_branch(table: FileStoreTable, name: str) -> Plan:
+@planner(DeleteBranchPlan)
+def plan_delete_branch(table: FileStoreTable, name: Name) -> Plan:
     """Plan deleting branch `name` and the files only it kept alive (module docstring)."""
     main = main_of(table)
     validate_branch_name(name)
@@ -738,8 +747,8 @@ def _with_parents(main: FileStoreTable, bucket_dirs: set[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- rename
-@planner("rename_branch")
-def plan_rename_branch(table: FileStoreTable, old: str, new: str, resume: bool = False) -> Plan:
+@planner(RenameBranchPlan)
+def plan_rename_branch(table: FileStoreTable, old: Name, new: Name, *, resume: bool = False) -> Plan:
     """Plan renaming branch `old` to `new`; `resume` finishes a rename an object store interrupted."""
     validate_branch_name(new, "new branch name")
     main = main_of(table)
@@ -778,8 +787,8 @@ def plan_rename_branch(table: FileStoreTable, old: str, new: str, resume: bool =
 
 
 # ---------------------------------------------------------------------------------------------- fast-forward
-@planner("fast_forward")
-def plan_fast_forward(table: FileStoreTable, branch: str) -> Plan:
+@planner(FastForwardPlan)
+def plan_fast_forward(table: FileStoreTable, branch: Name) -> Plan:
     """Plan the table's branch (the target: main for `db.t`) taking the state of `branch` (module docstring)."""
     target = table
     validate_branch_name(branch)

@@ -29,6 +29,9 @@ from paimon_ops.execution.plan import (
     planner,
 )
 from paimon_ops.format.snapshot import Consumer
+from paimon_ops.operations.clear_consumers import OPERATION as CLEAR_CONSUMERS
+from paimon_ops.operations.model import Name
+from paimon_ops.operations.reset_consumer import OPERATION as RESET_CONSUMER
 from paimon_ops.options import CONSUMER_EXPIRATION_TIME
 from paimon_ops.table.table import FileStoreTable, validate_consumer_id
 from paimon_ops.timeutil import iso
@@ -38,12 +41,14 @@ class ResetConsumerPlan(Plan):
     """Moving a consumer to a snapshot, or removing it."""
 
     operation = "reset_consumer"
+    op = RESET_CONSUMER  # its operation (the feature gate, the planner's parameters)
 
 
 class ClearConsumersPlan(Plan):
     """Removing consumers by pattern."""
 
     operation = "clear_consumers"
+    op = CLEAR_CONSUMERS
 
 
 @dataclass(frozen=True)
@@ -118,8 +123,8 @@ def _known(table: FileStoreTable) -> dict[str, int]:
     return {cid: c.next_snapshot for cid, (c, _) in table.consumers.consumers().items()}
 
 
-@planner("reset_consumer")
-def plan_reset_consumer(table: FileStoreTable, consumer_id: str, snapshot_id: int | None = None,
+@planner(ResetConsumerPlan)
+def plan_reset_consumer(table: FileStoreTable, consumer_id: Name, *, snapshot_id: int | None = None,
                         delete: bool = False) -> Plan:
     """Plan moving consumer `consumer_id` to `snapshot_id` (an existing snapshot), or removing it (`delete`)."""
     validate_consumer_id(consumer_id)
@@ -167,8 +172,8 @@ def _pattern(text: str | None, name: str) -> re.Pattern[str] | None:
         raise InvalidArgumentError(f"{arg(name)} {text!r} is not a regular expression: {e}") from None
 
 
-@planner("clear_consumers")
-def plan_clear_consumers(table: FileStoreTable, including: str | None = None, excluding: str | None = None) -> Plan:
+@planner(ClearConsumersPlan)
+def plan_clear_consumers(table: FileStoreTable, *, including: str | None = None, excluding: str | None = None) -> Plan:
     """Plan removing every consumer whose id matches `including` (whole id; default: all) and not `excluding`."""
     inc = _pattern(including, "including")
     exc = _pattern(excluding, "excluding")

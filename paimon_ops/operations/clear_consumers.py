@@ -1,14 +1,21 @@
 """Removing consumers by pattern (Java's clear_consumers)."""
-from paimon_ops.operations import METADATA, STR, Operation, Param
+from dataclasses import dataclass
+
+from paimon_ops.features import CONSUMERS
+from paimon_ops.operations.model import METADATA, Operation, Params, param
+
+
+@dataclass(frozen=True)
+class ClearConsumersParams(Params):
+    including: str | None = param("remove consumers whose whole id matches this regular expression (default: all)",
+                                  metavar="REGEX")
+    excluding: str | None = param("keep consumers whose whole id matches this regular expression", metavar="REGEX")
+
 
 OPERATION = Operation(
     name="clear_consumers", title="consumer clearing", summary="remove the consumers matching a pattern",
-    facade="maintenance.clear_consumers", plan_module="paimon_ops.lifecycle.consumers",
-    plan_types=("clear_consumers",), placement=METADATA,
+    doc="Removing the consumers whose id matches the regular expression `including` (default: all) and not "
+        "`excluding` (Java's clear_consumers).",
+    params_type=ClearConsumersParams, handles=CONSUMERS, placement=METADATA,
     manual_why="a one-off decision about which consumers are dead",
-    params=(
-        Param("including", STR, "remove consumers whose whole id matches this regular expression (default: all)",
-              metavar="REGEX"),
-        Param("excluding", STR, "keep consumers whose whole id matches this regular expression", metavar="REGEX"),
-    ),
 )
