@@ -115,32 +115,56 @@ def _age(value: Age | None, name: str) -> _dt.timedelta | None:
 
 
 class Catalog:
-    """A Paimon filesystem warehouse (`<warehouse>/<db>.db/<table>`): local path or URI.
+    """A Paimon catalog: a filesystem warehouse (`<warehouse>/<db>.db/<table>`, local path or URI), or the Hive
+    Metastore, JDBC database or REST server the catalog options name.
 
-    `options`: table options applied on top of every table's own (e.g. `{"snapshot.num-retained.min": "5"}`)."""
+    `options`: catalog options (Paimon's: `metastore` = filesystem | hive | jdbc | rest, `uri`, `lock.enabled`,
+    `catalog-key`, `jdbc.user`, `token`, … — see `paimon_ops.catalog`), object-store settings (`s3.endpoint`, …) and
+    table options applied on top of every table's own (e.g. `{"snapshot.num-retained.min": "5"}`), in one mapping:
+    each key goes where it belongs. `close()` (or `with po.Catalog(...) as cat:`) releases the catalog's
+    connections."""
 
-    def __init__(self, warehouse: str, *, options: Mapping[str, str] | None = None):
+    def __init__(self, warehouse: str | None, *, options: Mapping[str, str] | None = None):
+        from paimon_ops.catalog import open_catalog
+        from paimon_ops.options import is_catalog_option
         from paimon_ops.table.objectstore import is_store_option
-        options = dict(options or {})
-        # object-store settings (s3.endpoint, s3.access-key, ...) configure the warehouse's file system, not tables
-        store = {k: v for k, v in options.items() if is_store_option(k)}
-        self._catalog = _tables.FileSystemCatalog(warehouse, options=store or None)
-        self.warehouse = warehouse
-        self.options = {k: v for k, v in options.items() if k not in store}
+        options = {k: str(v) for k, v in (options or {}).items()}
+        # catalog options and object-store settings (s3.endpoint, s3.access-key, ...) configure the catalog and the
+        # file systems of its tables; the rest are table options
+        own = {k: v for k, v in options.items() if is_catalog_option(k) or is_store_option(k)}
+        self._catalog = open_catalog(warehouse, own)
+        self.warehouse = warehouse if warehouse is not None else self._catalog.warehouse
+        self.options = {k: v for k, v in options.items() if k not in own}
+
+    @property
+    def metastore(self) -> str:
+        """filesystem | hive | jdbc | rest."""
+        return self._catalog.metastore
 
     def tables(self, pattern: str | None = None) -> list[str]:
-        """Every table as `db.table`; with an fnmatch `pattern` those matching it, or with `$branch_…` the branches
-        matching it (`db.*$branch_wap`, `db.t$branch_*`: never main)."""
+        """Every Paimon table of the catalog as `db.table`; with an fnmatch `pattern` those matching it, or with
+        `$branch_…` the branches matching it (`db.*$branch_wap`, `db.t$branch_*`: never main)."""
         return self._catalog.all_tables() if pattern is None else self._catalog.matching(pattern)
 
     def get_table(self, identifier: str, /, *, branch: str | None = None,
                   options: Mapping[str, str] | None = None) -> Table:
         """A table (`db.t`) or one of its branches (`db.t$branch_b`, Paimon's identifier, or `branch="b"`)."""
-        return Table(self._catalog.get_table(identifier, branch=branch,
-                                             options_override={**self.options, **(options or {})}))
+        raw = self._catalog.get_table(identifier, branch=branch,
+                                      options_override={**self.options, **(options or {})})
+        return Table(raw)
+
+    def close(self) -> None:
+        self._catalog.close()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
-        return f"Catalog({self.warehouse!r})"
+        kind = "" if self.metastore == "filesystem" else f", metastore={self.metastore!r}"
+        return f"Catalog({self.warehouse!r}{kind})"
 
 
 class Table:

@@ -174,6 +174,28 @@ class UnreachableError(PaimonOpsError):
         super().__init__(f"{what + ' ' if what else ''}{endpoint} is unreachable: {detail}. Nothing was changed.")
 
 
+class CatalogError(PaimonOpsError):
+    """A catalog (Hive Metastore, JDBC database, REST server) refused or failed a request: names its endpoint, never a
+    secret; nothing was changed unless the message says otherwise."""
+
+    def __init__(self, endpoint: str, detail: str) -> None:
+        self.endpoint = endpoint
+        self.detail = detail
+        super().__init__(f"catalog {endpoint}: {detail}")
+
+
+class LockTimeoutError(CatalogError):
+    """The catalog's lock of a table was not acquired within `lock-acquire-timeout`: another writer holds it (or a
+    crashed one left it); nothing was committed."""
+
+    def __init__(self, endpoint: str, table: str, waited_s: float, holder: str = "") -> None:
+        self.table = table
+        self.waited_s = waited_s
+        CatalogError.__init__(self, endpoint, f"the lock of table {table} was not acquired within {waited_s:g} s "
+                                              f"(lock-acquire-timeout){'; ' + holder if holder else ''}; nothing was "
+                                              "committed")
+
+
 # ---------------------------------------------------------------------------------------------- caller's words
 # Messages name what the caller used: a keyword argument in Python, a flag on the command line. The CLI declares,
 # per command, which flag stands for which keyword (`cli_words`); library code spells arguments through `arg`.

@@ -111,6 +111,7 @@ SECTIONS = {
     "files": "Buckets, files and formats",
     "commit": "Commits and manifests",
     "execution": "Execution",
+    "catalog": "Catalogs (catalog options: `-o KEY=VALUE`, `po.Catalog(warehouse, options=…)`, not table options)",
     "features": "Detected features (paimon-ops limits or refuses operations on them)",
 }
 
@@ -305,6 +306,10 @@ TAG_CREATE_MAX_DELAY: Option[timedelta | None] = Option(
     "tag.create-max-delay", DURATION, None, "never tag a snapshot later than this past the period end", "tags",
     ours=True, default_doc="one period",
     check=lambda td: td >= timedelta(0), expected="a duration >= 0")
+METASTORE_TAG_TO_PARTITION: Option[str | None] = Option(
+    "metastore.tag-to-partition", STR, None, "tags are partitions of this key in the metastore: creating and deleting "
+    "a tag adds and drops its partition there (Hive catalog); refused without one (see `metastore.allow-out-of-sync`)",
+    "tags")
 SINK_PROCESS_TIME_ZONE: Option[str | None] = Option(
     "sink.process-time-zone", STR, None, "the zone whose wall clock `now` is read in (Java: the JVM's zone)", "tags",
     default_doc="`UTC`")
@@ -333,7 +338,8 @@ PARTITION_EXPIRATION_CHECK_INTERVAL = Option(
     "`partition_expiry_due(table, last_check, now)` lets a scheduler honour it (an explicit run always checks)",
     "partitions")
 METASTORE_PARTITIONED_TABLE = Option("metastore.partitioned-table", BOOL, False,
-                                     "partitions are registered in a metastore (partition expiry refuses)",
+                                     "partitions are registered in the metastore: partition expiry drops them there "
+                                     "(Hive catalog) and is refused without one (see `metastore.allow-out-of-sync`)",
                                      "partitions")
 PARTITION_DEFAULT_NAME = Option("partition.default-name", STR, "__DEFAULT_PARTITION__",
                                 "the partition value standing for null", "partitions", affects_files=True)
@@ -526,6 +532,61 @@ EXECUTION_LOCAL_MAX_FILES = Option("execution.local.max-files", INT, 2_000_000,
                                    "orphan removal listing (expiry deleting) more files than this runs on Spark by "
                                    "default", "execution", ours=True, minimum=1)
 
+# ------------------------------------------------------------------------------------------------------ catalogs
+# Catalog options (Java's CatalogOptions, JdbcCatalogOptions, RESTCatalogOptions): they configure where tables live
+# and how commits are made (paimon_ops.catalog), not a table. Read from the catalog's options, never a table's.
+METASTORE = Option("metastore", ENUM, "filesystem", "where tables are registered: `filesystem` (the warehouse "
+                   "directory), `hive` (a Hive Metastore), `jdbc` (a database), `rest` (a REST catalog server)",
+                   "catalog", choices=("filesystem", "hive", "jdbc", "rest"))
+CATALOG_URI: Option[str | None] = Option(
+    "uri", STR, None, "the metastore: `thrift://host:9083` (hive), `jdbc:sqlite:/path/db`, "
+    "`jdbc:postgresql://host:5432/db`, `jdbc:mysql://host:3306/db` (jdbc), `https://host` (rest)", "catalog")
+CATALOG_WAREHOUSE: Option[str | None] = Option(
+    "warehouse", STR, None, "the warehouse root (the command line's WAREHOUSE); a REST catalog's name", "catalog")
+LOCK_ENABLED: Option[bool | None] = Option(
+    "lock.enabled", BOOL, None, "commits hold the catalog's table lock (Hive Metastore lock, JDBC lock row)",
+    "catalog", default_doc="`true` on object stores (s3, oss, gs, abfs, wasb, emr), else `false`")
+LOCK_ACQUIRE_TIMEOUT = Option("lock-acquire-timeout", DURATION, timedelta(minutes=8),
+                              "give up waiting for the table lock after this long", "catalog")
+LOCK_CHECK_MAX_SLEEP = Option("lock-check-max-sleep", DURATION, timedelta(seconds=8),
+                              "the longest pause between two tries of a busy lock (from 50 ms, doubling)", "catalog")
+CATALOG_KEY = Option("catalog-key", STR, "jdbc", "jdbc: the catalog's key in `paimon_tables` and in lock ids",
+                     "catalog")
+LOCK_KEY_MAX_LENGTH = Option("lock-key-max-length", INT, 255, "jdbc: the length of `paimon_distributed_locks`' "
+                             "lock ids (`<catalog-key>.<database>.<table>`)", "catalog", minimum=1)
+JDBC_USER: Option[str | None] = Option("jdbc.user", STR, None, "jdbc: the database user", "catalog")
+JDBC_PASSWORD: Option[str | None] = Option("jdbc.password", STR, None, "jdbc: the database password (a secret: "
+                                           "never in plans or reports)", "catalog")
+LOCATION_IN_PROPERTIES = Option("location-in-properties", BOOL, False, "hive: a table's location is its "
+                                "`paimon_location` parameter (object stores), else the storage descriptor's",
+                                "catalog")
+SYNC_ALL_PROPERTIES = Option("sync-all-properties", BOOL, False, "hive: the metastore's table carries every table "
+                             "option (else only the `hive.`-prefixed ones), updated on schema changes", "catalog")
+TOKEN_PROVIDER: Option[str | None] = Option("token.provider", STR, None, "rest: how requests are authenticated: "
+                                            "`bear` (a bearer token) or `dlf` (signed with `dlf.*` keys)", "catalog")
+TOKEN: Option[str | None] = Option("token", STR, None, "rest: the bearer token (a secret)", "catalog")
+DATA_TOKEN_ENABLED = Option("data-token.enabled", BOOL, False, "rest: storage credentials come from the server "
+                            "(`GET …/token`), refreshed before they expire", "catalog")
+DLF_REGION: Option[str | None] = Option("dlf.region", STR, None, "rest/dlf: the region requests are signed for",
+                                        "catalog")
+DLF_ACCESS_KEY_ID: Option[str | None] = Option("dlf.access-key-id", STR, None, "rest/dlf: the access key id",
+                                               "catalog")
+DLF_ACCESS_KEY_SECRET: Option[str | None] = Option("dlf.access-key-secret", STR, None, "rest/dlf: the access key "
+                                                   "secret (a secret)", "catalog")
+DLF_SECURITY_TOKEN: Option[str | None] = Option("dlf.security-token", STR, None, "rest/dlf: an STS security token "
+                                                "(a secret)", "catalog")
+CATALOG_CONNECT_TIMEOUT = Option("catalog.connect-timeout", DURATION, timedelta(seconds=10),
+                                 "how long the catalog's server may take to answer (`--connect-timeout`)", "catalog",
+                                 ours=True)
+METASTORE_ALLOW_OUT_OF_SYNC = Option(
+    "metastore.allow-out-of-sync", BOOL, False, "maintain tables with `metastore.partitioned-table` or "
+    "`metastore.tag-to-partition` without their metastore (e.g. through the filesystem catalog), leaving its "
+    "partitions out of step", "catalog", ours=True)
+# Options whose values are secrets: never recorded in plans, reports or logs.
+SECRET_CATALOG_OPTIONS = (JDBC_PASSWORD, TOKEN, DLF_ACCESS_KEY_SECRET, DLF_SECURITY_TOKEN)
+# Prefixes of catalog options Paimon passes on as they are (JDBC driver properties, REST headers, DLF settings).
+CATALOG_OPTION_PREFIXES = ("jdbc.", "dlf.", "header.")
+
 # ----------------------------------------------------------------------------------------------------- features
 ROW_TRACKING_ENABLED = Option("row-tracking.enabled", BOOL, False, "rows carry ids", "features", affects_files=True)
 DATA_EVOLUTION_ENABLED = Option("data-evolution.enabled", BOOL, False, "files may hold some columns of rows",
@@ -578,6 +639,17 @@ def _collect() -> dict[str, Option[Any]]:
 
 # Every option, by key (fallback keys are not entries: they belong to their option).
 CATALOGUE: dict[str, Option[Any]] = _collect()
+
+
+def is_catalog_option(key: str) -> bool:
+    """A catalog option (section `catalog`, or a prefix Paimon passes on to the catalog's client), not a table's."""
+    opt = CATALOGUE.get(key)
+    return opt.section == "catalog" if opt is not None else key.startswith(CATALOG_OPTION_PREFIXES)
+
+
+def is_secret_catalog_option(key: str) -> bool:
+    return any(key == o.key for o in SECRET_CATALOG_OPTIONS) or (key.startswith(CATALOG_OPTION_PREFIXES) and any(
+        w in key.lower() for w in ("password", "secret", "token")))
 
 
 def with_schema_defaults(options: dict[str, str], version: int) -> dict[str, str]:

@@ -76,6 +76,15 @@ class _PaimonBase(BaseOperator):
         self.table = table
         self.conn_id = conn_id
 
+    def on_kill(self) -> None:
+        """A killed task (marked failed or cleared in the UI, a stopping worker): Airflow's task runner calls this
+        from its SIGTERM handler. The operation is interrupted as the CLI's SIGTERM interrupts it — what it wrote and
+        did not commit is removed, a catalog lock it holds or waits for is released, nothing is committed — instead of
+        running on until the supervisor's SIGKILL, which would leave a metastore lock behind until it times out."""
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt(f"Airflow task {self.task_id} was killed")
+
     def _execute(self, hook: PaimonHook, plan: Any, table: Any, context: Any) -> dict[str, Any]:
         runner = hook.runner_for(plan)
         report = plan.execute(table=table.raw, runner=runner)

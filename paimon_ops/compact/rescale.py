@@ -45,6 +45,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from paimon_ops.catalog import commit_schema
 from paimon_ops.compact.model import MERGE, CompactionTask, InputFile, meta_from_json, meta_to_json
 from paimon_ops.compact.postpone import (
     POSTPONE_BUCKET,
@@ -334,7 +335,7 @@ def _schema_step(ex: Execution, step: Step) -> None:
     schema = ex.table.schema
     new = dataclasses.replace(schema, id=schema.id + 1, options={**schema.options, "bucket": str(plan.bucket_num)},
                               time_millis=int(time.time() * 1000))
-    if not ex.table.schemas.commit(new):
+    if not commit_schema(ex.table, new):  # through the table's catalog: its lock, its metastore
         raise CompactionTaskError(f"schema {new.id} of {ex.table.identifier} was created concurrently; nothing was "
                                   "rescaled")
     ex.written.append(FileAction(ex.table.schemas.path(new.id), "schema", f"option bucket -> {plan.bucket_num}"))

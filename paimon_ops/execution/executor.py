@@ -27,14 +27,16 @@ import posixpath
 import time
 from typing import Any, Callable, Sequence
 
+from paimon_ops.catalog import catalog_of, notify_tags
 from paimon_ops.errors import CancelledError, CommitConflictError, InvalidOptionError, PaimonOpsError, StalePlanError
-from paimon_ops.execution.files import FileParts
+from paimon_ops.execution.files import FileList, FileParts
 from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
     DELETE_ORDERED,
     ENSURE_HINTS,
     HINT,
+    TAG,
     WRITE_FILES,
     WRITE_HINT,
     FileAction,
@@ -53,7 +55,7 @@ from paimon_ops.execution.runner import Progress, Runner, place
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.options import affects_files
 from paimon_ops.table.fileio import ensure_within
-from paimon_ops.table.table import FileStoreTable
+from paimon_ops.table.table import TAG_PREFIX, FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +113,38 @@ class Execution:
 
     # ------------------------------------------------------------------ primitives used by handlers
     def delete(self, actions: Sequence[FileAction]) -> None:
-        done, missing = self.deleter.delete(actions)
+        tags = self._tag_files(actions)
+        try:
+            done, missing = self.deleter.delete(actions)
+        finally:
+            self._tags_gone(tags)
         self.done += done
         self.missing += missing
 
     def delete_ordered(self, actions: Sequence[FileAction]) -> None:
-        done, missing = self.deleter.delete_ordered(actions)
+        tags = self._tag_files(actions)
+        try:
+            done, missing = self.deleter.delete_ordered(actions)
+        finally:
+            self._tags_gone(tags)
         self.done += done
         self.missing += missing
+
+    def _tag_files(self, actions: Sequence[FileAction]) -> list[str]:
+        """The tags whose files `actions` write or delete, when the table's catalog keeps its metastore in step with
+        them (tag-to-partition); nothing is looked at otherwise."""
+        cat = catalog_of(self.table)
+        if cat is None or not cat.syncs_metastore:
+            return []
+        tags_dir = self.table.tags.dir
+        found = actions.where_kind([TAG]) if isinstance(actions, FileList) else [a for a in actions if a.kind == TAG]
+        return [posixpath.basename(a.path)[len(TAG_PREFIX):] for a in found
+                if posixpath.dirname(a.path) == tags_dir and posixpath.basename(a.path).startswith(TAG_PREFIX)]
+
+    def _tags_gone(self, names: list[str]) -> None:
+        """After deleting tag files (also when the delete failed part way): the catalog hears of each one gone."""
+        gone = [n for n in names if not self.table.tags.exists(n)]
+        notify_tags(self.table, deleted=gone)
 
     def journal_writes(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Record, before writing, that files named with a token will appear in a directory (crash leftovers)."""
@@ -140,6 +166,7 @@ class Execution:
             created = True
         if created:
             self.written.append(FileAction(action.path, action.kind, action.reason, len(data)))
+            notify_tags(self.table, created=self._tag_files([action]))
         return created
 
     def write_hint(self, path: str, value: int, reason: str) -> None:
@@ -177,11 +204,29 @@ class Execution:
                       deleted_as=removal_words(plan, dry_run=False))
 
 
-def open_plan_table(plan: Plan) -> FileStoreTable:
+def open_plan_table(plan: Plan, catalog_options: Any = None) -> FileStoreTable:
+    """The plan's table: by its location, or — a plan made through a catalog (`plan.catalog`) — through that catalog,
+    whose location for the table must be the plan's (`catalog_options`: more options for it, e.g. secrets)."""
     for name in ("table", "location", "branch"):
         if not isinstance(getattr(plan, name), str) or not getattr(plan, name):
             raise PaimonOpsError(f"the {plan.operation} plan names no {name}")
-    return FileStoreTable(plan.location, identifier=plan.table, branch=plan.branch, options_override=plan.options_override)
+    planned_on = plan.planned_on
+    if planned_on is not None and catalog_options is None:
+        return planned_on.refresh()  # a fresh plan runs on the table it was made on, through the same catalog
+    if not plan.catalog:
+        return FileStoreTable(plan.location, identifier=plan.table, branch=plan.branch,
+                              options_override=plan.options_override)
+    from paimon_ops.catalog import open_catalog
+    from paimon_ops.options import CATALOG_WAREHOUSE
+    options = {**plan.catalog, **(catalog_options or {})}
+    catalog = open_catalog(options.get(CATALOG_WAREHOUSE.key), options)
+    table = catalog.get_table(plan.table, branch=plan.branch, options_override=plan.options_override)
+    if table.location != plan.location:
+        catalog.close()
+        raise PaimonOpsError(f"the {plan.operation} plan is for {plan.table} at {plan.location}, but its catalog "
+                             f"{catalog.endpoint} now places it at {table.location}; refusing (was the plan edited, or "
+                             "the table moved?)")
+    return table
 
 
 def check_preconditions(plan: Plan, table: FileStoreTable, skip_covered: bool = False) -> None:
@@ -197,7 +242,8 @@ def check_identity(plan: Plan, table: FileStoreTable) -> None:
     base = posixpath.basename(posixpath.normpath(table.root))
     parent = posixpath.basename(posixpath.dirname(posixpath.normpath(table.root)))
     names = {base} | ({f"{parent[:-3]}.{base}"} if parent.endswith(".db") else set())
-    if plan.table not in names:
+    located = plan.catalog and catalog_of(table) is not None and table.identifier == plan.table
+    if plan.table not in names and not located:  # (a catalog places a table where it says: Hive's external tables)
         raise PaimonOpsError(f"the {plan.operation} plan is for table {plan.table!r}, but {plan.location} holds "
                              f"{sorted(names)[-1]!r}; refusing (was the plan edited?)")
     if plan.is_fresh:

@@ -329,11 +329,22 @@ class Plan:
     # The arguments its planner was called with (resolved: `now` included), so that executing a plan made elsewhere
     # re-plans on the live table and refuses unless the decision is the same (`replan`).
     planned_with: Mapping[str, Any] = field(default_factory=dict)
+    # The catalog the table was opened through (its options, no secret; empty: the filesystem catalog): a saved plan
+    # re-opens its table through it, so that its commits take the catalog's lock or go to its server.
+    catalog: Mapping[str, str] = field(default_factory=dict)
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if cls.operation:
             _PLANS[cls.operation] = cls
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_table"}  # (a table holds its catalog's connections)
+
+    @property
+    def planned_on(self) -> Any:
+        """The table object a fresh plan was made on (None for a loaded or copied plan)."""
+        return self.__dict__.get("_table") if self.is_fresh else None
 
     @property
     def is_fresh(self) -> bool:
@@ -720,7 +731,8 @@ class PlanBuilder:
         return cls(table=table.identifier, location=table.location, branch=table.branch, base_snapshot=base,
                    planned_at=iso(now_ms()), preconditions=tuple(self.preconditions), steps=tuple(self.steps),
                    details=dict(details), warnings=tuple(self.warnings) + tuple(warnings),
-                   options_override=_plan_options(table.options_override))
+                   options_override=_plan_options(table.options_override),
+                   catalog=table.catalog.recorded_options() if getattr(table, "catalog", None) is not None else {})
 
 
 # ---------------------------------------------------------------------------------------------- planners
@@ -861,6 +873,7 @@ class Planner(Generic[_P, _R]):
             recorded = {"$unrecordable": str(e)}
         plan = dataclasses.replace(plan, planned_with=recorded)
         object.__setattr__(plan, "_fresh", _FRESH)
+        object.__setattr__(plan, "_table", table)  # executed on (a refresh of) it: the same catalog
         if sum(len(s.files) for s in plan.steps) >= _LARGE_PLAN:
             _release_memory()
         return plan
@@ -929,7 +942,7 @@ def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
 
 
 # What an execution does is decided by these parts of a plan (details, warnings and times are for people).
-_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with")
+_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with", "catalog")  # (catalog: how it is reached)
 
 
 def decision(plan: Plan) -> dict[str, Any]:

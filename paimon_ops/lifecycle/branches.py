@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import (
     BranchNotFoundError,
     CorruptMetadataError,
@@ -52,6 +53,7 @@ from paimon_ops.errors import (
     TableNotFoundError,
     UnsafeNameError,
     UnsafeOperationError,
+    UnsupportedError,
     arg,
 )
 from paimon_ops.execution.executor import Execution, register_check, register_step
@@ -95,7 +97,11 @@ from paimon_ops.operations.delete_branch import OPERATION as DELETE_BRANCH
 from paimon_ops.operations.fast_forward import OPERATION as FAST_FORWARD
 from paimon_ops.operations.model import Name
 from paimon_ops.operations.rename_branch import OPERATION as RENAME_BRANCH
-from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
+from paimon_ops.options import (
+    METASTORE_ALLOW_OUT_OF_SYNC,
+    METASTORE_PARTITIONED_TABLE,
+    SNAPSHOT_CLEAN_EMPTY_DIRECTORIES,
+)
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.references import kept_names
 from paimon_ops.table.scan import ManifestStore, TableScanner
@@ -792,6 +798,14 @@ def plan_fast_forward(table: FileStoreTable, branch: Name) -> Plan:
     """Plan the table's branch (the target: main for `db.t`) taking the state of `branch` (module docstring)."""
     target = table
     validate_branch_name(branch)
+    check_sync(target, "fast_forward")  # the target's tags: kept in step by a catalog that syncs them, else refused
+    registered: bool = target.options.get(METASTORE_PARTITIONED_TABLE)
+    out_of_sync_ok: bool = target.options.get(METASTORE_ALLOW_OUT_OF_SYNC)
+    if target.schema.partition_keys and registered and not out_of_sync_ok:
+        raise UnsupportedError(
+            f"fast_forward refused on {target.full_name}: its option {METASTORE_PARTITIONED_TABLE.key}=true "
+            "registers its partitions in a metastore, which a fast-forward (snapshots moved as files, as Java's) "
+            f"cannot keep in step; set {METASTORE_ALLOW_OUT_OF_SYNC.key}=true to leave the metastore out of step")
     if branch == target.branch:
         raise InvalidArgumentError(f"{target.full_name} cannot be fast-forwarded to itself")
     source = existing_branch(table, branch)

@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import posixpath
 
+from paimon_ops.catalog import catalog_of
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -25,6 +26,7 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     arg,
 )
+from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.journal import plan_pending
 from paimon_ops.execution.plan import (
     DELETE_ORDERED,
@@ -39,6 +41,8 @@ from paimon_ops.execution.plan import (
     LatestSnapshotIs,
     Plan,
     PlanBuilder,
+    Step,
+    declare_step_action,
     planner,
 )
 from paimon_ops.format.snapshot import Snapshot, Tag
@@ -50,6 +54,11 @@ from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
+
+
+# A catalog owning the table's history (REST) rolls back on its own (`Catalog.rollback_to`).
+CATALOG_ROLLBACK = "catalog-rollback"
+declare_step_action(CATALOG_ROLLBACK, verb="would roll back through the catalog")
 
 
 class RollbackPlan(Plan):
@@ -146,6 +155,9 @@ def plan_rollback(table: FileStoreTable, snapshot_id: int | None = None, tag: st
     target, via_tag = _resolve_target(table, snapshot_id, tag, tags)
     r = target.id
     latest = table.snapshots.latest_id()
+    catalog = catalog_of(table)
+    if catalog is not None and catalog.supports_version_management:
+        return _plan_catalog_rollback(table, r, via_tag, latest, tags, timestamp_millis)
     b = PlanBuilder()
     plan_pending(b, table)  # first finish what an interrupted run left (a temporary file of the restore)
     restore = via_tag is not None and not table.snapshots.exists(r)
@@ -212,6 +224,35 @@ def plan_rollback(table: FileStoreTable, snapshot_id: int | None = None, tag: st
                "note": "metadata only: data, manifest and index files written after the target become orphans; "
                        "run remove_orphans to reclaim them"}
     return b.build(RollbackPlan, table, details)
+
+
+def _plan_catalog_rollback(table: FileStoreTable, r: int, via_tag: str | None, latest: int | None,
+                            tags: list[tuple[str, Tag]], timestamp_millis: int | None) -> RollbackPlan:
+    """A catalog that owns the table's history (REST) rolls back itself (`Catalog.rollback_to`): paimon-ops removes
+    no snapshot file of it."""
+    b = PlanBuilder()
+    newer = [i for i in table.snapshots.list_ids() if latest is not None and r < i <= latest]
+    b.step(f"roll back through the catalog to {'tag ' + via_tag if via_tag else f'snapshot {r}'}", CATALOG_ROLLBACK,
+           snapshot_id=None if via_tag else r, tag=via_tag, from_snapshot=latest)
+    b.require(LatestSnapshotIs(latest), TagsAre(tag_set(tags)))
+    return b.build(RollbackPlan, table, {
+        "branch": table.branch, "target_snapshot": r, "via_tag": via_tag,
+        "timestamp": iso(timestamp_millis) if timestamp_millis is not None else None, "latest_before": latest,
+        "restore_snapshot_from_tag": False, "restore_without_changelog": False, "removed_snapshots": newer,
+        "removed_changelogs": [], "removed_tags": [n for n, t in tags if t.id > r], "changelog_latest_after": None,
+        "note": "through the catalog, which owns the table's history"})
+
+
+@register_step(CATALOG_ROLLBACK)
+def _catalog_rollback(ex: Execution, step: Step) -> None:
+    catalog = catalog_of(ex.table)
+    if catalog is None or not catalog.supports_version_management:
+        raise PaimonOpsError(f"the rollback plan of {ex.plan.table} rolls back through its catalog, but the table was "
+                             "opened without it; open it through its catalog")
+    p = step.params
+    catalog.rollback_to(ex.table, snapshot_id=p.get("snapshot_id"), tag=p.get("tag"),
+                        from_snapshot=p.get("from_snapshot"))
+    ex.details["rolled_back_through"] = catalog.endpoint
 
 
 def _describe(plan: Plan) -> str:

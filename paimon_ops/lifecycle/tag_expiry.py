@@ -13,6 +13,7 @@ import dataclasses
 import logging
 from typing import Any
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.execution.journal import plan_pending
 from paimon_ops.execution.plan import Plan, PlanBuilder, planner
 from paimon_ops.lifecycle.protection import TagsAre
@@ -109,6 +110,7 @@ def _expiry_reasons(table: FileStoreTable, now_ms: int, older_than_ms: int | Non
 @planner("expire_tags")
 def plan_expire_tags(table: FileStoreTable, now_millis: int | None = None, older_than: Any = None) -> ExpireTagsPlan:
     """Tags to expire (by retention, `older_than`, and tag.num-retained-max) and the files their deletion reclaims."""
+    check_sync(table, "expire_tags")
     now_ms = now_millis_or_clock(now_millis)
     check_history(table, "tag expiry")
     reasons, warnings = _expiry_reasons(table, now_ms, _older_than_millis(table, older_than))

@@ -24,6 +24,7 @@ import datetime as _dt
 import logging
 from dataclasses import dataclass
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import InvalidArgumentError, arg
 from paimon_ops.execution.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.format.snapshot import Snapshot, Tag
@@ -144,6 +145,7 @@ def plan_create_tag(table: FileStoreTable, name: TagName, *, snapshot_id: int | 
     """Tag the latest snapshot, `snapshot_id`, or the snapshot current at `timestamp` (the operation's Params);
     `replace` moves an existing tag of that name instead of refusing (a ReplaceTagPlan). `ignore_if_exists`: an
     existing tag is no error (nothing to do)."""
+    check_sync(table, "create_tag")
     validate_tag_name(name)
     if replace and table.tags.exists(name):
         if snapshot_id is not None and timestamp is not None:
@@ -177,6 +179,7 @@ def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None =
                      time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None
                      ) -> ReplaceTagPlan:
     """Moving the existing tag `name` (`plan_create_tag` with `replace` when the tag exists)."""
+    check_sync(table, "replace_tag")
     validate_tag_name(name)
     retained = _retention(time_retained)
     if not table.tags.exists(name):
@@ -205,6 +208,7 @@ def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None =
 def plan_rename_tag(table: FileStoreTable, old: TagName, new: TagName, *, resume: bool = False) -> RenameTagPlan:
     """Write `new` with `old`'s exact content (retention included), then delete `old`. With `resume`, finish a
     rename interrupted between the two (both names exist with the same content)."""
+    check_sync(table, "rename_tag")
     check_existing_tag_name(old)
     validate_tag_name(new)
     b = PlanBuilder()

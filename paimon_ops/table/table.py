@@ -6,7 +6,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from paimon_ops.errors import (
     BranchNotFoundError,
@@ -95,10 +95,13 @@ class SchemaManager:
 class SnapshotManager:
     """Snapshots of one branch (or long-lived changelogs, with prefix 'changelog-')."""
 
-    def __init__(self, io: FileIO, branch_root: str, subdir: str = "snapshot", prefix: str = SNAPSHOT_PREFIX):
+    def __init__(self, io: FileIO, branch_root: str, subdir: str = "snapshot", prefix: str = SNAPSHOT_PREFIX,
+                 latest_loader: Callable[[], Snapshot | None] | None = None):
         self.io = io
         self.dir = posixpath.join(branch_root, subdir)
         self.prefix = prefix
+        # A catalog that owns the table's history (REST) says which snapshot is the latest; None: the files say.
+        self.latest_loader = latest_loader
 
     def path(self, snapshot_id: int) -> str:
         return posixpath.join(self.dir, f"{self.prefix}{snapshot_id}")
@@ -136,6 +139,13 @@ class SnapshotManager:
             return None
 
     def latest_id(self) -> int | None:
+        """The latest snapshot's id: the catalog's when it owns the history, else from the files."""
+        if self.latest_loader is not None:
+            s = self.latest_loader()
+            return s.id if s is not None else None
+        return self.latest_id_from_files()
+
+    def latest_id_from_files(self) -> int | None:
         """Hint first, verified: trusted only if positive and its successor does not exist (format.md §3.3)."""
         hint = self._hint(LATEST)
         if hint is not None and hint > 0 and self.exists(hint) and not self.exists(hint + 1):
@@ -156,7 +166,12 @@ class SnapshotManager:
         return ids[0] if ids else None
 
     def latest(self) -> Snapshot | None:
-        i = self.latest_id()
+        if self.latest_loader is not None:
+            return self.latest_loader()
+        return self.latest_from_files()
+
+    def latest_from_files(self) -> Snapshot | None:
+        i = self.latest_id_from_files()
         return self.snapshot(i) if i is not None else None
 
     def earliest(self) -> Snapshot | None:
@@ -370,11 +385,15 @@ def full_name(table_name: str, branch: str) -> str:
 
 
 class FileStoreTable:
-    """One Paimon table (one branch of it). Cheap to construct; reads metadata lazily."""
+    """One Paimon table (one branch of it). Cheap to construct; reads metadata lazily.
+
+    `catalog`: the `paimon_ops.catalog.Catalog` it was opened through, which every snapshot and schema commit goes
+    through (its lock, metastore partitions, a server owning the history); None — opened by its location alone —
+    means its files are the whole truth (create-if-absent commits, as the filesystem catalog makes them)."""
 
     def __init__(self, location: str, identifier: str | None = None, branch: str = "main",
                  options_override: Mapping[str, str] | None = None, fault_hook: FaultHook | None = None,
-                 io: FileIO | None = None):
+                 io: FileIO | None = None, catalog: Any = None):
         if io is None:
             io, root = FileIO.resolve(location, fault_hook, dict(options_override) if options_override else None)
         else:
@@ -386,8 +405,10 @@ class FileStoreTable:
         self.branch = branch
         self.branch_root = self.branch_path(branch)
         self.options_override = dict(options_override or {})
+        self.catalog = catalog
         self.schemas = SchemaManager(io, self.branch_root)
-        self.snapshots = SnapshotManager(io, self.branch_root)
+        self.snapshots = SnapshotManager(io, self.branch_root, latest_loader=self._catalog_latest()
+                                         if catalog is not None and catalog.supports_version_management else None)
         self.changelogs = SnapshotManager(io, self.branch_root, "changelog", CHANGELOG_PREFIX)
         self.tags = TagManager(io, self.branch_root)
         self.consumers = ConsumerManager(io, self.branch_root)
@@ -409,15 +430,20 @@ class FileStoreTable:
         """Where a branch's metadata lives (`<root>/branch/branch-<name>`; the table root for main)."""
         return self.root if branch == MAIN_BRANCH else posixpath.join(self.root, "branch", f"{BRANCH_PREFIX}{branch}")
 
+    def _catalog_latest(self) -> Callable[[], Snapshot | None]:
+        return lambda: self.catalog.latest_snapshot(self)
+
     @classmethod
     def open(cls, location: str, **kw) -> FileStoreTable:
         return cls(location, **kw)
 
     def with_fault_hook(self, hook: FaultHook | None) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io.with_fault_hook(hook))
+        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override,
+                              io=self.io.with_fault_hook(hook), catalog=self.catalog)
 
     def for_branch(self, branch: str) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, branch, self.options_override, io=self.io)
+        return FileStoreTable(self.root, self.identifier, branch, self.options_override, io=self.io,
+                              catalog=self.catalog)
 
     @cached_property
     def schema(self) -> TableSchema:
@@ -427,7 +453,8 @@ class FileStoreTable:
         return s
 
     def refresh(self) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io)
+        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io,
+                              catalog=self.catalog)
 
     @property
     def options(self) -> Options:
@@ -488,6 +515,33 @@ class FileStoreTable:
         return f"Table({self.identifier!r} at {self.location!r}, branch={self.branch!r})"
 
 
+def match_identifiers(tables: Sequence[str], pattern: str, exclude: Sequence[str],
+                      branches_of: Callable[[str], list[str]]) -> list[str]:
+    """Identifiers matching a table pattern (fnmatch), sorted — the one meaning of table patterns, for every
+    catalog. Without '$' a pattern matches tables (their main branch): `db.*`, `*.*`, `shop.ord*`.
+    `TABLES$branch_BRANCHES` matches the branches (never main) whose name matches BRANCHES of the tables matching
+    TABLES: `db.t$branch_wap`, `db.*$branch_wap` (every table of db that has a branch wap), `*.*$branch_*` (every
+    branch of every table). `exclude` patterns are matched against the whole identifier (`db.t` excludes main of db.t
+    only, `db.t$branch_*` its branches). `branches_of(table)`: the table's branches."""
+    import fnmatch
+    tables_part, sep, suffix = pattern.partition(BRANCH_SPLITTER)
+    if sep and (not suffix.startswith(BRANCH_MARK) or not suffix[len(BRANCH_MARK):]):
+        raise InvalidArgumentError(f"table pattern {pattern!r}: after '$' comes 'branch_<name or pattern>', "
+                                   f"e.g. {tables_part}$branch_wap or {tables_part}$branch_*")
+    chosen = [t for t in tables if fnmatch.fnmatchcase(t, tables_part)]
+    if not sep:
+        found = chosen
+    else:
+        branch_pattern = suffix[len(BRANCH_MARK):]
+        found = [full_name(t, b) for t in chosen for b in branches_of(t) if fnmatch.fnmatchcase(b, branch_pattern)]
+    return sorted(x for x in found if not any(fnmatch.fnmatchcase(x, e) for e in exclude))
+
+
+def branch_names(io: FileIO, table_root: str) -> list[str]:
+    """The branches of the table at `table_root` (directories `branch/branch-<name>`, as Java lists them)."""
+    return _branch_dirs(io, table_root)
+
+
 def _branch_dirs(io: FileIO, table_root: str) -> list[str]:
     return sorted(st.name[len(BRANCH_PREFIX):] for st in io.list_status(posixpath.join(table_root, "branch"))
                   if st.is_dir and st.name.startswith(BRANCH_PREFIX))
@@ -536,31 +590,15 @@ class FileSystemCatalog:
         return FileStoreTable(path, identifier=ident.table_name, branch=ident.branch, io=self.io, **kw)
 
     def matching(self, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
-        """Identifiers matching a table pattern (fnmatch), sorted. Without '$' a pattern matches tables (their main
-        branch): `db.*`, `*.*`, `shop.ord*`. `TABLES$branch_BRANCHES` matches the branches (never main) whose name
-        matches BRANCHES of the tables matching TABLES: `db.t$branch_wap`, `db.*$branch_wap` (every table of db
-        that has a branch wap), `*.*$branch_*` (every branch of every table). `exclude` patterns are matched
-        against the whole identifier (`db.t` excludes main of db.t only, `db.t$branch_*` its branches)."""
-        import fnmatch
-        tables_part, sep, suffix = pattern.partition(BRANCH_SPLITTER)
-        if sep and (not suffix.startswith(BRANCH_MARK) or not suffix[len(BRANCH_MARK):]):
-            raise InvalidArgumentError(f"table pattern {pattern!r}: after '$' comes 'branch_<name or pattern>', "
-                                       f"e.g. {tables_part}$branch_wap or {tables_part}$branch_*")
-        tables = [t for t in self.all_tables() if fnmatch.fnmatchcase(t, tables_part)]
-        if not sep:
-            found = tables
-        else:
-            branch_pattern = suffix[len(BRANCH_MARK):]
-            found = []
-            for t in tables:
-                root = self.table_path(t)
-                found += [full_name(t, b) for b in _branch_dirs(self.io, root) if fnmatch.fnmatchcase(b, branch_pattern)]
-        return sorted(x for x in found if not any(fnmatch.fnmatchcase(x, e) for e in exclude))
+        """Identifiers matching a table pattern (`match_identifiers`)."""
+        return match_identifiers(self.all_tables(), pattern, exclude,
+                                 lambda t: _branch_dirs(self.io, self.table_path(t)))
 
     def all_tables(self) -> list[str]:
         return [f"{d}.{t}" for d in self.databases() for t in self.tables(d)]
 
 
 __all__ = ["FileSystemCatalog", "FileStoreTable", "Identifier", "validate_branch_name", "full_name", "MAIN_BRANCH",
+           "match_identifiers", "branch_names",
            "SnapshotManager", "TagManager", "SchemaManager", "ConsumerManager", "validate_tag_name",
            "validate_consumer_id", "CorruptMetadataError"]

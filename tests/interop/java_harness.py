@@ -20,8 +20,11 @@ on stdin; the JSON answer comes back on stdout, logs go to stderr. A non-zero ex
 :class:`JavaHarnessError` (a ``RuntimeError``) carrying the tail of stderr. :func:`run_many` runs
 several commands in one JVM (command ``multi``).
 
-Every payload names the table with ``warehouse`` + ``database`` + ``table`` (FileSystemCatalog) or
-with ``table_path``; optional ``dynamic_options`` (dict) are applied with ``table.copy``.
+Every payload names the table with ``warehouse`` + ``database`` + ``table`` (a catalog: the FileSystemCatalog, or the
+one optional ``catalog_options`` name — ``metastore``, ``uri``, ``lock.enabled`` …) or with ``table_path``; optional
+``dynamic_options`` (dict) are applied with ``table.copy``. A catalog's client jars (a JDBC driver, the Hive
+metastore client) go on the classpath with ``extra_classpath`` (``run``, ``JavaTable``); a Hive catalog's (pyspark's
+Hive 2.3 jars, ``hive_jars``) is added by ``run`` itself.
 
 Commands (payload -> result):
 
@@ -61,8 +64,13 @@ Commands (payload -> result):
 * ``expire_partitions`` {now: local date-time "YYYY-MM-DDTHH:MM[:SS]", expiration_time_ms?, strategy?,
   timestamp_formatter?, timestamp_pattern?} (unset: the table's options; a JSON null removes the option) ->
   {expired: [{key: value}], error?, snapshot_id}: 0.9's ``PartitionExpire`` with check interval 0 (what the
-  ``expire_partitions`` procedure builds), its package-private ``expire(now, Long.MAX_VALUE)`` called so that
+  ``expire_partitions`` procedure builds; in a Hive catalog with ``metastore.partitioned-table`` it drops the
+  metastore partitions first and commits under the catalog lock), its package-private ``expire(now, Long.MAX_VALUE)`` called so that
   "now" is the test's; a Java exception comes back as ``error`` ("Class: message"), nothing expired.
+* ``expire_tags`` {} -> {expired: [names]}: 0.9's ``TagTimeExpire`` (wall clock) with the table's tag callbacks
+  (a Hive catalog's ``metastore.tag-to-partition`` drops the tags' partitions).
+* ``list_tables`` {warehouse, catalog_options?, database} -> {tables: [names], locations: {name: location}}: the
+  catalog's ``listTables`` (a Hive catalog: the metastore's Paimon tables) and each table's location.
 * ``partition_times`` {cases: [{keys, values, pattern?, formatter?}]} -> {results: [{time, error}]}: 0.9's
   ``PartitionTimeExtractor.extract`` per case (``time`` as ``LocalDateTime.toString()``, or the exception).
 * ``create_branch`` {branch, tag?} -> {branch, created}: 0.9's ``createBranch`` on the table's branch, from a tag or
@@ -357,9 +365,29 @@ def ensure_built() -> str:
     return cp
 
 
-def jvm_command(command: str) -> list[str]:
-    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`)."""
-    cp = ensure_built()
+def hive_jars() -> str:
+    """pyspark's ``jars/*``: the Hive 2.3 metastore client classes Java's HiveCatalog links against (unshaded in
+    the bridge jar), appended after the harness' own classpath so the bridge's classes win."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise JavaHarnessError("pyspark is not installed; its jars/ dir provides the Hive metastore client")
+    return str(Path(list(spec.submodule_search_locations)[0]) / "jars" / "*")
+
+
+def _uses_hive(payload: Any) -> bool:
+    """Whether a payload (or a `multi` payload's commands) opens a Hive catalog (`catalog_options` metastore=hive):
+    then `run` appends `hive_jars()` itself."""
+    if not isinstance(payload, dict):
+        return False
+    if str((payload.get("catalog_options") or {}).get("metastore", "")).lower() == "hive":
+        return True
+    return any(_uses_hive(c.get("payload")) for c in payload.get("commands") or [] if isinstance(c, dict))
+
+
+def jvm_command(command: str, extra_classpath: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`); `extra_classpath` is appended
+    (a JDBC driver, the Hive client jars: the class-data archive allows appended entries)."""
+    cp = os.pathsep.join([ensure_built(), *map(os.fspath, extra_classpath)])
     opts = list(JVM_OPTS)
     if _cds_archive is not None:
         opts.append(f"-XX:SharedArchiveFile={_cds_archive}")
@@ -394,13 +422,16 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"cannot send {type(o).__name__} to the Java harness: {o!r}")
 
 
-def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
+        extra_classpath: Sequence[str | os.PathLike] = ()) -> Any:
     """Run one harness command and return its decoded JSON result.
 
     ``payload`` may contain ``pathlib.Path``, ``bytes`` (sent base64), ``datetime``/``date`` and
     ``Decimal`` values; they are converted to the harness' JSON conventions.
     """
-    cmd = jvm_command(command)
+    if _uses_hive(payload) and hive_jars() not in map(os.fspath, extra_classpath):
+        extra_classpath = [*extra_classpath, hive_jars()]
+    cmd = jvm_command(command, extra_classpath)
     data = json.dumps(payload or {}, default=_json_default)
     try:
         proc = subprocess.run(cmd, input=data, capture_output=True, text=True, timeout=timeout)
@@ -424,12 +455,13 @@ def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_T
         ) from None
 
 
-def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S) -> list[Any]:
+def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S,
+             extra_classpath: Sequence[str | os.PathLike] = ()) -> list[Any]:
     """Run several commands in one JVM (saves ~0.5-1 s of start-up per command). Stops at the first failure."""
     return run(
         "multi",
         {"commands": [{"command": c, "payload": p} for c, p in commands]},
-        timeout=timeout,
+        timeout=timeout, extra_classpath=extra_classpath,
     )
 
 
@@ -451,6 +483,8 @@ class JavaTable:
         *,
         table_path: str | os.PathLike | None = None,
         dynamic_options: dict[str, str] | None = None,
+        catalog_options: dict[str, str] | None = None,
+        extra_classpath: Sequence[str | os.PathLike] = (),
     ):
         if table_path is not None:
             self.base: dict[str, Any] = {"table_path": os.fspath(table_path)}
@@ -460,6 +494,9 @@ class JavaTable:
             self.base = {"warehouse": os.fspath(warehouse), "database": database, "table": table}
         if dynamic_options:
             self.base["dynamic_options"] = dict(dynamic_options)
+        if catalog_options:
+            self.base["catalog_options"] = dict(catalog_options)
+        self.extra_classpath = list(extra_classpath)
 
     @property
     def path(self) -> Path:
@@ -473,7 +510,7 @@ class JavaTable:
         return p
 
     def call(self, command: str, **extra: Any) -> Any:
-        return run(command, self.payload(**extra))
+        return run(command, self.payload(**extra), extra_classpath=self.extra_classpath)
 
     def create(
         self,
@@ -569,6 +606,10 @@ class JavaTable:
     def expire_partitions(self, now: str, **kw: Any) -> dict:
         """Java's own partition expiry at the local date-time `now` (see the module docstring)."""
         return self.call("expire_partitions", now=now, **kw)
+
+    def expire_tags(self) -> list[str]:
+        """Java's TagTimeExpire (tags past their time retained, by the wall clock); the tags it deleted."""
+        return self.call("expire_tags")["expired"]
 
 
 __all__ = [

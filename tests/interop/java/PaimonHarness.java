@@ -23,6 +23,8 @@ import org.apache.paimon.append.UnawareAppendTableCompactionCoordinator;
 import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.CatalogContext;
 import org.apache.paimon.catalog.CatalogFactory;
+import org.apache.paimon.metastore.MetastoreClient;
+import org.apache.paimon.tag.TagTimeExpire;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.BinaryString;
@@ -198,6 +200,22 @@ public class PaimonHarness {
                 return consumers(p);
             case "reset_consumer":
                 return resetConsumer(p);
+            case "expire_tags":
+                return expireTags(p);
+            case "list_tables":
+                {
+                    // {warehouse, catalog_options, database} -> {tables: [...], locations: {name: path}}
+                    Catalog c = catalog(p);
+                    String db = p.get("database").asText();
+                    ArrayNode names = NF.arrayNode();
+                    ObjectNode locations = NF.objectNode();
+                    for (String name : c.listTables(db)) {
+                        names.add(name);
+                        locations.put(name, ((FileStoreTable) c.getTable(Identifier.create(db, name)))
+                                .location().toString());
+                    }
+                    return NF.objectNode().<ObjectNode>set("tables", names).set("locations", locations);
+                }
             default:
                 throw new IllegalArgumentException("unknown command: " + command);
         }
@@ -215,6 +233,9 @@ public class PaimonHarness {
         Options o = new Options();
         o.set("warehouse", p.get("warehouse").asText());
         o.set("cache-enabled", "false");
+        for (Map.Entry<String, String> e : stringMap(p.get("catalog_options")).entrySet()) {
+            o.set(e.getKey(), e.getValue()); // metastore, uri, lock.enabled, ... (a Hive / JDBC catalog)
+        }
         return CatalogFactory.createCatalog(CatalogContext.create(o));
     }
 
@@ -1195,6 +1216,22 @@ public class PaimonHarness {
         return NF.objectNode().put("tag", name).put("deleted", true);
     }
 
+    /** 0.9's TagTimeExpire (tags past their creation time + time retained), with the table's tag callbacks. */
+    static JsonNode expireTags(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        List<String> before = t.tagManager().allTagNames();
+        TagTimeExpire.create(t.snapshotManager(), t.tagManager(), t.store().newTagDeletion(),
+                t.store().createTagCallbacks()).run();
+        List<String> after = t.tagManager().allTagNames();
+        ArrayNode expired = NF.arrayNode();
+        for (String name : before) {
+            if (!after.contains(name)) {
+                expired.add(name);
+            }
+        }
+        return NF.objectNode().set("expired", expired);
+    }
+
     static JsonNode expireSnapshots(JsonNode p) throws Exception {
         FileStoreTable t = table(p);
         CoreOptions o = t.coreOptions();
@@ -1501,10 +1538,15 @@ public class PaimonHarness {
         ObjectNode out = NF.objectNode();
         ArrayNode expired = NF.arrayNode();
         try {
+            // As AbstractFileStore.newPartitionExpire and TableCommitImpl build it: the metastore client when
+            // metastore.partitioned-table is set in a catalog that has one, and the catalog's lock on the commit.
+            MetastoreClient.Factory msFactory = t.catalogEnvironment().metastoreClientFactory();
+            MetastoreClient ms = co.partitionedTableInMetastore() && msFactory != null ? msFactory.create() : null;
             PartitionExpire pe = new PartitionExpire(
                     exp, Duration.ZERO,
                     PartitionExpireStrategy.createPartitionExpireStrategy(co, store.partitionType()),
-                    store.newScan(), store.newCommit(UUID.randomUUID().toString()), null);
+                    store.newScan(), store.newCommit(UUID.randomUUID().toString()), ms)
+                    .withLock(t.catalogEnvironment().lockFactory().create());
             Method m = PartitionExpire.class.getDeclaredMethod("expire", LocalDateTime.class, long.class);
             m.setAccessible(true);
             LocalDateTime now = LocalDateTime.parse(p.get("now").asText());
