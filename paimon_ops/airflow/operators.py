@@ -26,7 +26,7 @@ from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
-from paimon_ops.airflow.names import table_pool
+from paimon_ops.airflow.names import operator_class_name, table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.table.table import full_name
@@ -177,10 +177,6 @@ class PaimonApplyPlanOperator(_PaimonBase):
             raise AirflowFailException(one_line(e)) from None
 
 
-def operator_class_name(operation: str) -> str:
-    return "Paimon" + "".join(w.capitalize() for w in operation.split("_")) + "Operator"
-
-
 def _operator_doc(op: Operation) -> str:
     lines = [op.doc or op.name, "", f"Facade: `paimon_ops.api.Table.{op.facade}`. Common parameters: `table`, "
              "`conn_id`, `dry_run` (see paimon_ops.airflow.operators).", "", "Parameters:"]
@@ -217,6 +213,9 @@ if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/ai
     PaimonCreateAutoTagsOperator: type[PaimonOperationOperator]
     PaimonRollbackOperator: type[PaimonOperationOperator]
     PaimonCompactPostponeOperator: type[PaimonOperationOperator]
+    PaimonRemoveUnexistingFilesOperator: type[PaimonOperationOperator]
+    PaimonRepairOperator: type[PaimonOperationOperator]
+    PaimonRewriteFileIndexOperator: type[PaimonOperationOperator]
     PaimonRescaleOperator: type[PaimonOperationOperator]
     PaimonCreateBranchOperator: type[PaimonOperationOperator]
     PaimonDeleteBranchOperator: type[PaimonOperationOperator]

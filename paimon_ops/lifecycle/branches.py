@@ -157,7 +157,8 @@ class FastForwardPlan(Plan):
     operation = "fast_forward"
     op = FAST_FORWARD
 
-    def confirmation_text(self) -> str:
+    def effect(self) -> str:
+        """What executing it removes, in words (the CLI asks --yes with them: `rollback.require_confirmation`)."""
         d = self.details
         parts = []
         if d.get("removed_snapshots"):

@@ -193,6 +193,10 @@ def tables(tmp_path_factory):
         w.commit(now_millis=T0 + i * 60_000)
     pk.io.write_bytes(pk.consumers.path("reader"), b'{"nextSnapshot":3}')  # a streaming reader's progress
     create_table(wh, "db.pp", [("id", "INT"), ("v", "STRING")], primary_keys=["id"], options={"bucket": "-2"})
+    ap = create_table(wh, "db.ap", [("id", "INT"), ("v", "STRING")], options={"file-index.bitmap.columns": "id"})
+    w = TableWriter(ap)
+    w.write(pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["a", "b"]}))
+    w.commit(now_millis=T0)
     return po.Catalog(wh)
 
 
@@ -218,6 +222,9 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("rescale", "db.pk", (), {"bucket_num": 2}),
     ("expire_partitions", "db.pk", (), {"expiration_time": dt.timedelta(days=7), "now": NOW}),
     ("compact_postpone", "db.pp", (), {}),
+    ("remove_unexisting_files", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}]}),
+    ("repair", "db.pk", (), {}),
+    ("rewrite_file_index", "db.ap", (), {}),
 ]
 
 
