@@ -29,6 +29,8 @@ from paimon_ops.execution.plan import Plan, Planner, registered_plan_types
 from paimon_ops.execution.report import Report
 from paimon_ops.features import BUCKETS_ONLY, Gate
 from paimon_ops.lifecycle.autotag import plan_auto_tags
+from paimon_ops.lifecycle.branches import plan_create_branch, plan_delete_branch, plan_fast_forward, plan_rename_branch
+from paimon_ops.lifecycle.consumers import plan_clear_consumers, plan_reset_consumer
 from paimon_ops.lifecycle.expire import plan_expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
@@ -142,12 +144,14 @@ class Catalog:
         """filesystem | hive | jdbc | rest."""
         return self._catalog.metastore
 
-    def tables(self) -> list[str]:
-        """Every Paimon table of the catalog as `db.table`."""
-        return self._catalog.all_tables()
+    def tables(self, pattern: str | None = None) -> list[str]:
+        """Every Paimon table of the catalog as `db.table`; with an fnmatch `pattern` those matching it, or with
+        `$branch_…` the branches matching it (`db.*$branch_wap`, `db.t$branch_*`: never main)."""
+        return self._catalog.all_tables() if pattern is None else self._catalog.matching(pattern)
 
-    def get_table(self, identifier: str, /, *, branch: str = "main",
+    def get_table(self, identifier: str, /, *, branch: str | None = None,
                   options: Mapping[str, str] | None = None) -> Table:
+        """A table (`db.t`) or one of its branches (`db.t$branch_b`, Paimon's identifier, or `branch="b"`)."""
         raw = self._catalog.get_table(identifier, branch=branch,
                                       options_override={**self.options, **(options or {})})
         return Table(raw)
@@ -181,7 +185,8 @@ class Table:
 
     @property
     def identifier(self) -> str:
-        return self.raw.identifier
+        """Paimon's identifier: `db.t`, or `db.t$branch_b` for a branch."""
+        return self.raw.full_name
 
     @property
     def location(self) -> str:
@@ -216,6 +221,18 @@ class Table:
             raise InvalidArgumentError(f"give either {arg('snapshot')} or {arg('tag')}, not both")
         from paimon_ops.inspection import files
         return files(self.raw, snapshot, tag)
+
+    def branches(self) -> list[Any]:
+        """Main and every branch of the table, as `BranchInfo` rows: snapshots, tags, consumers, schema, and whether
+        each is behind main."""
+        from paimon_ops.lifecycle.branches import list_branches
+        return list_branches(self.raw)
+
+    def consumers(self) -> list[Any]:
+        """The consumers of this branch, as `ConsumerInfo` rows: the snapshot each reads next and whether it still
+        keeps snapshots from expiry."""
+        from paimon_ops.lifecycle.consumers import list_consumers
+        return list_consumers(self.raw)
 
     def health(self, *, merge_budget: int = 0, now: Instant | None = None) -> Any:
         """What the checks measure (`TableHealth`): the exact row count (`merge_budget`: data bytes it may read to
@@ -338,6 +355,12 @@ class Maintenance:
         live or held by a tag). Metadata only; cannot be undone."""
         return plan_rollback(self._t, snapshot_id, tag, _instant(timestamp, "timestamp"))
 
+    create_branch = facade(plan_create_branch)
+    delete_branch = facade(plan_delete_branch)
+    rename_branch = facade(plan_rename_branch)
+    fast_forward = facade(plan_fast_forward)
+    reset_consumer = facade(plan_reset_consumer)
+    clear_consumers = facade(plan_clear_consumers)
 
 class Tags:
     """Manual tags of one table (plans, like everything else)."""

@@ -42,7 +42,9 @@ Commands (payload -> result):
   creation_time_ms, extra_files, min_key, max_key}], index_files: [{partition, partition_path,
   bucket, index_type, file_name, file_size, row_count, dv_ranges: null | [{data_file, offset,
   length, cardinality, positions}]}]}. Store-level scan: every live file, level 0 included.
-* ``read`` {snapshot_id? | tag?, projection?: [names]} -> {rows, row_kinds, columns, splits}.
+* ``read`` {snapshot_id? | tag?, projection?: [names], tag_snapshot?} -> {rows, row_kinds, columns, splits}.
+  ``tag_snapshot``: the tag resolved by the table's own (branch-aware) TagManager and read through its snapshot
+  reader — 0.9's ``scan.tag-name`` looks a branch table's tags up in main's tag directory.
 * ``snapshots`` {} -> {snapshots: [snapshot JSON as Java writes it], tags: {name: id},
   tag_snapshots: {name: snapshot JSON}, earliest, latest}.
 * ``create_tag`` {tag, snapshot_id?, time_retained_ms?} -> {tag, snapshot_id};
@@ -71,6 +73,12 @@ Commands (payload -> result):
   catalog's ``listTables`` (a Hive catalog: the metastore's Paimon tables) and each table's location.
 * ``partition_times`` {cases: [{keys, values, pattern?, formatter?}]} -> {results: [{time, error}]}: 0.9's
   ``PartitionTimeExtractor.extract`` per case (``time`` as ``LocalDateTime.toString()``, or the exception).
+* ``create_branch`` {branch, tag?} -> {branch, created}: 0.9's ``createBranch`` on the table's branch, from a tag or
+  empty; ``delete_branch`` {branch}; ``fast_forward`` {branch} (the table's branch takes ``branch``'s state);
+  ``branches`` {} -> {branches: [names]}. A branch itself is named as Paimon does: ``table: "t$branch_b"``.
+* ``consumers`` {} -> {consumers: {id: nextSnapshot}, min_next_snapshot}; ``reset_consumer`` {consumer_id,
+  next_snapshot?, unchecked?} (no next_snapshot: delete; the snapshot must exist unless ``unchecked``), 0.9's
+  ``ConsumerManager`` on the table's branch.
 * ``ping`` {} -> {ok, paimon_version}.
 
 Values use the same JSON conventions both ways: numbers/bools/strings as JSON, DECIMAL as a plain
@@ -92,6 +100,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -338,10 +347,14 @@ def ensure_built() -> str:
         build = base / f"build-{key}"
         jar = build / "paimon-harness.jar"
         if not jar.is_file():
-            for old in base.glob("build-*"):  # stale builds of older sources
-                shutil.rmtree(old, ignore_errors=True)
+            # builds of other sources stay a week: worktrees of several branches may share one cache, and removing
+            # the build another process is running from fails it
+            for old in base.glob("build-*"):
+                if time.time() - old.stat().st_mtime > 7 * 86_400:
+                    shutil.rmtree(old, ignore_errors=True)
             build.mkdir(parents=True, exist_ok=True)
             _compile(srcs, libs, jar)
+        os.utime(build)  # in use: kept by other sources' builds (above)
         cp = os.pathsep.join(str(p) for p in [jar, *libs])
         archive = build / "paimon-harness.jsa"
         if os.environ.get("PAIMON_HARNESS_CDS", "1") != "0":
@@ -489,7 +502,7 @@ class JavaTable:
     def path(self) -> Path:
         if "table_path" in self.base:
             return Path(self.base["table_path"])
-        return Path(self.base["warehouse"]) / f"{self.base['database']}.db" / self.base["table"]
+        return Path(self.base["warehouse"]) / f"{self.base['database']}.db" / self.base["table"].split("$", 1)[0]
 
     def payload(self, **extra: Any) -> dict:
         p = dict(self.base)
@@ -527,9 +540,11 @@ class JavaTable:
         snapshot_id: int | None = None,
         tag: str | None = None,
         projection: Sequence[str] | None = None,
+        tag_snapshot: bool | None = None,
     ) -> dict:
         return self.call(
-            "read", snapshot_id=snapshot_id, tag=tag, projection=list(projection) if projection else None
+            "read", snapshot_id=snapshot_id, tag=tag, projection=list(projection) if projection else None,
+            tag_snapshot=tag_snapshot,
         )
 
     def rows(self, snapshot_id: int | None = None, tag: str | None = None) -> list[list]:
@@ -561,6 +576,32 @@ class JavaTable:
 
     def remove_orphans(self, older_than_ms: int, dry_run: bool = False) -> list[str]:
         return self.call("remove_orphans", older_than_ms=older_than_ms, dry_run=dry_run)["deleted"]
+
+    def branch(self, name: str) -> JavaTable:
+        """The same table's branch `name`, named as Paimon does (`t$branch_<name>`, through the catalog)."""
+        if "table_path" in self.base:
+            raise ValueError("a branch is opened through the catalog: JavaTable(warehouse, database, table)")
+        return JavaTable(self.base["warehouse"], self.base["database"], f"{self.base['table']}$branch_{name}",
+                         dynamic_options=self.base.get("dynamic_options"))
+
+    def create_branch(self, branch: str, tag: str | None = None) -> dict:
+        return self.call("create_branch", branch=branch, tag=tag)
+
+    def delete_branch(self, branch: str) -> dict:
+        return self.call("delete_branch", branch=branch)
+
+    def fast_forward(self, branch: str) -> dict:
+        return self.call("fast_forward", branch=branch)
+
+    def branches(self) -> list[str]:
+        return self.call("branches")["branches"]
+
+    def consumers(self) -> dict:
+        return self.call("consumers")
+
+    def reset_consumer(self, consumer_id: str, next_snapshot: int | None = None, unchecked: bool = False) -> dict:
+        return self.call("reset_consumer", consumer_id=consumer_id, next_snapshot=next_snapshot,
+                         unchecked=unchecked or None)
 
     def expire_partitions(self, now: str, **kw: Any) -> dict:
         """Java's own partition expiry at the local date-time `now` (see the module docstring)."""

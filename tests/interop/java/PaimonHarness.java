@@ -188,6 +188,18 @@ public class PaimonHarness {
                 return expirePartitions(p);
             case "partition_times":
                 return partitionTimes(p);
+            case "create_branch":
+                return createBranch(p);
+            case "delete_branch":
+                return deleteBranch(p);
+            case "fast_forward":
+                return fastForward(p);
+            case "branches":
+                return branches(p);
+            case "consumers":
+                return consumers(p);
+            case "reset_consumer":
+                return resetConsumer(p);
             case "expire_tags":
                 return expireTags(p);
             case "file_index":
@@ -1103,7 +1115,11 @@ public class PaimonHarness {
             rb = rb.withFilter(new org.apache.paimon.predicate.PredicateBuilder(full)
                     .equal(i, toInternal(full.getTypeAt(i), p.get("filter_equal").get(1))));
         }
-        TableScan.Plan plan = rb.newScan().plan();
+        // tag_snapshot: the tag as the table's own (branch-aware) TagManager resolves it. 0.9's scan.tag-name looks
+        // the tag up in main's tag directory even on a branch table.
+        TableScan.Plan plan = p.path("tag_snapshot").asBoolean(false) && p.hasNonNull("tag")
+                ? t.newSnapshotReader().withSnapshot(t.tagManager().taggedSnapshot(p.get("tag").asText())).read()
+                : rb.newScan().plan();
         if (p.path("digest").asBoolean(false)) {
             // Row count and an order-independent digest (sum of mixed 64-bit hashes of each row's JSON): compares
             // large tables without shipping their rows.
@@ -1271,6 +1287,87 @@ public class PaimonHarness {
             out.put("latest", latest);
         }
         return out;
+    }
+
+    // ------------------------------------------------------------------ branches and consumers
+
+    /** Java's create_branch on the table's branch: from a tag, or empty (0.9 has no other form). */
+    static JsonNode createBranch(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        if (p.hasNonNull("tag")) {
+            t.createBranch(name, p.get("tag").asText());
+        } else {
+            t.createBranch(name);
+        }
+        return NF.objectNode().put("branch", name).put("created", true);
+    }
+
+    static JsonNode deleteBranch(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        t.deleteBranch(name);
+        return NF.objectNode().put("branch", name).put("deleted", true);
+    }
+
+    /** Java's fast_forward: the table's branch (main for db.t) takes the state of `branch`. */
+    static JsonNode fastForward(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        t.fastForward(name);
+        return NF.objectNode().put("branch", name).put("fast_forwarded", true);
+    }
+
+    static JsonNode branches(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        ArrayNode out = NF.arrayNode();
+        List<String> names = new ArrayList<>(t.branchManager().branches());
+        Collections.sort(names);
+        for (String n : names) {
+            out.add(n);
+        }
+        return NF.objectNode().set("branches", out);
+    }
+
+    static org.apache.paimon.consumer.ConsumerManager consumerManager(FileStoreTable t) {
+        return new org.apache.paimon.consumer.ConsumerManager(t.fileIO(), t.location(), t.coreOptions().branch());
+    }
+
+    /** The consumers Java sees on the table's branch: {id: nextSnapshot}, and the minimum expiry honours. */
+    static JsonNode consumers(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        org.apache.paimon.consumer.ConsumerManager cm = consumerManager(t);
+        ObjectNode ids = NF.objectNode();
+        for (Map.Entry<String, Long> e : new TreeMap<>(cm.consumers()).entrySet()) {
+            ids.put(e.getKey(), e.getValue());
+        }
+        ObjectNode out = NF.objectNode();
+        out.set("consumers", ids);
+        java.util.OptionalLong min = cm.minNextSnapshot();
+        if (min.isPresent()) {
+            out.put("min_next_snapshot", min.getAsLong());
+        } else {
+            out.putNull("min_next_snapshot");
+        }
+        return out;
+    }
+
+    /** Java's reset_consumer: set a consumer's next snapshot (checked to exist, as the procedure does), or delete it
+     *  (no next_snapshot). */
+    static JsonNode resetConsumer(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String id = p.get("consumer_id").asText();
+        org.apache.paimon.consumer.ConsumerManager cm = consumerManager(t);
+        if (p.hasNonNull("next_snapshot")) {
+            long n = p.get("next_snapshot").asLong();
+            if (!p.path("unchecked").asBoolean(false)) {
+                t.snapshotManager().snapshot(n);
+            }
+            cm.resetConsumer(id, new org.apache.paimon.consumer.Consumer(n));
+        } else {
+            cm.deleteConsumer(id);
+        }
+        return NF.objectNode().put("consumer_id", id);
     }
 
     // ------------------------------------------------------------------ check_files
