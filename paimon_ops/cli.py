@@ -11,6 +11,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Callable, NoReturn, Sequence
 
+from paimon_ops.api import OPERATIONS, by_plan_type
 from paimon_ops.catalog import Catalog as EngineCatalog
 from paimon_ops.catalog.filesystem import FileSystemCatalog
 from paimon_ops.errors import (
@@ -23,7 +24,7 @@ from paimon_ops.errors import (
     cli_words,
 )
 from paimon_ops.execution.plan import human_bytes
-from paimon_ops.operations import BOOL, CHOICE, FLOAT, INT, NAMES, OPERATIONS, PARTITIONS, TASKS, Operation, by_plan_type
+from paimon_ops.operations.model import BOOL, CHOICE, FLOAT, INT, NAMES, PARTITIONS, TASKS, Operation
 from paimon_ops.options import CATALOG_CONNECT_TIMEOUT
 from paimon_ops.schemas import ERROR, LIST, TABLES, envelope, format_of
 from paimon_ops.table.scan import TableScanner

@@ -44,6 +44,7 @@ from paimon_ops.execution.plan import (
     Step,
     bytes_by_kind,
     count_by_kind,
+    gate_of,
     plan_again,
     removal_words,
     replan,
@@ -305,9 +306,8 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
                              f"{table.identifier} ({table.location}, branch {table.branch})")
     check_identity(plan, table)
     from paimon_ops import features  # a plan reviewed earlier (or made by another version) is gated again
-    op = features.operation_name(plan.operation, getattr(plan, "mode", None))
-    if op in features.ALL_OPS:
-        features.require(table, op)
+    mode = getattr(plan, "mode", None)
+    features.require(table, gate_of(plan.operation, mode), what=f"{plan.operation} plan" + (f" ({mode})" if mode else ""))
     if plan.is_fresh:
         check_preconditions(plan, table, skip_covered=True)
     else:

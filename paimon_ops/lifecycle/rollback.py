@@ -48,6 +48,7 @@ from paimon_ops.execution.plan import (
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.protection import TagsAre, read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
+from paimon_ops.operations.rollback import OPERATION as ROLLBACK
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
 from paimon_ops.timeutil import iso
@@ -64,6 +65,7 @@ class RollbackPlan(Plan):
     """Rolling a branch back to a snapshot or tag: metadata only, newer snapshots, changelogs and tags removed."""
 
     operation = "rollback"
+    op = ROLLBACK  # its operation (the feature gate, the planner's parameters)
 
 
 def _resolve_target(table: FileStoreTable, snapshot_id: int | None, tag: str | None,

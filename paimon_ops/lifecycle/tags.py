@@ -30,6 +30,9 @@ from paimon_ops.execution.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileActi
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.schedule import auto_tag_matcher
 from paimon_ops.lifecycle.timeline import check_existing_tag_name, find_snapshot, local_now, snapshot_current_at
+from paimon_ops.operations.create_tag import OPERATION as CREATE_TAG
+from paimon_ops.operations.model import InstantMs, TagName
+from paimon_ops.operations.rename_tag import OPERATION as RENAME_TAG
 from paimon_ops.options import TAG_AUTOMATIC_CREATION, format_duration, parse_duration
 from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import iso
@@ -39,14 +42,17 @@ log = logging.getLogger(__name__)
 
 class CreateTagPlan(Plan):
     operation = "create_tag"
+    op = CREATE_TAG  # its operation (the feature gate, the planner's parameters)
 
 
 class ReplaceTagPlan(Plan):
     operation = "replace_tag"
+    op = CREATE_TAG  # its operation (the feature gate, the planner's parameters)
 
 
 class RenameTagPlan(Plan):
     operation = "rename_tag"
+    op = RENAME_TAG  # its operation (the feature gate, the planner's parameters)
 
 
 def _retention(value: _dt.timedelta | str | None) -> _dt.timedelta | None:
@@ -114,7 +120,7 @@ def write_new_tag(table: FileStoreTable, name: str, tag: Tag, period_name: bool 
 
 def _resolve_source(table: FileStoreTable, snapshot_id: int | None, timestamp_millis: int | None) -> tuple[Snapshot, str]:
     if snapshot_id is not None and timestamp_millis is not None:
-        raise InvalidArgumentError(f"give either {arg('snapshot_id')} or {arg('timestamp_millis')}, not both")
+        raise InvalidArgumentError(f"give either {arg('snapshot_id')} or {arg('timestamp')}, not both")
     if snapshot_id is not None:
         return find_snapshot(table, int(snapshot_id)), f"snapshot {snapshot_id}"
     if timestamp_millis is not None:
@@ -132,14 +138,23 @@ def _new_tag(table: FileStoreTable, snap: Snapshot, time_retained: _dt.timedelta
 
 
 # ---------------------------------------------------------------------------------------------- create / replace
-@planner("create_tag")
-def plan_create_tag(table: FileStoreTable, name: str, snapshot_id: int | None = None, timestamp_millis: int | None = None,
-                    time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None,
-                    ignore_if_exists: bool = False) -> CreateTagPlan:
+@planner(CreateTagPlan, ReplaceTagPlan, hidden=("ignore_if_exists",))
+def plan_create_tag(table: FileStoreTable, name: TagName, *, snapshot_id: int | None = None,
+                    timestamp: InstantMs | None = None, time_retained: _dt.timedelta | None = None,
+                    replace: bool = False, now: InstantMs | None = None, ignore_if_exists: bool = False) -> Plan:
+    """Tag the latest snapshot, `snapshot_id`, or the snapshot current at `timestamp` (the operation's Params);
+    `replace` moves an existing tag of that name instead of refusing (a ReplaceTagPlan). `ignore_if_exists`: an
+    existing tag is no error (nothing to do)."""
     check_sync(table, "create_tag")
     validate_tag_name(name)
+    if replace and table.tags.exists(name):
+        if snapshot_id is not None and timestamp is not None:
+            raise InvalidArgumentError(f"give either {arg('snapshot_id')} or {arg('timestamp')}, not both")
+        if timestamp is not None:
+            snapshot_id = snapshot_current_at(table, int(timestamp)).id
+        return plan_replace_tag(table, name, snapshot_id, time_retained, now)
     retained = _retention(time_retained)
-    snap, source = _resolve_source(table, snapshot_id, timestamp_millis)
+    snap, source = _resolve_source(table, snapshot_id, timestamp)
     details = {"tag": name, "snapshot_id": snap.id, "source": source,
                "time_retained_s": retained.total_seconds() if retained else None}
     b = PlanBuilder()
@@ -152,7 +167,7 @@ def plan_create_tag(table: FileStoreTable, name: str, snapshot_id: int | None = 
         raise InvalidArgumentError(f"tag {name!r} of {table.identifier} already exists (snapshot {existing.id}); "
                                    f"use {arg('replace', True)} to move it")
     _validate_no_auto_tag(table, name, snap.id)
-    tag = _new_tag(table, snap, retained, now_millis)
+    tag = _new_tag(table, snap, retained, now)
     b.step("tag file", WRITE_FILES, contents=[tag.to_json()], mode="create")
     b.add(FileAction(table.tags.path(name), TAG, f"tag {name!r} -> {source}"
                      + (f", retained {format_duration(retained)}" if retained else "")))
@@ -160,10 +175,10 @@ def plan_create_tag(table: FileStoreTable, name: str, snapshot_id: int | None = 
     return b.build(CreateTagPlan, table, details)
 
 
-@planner("replace_tag")
 def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None = None,
                      time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None
                      ) -> ReplaceTagPlan:
+    """Moving the existing tag `name` (`plan_create_tag` with `replace` when the tag exists)."""
     check_sync(table, "replace_tag")
     validate_tag_name(name)
     retained = _retention(time_retained)
@@ -189,8 +204,8 @@ def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None =
 
 
 # ---------------------------------------------------------------------------------------------- rename / delete
-@planner("rename_tag")
-def plan_rename_tag(table: FileStoreTable, old: str, new: str, resume: bool = False) -> RenameTagPlan:
+@planner(RenameTagPlan)
+def plan_rename_tag(table: FileStoreTable, old: TagName, new: TagName, *, resume: bool = False) -> RenameTagPlan:
     """Write `new` with `old`'s exact content (retention included), then delete `old`. With `resume`, finish a
     rename interrupted between the two (both names exist with the same content)."""
     check_sync(table, "rename_tag")

@@ -1,10 +1,10 @@
 """Rolling back to a snapshot, a tag or a point in time."""
-from paimon_ops.operations import INSTANT, INT, METADATA, STR, Operation, Param
+from paimon_ops.features import RECLAIMING
+from paimon_ops.operations.model import INSTANT, INT, METADATA, STR, Operation, Param
 
 OPERATION = Operation(
     name="rollback", title="rollback", summary="roll back to a snapshot, tag or point in time (metadata only)",
-    facade="maintenance.rollback", plan_module="paimon_ops.lifecycle.rollback", plan_types=("rollback",),
-    placement=METADATA, confirm=True, required_groups=("target",),
+    placement=METADATA, handles=RECLAIMING, confirm=True, required_groups=("target",),
     manual_why="a one-off decision that cannot be undone (the CLI asks --yes)",
     params=(
         Param("snapshot_id", INT, "roll back to this snapshot", flag="--snapshot", metavar="ID", group="target"),

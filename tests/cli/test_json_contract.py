@@ -15,9 +15,9 @@ import pyarrow as pa
 import pytest
 
 from paimon_ops import schemas
+from paimon_ops.api import OPERATIONS
 from paimon_ops.cli import main
 from paimon_ops.execution.plan import Plan
-from paimon_ops.operations import OPERATIONS
 from tests import pypaimon_util as pu
 from tests.cli.json_contract import errors, validated
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from paimon_ops import options as o
+from paimon_ops.api import OPERATIONS
 from paimon_ops.errors import InvalidOptionError
 from paimon_ops.merge import MergeSpec
-from paimon_ops.operations import OPERATIONS
 from paimon_ops.options import CATALOGUE, FIELD_OPTIONS, Options, affects_files, render_readme_tables
 from tests.merge.util import schema
 
