@@ -34,7 +34,8 @@ from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
 from paimon_ops.lifecycle.rollback import plan_rollback
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
-from paimon_ops.lifecycle.tags import plan_create_tag, plan_rename_tag
+from paimon_ops.lifecycle.tags import plan_create_tag, plan_rename_tag, plan_replace_tag
+from paimon_ops.lifecycle.time_tags import plan_create_tag_from_timestamp, plan_create_tag_from_watermark
 from paimon_ops.operations import compact as _compact
 from paimon_ops.operations import compact_postpone as _compact_postpone
 from paimon_ops.operations import create_auto_tags as _create_auto_tags
@@ -344,6 +345,9 @@ class Tags:
         return list_tags(self._t)
 
     create = facade(plan_create_tag)
+    create_from_timestamp = facade(plan_create_tag_from_timestamp)
+    create_from_watermark = facade(plan_create_tag_from_watermark)
+    replace = facade(plan_replace_tag)
     rename = facade(plan_rename_tag)
 
     def delete(self, *names: str, missing_ok: bool = False) -> Plan:

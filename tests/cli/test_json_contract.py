@@ -34,6 +34,9 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "compact-manifests": ([], ["shop.orders"]),
     "remove-orphans": ([], ["shop.orders", "--min-age", "1 d"]),
     "create-tag": ([], ["shop.orders", "t1", "--time-retained", "7 d"]),
+    "create-tag-from-timestamp": ([], ["logs.events", "t1", "--timestamp", "0"]),  # the first snapshot
+    "create-tag-from-watermark": ([], ["logs.events", "t1", "--watermark", "1970-01-01T00:00:00Z"]),
+    "replace-tag": ([["create-tag", "shop.orders", "t1", "--snapshot", "1"]], ["shop.orders", "t1"]),
     "delete-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1"]),
     "rename-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1", "t2"]),
     "auto-tag": ([], ["shop.daily_sales"]),

@@ -190,7 +190,7 @@ def tables(tmp_path_factory):
         w = TableWriter(pk)
         w.write(pa.table({"dt": ["2026-05-01", "2026-05-28"], "id": pa.array([i, i], pa.int32()),
                           "v": [f"v{i}", f"w{i}"]}))
-        w.commit(now_millis=T0 + i * 60_000)
+        w.commit(now_millis=T0 + i * 60_000, watermark=T0 + i * 60_000 - 1000)
     create_table(wh, "db.pp", [("id", "INT"), ("v", "STRING")], primary_keys=["id"], options={"bucket": "-2"})
     return po.Catalog(wh)
 
@@ -198,9 +198,12 @@ def tables(tmp_path_factory):
 # An example of each operation, in the order they run on the tables: (table, positional names, keyword values).
 EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("create_tag", "db.pk", ("t1",), {"snapshot_id": 2}),
+    ("create_tag_from_timestamp", "db.pk", ("t3",), {"timestamp": T0 + 1}),
+    ("create_tag_from_watermark", "db.pk", ("t4",), {"watermark": T0}),
+    ("replace_tag", "db.pk", ("t3",), {"snapshot_id": 1}),
     ("rename_tag", "db.pk", ("t1", "t2"), {}),
     ("rollback", "db.pk", (), {"snapshot_id": 2}),
-    ("delete_tags", "db.pk", (["t2"],), {}),
+    ("delete_tags", "db.pk", (["t2", "t3", "t4"],), {}),
     ("create_auto_tags", "db.pk", (), {"now": NOW}),
     ("compact", "db.pk", (), {"mode": "full", "now": NOW}),
     ("compact_manifests", "db.pk", (), {}),
