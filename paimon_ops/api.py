@@ -44,7 +44,6 @@ from paimon_ops.operations import expire_snapshots as _expire_snapshots
 from paimon_ops.operations import expire_tags as _expire_tags
 from paimon_ops.operations import remove_orphans as _remove_orphans
 from paimon_ops.operations import rescale as _rescale
-from paimon_ops.operations import rollback as _rollback
 from paimon_ops.operations.model import AGE, INSTANT, NAME, NAMES, Health, Operation, TagName
 from paimon_ops.table import table as _tables
 from paimon_ops.timeutil import Age, Instant, age_ms, instant_ms
@@ -326,12 +325,7 @@ class Maintenance:
         return plan_auto_tags(self._t, now_millis=_instant(now, "now"),
                               periods=list(periods) if periods is not None else None)
 
-    @_declares(_rollback.OPERATION)
-    def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None,
-                 timestamp: Instant | None = None) -> Plan:
-        """Rolling back to a snapshot, a tag, or the point in time `timestamp` (the latest snapshot at or before it,
-        live or held by a tag). Metadata only; cannot be undone."""
-        return plan_rollback(self._t, snapshot_id, tag, _instant(timestamp, "timestamp"))
+    rollback = facade(plan_rollback)
 
 
 class Tags:

@@ -71,6 +71,8 @@ Commands (payload -> result):
 * ``create_tag_from`` {tag, timestamp? | watermark?, time_retained_ms?} -> {tag, snapshot_id, commit_time,
   watermark} | {error}: what the ``create_tag_from_timestamp`` / ``create_tag_from_watermark`` procedures do, with
   0.9's ``SnapshotManager.laterOrEqualTimeMills`` / ``laterOrEqualWatermark`` and the tag loop, then ``createTag``.
+* ``rollback`` {snapshot_id? | tag?} -> {latest}: 0.9's ``rollbackTo`` (it deletes the newer snapshots, tags and
+  changelogs and the files only they used).
 * ``mark_partition_done`` {partitions: [{key: value}]} -> {partition_paths}: the ``mark_partition_done`` procedure
   of 0.9 — ``PartitionMarkDoneAction.createActions`` (the table's ``partition.mark-done-action``: ``_SUCCESS``
   files, ``.done`` partitions and LOAD_DONE events through a Hive catalog's metastore client) on each partition.

@@ -196,6 +196,18 @@ public class PaimonHarness {
                 return expireTags(p);
             case "create_tag_from":
                 return createTagFrom(p);
+            case "rollback":
+                {
+                    // {snapshot_id? | tag?} -> {latest}: 0.9's rollbackTo (RollbackHelper: newer snapshots, tags,
+                    // changelogs and their files removed)
+                    FileStoreTable t = table(p);
+                    if (p.hasNonNull("tag")) {
+                        t.rollbackTo(p.get("tag").asText());
+                    } else {
+                        t.rollbackTo(p.get("snapshot_id").asLong());
+                    }
+                    return NF.objectNode().put("latest", t.snapshotManager().latestSnapshotId());
+                }
             case "mark_partition_done":
                 return markPartitionDone(p);
             case "success_file":
