@@ -29,6 +29,7 @@ from paimon_ops.features import BUCKETS_ONLY, Gate
 from paimon_ops.lifecycle.autotag import plan_auto_tags
 from paimon_ops.lifecycle.expire import plan_expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
+from paimon_ops.lifecycle.mark_done import plan_mark_partition_done
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
 from paimon_ops.lifecycle.rollback import plan_rollback
@@ -326,6 +327,7 @@ class Maintenance:
                               periods=list(periods) if periods is not None else None)
 
     rollback = facade(plan_rollback)
+    mark_partition_done = facade(plan_mark_partition_done)
 
 
 class Tags:

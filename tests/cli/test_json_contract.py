@@ -41,6 +41,7 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "rename-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1", "t2"]),
     "auto-tag": ([], ["shop.daily_sales"]),
     "rollback": ([], ["shop.customers", "--snapshot", "2", "--yes"]),
+    "mark-partition-done": ([], ["logs.events", "--partition", "dt=marked-by-the-test"]),  # (no such day: a warning)
 }
 DEBUG_DUMPS = re.compile(r"\b(dict|list|tuple|set) of \d+|\{'|\[\{|\bNone\b|\bTrue\b|\bFalse\b|task_pids")
 

@@ -213,6 +213,7 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("rescale", "db.pk", (), {"bucket_num": 2}),
     ("expire_partitions", "db.pk", (), {"expiration_time": dt.timedelta(days=7), "now": NOW}),
     ("compact_postpone", "db.pp", (), {}),
+    ("mark_partition_done", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}], "now": NOW}),
 ]
 
 
