@@ -339,5 +339,34 @@ def done_partitions(table: FileStoreTable, actions: Sequence[str] | None = None)
     return sorted(out, key=lambda m: (m.path, m.action))
 
 
-__all__ = ["MarkPartitionDonePlan", "plan_mark_partition_done", "DoneMark", "done_partitions", "partition_path",
+def partition_marks(table: FileStoreTable, partition: Mapping[str, Any], actions: Sequence[str] | None = None
+                    ) -> list[DoneMark]:
+    """The marks of one partition (`{key: value}` of the leading keys) that the table's mark-done actions (or
+    `actions`) leave: empty while it is not done. A few reads: its _SUCCESS file, its metastore partitions, its
+    event."""
+    acts = [a for a in _actions(table, actions) if a != HTTP_REPORT]
+    keys = list(table.schema.partition_keys)
+    if not keys:
+        raise InvalidArgumentError(f"{table.identifier} is not partitioned: no partition of it is ever marked done")
+    full = any(a in (DONE_PARTITION, MARK_EVENT) for a in acts)
+    spec = ordered_spec(table, partition, full=full)
+    path = partition_path(spec)
+    out: list[DoneMark] = []
+    if SUCCESS in acts:
+        file = posixpath.join(table.root, path, SUCCESS_FILE)
+        try:
+            _, modified = read_success_file(table.io.read_bytes(file), file)
+            out.append(DoneMark(spec, path, SUCCESS, modified, modified))
+        except FileNotFoundError:
+            pass
+    if DONE_PARTITION in acts:
+        done = {**spec, keys[-1]: spec[keys[-1]] + DONE_SUFFIX}
+        if done in _metastore(table, DONE_PARTITION).metastore_partitions(table):
+            out.append(DoneMark(spec, path, DONE_PARTITION, 0, None))
+    if MARK_EVENT in acts and _metastore(table, MARK_EVENT).partition_marked_done(table, spec):
+        out.append(DoneMark(spec, path, MARK_EVENT, 0, None))
+    return out
+
+
+__all__ = ["MarkPartitionDonePlan", "partition_marks", "plan_mark_partition_done", "DoneMark", "done_partitions", "partition_path",
            "ordered_spec", "read_success_file", "SUCCESS_FILE", "DONE_SUFFIX"]
