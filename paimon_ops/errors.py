@@ -14,6 +14,8 @@ class PaimonOpsError(Exception):
 
 
 class TableNotFoundError(PaimonOpsError):
+    """No table of that name at that location (the message names both, and how to list the tables)."""
+
     def __init__(self, identifier: str, location: str, hint: str = "") -> None:
         self.identifier = identifier
         self.location = location
@@ -51,6 +53,9 @@ class MissingFileError(CorruptMetadataError):
 
 
 class InvalidOptionError(PaimonOpsError):
+    """A table option (or an override of it) with a value paimon-ops cannot use: names the option, the value, what
+    was expected and where it is set."""
+
     def __init__(self, name: str, value: object, expected: str, where: str = "") -> None:
         self.name = name
         self.value = value
@@ -94,6 +99,12 @@ class CommitConflictError(PaimonOpsError):
             f"commit conflict on {table} (planned on snapshot {base_snapshot}, latest is {latest_snapshot}): "
             f"{detail}. Nothing was committed; re-run to re-plan on the latest snapshot."
         )
+
+
+class CommitOutcomeUnknownError(PaimonOpsError):
+    """A commit failed part way and whether its snapshot became visible cannot be told now (a catalog server that did
+    not answer, storage that cannot be read): nothing it wrote is removed — orphans at worst, never a snapshot naming
+    deleted files."""
 
 
 class UnsafeOperationError(PaimonOpsError):

@@ -1,8 +1,8 @@
 """The options catalogue: every table option paimon-ops reads — Paimon's own (Java `CoreOptions`) and paimon-ops'
 — declared once here with its type, default, fallback keys, validation and a one-line doc. Reads go only through it:
 `table.options.get(SNAPSHOT_NUM_RETAINED_MIN)` returns the typed, validated value (else the default); a bad value
-fails with one line naming the option and the table. The README's option tables are generated from `CATALOGUE`
-(`render_readme_tables`, checked by tests/core/test_options.py).
+fails with one line naming the option and the table. The docs' options reference (docs/reference/options.md) is
+generated from `CATALOGUE` (`render_readme_tables`, checked by tests/core/test_options.py).
 
 Paimon durations look like `1 h`, `30 min`, `1 d`, `500 ms`, `PT1H`; memory sizes like `128 mb`, `2 MiB`; enum
 values match as Java's `OptionsUtils.convertToEnum` does (the value's text, ignoring case: `aggregation`, not
@@ -101,7 +101,7 @@ RATIO = "a ratio within [0, 1]"
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
-# Sections of the README's tables, in order.
+# Sections of the options reference's tables, in order.
 SECTIONS = {
     "snapshots": "Snapshot, changelog and consumer expiry",
     "tags": "Tags",
@@ -133,7 +133,7 @@ class Option(Generic[T_co]):
     check: Callable[[Any], bool] | None = field(default=None, compare=False)  # further validation
     expected: str = ""                      # what `check` wants, for its error
     ours: bool = False                      # paimon-ops' own option (Java Paimon ignores it)
-    default_doc: str | None = None          # the README's default when it is derived (None: from `default`)
+    default_doc: str | None = None          # the docs' default when it is derived (None: from `default`)
     paimon_defaults: tuple[tuple[str, str], ...] = ()  # (Paimon version, its default) where it differs from ours
     affects_files: bool = False             # decides how files are read or where they are (a saved plan may not
                                             # override it)
@@ -207,7 +207,7 @@ class Option(Generic[T_co]):
 
     @property
     def default_text(self) -> str:
-        """The default as the README shows it."""
+        """The default as the options reference shows it."""
         if self.default_doc is not None:
             return self.default_doc
         d: Any = self.default
@@ -850,7 +850,7 @@ def read(raw: Mapping[str, str], opt: Option[T], where: str = "") -> T:
     return Options(raw, where).get(opt)
 
 
-# ------------------------------------------------------------------------------------------------ the README
+# ------------------------------------------------------------------------------------- the options reference
 def _shown_default(o: Option[Any]) -> str:
     text = o.default_text
     if o.default_doc is not None or text == "—" or "no limit" in text:
@@ -859,7 +859,7 @@ def _shown_default(o: Option[Any]) -> str:
 
 
 def render_readme_tables() -> str:
-    """The README's option tables (between its `<!-- options:begin -->` / `<!-- options:end -->` markers)."""
+    """The option tables of the options reference (docs/reference/options.md, generated at every docs build)."""
     lines: list[str] = []
     for section, title in SECTIONS.items():
         opts = [o for o in CATALOGUE.values() if o.section == section]

@@ -20,6 +20,11 @@ def split_identifier(identifier: str) -> tuple[str, str]:
     return db, name
 
 
+def operator_class_name(operation: str) -> str:
+    """The Airflow operator of a registered operation: `expire_snapshots` -> `PaimonExpireSnapshotsOperator`."""
+    return "Paimon" + "".join(w.capitalize() for w in operation.split("_")) + "Operator"
+
+
 def table_pool(identifier: str) -> str:
     db, name = split_identifier(identifier)
     return f"{POOL_PREFIX}{db}.{name}"
@@ -30,4 +35,4 @@ def table_asset_uri(identifier: str, conn_id: str) -> str:
     return f"{ASSET_SCHEME}://{conn_id}/{db}.{name}"
 
 
-__all__ = ["table_pool", "table_asset_uri", "split_identifier", "POOL_PREFIX", "ASSET_SCHEME"]
+__all__ = ["operator_class_name", "table_pool", "table_asset_uri", "split_identifier", "POOL_PREFIX", "ASSET_SCHEME"]

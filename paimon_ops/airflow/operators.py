@@ -26,7 +26,7 @@ from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
-from paimon_ops.airflow.names import table_pool
+from paimon_ops.airflow.names import operator_class_name, table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
 from paimon_ops.errors import PaimonOpsError
 
@@ -173,10 +173,6 @@ class PaimonApplyPlanOperator(_PaimonBase):
             return self._execute(hook, plan, table, context)
         except PaimonOpsError as e:
             raise AirflowFailException(one_line(e)) from None
-
-
-def operator_class_name(operation: str) -> str:
-    return "Paimon" + "".join(w.capitalize() for w in operation.split("_")) + "Operator"
 
 
 def _operator_doc(op: Operation) -> str:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from paimon_ops.errors import InvalidOptionError, UnsupportedError
 from paimon_ops.format.schema import TableSchema
-from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.options import (
     CATALOG_CONNECT_TIMEOUT,
     CATALOG_WAREHOUSE,
@@ -170,6 +170,11 @@ class Catalog:
         return table if branch == "main" else table.for_branch(branch)
 
     # ------------------------------------------------------------------ history
+    def owns_history(self, table: FileStoreTable) -> bool:
+        """Whether this catalog owns the history of this table (loads, commits and rolls back its snapshots, keeps
+        its hints): `supports_version_management`, except for tables it does not manage (REST external tables)."""
+        return self.supports_version_management
+
     def latest_snapshot(self, table: FileStoreTable) -> Snapshot | None:
         """The latest snapshot of the table's branch. Only backends with version management override it (the table's
         SnapshotManager asks them); the others read it from the files."""
@@ -197,6 +202,12 @@ class Catalog:
         except Exception as e:  # noqa: BLE001 - committed: the metastore is repaired by the next commit or repair
             log.warning("snapshot %s of %s is committed, but registering its partitions in %s failed: %s",
                         commit.snapshot.id, table.identifier, self.endpoint, e)
+
+    def is_committed(self, table: FileStoreTable, snapshot: Snapshot) -> bool | None:
+        """After a commit attempt failed part way, whether `snapshot` became the table's latest: True, False, or None
+        when it cannot be told (then nothing the attempt wrote is removed). Asked only of catalogs that own the
+        table's history; the others' snapshots are checked on the files (table.commit)."""
+        return None
 
     def commit_schema(self, table: FileStoreTable, schema: TableSchema) -> bool:
         """Create `schema-<id>` unless it exists (False: another writer changed the schema), under the table lock
@@ -247,6 +258,21 @@ class Catalog:
 
     def tag_deleted(self, table: FileStoreTable, name: str) -> None:
         """A tag was deleted (deletion, expiry, the old name of a rename): a metastore drops its partition."""
+
+    # ------------------------------------------------------------------ tags through the catalog (REST tag endpoints)
+    def writes_tags(self, table: FileStoreTable) -> bool:
+        """True when the catalog creates and deletes the table's tags itself (`write_tag` / `delete_tag`) instead of
+        the executor writing and deleting tag files: a REST server that offers its tag endpoints."""
+        return False
+
+    def write_tag(self, table: FileStoreTable, name: str, tag: Tag, replace: bool) -> bool:
+        """Create tag `name` (`tag`: its snapshot and retention) through the catalog; `replace`: overwrite one that
+        exists. False when it exists already and `replace` is not set. Only when `writes_tags`."""
+        raise NotImplementedError
+
+    def delete_tag(self, table: FileStoreTable, name: str) -> bool:
+        """Delete tag `name` through the catalog; False when it did not exist. Only when `writes_tags`."""
+        raise NotImplementedError
 
     def check_sync(self, table: FileStoreTable, operation: str) -> None:
         """Refuse, before planning, an operation that would put the table's metastore out of step (see

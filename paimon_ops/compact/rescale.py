@@ -58,7 +58,7 @@ from paimon_ops.compact.postpone import (
     run_tasks,
 )
 from paimon_ops.compact.rolling import RollingWriter
-from paimon_ops.errors import CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
+from paimon_ops.errors import CommitOutcomeUnknownError, CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
@@ -410,6 +410,8 @@ def _commit_step(ex: Execution, step: Step) -> None:
     table = ex.table
     try:
         _commit(ex, plan, st)
+    except CommitOutcomeUnknownError:
+        raise  # maybe committed: its files may be the table's now
     except BaseException:
         _delete_quietly(table, st["paths"])
         raise

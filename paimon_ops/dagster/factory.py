@@ -138,6 +138,9 @@ def build_paimon_parts(
     automation_running: bool = False,
     name: str | None = None,
 ) -> PaimonDefinitions:
+    """The parts `build_paimon_definitions` assembles — table assets, checks, jobs, sensors, schedules, resources —
+    before they become one `Definitions` (`.definitions()`): for code locations that combine them with their own.
+    Takes the same arguments."""
     names = Names(name)
     translator = translator or PaimonTranslator(name=name)
     if not isinstance(warehouse, PaimonWarehouse):

@@ -113,6 +113,7 @@ class Execution:
 
     # ------------------------------------------------------------------ primitives used by handlers
     def delete(self, actions: Sequence[FileAction]) -> None:
+        actions = self._tags_through_catalog(actions)
         tags = self._tag_files(actions)
         try:
             done, missing = self.deleter.delete(actions)
@@ -122,6 +123,7 @@ class Execution:
         self.missing += missing
 
     def delete_ordered(self, actions: Sequence[FileAction]) -> None:
+        actions = self._tags_through_catalog(actions)
         tags = self._tag_files(actions)
         try:
             done, missing = self.deleter.delete_ordered(actions)
@@ -141,6 +143,32 @@ class Execution:
         return [posixpath.basename(a.path)[len(TAG_PREFIX):] for a in found
                 if posixpath.dirname(a.path) == tags_dir and posixpath.basename(a.path).startswith(TAG_PREFIX)]
 
+    def _tag_name(self, action: FileAction) -> str | None:
+        name = posixpath.basename(action.path)
+        if action.kind == TAG and posixpath.dirname(action.path) == self.table.tags.dir and name.startswith(TAG_PREFIX):
+            return name[len(TAG_PREFIX):]
+        return None
+
+    def _catalog_writing_tags(self) -> Any:
+        cat = catalog_of(self.table)
+        return cat if cat is not None and cat.writes_tags(self.table) else None
+
+    def _tags_through_catalog(self, actions: Sequence[FileAction]) -> Sequence[FileAction]:
+        """Tags the catalog deletes itself (a REST server's tag endpoints) are deleted through it, in order; what is
+        left (every other file) goes to the deleter."""
+        found = actions.where_kind([TAG]) if isinstance(actions, FileList) else [a for a in actions if a.kind == TAG]
+        named = [(a, n) for a in found if (n := self._tag_name(a)) is not None]
+        cat = self._catalog_writing_tags() if named else None
+        if cat is None:
+            return actions
+        for a, name in named:
+            if cat.delete_tag(self.table, name):
+                self.done += [a]
+            else:
+                self.missing += 1
+        through = {a.path for a, _ in named}
+        return [a for a in actions if a.path not in through]
+
     def _tags_gone(self, names: list[str]) -> None:
         """After deleting tag files (also when the delete failed part way): the catalog hears of each one gone."""
         gone = [n for n in names if not self.table.tags.exists(n)]
@@ -156,7 +184,12 @@ class Execution:
 
     def write(self, action: FileAction, data: bytes, create: bool = False) -> bool:
         ensure_within(self.table.root, action.path)
-        if create:
+        name = self._tag_name(action)
+        cat = self._catalog_writing_tags() if name is not None else None
+        if cat is not None:  # a REST server's tag endpoints: it writes the tag
+            from paimon_ops.format.snapshot import Tag
+            created = cat.write_tag(self.table, name, Tag.from_json(data, action.path), replace=not create)
+        elif create:
             import uuid
             token = str(uuid.uuid4())  # names the temporary file: a run killed mid-write leaves one the next finds
             self.journal_writes([(posixpath.dirname(action.path), token)])
@@ -169,8 +202,18 @@ class Execution:
             notify_tags(self.table, created=self._tag_files([action]))
         return created
 
+    def _hint_owned_by_catalog(self, path: str) -> bool:
+        """A catalog that owns the table's history (REST) keeps its snapshot hints: paimon-ops writes none."""
+        cat = catalog_of(self.table)
+        return cat is not None and cat.owns_history(self.table) and \
+            posixpath.dirname(path) == self.table.snapshots.dir
+
     def write_hint(self, path: str, value: int, reason: str) -> None:
         """Hints are advisory (readers verify them, maintenance.md §0.3): a failed hint write is logged, not fatal."""
+        if self._hint_owned_by_catalog(path):
+            log.info("%s: not writing %s = %s (the catalog owns the table's history)", self.table.identifier,
+                     posixpath.basename(path), value)
+            return
         try:
             self.write(FileAction(path, HINT, reason), str(int(value)).encode())
         except OSError as e:
@@ -179,7 +222,7 @@ class Execution:
     def ensure_hint(self, path: str, value: int | None, reason: str) -> None:
         """Write a hint only if it does not already say `value`: a rerun after an interrupted run repairs what the
         interrupted run could not write, so every run converges to the same files."""
-        if value is None:
+        if value is None or self._hint_owned_by_catalog(path):
             return
         try:
             current = parse_hint(self.table.io.read_bytes(path))

@@ -65,7 +65,9 @@ log = logging.getLogger(__name__)
 
 # A catalog owning the table's history (REST) rolls back on its own (`Catalog.rollback_to`).
 CATALOG_ROLLBACK = "catalog-rollback"
-declare_step_action(CATALOG_ROLLBACK, verb="would roll back through the catalog")
+# Its files are what the catalog removes (newer snapshots and tags): listed for review, never deleted by us.
+declare_step_action(CATALOG_ROLLBACK, deletes=True, removes_files=False, verb="would be removed by the catalog's rollback",
+                    done="removed by the catalog's rollback")
 
 
 class RollbackPlan(Plan):
@@ -206,7 +208,7 @@ def plan_rollback(table: FileStoreTable, *, snapshot_id: int | None = None, tag:
         return plan_as_latest(table, target, via_tag, latest_snap, {
             "branch": table.branch, "target_snapshot": r, "via_tag": via_tag, **when, "latest_before": latest})
     catalog = catalog_of(table)
-    if catalog is not None and catalog.supports_version_management:
+    if catalog is not None and catalog.owns_history(table):
         return _plan_catalog_rollback(table, r, via_tag, latest, tags, timestamp)
     b = PlanBuilder()
     plan_pending(b, table)  # first finish what an interrupted run left (a temporary file of the restore)
@@ -281,7 +283,13 @@ def _plan_catalog_rollback(table: FileStoreTable, r: int, via_tag: str | None, l
     b = PlanBuilder()
     newer = [i for i in table.snapshots.list_ids() if latest is not None and r < i <= latest]
     b.step(f"roll back through the catalog to {'tag ' + via_tag if via_tag else f'snapshot {r}'}", CATALOG_ROLLBACK,
-           snapshot_id=None if via_tag else r, tag=via_tag, from_snapshot=latest)
+           snapshot_id=None if via_tag else r, tag=via_tag, from_snapshot=latest, keep_empty=latest != r)
+    for i in sorted(newer, reverse=True):
+        b.add(FileAction(table.snapshots.path(i), SNAPSHOT, f"newer than rollback target {r}"))
+    for n, t in tags:
+        if t.id > r:
+            b.add(FileAction(table.tags.path(n), TAG, f"tag {n} points at snapshot {t.id}, newer than rollback target "
+                                                      f"{r}"))
     b.require(LatestSnapshotIs(latest), TagsAre(tag_set(tags)))
     return b.build(RollbackPlan, table, {
         "branch": table.branch, "target_snapshot": r, "via_tag": via_tag,
@@ -294,12 +302,13 @@ def _plan_catalog_rollback(table: FileStoreTable, r: int, via_tag: str | None, l
 @register_step(CATALOG_ROLLBACK)
 def _catalog_rollback(ex: Execution, step: Step) -> None:
     catalog = catalog_of(ex.table)
-    if catalog is None or not catalog.supports_version_management:
+    if catalog is None or not catalog.owns_history(ex.table):
         raise PaimonOpsError(f"the rollback plan of {ex.plan.table} rolls back through its catalog, but the table was "
                              "opened without it; open it through its catalog")
     p = step.params
     catalog.rollback_to(ex.table, snapshot_id=p.get("snapshot_id"), tag=p.get("tag"),
                         from_snapshot=p.get("from_snapshot"))
+    ex.done += step.files
     ex.details["rolled_back_through"] = catalog.endpoint
 
 

@@ -25,7 +25,14 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from paimon_ops.errors import CommitConflictError, InvalidArgumentError, InvalidOptionError, PaimonOpsError, UnsupportedError
+from paimon_ops.errors import (
+    CommitConflictError,
+    CommitOutcomeUnknownError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    PaimonOpsError,
+    UnsupportedError,
+)
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row, serialize_row
 from paimon_ops.format.manifest import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats
@@ -183,6 +190,8 @@ class FileStoreCommit:
             except BaseException:
                 self._cleanup(written)
                 raise
+            if snapshot.uuid is None:  # every attempt is a new snapshot: catalogs name it as the next one's base
+                snapshot = snapshot.with_(uuid=str(uuid.uuid4()))
             try:
                 won = self._make_visible(snapshot, latest, delta)
             except BaseException as e:
@@ -190,9 +199,9 @@ class FileStoreCommit:
                 # snapshot is either there — committed — or not, and then nothing references what we wrote.
                 ours = self._is_ours(snapshot)
                 if ours is None:  # cannot tell: keep everything (orphans at worst, never a broken snapshot)
-                    raise PaimonOpsError(f"commit of snapshot {snapshot.id} on {self.table.identifier} failed ({e}) "
-                                         "and whether it was written cannot be read now; its new files are kept "
-                                         "(orphans if it was not)") from e
+                    raise CommitOutcomeUnknownError(f"commit of snapshot {snapshot.id} on {self.table.identifier} "
+                                                    f"failed ({e}) and whether it was written cannot be read now; its "
+                                                    "new files are kept (orphans if it was not)") from e
                 if ours:
                     self.committed = snapshot
                     if not isinstance(e, Exception):
@@ -228,18 +237,22 @@ class FileStoreCommit:
         return catalog.commit_snapshot(self.table, SnapshotCommit(snapshot, base, self.table, delta, token))
 
     def _is_ours(self, snapshot: Snapshot) -> bool | None:
-        """Whether the snapshot file now under our id is ours; None when it cannot be read."""
+        """Whether the snapshot file now under our id is ours; None when it cannot be read. A catalog that owns the
+        history (REST) says itself (a request may still be in flight on its server: unknown)."""
+        catalog = self.table.catalog
+        if catalog is not None and catalog.owns_history(self.table):
+            return catalog.is_committed(self.table, snapshot)
         try:
             stored = self.table.snapshots.try_snapshot(snapshot.id)
         except Exception:  # noqa: BLE001 - unreadable now: unknown
             return None
-        return stored is not None and stored.commit_user == snapshot.commit_user and\
+        return stored is not None and stored.uuid == snapshot.uuid and stored.commit_user == snapshot.commit_user and\
             stored.commit_identifier == snapshot.commit_identifier and stored.commit_kind == snapshot.commit_kind\
             and stored.base_manifest_list == snapshot.base_manifest_list
 
     def _hint(self, snapshot: Snapshot) -> None:
         catalog = self.table.catalog
-        if catalog is not None and catalog.supports_version_management:
+        if catalog is not None and catalog.owns_history(self.table):
             return  # the catalog owns the history: paimon-ops writes no hint of it
         try:
             self.table.snapshots.write_latest_hint(snapshot.id)

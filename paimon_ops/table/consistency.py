@@ -8,6 +8,7 @@ Refused, in one line naming what is wrong (CorruptMetadataError, nothing deleted
 * `LATEST` names a snapshot that does not exist while no later snapshot exists — the latest snapshot is lost — or
   any hint names snapshots while there are none: with every snapshot file gone, Java's orphan removal deletes the
   whole table (apache/paimon#7710);
+* a catalog that owns the history (REST) names a latest snapshot other than the newest snapshot file;
 * a gap in the snapshot ids (snapshot-5 missing between snapshot-4 and snapshot-6): expiry deletes oldest first and
   rollback newest first, so a gap means lost history (or a rollback/expiry of another engine that must be re-run).
 
@@ -50,7 +51,10 @@ def _check_snapshots(mgr: SnapshotManager, what: str, kind: str) -> None:
     refuse = f"; refusing {what} (nothing deleted): the files of the missing snapshots could not be told apart "\
              "from orphans. If an expiry or rollback was interrupted, re-run it; otherwise the table needs repair"
     if not ids:
+        owned = mgr.latest_loader() if mgr.latest_loader is not None and kind == "snapshot" else None
         hints = [f"{n} names {kind} {v}" for n, v in ((EARLIEST, earliest), (LATEST, latest)) if v is not None]
+        if owned is not None:
+            hints.append(f"the catalog's latest snapshot is {owned.id}")
         if hints:
             raise CorruptMetadataError(mgr.dir, f"{' and '.join(hints)}, but there is no {kind} file{refuse}")
         return
@@ -60,6 +64,13 @@ def _check_snapshots(mgr: SnapshotManager, what: str, kind: str) -> None:
     if earliest is not None and earliest > ids[-1]:
         raise CorruptMetadataError(posixpath.join(mgr.dir, EARLIEST),
                                    f"names {kind} {earliest}, beyond the newest {kind} file {kind}-{ids[-1]}{refuse}")
+    if mgr.latest_loader is not None and kind == "snapshot":
+        # a catalog owning the history (REST): its latest snapshot is the newest file, else the two disagree
+        owned = mgr.latest_loader()
+        if owned is not None and owned.id != ids[-1]:
+            raise CorruptMetadataError(mgr.dir, f"the catalog's latest snapshot is {owned.id}, but the newest snapshot "
+                                                f"file is {kind}-{ids[-1]} (a snapshot written around the catalog, or "
+                                                f"one it lost){refuse}")
     if ids[-1] - ids[0] + 1 != len(ids):
         have = set(ids)
         gap = next(i for i in range(ids[0], ids[-1]) if i not in have)

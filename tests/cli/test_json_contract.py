@@ -1,4 +1,4 @@
-"""The JSON contract (README "JSON output"): every command's --json output — success, dry run and error — is
+"""The JSON contract (docs/guides/json-and-upgrading.md): every command's --json output — success, dry run and error — is
 validated against the JSON Schema shipped in the package for the kind it declares (`format`), on the sample
 warehouse (our writer) plus a postpone-bucket table written by pypaimon 2.1.0; the Java-written tables are validated
 the same way in tests/interop/test_cli_proof.py. Every registered operation has its case here (a test says so), and
