@@ -19,8 +19,10 @@ import datetime as _dt
 import inspect
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from paimon_ops.compact.file_index import plan_rewrite_file_index
 from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.compact.postpone import plan_postpone_compaction
+from paimon_ops.compact.remove_unexisting import plan_remove_unexisting_files
 from paimon_ops.compact.rescale import plan_rescale
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, arg
 from paimon_ops.execution.plan import Plan, Planner, registered_plan_types
@@ -32,6 +34,7 @@ from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
 from paimon_ops.lifecycle.mark_done import plan_mark_partition_done
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
+from paimon_ops.lifecycle.repair import plan_repair
 from paimon_ops.lifecycle.rollback import plan_rollback
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
@@ -289,6 +292,9 @@ class Maintenance:
                                       max_expires=max_expires)
 
     compact_manifests = facade(plan_compact_manifests)
+    remove_unexisting_files = facade(plan_remove_unexisting_files)
+    repair = facade(plan_repair)
+    rewrite_file_index = facade(plan_rewrite_file_index)
 
     @_declares(_expire_tags.OPERATION)
     def expire_tags(self, *, older_than: Instant | None = None, min_age: Age | None = None,

@@ -609,8 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp = maint(op.command, _maintenance_command(op), op.summary, spark=op.placement == TASKS)
         _add_params(sp, op)
         if op.confirm:
-            sp.add_argument("--yes", action="store_true", help=f"confirm: {op.title} cannot be undone (snapshots and "
-                                                               "tags newer than the target are removed)")
+            sp.add_argument("--yes", action="store_true", help=f"confirm: {op.title} cannot be undone")
 
     ap = sub.add_parser("apply", help="execute a plan saved with --dry-run --json (refused if the table changed)")
     ap.add_argument("plan", help="plan file (or - for standard input)")

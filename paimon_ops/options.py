@@ -510,6 +510,15 @@ DATA_FILE_THIN_MODE = Option("data-file.thin-mode", BOOL, False, "primary-key da
                              "files")
 INDEX_FILE_IN_DATA_FILE_DIR = Option("index-file-in-data-file-dir", BOOL, False, "index files live beside the data "
                                      "files", "files", affects_files=True)
+FILE_INDEX_IN_MANIFEST_THRESHOLD = Option("file-index.in-manifest-threshold", MEMORY, 500, "a data file's index up to "
+                                          "this size is kept in its manifest entry, a larger one in a `.index` file "
+                                          "beside it (rewrite-file-index)", "files")
+FILE_INDEX_BLOOM_FILTER_COLUMNS: Option[tuple[str, ...]] = Option(
+    "file-index.bloom-filter.columns", LIST, (), "columns with a bloom-filter file index (sized per column by the "
+    "options items and fpp under file-index.bloom-filter.COLUMN)", "files")
+FILE_INDEX_BITMAP_COLUMNS: Option[tuple[str, ...]] = Option(
+    "file-index.bitmap.columns", LIST, (), "columns with a bitmap file index", "files")
+FILE_INDEX_PREFIX = "file-index."  # file-index.<type>.columns, file-index.<type>.<column>.<option> (Java FileIndexOptions)
 METADATA_STATS_MODE = Option("metadata.stats-mode", STR, "truncate(16)", "column statistics: none, counts, "
                              "truncate(N) or full", "files")
 METADATA_STATS_DENSE_STORE = Option("metadata.stats-dense-store", BOOL, True, "statistics list only their columns",

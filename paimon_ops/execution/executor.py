@@ -445,19 +445,19 @@ def _write_hint(ex: Execution, step: Step) -> None:
 
 @register_step(ENSURE_HINTS)
 def _ensure_hints(ex: Execution, step: Step) -> None:
-    """Hints from a listing at run time: EARLIEST / LATEST of snapshot/ or changelog/ (params.hints: [{dir, name,
-    which: first|last}]). Rerun after a crash converges to the right hints."""
-    from paimon_ops.table.table import CHANGELOG_PREFIX, SNAPSHOT_PREFIX, _ids_in
+    """Hints from a listing at run time (`table.hints` decides what each must say): EARLIEST / LATEST of snapshot/ or
+    changelog/ (params.hints: [{dir, name, default?, only_if_exists?}]; `default`: the value when the directory holds
+    no file of its kind). Rerun after a crash converges to the right hints."""
+    from paimon_ops.table import hints
     for h in step.params.get("hints", ()):
-        d = h["dir"]
-        prefix = CHANGELOG_PREFIX if posixpath.basename(d) == "changelog" else SNAPSHOT_PREFIX
-        ids = _ids_in(ex.table.io, d, prefix)
-        value = (ids[0] if h["which"] == "first" else ids[-1]) if ids else h.get("default")
+        mgr = hints.manager_of(ex.table.io, h["dir"])
+        decided = hints.decide(mgr, names=[h["name"]])[0]
+        value = decided.wanted if decided.wanted is not None else h.get("default")
         if value is None:
             continue
-        if h.get("only_if_exists") and not ex.table.io.exists(posixpath.join(d, h["name"])) and not ids:
+        if h.get("only_if_exists") and decided.wanted is None and not ex.table.io.exists(decided.path):
             continue
-        ex.ensure_hint(posixpath.join(d, h["name"]), value, f"{h['name'].lower()} {prefix.rstrip('-')}")
+        ex.ensure_hint(decided.path, value, f"{h['name'].lower()} {decided.kind}")
 
 
 __all__ = ["execute", "register_step", "register_check", "Execution", "check_preconditions",

@@ -328,10 +328,14 @@ def _describe(plan: Plan) -> str:
 
 
 def require_confirmation(plan: Plan, confirm: bool) -> None:
-    """Rollback cannot be undone: executing one takes an explicit confirmation (`--yes`) — except a rollback as
-    latest, which removes nothing (a commit)."""
-    if not confirm and not isinstance(plan, RollbackAsLatestPlan):
-        raise UnsafeOperationError(f"{_describe(plan)}; this cannot be undone. Pass {arg('confirm', True)} to proceed "
+    """An operation that cannot be undone (rollback; another whose plan words its effect in `effect()`): executing
+    one that changes something takes an explicit confirmation (`--yes`) — not a rollback as latest, which removes
+    nothing (a commit)."""
+    if isinstance(plan, RollbackAsLatestPlan):
+        return
+    if not confirm and (isinstance(plan, RollbackPlan) or not plan.is_empty):
+        what = _describe(plan) if isinstance(plan, RollbackPlan) else plan.effect()  # type: ignore[attr-defined]
+        raise UnsafeOperationError(f"{what}; this cannot be undone. Pass {arg('confirm', True)} to proceed "
                                    f"(or {arg('dry_run', True)} to see every file)")
 
 

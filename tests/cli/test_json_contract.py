@@ -42,6 +42,9 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "auto-tag": ([], ["shop.daily_sales"]),
     "rollback": ([], ["shop.customers", "--snapshot", "2", "--yes"]),
     "mark-partition-done": ([], ["logs.events", "--partition", "dt=marked-by-the-test"]),  # (no such day: a warning)
+    "remove-unexisting-files": ([lambda wh: _lose_a_data_file(wh, "shop.orders")], ["shop.orders", "--yes"]),
+    "repair": ([lambda wh: _stale_latest_hint(wh, "shop.orders")], ["shop.orders"]),
+    "rewrite-file-index": ([lambda wh: _index_options(wh, "logs.events", "user_id")], ["logs.events"]),
 }
 DEBUG_DUMPS = re.compile(r"\b(dict|list|tuple|set) of \d+|\{'|\[\{|\bNone\b|\bTrue\b|\bFalse\b|task_pids")
 
@@ -72,6 +75,30 @@ def _partitions(table_dir) -> list:
     return found
 
 
+def _lose_a_data_file(warehouse, ident: str) -> None:
+    """A live data file of the table deleted by hand (a bucket lifecycle rule)."""
+    from paimon_ops.table.scan import TableScanner
+    from paimon_ops.table.table import FileSystemCatalog
+    table = FileSystemCatalog(str(warehouse)).get_table(ident)
+    os.unlink(TableScanner(table).scan_latest().files[0].path)
+
+
+def _stale_latest_hint(warehouse, ident: str) -> None:
+    """The LATEST hint a crashed writer left behind: an older snapshot."""
+    db, name = ident.split(".")
+    (warehouse / f"{db}.db" / name / "snapshot" / "LATEST").write_text("1")
+
+
+def _index_options(warehouse, ident: str, column: str) -> None:
+    """The file-index options set (a new schema, as ALTER TABLE SET writes it): a bitmap on `column`."""
+    import dataclasses
+
+    from paimon_ops.table.table import FileSystemCatalog
+    table = FileSystemCatalog(str(warehouse)).get_table(ident)
+    s = table.schema
+    table.schemas.commit(dataclasses.replace(s, id=s.id + 1, options={**s.options, "file-index.bitmap.columns": column}))
+
+
 def _a_partition(table_dir):
     return _partitions(table_dir)[0]
 
@@ -97,6 +124,9 @@ def test_every_registered_operation_has_a_case():
 def test_dry_run_run_and_error_follow_the_schemas(warehouse, capsys, command):
     setup, args = CASES[command]
     for line in setup:
+        if callable(line):  # (a change no command makes: a file lost, a hint left behind)
+            line(warehouse)
+            continue
         assert run(capsys, line[0], warehouse, *line[1:])[0] == 0
     if command == "expire-tags":
         time.sleep(0.01)  # the tag's 1 ms retention is over

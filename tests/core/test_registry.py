@@ -192,6 +192,10 @@ def tables(tmp_path_factory):
                           "v": [f"v{i}", f"w{i}"]}))
         w.commit(now_millis=T0 + i * 60_000, watermark=T0 + i * 60_000 - 1000)
     create_table(wh, "db.pp", [("id", "INT"), ("v", "STRING")], primary_keys=["id"], options={"bucket": "-2"})
+    ap = create_table(wh, "db.ap", [("id", "INT"), ("v", "STRING")], options={"file-index.bitmap.columns": "id"})
+    w = TableWriter(ap)
+    w.write(pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["a", "b"]}))
+    w.commit(now_millis=T0)
     return po.Catalog(wh)
 
 
@@ -214,6 +218,9 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("expire_partitions", "db.pk", (), {"expiration_time": dt.timedelta(days=7), "now": NOW}),
     ("compact_postpone", "db.pp", (), {}),
     ("mark_partition_done", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}], "now": NOW}),
+    ("remove_unexisting_files", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}]}),
+    ("repair", "db.pk", (), {}),
+    ("rewrite_file_index", "db.ap", (), {}),
 ]
 
 

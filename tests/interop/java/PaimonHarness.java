@@ -218,6 +218,8 @@ public class PaimonHarness {
                     return NF.objectNode().put("creationTime", f.creationTime())
                             .put("modificationTime", f.modificationTime());
                 }
+            case "file_index":
+                return fileIndex(p);
             case "list_tables":
                 {
                     // {warehouse, catalog_options, database} -> {tables: [...], locations: {name: path}}
@@ -1130,6 +1132,13 @@ public class PaimonHarness {
             rt = rt.project(idx);
         }
         final RowType outType = rt;
+        if (p.hasNonNull("filter_equal")) {
+            // [column, value]: the reader plans and reads with this filter (file indexes skip files)
+            RowType full = read.rowType();
+            int i = full.getFieldNames().indexOf(p.get("filter_equal").get(0).asText());
+            rb = rb.withFilter(new org.apache.paimon.predicate.PredicateBuilder(full)
+                    .equal(i, toInternal(full.getTypeAt(i), p.get("filter_equal").get(1))));
+        }
         TableScan.Plan plan = rb.newScan().plan();
         if (p.path("digest").asBoolean(false)) {
             // Row count and an order-independent digest (sum of mixed 64-bit hashes of each row's JSON): compares
@@ -1167,6 +1176,11 @@ public class PaimonHarness {
         }
         out.set("columns", cols);
         out.put("splits", plan.splits().size());
+        int planned = 0;
+        for (org.apache.paimon.table.source.Split sp : plan.splits()) {
+            planned += ((org.apache.paimon.table.source.DataSplit) sp).dataFiles().size();
+        }
+        out.put("files", planned);
         return out;
     }
 
@@ -1610,5 +1624,81 @@ public class PaimonHarness {
             results.add(r);
         }
         return NF.objectNode().set("results", results);
+    }
+
+    // ------------------------------------------------------------------ file_index
+
+    /**
+     * {queries: [[column, value]], snapshot_id?} -> {files: [{file_name, index: "embedded" | file name | null,
+     * columns: {column: [index types]}, results: [true (may contain) | false (skip)]}]}: every live data file's index
+     * opened with 0.9's own FileIndexFormat reader and asked each equality query through FileIndexPredicate.
+     */
+    static JsonNode fileIndex(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        Snapshot snap = resolveSnapshot(t, p);
+        FileStore<?> store = t.store();
+        FileStorePathFactory pf = store.pathFactory();
+        SchemaManager sm = new SchemaManager(t.fileIO(), t.location());
+        ArrayNode files = NF.arrayNode();
+        for (ManifestEntry e : store.newScan().withSnapshot(snap).plan().files()) {
+            DataFileMeta f = e.file();
+            RowType fileType = sm.schema(f.schemaId()).logicalRowType();
+            ObjectNode fo = NF.objectNode().put("file_name", f.fileName());
+            org.apache.paimon.fileindex.FileIndexPredicate pred = null;
+            Path indexPath = null;
+            if (f.embeddedIndex() != null) {
+                pred = new org.apache.paimon.fileindex.FileIndexPredicate(f.embeddedIndex(), fileType);
+                fo.put("index", "embedded");
+            } else {
+                for (String x : f.extraFiles()) {
+                    if (x.endsWith(".index")) {
+                        indexPath = new Path(pf.createDataFilePathFactory(e.partition(), e.bucket())
+                                .toPath(f.fileName()).getParent(), x);
+                        pred = new org.apache.paimon.fileindex.FileIndexPredicate(indexPath, t.fileIO(), fileType);
+                        fo.put("index", x);
+                    }
+                }
+                if (pred == null) {
+                    fo.putNull("index");
+                }
+            }
+            ObjectNode cols = NF.objectNode();
+            if (pred != null) {
+                byte[] bytes = f.embeddedIndex();
+                if (bytes == null) {
+                    try (org.apache.paimon.fs.SeekableInputStream in = t.fileIO().newInputStream(indexPath)) {
+                        bytes = in.readAllBytes();
+                    }
+                }
+                try (org.apache.paimon.fileindex.FileIndexFormat.Reader r =
+                        org.apache.paimon.fileindex.FileIndexFormat.createReader(
+                                new org.apache.paimon.fs.ByteArraySeekableStream(bytes), fileType)) {
+                    for (Map.Entry<String, Map<String, byte[]>> c : r.readAll().entrySet()) {
+                        ArrayNode types = NF.arrayNode();
+                        new java.util.TreeSet<>(c.getValue().keySet()).forEach(types::add);
+                        cols.set(c.getKey(), types);
+                    }
+                }
+            }
+            fo.set("columns", cols);
+            ArrayNode results = NF.arrayNode();
+            for (JsonNode q : p.path("queries")) {
+                int i = fileType.getFieldNames().indexOf(q.get(0).asText());
+                if (pred == null || i < 0) {
+                    results.add(true);
+                    continue;
+                }
+                results.add(pred.testPredicate(new org.apache.paimon.predicate.PredicateBuilder(fileType)
+                        .equal(i, toInternal(fileType.getTypeAt(i), q.get(1)))));
+            }
+            fo.set("results", results);
+            if (pred != null) {
+                pred.close();
+            }
+            files.add(fo);
+        }
+        ObjectNode out = NF.objectNode();
+        out.set("files", files);
+        return out;
     }
 }
