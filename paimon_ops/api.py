@@ -33,13 +33,15 @@ from paimon_ops.lifecycle.branches import plan_create_branch, plan_delete_branch
 from paimon_ops.lifecycle.consumers import plan_clear_consumers, plan_reset_consumer
 from paimon_ops.lifecycle.expire import plan_expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
+from paimon_ops.lifecycle.mark_done import plan_mark_partition_done
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
 from paimon_ops.lifecycle.repair import plan_repair
 from paimon_ops.lifecycle.rollback import plan_rollback
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
-from paimon_ops.lifecycle.tags import plan_create_tag, plan_rename_tag
+from paimon_ops.lifecycle.tags import plan_create_tag, plan_rename_tag, plan_replace_tag
+from paimon_ops.lifecycle.time_tags import plan_create_tag_from_timestamp, plan_create_tag_from_watermark
 from paimon_ops.operations import compact as _compact
 from paimon_ops.operations import compact_postpone as _compact_postpone
 from paimon_ops.operations import create_auto_tags as _create_auto_tags
@@ -48,7 +50,6 @@ from paimon_ops.operations import expire_snapshots as _expire_snapshots
 from paimon_ops.operations import expire_tags as _expire_tags
 from paimon_ops.operations import remove_orphans as _remove_orphans
 from paimon_ops.operations import rescale as _rescale
-from paimon_ops.operations import rollback as _rollback
 from paimon_ops.operations.model import AGE, INSTANT, NAME, NAMES, Health, Operation, TagName
 from paimon_ops.table import table as _tables
 from paimon_ops.timeutil import Age, Instant, age_ms, instant_ms
@@ -348,12 +349,8 @@ class Maintenance:
         return plan_auto_tags(self._t, now_millis=_instant(now, "now"),
                               periods=list(periods) if periods is not None else None)
 
-    @_declares(_rollback.OPERATION)
-    def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None,
-                 timestamp: Instant | None = None) -> Plan:
-        """Rolling back to a snapshot, a tag, or the point in time `timestamp` (the latest snapshot at or before it,
-        live or held by a tag). Metadata only; cannot be undone."""
-        return plan_rollback(self._t, snapshot_id, tag, _instant(timestamp, "timestamp"))
+    rollback = facade(plan_rollback)
+    mark_partition_done = facade(plan_mark_partition_done)
 
     create_branch = facade(plan_create_branch)
     delete_branch = facade(plan_delete_branch)
@@ -373,6 +370,9 @@ class Tags:
         return list_tags(self._t)
 
     create = facade(plan_create_tag)
+    create_from_timestamp = facade(plan_create_tag_from_timestamp)
+    create_from_watermark = facade(plan_create_tag_from_watermark)
+    replace = facade(plan_replace_tag)
     rename = facade(plan_rename_tag)
 
     def delete(self, *names: str, missing_ok: bool = False) -> Plan:

@@ -223,6 +223,10 @@ if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/ai
     PaimonFastForwardOperator: type[PaimonOperationOperator]
     PaimonResetConsumerOperator: type[PaimonOperationOperator]
     PaimonClearConsumersOperator: type[PaimonOperationOperator]
+    PaimonCreateTagFromTimestampOperator: type[PaimonOperationOperator]
+    PaimonCreateTagFromWatermarkOperator: type[PaimonOperationOperator]
+    PaimonReplaceTagOperator: type[PaimonOperationOperator]
+    PaimonMarkPartitionDoneOperator: type[PaimonOperationOperator]
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
            "changed", "asset_extra", *(cls.__name__ for cls in OPERATORS.values())]

@@ -260,6 +260,21 @@ class Catalog:
         those another branch still has) from the metastore. Called only for `metastore.partitioned-table` tables and
         only on backends with `syncs_metastore`."""
 
+    def mark_partitions_done(self, table: FileStoreTable, partitions: Sequence[Mapping[str, str]]) -> None:
+        """Report each partition done to the metastore (Java's `mark-event` mark-done action: a LOAD_DONE event). Only
+        backends with `syncs_metastore`; the others refuse (the planner refuses first, naming the option)."""
+        raise UnsupportedError(f"the {self.metastore} catalog {self.endpoint} has no metastore to report partition "
+                               "events to")
+
+    def partition_marked_done(self, table: FileStoreTable, partition: Mapping[str, str]) -> bool:
+        """Whether the metastore holds the partition's done event (readers of `mark-event`)."""
+        raise UnsupportedError(f"the {self.metastore} catalog {self.endpoint} has no metastore holding partition "
+                               "events")
+
+    def metastore_partitions(self, table: FileStoreTable) -> list[dict[str, str]]:
+        """The partitions the metastore registers for the table (readers of `done-partition`)."""
+        raise UnsupportedError(f"the {self.metastore} catalog {self.endpoint} registers no partitions")
+
     def tag_created(self, table: FileStoreTable, name: str) -> None:
         """A tag was created or replaced (manual, automatic, batch, the new name of a rename): a metastore adds the
         partition `<metastore.tag-to-partition>=<name>`."""

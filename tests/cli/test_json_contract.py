@@ -34,10 +34,14 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "compact-manifests": ([], ["shop.orders"]),
     "remove-orphans": ([], ["shop.orders", "--min-age", "1 d"]),
     "create-tag": ([], ["shop.orders", "t1", "--time-retained", "7 d"]),
+    "create-tag-from-timestamp": ([], ["logs.events", "t1", "--timestamp", "0"]),  # the first snapshot
+    "create-tag-from-watermark": ([], ["logs.events", "t1", "--watermark", "1970-01-01T00:00:00Z"]),
+    "replace-tag": ([["create-tag", "shop.orders", "t1", "--snapshot", "1"]], ["shop.orders", "t1"]),
     "delete-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1"]),
     "rename-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1", "t2"]),
     "auto-tag": ([], ["shop.daily_sales"]),
     "rollback": ([], ["shop.customers", "--snapshot", "2", "--yes"]),
+    "mark-partition-done": ([], ["logs.events", "--partition", "dt=marked-by-the-test"]),  # (no such day: a warning)
     "remove-unexisting-files": ([lambda wh: _lose_a_data_file(wh, "shop.orders")], ["shop.orders", "--yes"]),
     "repair": ([lambda wh: _stale_latest_hint(wh, "shop.orders")], ["shop.orders"]),
     "rewrite-file-index": ([lambda wh: _index_options(wh, "logs.events", "user_id")], ["logs.events"]),

@@ -31,10 +31,11 @@ Commands (payload -> result):
 * ``create_table`` {schema: {fields: [{name, type[, comment]}], partition_keys, primary_keys, options}}
   -> {table_path, schema_id, bucket_mode}. ``type`` is a Paimon type string ("INT NOT NULL",
   "DECIMAL(10, 2)", "ARRAY<INT>", "MAP<STRING, BIGINT>", "ROW<a INT, b STRING>") or a schema-JSON node.
-* ``write`` {batches: [{rows, kinds?, compact?, full?=true, wait_compaction?=true, commit_identifier?}],
+* ``write`` {batches: [{rows, kinds?, compact?, full?=true, wait_compaction?=true, commit_identifier?, watermark?}],
   commit_user?, first_commit_identifier?=1} -> {commit_user, batches: [{commit_identifier,
   snapshot_ids}], latest_snapshot_id}. One stream writer for all batches; each batch is
-  ``prepareCommit(wait_compaction, id)`` + ``commit(id)``; ``compact`` calls
+  ``prepareCommit(wait_compaction, id)`` + ``commit(id)`` (with ``watermark``: a ``ManifestCommittable`` carrying
+  it, as a streaming sink commits); ``compact`` calls
   ``write.compact(partition, bucket, full)`` for every bucket the batch touched.
 * ``scan`` {snapshot_id? | tag?, dv_positions?=true} -> {snapshot_id, schema_id, commit_kind,
   files: [{partition, partition_path, bucket, level, file_name, file_path, row_count, file_size,
@@ -69,6 +70,15 @@ Commands (payload -> result):
   "now" is the test's; a Java exception comes back as ``error`` ("Class: message"), nothing expired.
 * ``expire_tags`` {} -> {expired: [names]}: 0.9's ``TagTimeExpire`` (wall clock) with the table's tag callbacks
   (a Hive catalog's ``metastore.tag-to-partition`` drops the tags' partitions).
+* ``create_tag_from`` {tag, timestamp? | watermark?, time_retained_ms?} -> {tag, snapshot_id, commit_time,
+  watermark} | {error}: what the ``create_tag_from_timestamp`` / ``create_tag_from_watermark`` procedures do, with
+  0.9's ``SnapshotManager.laterOrEqualTimeMills`` / ``laterOrEqualWatermark`` and the tag loop, then ``createTag``.
+* ``rollback`` {snapshot_id? | tag?} -> {latest}: 0.9's ``rollbackTo`` (it deletes the newer snapshots, tags and
+  changelogs and the files only they used).
+* ``mark_partition_done`` {partitions: [{key: value}]} -> {partition_paths}: the ``mark_partition_done`` procedure
+  of 0.9 — ``PartitionMarkDoneAction.createActions`` (the table's ``partition.mark-done-action``: ``_SUCCESS``
+  files, ``.done`` partitions and LOAD_DONE events through a Hive catalog's metastore client) on each partition.
+* ``success_file`` {path} -> {creationTime, modificationTime}: 0.9's ``SuccessFile.fromPath``.
 * ``list_tables`` {warehouse, catalog_options?, database} -> {tables: [names], locations: {name: location}}: the
   catalog's ``listTables`` (a Hive catalog: the metastore's Paimon tables) and each table's location.
 * ``partition_times`` {cases: [{keys, values, pattern?, formatter?}]} -> {results: [{time, error}]}: 0.9's

@@ -46,6 +46,7 @@ import org.apache.paimon.index.IndexFileMeta;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.io.DataFilePathFactory;
 import org.apache.paimon.manifest.FileKind;
+import org.apache.paimon.manifest.ManifestCommittable;
 import org.apache.paimon.manifest.IndexManifestEntry;
 import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.manifest.ManifestFile;
@@ -57,6 +58,8 @@ import org.apache.paimon.operation.OrphanFilesClean;
 import org.apache.paimon.operation.PartitionExpire;
 import org.apache.paimon.partition.PartitionExpireStrategy;
 import org.apache.paimon.partition.PartitionTimeExtractor;
+import org.apache.paimon.partition.actions.PartitionMarkDoneAction;
+import org.apache.paimon.partition.file.SuccessFile;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
@@ -90,6 +93,7 @@ import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
 import org.apache.paimon.utils.FileStorePathFactory;
 import org.apache.paimon.utils.Pair;
+import org.apache.paimon.utils.PartitionPathUtils;
 
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -202,6 +206,30 @@ public class PaimonHarness {
                 return resetConsumer(p);
             case "expire_tags":
                 return expireTags(p);
+            case "create_tag_from":
+                return createTagFrom(p);
+            case "rollback":
+                {
+                    // {snapshot_id? | tag?} -> {latest}: 0.9's rollbackTo (RollbackHelper: newer snapshots, tags,
+                    // changelogs and their files removed)
+                    FileStoreTable t = table(p);
+                    if (p.hasNonNull("tag")) {
+                        t.rollbackTo(p.get("tag").asText());
+                    } else {
+                        t.rollbackTo(p.get("snapshot_id").asLong());
+                    }
+                    return NF.objectNode().put("latest", t.snapshotManager().latestSnapshotId());
+                }
+            case "mark_partition_done":
+                return markPartitionDone(p);
+            case "success_file":
+                {
+                    // {path} -> {creationTime, modificationTime}: 0.9's own SuccessFile reader
+                    Path path = new Path(p.get("path").asText());
+                    SuccessFile f = SuccessFile.fromPath(FileIO.get(path, CatalogContext.create(new Options())), path);
+                    return NF.objectNode().put("creationTime", f.creationTime())
+                            .put("modificationTime", f.modificationTime());
+                }
             case "file_index":
                 return fileIndex(p);
             case "list_tables":
@@ -791,7 +819,15 @@ public class PaimonHarness {
                 nextIdentifier = identifier + 1;
                 boolean wait = batch.path("wait_compaction").asBoolean(true);
                 List<CommitMessage> msgs = w.prepare(wait, identifier);
-                w.commit.commit(identifier, msgs);
+                if (batch.hasNonNull("watermark")) {
+                    // a streaming commit carrying the writer's watermark (Flink's committable)
+                    ManifestCommittable committable =
+                            new ManifestCommittable(identifier, batch.get("watermark").asLong());
+                    msgs.forEach(committable::addFileCommittable);
+                    w.commit.commit(committable);
+                } else {
+                    w.commit.commit(identifier, msgs);
+                }
                 ObjectNode bo = NF.objectNode();
                 bo.put("commit_identifier", identifier);
                 bo.set("snapshot_ids", newSnapshotIds(t, before));
@@ -1221,6 +1257,82 @@ public class PaimonHarness {
             t.createTag(name, id);
         }
         return NF.objectNode().put("tag", name).put("snapshot_id", id);
+    }
+
+    /**
+     * What the create_tag_from_timestamp / create_tag_from_watermark procedures do, with 0.9's classes: the live
+     * snapshot from SnapshotManager.laterOrEqualTimeMills / laterOrEqualWatermark, an earlier tag-held one if a tag
+     * qualifies first, then createTag.
+     */
+    static JsonNode createTagFrom(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("tag").asText();
+        boolean byWatermark = p.hasNonNull("watermark");
+        long value = byWatermark ? p.get("watermark").asLong() : p.get("timestamp").asLong();
+        Snapshot snapshot = byWatermark
+                ? t.snapshotManager().laterOrEqualWatermark(value)
+                : t.snapshotManager().laterOrEqualTimeMills(value);
+        for (Snapshot tagged : t.tagManager().tags().keySet()) {
+            if (byWatermark) {
+                if (tagged.watermark() != null && value <= tagged.watermark()) {
+                    if (snapshot == null || snapshot.watermark() == null
+                            || tagged.watermark() < snapshot.watermark()) {
+                        snapshot = tagged;
+                    }
+                    break;
+                }
+            } else if (value <= tagged.timeMillis()) {
+                if (snapshot == null || tagged.timeMillis() < snapshot.timeMillis()) {
+                    snapshot = tagged;
+                }
+                break;
+            }
+        }
+        if (snapshot == null) {
+            return NF.objectNode().put("error", "Could not find any snapshot later than " + value);
+        }
+        if (p.hasNonNull("time_retained_ms")) {
+            t.createTag(name, snapshot.id(), Duration.ofMillis(p.get("time_retained_ms").asLong()));
+        } else {
+            t.createTag(name, snapshot.id());
+        }
+        ObjectNode out = NF.objectNode().put("tag", name).put("snapshot_id", snapshot.id())
+                .put("commit_time", snapshot.timeMillis());
+        if (snapshot.watermark() == null) {
+            out.putNull("watermark");
+        } else {
+            out.put("watermark", snapshot.watermark());
+        }
+        return out;
+    }
+
+    /**
+     * The mark_partition_done procedure of 0.9: the table's partition.mark-done-action actions
+     * (PartitionMarkDoneAction.createActions: success-file, done-partition, mark-event through the catalog's
+     * metastore client) on each partition {key: value}, as a partition path of the partition type's order.
+     */
+    static JsonNode markPartitionDone(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        List<Map<String, String>> specs = new ArrayList<>();
+        for (JsonNode spec : p.get("partitions")) {
+            specs.add(stringMap(spec));
+        }
+        List<String> paths = PartitionPathUtils.generatePartitionPaths(specs, t.schema().logicalPartitionType());
+        List<PartitionMarkDoneAction> actions = PartitionMarkDoneAction.createActions(t, t.coreOptions());
+        try {
+            for (String path : paths) {
+                for (PartitionMarkDoneAction action : actions) {
+                    action.markDone(path);
+                }
+            }
+        } finally {
+            for (PartitionMarkDoneAction action : actions) {
+                action.close();
+            }
+        }
+        ArrayNode out = NF.arrayNode();
+        paths.forEach(out::add);
+        return NF.objectNode().set("partition_paths", out);
     }
 
     static JsonNode deleteTag(JsonNode p) throws Exception {
