@@ -38,12 +38,12 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import pyarrow.compute as pc
 
+from paimon_ops.catalog import catalog_of
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
     InvalidOptionError,
     MissingFileError,
-    PaimonOpsError,
     PreflightError,
     UnsafeNameError,
     arg,
@@ -90,6 +90,7 @@ from paimon_ops.lifecycle.reclaim import (
     plan_index_and_stats,
     plan_manifest_list,
 )
+from paimon_ops.operations.expire_snapshots import OPERATION as EXPIRE_SNAPSHOTS
 from paimon_ops.options import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
@@ -105,7 +106,7 @@ from paimon_ops.options import (
 )
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.scan import ManifestStore, TableScanner
-from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, FileStoreTable
+from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,7 @@ class ExpireSnapshotsPlan(Plan):
     """Expiring snapshots (and, when decoupled, long-lived changelogs) with their files."""
 
     operation = "expire_snapshots"
+    op = EXPIRE_SNAPSHOTS  # its operation (the feature gate, the planner's parameters)
 
     def workload(self) -> Any:
         from paimon_ops.execution.plan import Workload
@@ -682,8 +684,10 @@ def plan_expire_snapshots(table: FileStoreTable, now_millis: int | None = None, 
             b, table, store, scanner, cfg, tags, {i: snaps[i] for i in excl}, latest,
             end_snap if excl else None, consumer_min, others, spark)
     # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
-    hints = [{"dir": table.snapshots.dir, "name": EARLIEST, "which": "first"},
-             {"dir": table.snapshots.dir, "name": LATEST, "which": "last", "only_if_exists": True}]
+    # (a catalog owning the table's history, REST, keeps its snapshot hints: none of ours)
+    hints = [] if _catalog_owns_history(table) else [
+        {"dir": table.snapshots.dir, "name": EARLIEST, "which": "first"},
+        {"dir": table.snapshots.dir, "name": LATEST, "which": "last", "only_if_exists": True}]
     if cfg.decoupled:
         hints += [{"dir": table.changelogs.dir, "name": EARLIEST, "which": "first"},
                   {"dir": table.changelogs.dir, "name": LATEST, "which": "last"}]
@@ -760,7 +764,13 @@ def _plan_snapshot_stage(b: PlanBuilder, table: FileStoreTable, store: ManifestS
         if cfg.decoupled:
             b.creates(FileAction(_changelog_path(table, sid), LONG_CHANGELOG,
                                  f"snapshot {sid} kept as long-lived changelog"))
-    b.creates(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {end}"))
+    if not _catalog_owns_history(table):
+        b.creates(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {end}"))
+
+
+def _catalog_owns_history(table: FileStoreTable) -> bool:
+    cat = catalog_of(table)
+    return cat is not None and cat.owns_history(table)
 
 
 def _plan_added_in(b: PlanBuilder, table: FileStoreTable, store: ManifestStore, scanner: TableScanner, list_name: str,
@@ -938,28 +948,20 @@ def _check_snapshot_files(table: FileStoreTable, plan: Plan, step: Step) -> None
                                  f"consumer {cid} still reads snapshot {c.next_snapshot}")
 
 
-def _latest_hint_first(ex: Execution, directory: str, prefix: str, keep_from: int) -> None:
-    """Before the first file of `directory` (snapshot/ or changelog/) is deleted: a LATEST hint naming an id below
-    `keep_from` — one this run deletes, or one already gone, left by a writer that crashed before updating it — is
-    set to the newest id listed now, so that a crash at any later point leaves it naming an existing file.
+def _hints_now(ex: Execution, directory: str, names: Sequence[str]) -> None:
+    """The hints `names` of `directory` (snapshot/ or changelog/) made to say what a listing now says they must
+    (`table.hints`, the one piece of code deciding hints; written through the executor, which writes none where a
+    catalog owns the history).
 
-    Java 0.9 trusts a LATEST hint whose successor does not exist (SnapshotManager.findLatest): with the hint left
-    behind and the snapshots after it expired, every Java reader and writer resolves the latest snapshot to a deleted
-    file ("The specified scan snapshotId … is out of available snapshotId range") and a writer commits the id after
-    the stale one. Java 0.9's own ExpireSnapshots leaves the table in that state (it never touches LATEST); we do
-    not. (A hint behind within the kept range is harmless: its successor exists, and Java then lists.)"""
-    from paimon_ops.format.snapshot import parse_hint
-    from paimon_ops.table.table import _ids_in
-    path = posixpath.join(directory, LATEST)
-    try:
-        current = parse_hint(ex.table.io.read_bytes(path), path)
-    except (OSError, PaimonOpsError):  # no hint (readers list) or an unreadable one (rewritten by the hints step)
-        return
-    if current is None or current >= keep_from:
-        return
-    ids = _ids_in(ex.table.io, directory, prefix)
-    if ids:
-        ex.write_hint(path, ids[-1], f"latest {prefix.rstrip('-')} (the hint named {current}, which is expired)")
+    Run before the first file of the directory is deleted for LATEST: a LATEST naming an id this run deletes — or one
+    already gone, or one beyond the newest, left by a writer that crashed before updating it — would outlive the
+    expiry. Java 0.9 trusts a LATEST hint whose successor does not exist (SnapshotManager.findLatest): every Java
+    reader and writer would resolve the latest snapshot to a deleted file ("The specified scan snapshotId … is out of
+    available snapshotId range") and a writer would commit the id after the stale one. Java 0.9's own ExpireSnapshots
+    leaves the table in that state (it never touches LATEST); we do not. Set first, it names an existing file at every
+    later crash point. Run after the deletes for EARLIEST (and a decoupled changelog's LATEST)."""
+    from paimon_ops.table import hints
+    hints.ensure(hints.manager_of(ex.table.io, directory), names=names, write_hint=ex.write_hint)
 
 
 @register_step(EXPIRE_SNAPSHOT_FILES)
@@ -968,7 +970,7 @@ def _expire_snapshot_files(ex: Execution, step: Step) -> None:
     each is first kept as changelog/changelog-<id> (the snapshot's JSON, written before the snapshot file goes, §2.3
     step 8). Then EARLIEST (and LATEST changelog)."""
     table = ex.table
-    _latest_hint_first(ex, table.snapshots.dir, SNAPSHOT_PREFIX, int(step.params["end"]))
+    _hints_now(ex, table.snapshots.dir, [LATEST])
     last = None
     for a in step.files:
         sid = int(posixpath.basename(a.path)[len("snapshot-"):])
@@ -982,15 +984,15 @@ def _expire_snapshot_files(ex: Execution, step: Step) -> None:
                 last = sid
         ex.delete_ordered([a])
     if last is not None:
-        ex.write_hint(posixpath.join(table.changelogs.dir, LATEST), last, "latest changelog")
-    ex.write_hint(posixpath.join(table.snapshots.dir, EARLIEST), int(step.params["end"]), "earliest snapshot")
+        _hints_now(ex, table.changelogs.dir, [LATEST])
+    _hints_now(ex, table.snapshots.dir, [EARLIEST])
 
 
 @register_step(EXPIRE_CHANGELOG_FILES)
 def _expire_changelog_files(ex: Execution, step: Step) -> None:
-    _latest_hint_first(ex, ex.table.changelogs.dir, CHANGELOG_PREFIX, int(step.params["end"]))
+    _hints_now(ex, ex.table.changelogs.dir, [LATEST])
     ex.delete_ordered(step.files)
-    ex.write_hint(posixpath.join(ex.table.changelogs.dir, EARLIEST), int(step.params["end"]), "earliest changelog")
+    _hints_now(ex, ex.table.changelogs.dir, [EARLIEST])
 
 
 __all__ = ["ExpireSnapshotsPlan", "plan_expire_snapshots", "resolve_settings", "ExpireSettings",
