@@ -110,6 +110,13 @@ class RemoveUnexistingFilesPlan(Plan):
     def is_empty(self) -> bool:
         return not self.details.get("missing") and not self.details.get("dropped_manifests")
 
+    def repairs_missing(self) -> frozenset[str]:
+        """The missing data files it drops from the latest snapshot and the missing manifests it drops (with
+        `drop_missing_manifests`): the one narrow exemption from the history check's existence checks."""
+        d = self.details
+        return frozenset([r["data_file"] for r in d.get("missing", ()) if r.get("reason") == MISSING
+                          and r.get("data_file")] + [m["manifest"] for m in d.get("dropped_manifests", ())])
+
     def effect(self) -> str:
         """The confirmation's words (`--yes`)."""
         d = self.details

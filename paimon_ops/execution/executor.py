@@ -375,7 +375,7 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
     # every snapshot's and tag's metadata exists and is this table's, before the first write — also when the plan
     # has nothing to do, so that a table whose history is not its own is said, never reported as fine
     from paimon_ops.table.lineage import verify_lineage
-    verify_lineage(table, plan.operation.replace("_", " "))
+    verify_lineage(table, plan.operation.replace("_", " "), repairs_missing=plan.repairs_missing())
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
     ex.runner_info = placement
     ex.state.update(state)

@@ -370,6 +370,11 @@ class Plan:
     def is_empty(self) -> bool:
         return not any((s.files and (s.deletes or s.writes)) or s.creates for s in self.steps)
 
+    def repairs_missing(self) -> frozenset[str]:
+        """Names of manifests and data files this plan takes out of the table *because* they are missing — what the
+        history check (`table.lineage`) must not refuse it for. None, but for `remove-unexisting-files`."""
+        return frozenset()
+
     def counts(self) -> dict[str, int]:
         return count_by_kind(self.deletes)
 

@@ -24,6 +24,12 @@ snapshot expired — is checked where files are taken for unreferenced (orphan r
 directories hold, `unlisted_live_files`) and where files are read (compaction: its inputs exist,
 `compact.api.check_inputs`).
 
+The one exemption is the operation whose work is missing files, `remove-unexisting-files` (`Plan.repairs_missing`):
+the data files it drops from the latest snapshot and the manifests it drops (`--drop-missing-manifests`) may be
+missing — everything else is checked as for every operation. Names are never trusted to vouch for a history (a
+manifest's writer token is the same for every commit of one writer session, and a copied list keeps its names): what a
+merge replaced is decoded.
+
 Cost: one read of each manifest list (O(lists)), one listing of `manifest/`, and a decode only of the manifests a
 manifest merge replaced between two retained snapshots.
 """
@@ -31,7 +37,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Collection, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -56,9 +62,10 @@ class _Owner:
 
 
 class _Check:
-    def __init__(self, table: FileStoreTable, what: str):
+    def __init__(self, table: FileStoreTable, what: str, repairs_missing: Collection[str] = ()):
         self.main = table if table.branch == "main" else table.for_branch("main")
         self.what = what
+        self.repairs_missing = frozenset(repairs_missing)
         self.store = ManifestStore(self.main, capacity=STORE_CAPACITY)
         self.io = self.main.io
         self.manifests = {st.name for st in self.io.list_status(self.main.manifest_dir) if not st.is_dir}
@@ -90,7 +97,8 @@ class _Check:
                     from None
             self.lists[name] = metas
         for m in metas:
-            if m.file_name not in self.manifests and not tolerate and not self.gone(o):
+            if m.file_name not in self.manifests and m.file_name not in self.repairs_missing and not tolerate \
+                    and not self.gone(o):
                 raise self.refuse(self.main.manifest_path(m.file_name),
                                   f"named by the {role} manifest list {name} of {o.label}, does not exist")
             if m.schema_id not in self.schemas:
@@ -118,10 +126,13 @@ class _Check:
         """A few of the files `o`'s delta adds exist (a delta list of another table names files this table never
         had): the first and the last it keeps live, found by one existence check each."""
         cols_list = [self.store.manifest_columns(m.file_name, o.label)
-                     for m in self.lists.get(o.snapshot.delta_manifest_list, ())]
+                     for m in self.lists.get(o.snapshot.delta_manifest_list, ())
+                     if m.file_name not in self.repairs_missing]
         live: dict[str, tuple[mf.ManifestColumns, int]] = {}
         for cols in cols_list:
             for i, (kind, name) in enumerate(zip(cols.kind, cols.file_name)):
+                if name in self.repairs_missing:
+                    continue
                 if kind == mf.FileKind.ADD:
                     live[name] = (cols, i)
                 else:
@@ -206,10 +217,12 @@ def _owners(table: FileStoreTable) -> list[tuple[FileStoreTable, list[_Owner], l
     return out
 
 
-def verify_lineage(table: FileStoreTable, what: str) -> None:
+def verify_lineage(table: FileStoreTable, what: str, repairs_missing: Collection[str] = ()) -> None:
     """Raise CorruptMetadataError unless every snapshot, tag and long-lived changelog of every branch names metadata
-    that exists and is this table's history (module docstring); `what` names the operation refused."""
-    check = _Check(table, what)
+    that exists and is this table's history (module docstring); `what` names the operation refused. `repairs_missing`:
+    manifests and data files the operation takes out of the table because they are missing (`Plan.repairs_missing`:
+    remove-unexisting-files' narrow exemption) — their absence is not refused."""
+    check = _Check(table, what, repairs_missing)
     branches = _owners(table)
     for bt, _, _, _ in branches:
         check.schemas.update(bt.schemas.list_ids())
