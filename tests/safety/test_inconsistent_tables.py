@@ -194,6 +194,11 @@ WRITES = {  # the commands that write (a tag, a commit) besides those that delet
     "compact-manifests": ["compact-manifests"],
     "create-tag": ["create-tag", "x"],
     "rollback": ["rollback", "--snapshot", "5", "--yes"],
+    "rollback-as-latest": ["rollback", "--snapshot", "5", "--as-latest"],
+    "replace-tag": ["replace-tag", "t4", "--snapshot", "5"],
+    "rename-tag": ["rename-tag", "t4", "t5"],
+    "create-branch": ["create-branch", "b", "--tag", "t4"],
+    "repair": ["repair"],
 }
 
 
@@ -242,6 +247,23 @@ def _implant(t: Path, twin: Path, owner: str, field: str, with_manifests: bool =
     return damage, undo
 
 
+def _implant_snapshot(t: Path, twin: Path, owner: str):
+    """`owner` names both lists of the twin's snapshot of that id, each copied in with its manifests: a whole snapshot
+    of another table with the same history (counts, sizes, a merge of its own — nothing its names give away)."""
+    damage_base, undo_base = _implant(t, twin, owner, "baseManifestList")
+    damage_delta, undo_delta = _implant(t, twin, owner, "deltaManifestList")
+
+    def damage() -> str:
+        base = damage_base()
+        damage_delta()
+        return base
+
+    def undo() -> None:
+        undo_delta()
+        undo_base()
+    return damage, undo
+
+
 def _missing_list(t: Path, owner: str, field: str):
     """The issue's case: a snapshot's list is renamed to one that does not exist (the old list stays, unnamed)."""
     import json as _json
@@ -264,6 +286,7 @@ CRAFTED = {
     "foreign-base-of-latest": (lambda t, w: _implant(t, w, "snapshot/snapshot-6", "baseManifestList"), "snapshot 6"),
     "foreign-delta-of-latest": (lambda t, w: _implant(t, w, "snapshot/snapshot-6", "deltaManifestList"),
                                 "snapshot 6"),
+    "foreign-snapshot-as-latest": (lambda t, w: _implant_snapshot(t, w, "snapshot/snapshot-6"), "snapshot 6"),
     "foreign-delta-in-history": (lambda t, w: _implant(t, w, "snapshot/snapshot-4", "deltaManifestList"),
                                  "snapshot 4"),
     "foreign-lists-of-tag": (lambda t, w: _implant(t, w, "tag/tag-t4", "baseManifestList"), "tag t4"),
