@@ -282,9 +282,11 @@ def test_every_fault_point_converges(run):
         for kind, total in counter.n.items():
             for k in range(1, total + 1):
                 t = copy(f"{kind}-{k}")
+                raised = False
                 try:
                     run(t.with_fault_hook(fault_after(kind, k)))
                 except Exception as e:  # noqa: BLE001 - the injected fault, possibly wrapped
+                    raised = True
                     chain = [e]
                     while chain[-1].__cause__ or chain[-1].__context__:
                         chain.append(chain[-1].__cause__ or chain[-1].__context__)
@@ -296,7 +298,12 @@ def test_every_fault_point_converges(run):
                     check_references(t)  # after the crash nothing referenced is missing
                 assert views(t).items() >= {k_: v for k_, v in base_views.items()
                                             if k_[0] != "snapshot" or k_[1] < 2}.items()
-                run(t)
+                try:
+                    run(t)
+                except BranchNotFoundError:
+                    # the faulted run finished: only its last clean-up failed (removing the empty .paimon-ops
+                    # directory it made, best effort), so there is no branch left to delete
+                    assert run is _run_delete and not raised, f"{kind} #{k}"
                 assert _state(t.root) == want, f"{kind} #{k}: the rerun did not converge"
                 shutil.rmtree(os.path.join(work, f"{kind}-{k}"))
                 n += 1
