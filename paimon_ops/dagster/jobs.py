@@ -83,11 +83,12 @@ def job_config(operations: Sequence[str], table_ops: Mapping[str, Any]) -> Confi
         given_ops = given.get("ops") or {}
         # a job without operations observes (a run naming no section would do what the table needs now); a run naming
         # `due_checks` (a sensor's run of many tables) does what those signals make due, table by table, within the
-        # job's operations
+        # job's operations. Only the ops the run config names: a run selecting some tables holds only their ops, and
+        # an op given no config does what its job does with the default sections (table_asset.job_defaults)
         out["ops"] = {op_name: {"config": {"dry_run": bool(cfg.get("dry_run")), "observe_only": not operations,
                                            **({"due_checks": list(cfg["due_checks"])} if cfg.get("due_checks") else
                                               {name: dict(cfg.get(name) or {}) for name in operations})}}
-                      for op_name in table_ops
+                      for op_name in table_ops if op_name in given_ops
                       for cfg in [(given_ops.get(op_name) or {}).get("config") or {}]}
         return out
 

@@ -132,7 +132,7 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
 
     `names`: the build's resource keys and job names (see `refs.Names`)."""
     refs = {ref.key: ref for ref, _ in members}
-    job_names = {names(job) for job in JOBS}
+    job_names = {names(job): job for job in JOBS}  # this build's job names -> the jobs' own names
     order = {ref.key: i for i, (ref, _) in enumerate(members)}
     cfg_cls = CONFIG_BY_KIND[kind]
 
@@ -142,7 +142,8 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
                  required_resource_keys={names.warehouse_key, names.spark_key})
     def _tables(context: AssetExecutionContext, config: cfg_cls) -> Iterator[Any]:  # type: ignore[valid-type]
         paimon, spark = names.resources(context)
-        yield from run_tables(context, refs, order, config, paimon, spark, job_names)
+        yield from run_tables(context, refs, order, job_defaults(context.job_name, job_names, kind, config), paimon,
+                              spark, job_names)
 
     specs = {spec.get_python_identifier(): spec for ref, _ in members
              for spec in checks_mod.check_specs(ref.spec, ref.key, checks_mod.table_check_names(ref.spec))}
@@ -267,6 +268,20 @@ class KnownChecks:
 
     def was_failed(self, key: AssetKey, name: str) -> bool:
         return self.unknown or self.passed.get(AssetCheckKey(key, name)) is False
+
+
+def job_defaults(job_name: str, job_names: Mapping[str, str], kind: str | None, config: Any) -> Any:
+    """The op's config in a run of a paimon_* job that gave the op none (a run selecting only tables of other ops, or
+    a launch without config): the job's operations with their default sections (`paimon_observe`: observe only), as
+    the job's run config would set them — the job's config mapping fills only the ops its run config names, since a
+    run selecting some tables holds only their ops."""
+    job = job_names.get(job_name)
+    if job is None or operations_of(config) or config.due_checks or config.observe_only:
+        return config
+    operations, _ = JOBS[job]
+    if not operations:
+        return config.model_copy(update={"observe_only": True})
+    return config.model_copy(update={n: section_class(DAGSTER_OPERATIONS[n], kind)() for n in operations})
 
 
 def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef], order: Mapping[AssetKey, int],
