@@ -14,6 +14,7 @@ from typing import Any
 _WHERE = {
     "PaimonHook": "hooks", "PaimonSettings": "hooks",
     "PaimonApplyPlanOperator": "operators", "PaimonOperationOperator": "operators", "OPERATORS": "operators",
+    "PaimonMaintainTablesOperator": "operators",
     "PaimonTableHealthSensor": "sensors",
     "PaimonTableHealthTrigger": "triggers", "PaimonTableNeedsWorkTrigger": "triggers",
     "OPERATIONS": "operations", "table_pool": "names", "table_asset_uri": "names",
