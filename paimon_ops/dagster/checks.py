@@ -10,10 +10,12 @@
 | `manifest_count` | table | WARN | manifest compaction is due: the latest snapshot reads `manifest.compaction-trigger` manifests |
 | `partition_expiry` | table (expiring) | WARN / ERROR | WARN: partitions are due to expire; ERROR: a partition time is unreadable |
 | `latest_tag_present` | tags | WARN | a tag of the retained window is missing (deleted or expired, snapshot still known) |
-| `maintenance_succeeded` | table | ERROR | the table's last maintenance run failed on it (recorded by the maintaining run itself, so a table failing in a run of many shows failed while the others show done) |
+| `maintenance_succeeded` | table | ERROR | its last maintenance run failed on it (recorded by that run, table by table) |
 
-Needs-compaction and needs-expiry are routine states, hence WARN; ERROR is for what needs a person. Every check
-turns an unreadable table into an ERROR result, never a crash. Checks run inside the table asset's runs (after
+`maintenance_succeeded` is what lets a table failing in a run of many tables show failed while the others show done
+(the run itself does not fail: see `table_asset.run_each`). Needs-compaction and needs-expiry are routine states,
+hence WARN; ERROR is for what needs a person. Every check turns an unreadable table into an ERROR result, never a
+crash. Checks run inside the table asset's runs (after
 every maintenance run), and the observation sensor evaluates the cheap ones whenever the table changed.
 """
 from __future__ import annotations

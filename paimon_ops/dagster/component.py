@@ -32,9 +32,8 @@ that validates as it is: the warehouse given, or `{{ env.PAIMON_OPS_WAREHOUSE }}
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Literal, Optional, Union
-
 from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, Optional, Union
 
 from dagster import AssetSpec, ComponentLoadContext, Definitions
 from dagster.components import Model, Resolvable, Scaffolder, ScaffoldRequest, StateBackedComponent, scaffold_with

@@ -5,10 +5,10 @@ its own partitions (first day, zone).
 
 Daily tags are created on time by one sensor, `paimon_tag_automation`: at each table's `tag.create-time` in its tag
 zone (Dagster's cron, DST-correct, as a schedule ticks) it requests the tags partition of the day that ended, one run
-per shard of tables (runs of up to `shard_size`) — no schedule or job per table. It works per tag time, not per table (the tables sharing one are requested
-together), so a tick costs the same for 5 tables or 5,000; declarative automation conditions, one per tags asset,
-cost seconds per tick over thousands of tables. Tags that exist in the table without a run (Java / Flink, or before
-this code location) are reported as materialised by the observation sensor.
+per shard of tables (runs of up to `shard_size`) — no schedule or job per table. It works per tag time, not per
+table (the tables sharing one are requested together), so a tick costs the same for 5 tables or 5,000;
+declarative automation conditions, one per tags asset, cost seconds per tick over thousands of tables. Tags that
+exist in the table without a run (Java / Flink, or before this code location) are reported as materialised by the observation sensor.
 
 A backfill of many days (a month of a new table, the gaps after tags were deleted) is one run for all the tables it
 selects that share a partitions definition (Dagster groups a single-run backfill by it): the daily tags' multi-asset

@@ -8,13 +8,13 @@ repository's code location loads from it."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 import os
 import shutil
 import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
