@@ -3,6 +3,7 @@
 # installs everything the project needs, then runs what was asked:
 #   ./dev.sh demo   build a sample warehouse and run the nightly maintenance job end to end
 #   ./dev.sh test   run the whole test suite
+#   ./dev.sh docs [serve]   build the documentation site into site/ (strict), or serve it on http://127.0.0.1:8000
 #   ./dev.sh airflow-env   create / update .venv-airflow (Airflow 3 + paimon-ops[airflow,hive]; the Airflow tests call it)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -113,10 +114,19 @@ case "$cmd" in
     ensure_test_prerequisites
     exec .venv/bin/python -m pytest "$@"
     ;;
+  docs)
+    ensure_env
+    export NO_MKDOCS_2_WARNING=1  # MkDocs' banner about its successors: the choice is argued in docs/project/contributing.md
+    case "${1:-build}" in
+      build) exec .venv/bin/mkdocs build --strict ;;
+      serve) exec .venv/bin/mkdocs serve --strict -a 127.0.0.1:8000 ;;
+      *) echo "usage: ./dev.sh docs [build|serve]" >&2; exit 2 ;;
+    esac
+    ;;
   airflow-env)
     ensure_airflow_env
     ;;
   *)
-    echo "usage: ./dev.sh demo|test|airflow-env [args]" >&2; exit 2
+    echo "usage: ./dev.sh demo|test|docs|airflow-env [args]" >&2; exit 2
     ;;
 esac

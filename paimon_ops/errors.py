@@ -14,11 +14,23 @@ class PaimonOpsError(Exception):
 
 
 class TableNotFoundError(PaimonOpsError):
+    """No table of that name at that location (the message names both, and how to list the tables)."""
+
     def __init__(self, identifier: str, location: str, hint: str = "") -> None:
         self.identifier = identifier
         self.location = location
         msg = f"table {identifier!r} not found at {location}"
         super().__init__(f"{msg}; {hint}" if hint else msg)
+
+
+class BranchNotFoundError(TableNotFoundError):
+    """The table exists, the branch named does not."""
+
+    def __init__(self, identifier: str, location: str, branch: str, known: list[str]) -> None:
+        self.identifier, self.location, self.branch = identifier, location, branch
+        table = identifier.split("$", 1)[0]
+        PaimonOpsError.__init__(self, f"branch {branch!r} of {table} does not exist ({location}; branches: "
+                                      f"{', '.join(known) or 'none besides main'})")
 
 
 class CorruptMetadataError(PaimonOpsError):
@@ -51,6 +63,9 @@ class MissingFileError(CorruptMetadataError):
 
 
 class InvalidOptionError(PaimonOpsError):
+    """A table option (or an override of it) with a value paimon-ops cannot use: names the option, the value, what
+    was expected and where it is set."""
+
     def __init__(self, name: str, value: object, expected: str, where: str = "") -> None:
         self.name = name
         self.value = value

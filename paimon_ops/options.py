@@ -1,8 +1,8 @@
 """The options catalogue: every table option paimon-ops reads — Paimon's own (Java `CoreOptions`) and paimon-ops'
 — declared once here with its type, default, fallback keys, validation and a one-line doc. Reads go only through it:
 `table.options.get(SNAPSHOT_NUM_RETAINED_MIN)` returns the typed, validated value (else the default); a bad value
-fails with one line naming the option and the table. The README's option tables are generated from `CATALOGUE`
-(`render_readme_tables`, checked by tests/core/test_options.py).
+fails with one line naming the option and the table. The docs' options reference (docs/reference/options.md) is
+generated from `CATALOGUE` (`render_readme_tables`, checked by tests/core/test_options.py).
 
 Paimon durations look like `1 h`, `30 min`, `1 d`, `500 ms`, `PT1H`; memory sizes like `128 mb`, `2 MiB`; enum
 values match as Java's `OptionsUtils.convertToEnum` does (the value's text, ignoring case: `aggregation`, not
@@ -101,7 +101,7 @@ RATIO = "a ratio within [0, 1]"
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
-# Sections of the README's tables, in order.
+# Sections of the options reference's tables, in order.
 SECTIONS = {
     "snapshots": "Snapshot, changelog and consumer expiry",
     "tags": "Tags",
@@ -133,7 +133,7 @@ class Option(Generic[T_co]):
     check: Callable[[Any], bool] | None = field(default=None, compare=False)  # further validation
     expected: str = ""                      # what `check` wants, for its error
     ours: bool = False                      # paimon-ops' own option (Java Paimon ignores it)
-    default_doc: str | None = None          # the README's default when it is derived (None: from `default`)
+    default_doc: str | None = None          # the docs' default when it is derived (None: from `default`)
     paimon_defaults: tuple[tuple[str, str], ...] = ()  # (Paimon version, its default) where it differs from ours
     affects_files: bool = False             # decides how files are read or where they are (a saved plan may not
                                             # override it)
@@ -207,7 +207,7 @@ class Option(Generic[T_co]):
 
     @property
     def default_text(self) -> str:
-        """The default as the README shows it."""
+        """The default as the options reference shows it."""
         if self.default_doc is not None:
             return self.default_doc
         d: Any = self.default
@@ -346,6 +346,24 @@ PARTITION_DEFAULT_NAME = Option("partition.default-name", STR, "__DEFAULT_PARTIT
 PARTITION_LEGACY_NAME = Option("partition.legacy-name", BOOL, True,
                                "partition directories spell values as Paimon 0.x did", "partitions",
                                affects_files=True)
+# Java's PartitionMarkDoneAction kinds (Paimon 0.9: success-file, done-partition, mark-event; later: http-report,
+# custom); paimon-ops does all but custom (a Java class).
+MARK_DONE_ACTIONS = ("success-file", "done-partition", "mark-event", "http-report", "custom")
+PARTITION_MARK_DONE_ACTION: Option[tuple[str, ...]] = Option(
+    "partition.mark-done-action", LIST, ("success-file",), "how `mark-partition-done` tells downstream jobs a partition "
+    "is complete: `success-file` (a `_SUCCESS` file in its directory), `done-partition` (a `<value>.done` partition in "
+    "the Hive Metastore), `mark-event` (a metastore LOAD_DONE event), `http-report` (a POST to "
+    "`partition.mark-done-action.http.url`); comma-separated", "partitions", default_doc="`success-file`",
+    check=lambda v: bool(v) and all(a in MARK_DONE_ACTIONS for a in v),
+    expected="comma-separated actions of " + ", ".join(MARK_DONE_ACTIONS))
+PARTITION_MARK_DONE_ACTION_URL: Option[str | None] = Option(
+    "partition.mark-done-action.http.url", STR, None, "where the `http-report` action POSTs each partition marked "
+    "done", "partitions")
+PARTITION_MARK_DONE_ACTION_PARAMS: Option[str | None] = Option(
+    "partition.mark-done-action.http.params", STR, None, "the `params` the `http-report` action sends", "partitions")
+PARTITION_MARK_DONE_CUSTOM_CLASS: Option[str | None] = Option(
+    "partition.mark-done-action.custom.class", STR, None, "Java's `custom` action class (a Java class: `custom` is "
+    "refused)", "partitions")
 
 # --------------------------------------------------------------------------------------------------- compaction
 NUM_SORTED_RUN_COMPACTION_TRIGGER = Option("num-sorted-run.compaction-trigger", INT, 5,
@@ -492,6 +510,15 @@ DATA_FILE_THIN_MODE = Option("data-file.thin-mode", BOOL, False, "primary-key da
                              "files")
 INDEX_FILE_IN_DATA_FILE_DIR = Option("index-file-in-data-file-dir", BOOL, False, "index files live beside the data "
                                      "files", "files", affects_files=True)
+FILE_INDEX_IN_MANIFEST_THRESHOLD = Option("file-index.in-manifest-threshold", MEMORY, 500, "a data file's index up to "
+                                          "this size is kept in its manifest entry, a larger one in a `.index` file "
+                                          "beside it (rewrite-file-index)", "files")
+FILE_INDEX_BLOOM_FILTER_COLUMNS: Option[tuple[str, ...]] = Option(
+    "file-index.bloom-filter.columns", LIST, (), "columns with a bloom-filter file index (sized per column by the "
+    "options items and fpp under file-index.bloom-filter.COLUMN)", "files")
+FILE_INDEX_BITMAP_COLUMNS: Option[tuple[str, ...]] = Option(
+    "file-index.bitmap.columns", LIST, (), "columns with a bitmap file index", "files")
+FILE_INDEX_PREFIX = "file-index."  # file-index.<type>.columns, file-index.<type>.<column>.<option> (Java FileIndexOptions)
 METADATA_STATS_MODE = Option("metadata.stats-mode", STR, "truncate(16)", "column statistics: none, counts, "
                              "truncate(N) or full", "files")
 METADATA_STATS_DENSE_STORE = Option("metadata.stats-dense-store", BOOL, True, "statistics list only their columns",
@@ -832,7 +859,7 @@ def read(raw: Mapping[str, str], opt: Option[T], where: str = "") -> T:
     return Options(raw, where).get(opt)
 
 
-# ------------------------------------------------------------------------------------------------ the README
+# ------------------------------------------------------------------------------------- the options reference
 def _shown_default(o: Option[Any]) -> str:
     text = o.default_text
     if o.default_doc is not None or text == "—" or "no limit" in text:
@@ -841,7 +868,7 @@ def _shown_default(o: Option[Any]) -> str:
 
 
 def render_readme_tables() -> str:
-    """The README's option tables (between its `<!-- options:begin -->` / `<!-- options:end -->` markers)."""
+    """The option tables of the options reference (docs/reference/options.md, generated at every docs build)."""
     lines: list[str] = []
     for section, title in SECTIONS.items():
         opts = [o for o in CATALOGUE.values() if o.section == section]

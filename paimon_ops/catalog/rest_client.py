@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote_plus, urlencode, urlsplit
 
+from paimon_ops import options as o
 from paimon_ops.errors import CatalogError, InvalidOptionError, PaimonOpsError, UnreachableError
 
 log = logging.getLogger(__name__)
@@ -44,18 +45,19 @@ DEFAULT_READ_TIMEOUT_S = 60.0
 # Java's RESTTokenFileIO and DLFAuthProvider refresh a token once less than this remains (TOKEN_EXPIRATION_SAFE_TIME)
 TOKEN_REFRESH_MARGIN_MS = 3_600_000
 
-# Paimon's catalog option names (RESTCatalogOptions, CatalogOptions)
-URI = "uri"
-WAREHOUSE = "warehouse"
-PREFIX = "prefix"
-TOKEN_PROVIDER = "token.provider"
-TOKEN = "token"
-DLF_REGION = "dlf.region"
-DLF_ACCESS_KEY_ID = "dlf.access-key-id"
-DLF_ACCESS_KEY_SECRET = "dlf.access-key-secret"
-DLF_SECURITY_TOKEN = "dlf.security-token"
+# Paimon's catalog option names (RESTCatalogOptions, CatalogOptions), as the options catalogue declares them; the
+# client reads raw string maps (the server's /v1/config merged with ours), so it keys them by name
+URI = o.CATALOG_URI.key
+WAREHOUSE = o.CATALOG_WAREHOUSE.key
+PREFIX = "prefix"  # a key of the server's /v1/config answer, not an option
+TOKEN_PROVIDER = o.TOKEN_PROVIDER.key
+TOKEN = o.TOKEN.key
+DLF_REGION = o.DLF_REGION.key
+DLF_ACCESS_KEY_ID = o.DLF_ACCESS_KEY_ID.key
+DLF_ACCESS_KEY_SECRET = o.DLF_ACCESS_KEY_SECRET.key
+DLF_SECURITY_TOKEN = o.DLF_SECURITY_TOKEN.key
 DLF_SIGNING_ALGORITHM = "dlf.signing-algorithm"
-DATA_TOKEN_ENABLED = "data-token.enabled"
+DATA_TOKEN_ENABLED = o.DATA_TOKEN_ENABLED.key
 HEADER_PREFIX = "header."
 SECRET_OPTIONS = (TOKEN, DLF_ACCESS_KEY_SECRET, DLF_SECURITY_TOKEN)
 

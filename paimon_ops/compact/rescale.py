@@ -63,6 +63,7 @@ from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import FileKind, ManifestEntry
+from paimon_ops.operations.rescale import OPERATION as RESCALE
 from paimon_ops.options import BUCKET_FUNCTION_TYPE, BUCKET_KEY, COMPACTION_MEMORY_BUDGET, read
 from paimon_ops.table.commit import CommitChanges
 from paimon_ops.table.scan import TableScanner
@@ -138,6 +139,7 @@ class RealBucketsUnchanged(Precondition):
 @dataclass(frozen=True)
 class RescalePlan(Plan):
     operation: ClassVar[str] = "rescale"
+    op = RESCALE  # its operation (the feature gate, the planner's parameters)
 
     bucket_num: int = 0
     max_level: int = 0

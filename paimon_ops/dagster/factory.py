@@ -31,6 +31,7 @@ from dagster import (
     in_process_executor,
 )
 
+from paimon_ops.api import health_signals
 from paimon_ops.dagster.jobs import JOBS, build_jobs, job_for
 from paimon_ops.dagster.refs import DEFAULT_SHARD_SIZE, Member, Names, TableRef, group_by_op
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse
@@ -41,7 +42,6 @@ from paimon_ops.dagster.table_asset import build_table_assets
 from paimon_ops.dagster.tags_asset import build_tag_automation_sensor, build_tags_assets, tags_asset_spec
 from paimon_ops.dagster.translator import PaimonTranslator
 from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
-from paimon_ops.operations import health_signals
 
 log = logging.getLogger("paimon_ops.dagster")
 
@@ -140,6 +140,9 @@ def build_paimon_parts(
     shard_size: int = DEFAULT_SHARD_SIZE,
     state_path: str | None = None,
 ) -> PaimonDefinitions:
+    """The parts `build_paimon_definitions` assembles — table assets, checks, jobs, sensors, schedules, resources —
+    before they become one `Definitions` (`.definitions()`): for code locations that combine them with their own.
+    Takes the same arguments."""
     names = Names(name)
     translator = translator or PaimonTranslator(name=name)
     if not isinstance(warehouse, PaimonWarehouse):

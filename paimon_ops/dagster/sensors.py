@@ -59,6 +59,7 @@ from dagster import (
     sensor,
 )
 
+from paimon_ops.api import health_signals
 from paimon_ops.catalog import Catalog as EngineCatalog
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster import due, health
@@ -80,7 +81,7 @@ from paimon_ops.dagster.spec import partition_key_of
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.lifecycle.partition_expiry import partition_expiry_due
-from paimon_ops.operations import Health, health_signals
+from paimon_ops.operations.model import Health
 from paimon_ops.options import Options
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.table import LATEST, FileStoreTable, SnapshotManager, TagManager

@@ -45,6 +45,7 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 from pydantic import ValidationError
 
 import paimon_ops as po
+from paimon_ops.api import health_signals
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster import due
 from paimon_ops.dagster.instance import PRIORITY_TAG, table_slot
@@ -76,7 +77,6 @@ from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, plan_has_work, runner_for
 from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec, partition_key_of
 from paimon_ops.errors import PaimonOpsError
-from paimon_ops.operations import health_signals
 
 log = logging.getLogger("paimon_ops.dagster")
 

@@ -126,19 +126,20 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
             for ref, _ in members:
                 if day >= ref.spec.partitions_start:
                     same_partitions.setdefault((ref.spec.partitions_start, ref.spec.tag_zone), []).append(ref)
+            key_of = {r.ident: key for r, key in members}
             for group in same_partitions.values():
                 for shard in shards(group, shard_size):
                     trigger = names(TAG_AUTOMATION_SENSOR)
                     if len(shard.refs) == 1:
                         (ref,) = shard.refs
                         requests.append(RunRequest(
-                            run_key=f"tags:{ref.ident}:{day}", asset_selection=[ref.tags_key], partition_key=day,
+                            run_key=f"tags:{ref.ident}:{day}", asset_selection=[key_of[ref.ident]], partition_key=day,
                             tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": trigger}))
                         continue
                     first = shard.refs[0].spec
                     requests.append(RunRequest(
                         run_key=f"tags:{shard.name}:{first.partitions_start}:{first.tag_zone}:{day}",
-                        asset_selection=[r.tags_key for r in shard.refs if r.tags_key is not None], partition_key=day,
+                        asset_selection=[key_of[r.ident] for r in shard.refs], partition_key=day,
                         tags={"paimon/shard": shard.name, "paimon/tables": str(len(shard.refs)),
                               "paimon/trigger": trigger}))
         if not requests:

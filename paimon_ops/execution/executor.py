@@ -44,6 +44,7 @@ from paimon_ops.execution.plan import (
     Step,
     bytes_by_kind,
     count_by_kind,
+    gate_of,
     plan_again,
     removal_words,
     replan,
@@ -254,7 +255,9 @@ def open_plan_table(plan: Plan, catalog_options: Any = None) -> FileStoreTable:
             raise PaimonOpsError(f"the {plan.operation} plan names no {name}")
     planned_on = plan.planned_on
     if planned_on is not None and catalog_options is None:
-        return planned_on.refresh()  # a fresh plan runs on the table it was made on, through the same catalog
+        # a fresh plan runs on the table it was made on, through the same catalog — on the plan's branch (a plan
+        # made through a branch may be the table's: orphan removal, a branch's deletion)
+        return planned_on.refresh() if planned_on.branch == plan.branch else planned_on.for_branch(plan.branch)
     if not plan.catalog:
         return FileStoreTable(plan.location, identifier=plan.table, branch=plan.branch,
                               options_override=plan.options_override)
@@ -343,14 +346,15 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
     started = time.time()
     if table is None:
         table = open_plan_table(plan)
+    elif (table.identifier, table.location) == (plan.table, plan.location) and table.branch != plan.branch:
+        table = table.for_branch(plan.branch)  # a plan made through one branch for another (orphan removal, a branch's deletion)
     elif (table.identifier, table.branch, table.location) != (plan.table, plan.branch, plan.location):
         raise PaimonOpsError(f"plan for {plan.table} ({plan.location}, branch {plan.branch}) cannot be executed on "
                              f"{table.identifier} ({table.location}, branch {table.branch})")
     check_identity(plan, table)
     from paimon_ops import features  # a plan reviewed earlier (or made by another version) is gated again
-    op = features.operation_name(plan.operation, getattr(plan, "mode", None))
-    if op in features.ALL_OPS:
-        features.require(table, op)
+    mode = getattr(plan, "mode", None)
+    features.require(table, gate_of(plan.operation, mode), what=f"{plan.operation} plan" + (f" ({mode})" if mode else ""))
     if plan.is_fresh:
         check_preconditions(plan, table, skip_covered=True)
     else:
@@ -445,19 +449,19 @@ def _write_hint(ex: Execution, step: Step) -> None:
 
 @register_step(ENSURE_HINTS)
 def _ensure_hints(ex: Execution, step: Step) -> None:
-    """Hints from a listing at run time: EARLIEST / LATEST of snapshot/ or changelog/ (params.hints: [{dir, name,
-    which: first|last}]). Rerun after a crash converges to the right hints."""
-    from paimon_ops.table.table import CHANGELOG_PREFIX, SNAPSHOT_PREFIX, _ids_in
+    """Hints from a listing at run time (`table.hints` decides what each must say): EARLIEST / LATEST of snapshot/ or
+    changelog/ (params.hints: [{dir, name, default?, only_if_exists?}]; `default`: the value when the directory holds
+    no file of its kind). Rerun after a crash converges to the right hints."""
+    from paimon_ops.table import hints
     for h in step.params.get("hints", ()):
-        d = h["dir"]
-        prefix = CHANGELOG_PREFIX if posixpath.basename(d) == "changelog" else SNAPSHOT_PREFIX
-        ids = _ids_in(ex.table.io, d, prefix)
-        value = (ids[0] if h["which"] == "first" else ids[-1]) if ids else h.get("default")
+        mgr = hints.manager_of(ex.table.io, h["dir"])
+        decided = hints.decide(mgr, names=[h["name"]])[0]
+        value = decided.wanted if decided.wanted is not None else h.get("default")
         if value is None:
             continue
-        if h.get("only_if_exists") and not ex.table.io.exists(posixpath.join(d, h["name"])) and not ids:
+        if h.get("only_if_exists") and decided.wanted is None and not ex.table.io.exists(decided.path):
             continue
-        ex.ensure_hint(posixpath.join(d, h["name"]), value, f"{h['name'].lower()} {prefix.rstrip('-')}")
+        ex.ensure_hint(decided.path, value, f"{h['name'].lower()} {decided.kind}")
 
 
 __all__ = ["execute", "register_step", "register_check", "Execution", "check_preconditions",

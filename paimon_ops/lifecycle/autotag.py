@@ -73,6 +73,7 @@ from paimon_ops.lifecycle.periods import Period, pdt
 from paimon_ops.lifecycle.schedule import TagSchedule, auto_tag_matcher, require_periodic, tag_schedule
 from paimon_ops.lifecycle.timeline import SnapshotTimeline, local_now
 from paimon_ops.lifecycle.timeline import valid_watermark as _valid_watermark
+from paimon_ops.operations.create_auto_tags import OPERATION as CREATE_AUTO_TAGS
 from paimon_ops.options import format_duration
 from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import naive_to_local_millis, to_instant_millis, to_local_millis
@@ -91,6 +92,7 @@ class AutoTagPlan(Plan):
     """Creating the automatic tags that are due (or of given periods), or the batch tag."""
 
     operation = "auto_tag"
+    op = CREATE_AUTO_TAGS  # its operation (the feature gate, the planner's parameters)
 
     @property
     def periods(self) -> list[dict[str, Any]]:

@@ -90,6 +90,7 @@ from paimon_ops.lifecycle.reclaim import (
     plan_index_and_stats,
     plan_manifest_list,
 )
+from paimon_ops.operations.expire_snapshots import OPERATION as EXPIRE_SNAPSHOTS
 from paimon_ops.options import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
@@ -123,6 +124,7 @@ class ExpireSnapshotsPlan(Plan):
     """Expiring snapshots (and, when decoupled, long-lived changelogs) with their files."""
 
     operation = "expire_snapshots"
+    op = EXPIRE_SNAPSHOTS  # its operation (the feature gate, the planner's parameters)
 
     def workload(self) -> Any:
         from paimon_ops.execution.plan import Workload

@@ -81,6 +81,7 @@ from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_json, partition_path, partition_spec, partition_value_string
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
+from paimon_ops.operations.expire_partitions import OPERATION as EXPIRE_PARTITIONS
 from paimon_ops.options import (
     METASTORE_PARTITIONED_TABLE,
     PARTITION_EXPIRATION_CHECK_INTERVAL,
@@ -124,6 +125,7 @@ class PartitionExpiryPlan(Plan):
     """Dropping expired partitions: which partitions go and why, then one OVERWRITE commit."""
 
     operation = "expire_partitions"
+    op = EXPIRE_PARTITIONS  # its operation (the feature gate, the planner's parameters)
 
     @property
     def expired_partitions(self) -> list[dict]:

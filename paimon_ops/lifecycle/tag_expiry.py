@@ -20,6 +20,7 @@ from paimon_ops.lifecycle.protection import TagsAre
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
+from paimon_ops.operations.expire_tags import OPERATION as EXPIRE_TAGS
 from paimon_ops.options import TAG_NUM_RETAINED_MAX, TAG_TIME_EXPIRE_ENABLED, format_duration
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.table import FileStoreTable
@@ -41,6 +42,7 @@ class ExpireTagsPlan(Plan):
     """Expiring tags by retention, `older_than` and tag.num-retained-max, reclaiming their files."""
 
     operation = "expire_tags"
+    op = EXPIRE_TAGS  # its operation (the feature gate, the planner's parameters)
 
     @property
     def expired_tags(self) -> dict[str, str]:

@@ -16,12 +16,19 @@ A hint *behind* the listing (EARLIEST naming a snapshot an interrupted expiry al
 newest snapshot) is the normal state after a crash and is accepted: readers verify hints (maintenance.md §0.3).
 Unreadable snapshot, tag and changelog files are refused where they are read (references.kept_names reads every one
 that stays before the first delete).
+
+Missing content files are refused where they are met: a manifest list, manifest or index manifest of a snapshot or tag
+that stays (`references`, expiry, orphan removal, tag deletion), a data or deletion-vector file compaction reads. The
+one exemption is `remove-unexisting-files` (`compact/remove_unexisting.py`), and it is narrow: it acts only on the
+latest snapshot of its branch, only on data, deletion-vector and file-index files that are missing (it reads none of
+them), deletes nothing from storage, and refuses like everyone else a missing or unreadable manifest, a lost latest
+snapshot and a missing hash index.
 """
 from __future__ import annotations
 
 import posixpath
 
-from paimon_ops.errors import CorruptMetadataError
+from paimon_ops.errors import CorruptMetadataError, TableNotFoundError
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable, SnapshotManager
 
@@ -39,7 +46,12 @@ def check_history(table: FileStoreTable, what: str) -> None:
     `what` names the operation refused."""
     main = table if table.branch == "main" else table.for_branch("main")
     for b in ["main"] + main.branches():
-        bt = main if b == "main" else main.for_branch(b)
+        try:
+            bt = main if b == "main" else main.for_branch(b)
+        except TableNotFoundError:
+            if main.branch_holds_history(b):
+                raise
+            continue  # what an interrupted branch create or delete leaves: no schema, no history
         _check_snapshots(bt.snapshots, what, "snapshot")
         bt.changelogs.list_ids()  # a file or a link in place of changelog/ is refused by the listing
         bt.tags.names()
