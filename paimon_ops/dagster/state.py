@@ -5,9 +5,9 @@ touches no storage at load (the model: dagster-dbt building from a dbt manifest,
 definitions).
 
 Written by `python -m paimon_ops.dagster.state refresh` (below), by `dg utils refresh-defs-state` for a
-`PaimonComponent` (a state-backed component), by the `paimon_refresh_state` job of a code location built with
-`state_path` (and its schedule), or on the first load when the file does not exist yet. A table that cannot be read
-when the state is written is in it as a broken spec (its asset fails to run with the error, as when loaded live).
+`PaimonComponent` (a state-backed component), or on the first load when the file does not exist yet. A table that
+cannot be read when the state is written is in it as a broken spec (its asset fails to run with the error, as when
+loaded live).
 Reload the code location after a refresh to see tables added or removed.
 
     python -m paimon_ops.dagster.state refresh --warehouse s3://bucket/wh --state /var/dagster/paimon-state.json \\

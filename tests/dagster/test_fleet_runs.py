@@ -26,7 +26,7 @@ from paimon_ops.dagster.table_asset import FAILED_COUNT_TAG, FAILED_TABLES_TAG
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import create_table
-from tests.dagster.util import ms, observations, table_key, write
+from tests.dagster.util import materializations, ms, observations, table_key, write
 from tests.pypaimon_util import read, sorted_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -271,3 +271,62 @@ def test_a_run_worker_of_the_code_location_loads_from_the_description(fleet, tmp
             else:
                 os.environ[k] = v
     assert json.loads(state.read_text())["warehouse"] == fleet
+
+
+TAGGED = ("tagdb.t0", "tagdb.t1", "tagdb.t2")
+
+
+def test_the_tag_automation_runs_a_shard_and_each_table_keeps_its_own_partition(warehouse, fresh_instance,
+                                                                                 monkeypatch):
+    """At the tag time, one run for the tables of a shard tagging then: each table's tags partition of the day is its
+    own materialisation (the tag created in that table); a table that fails (its snapshots unreadable) leaves only its
+    own partition failed, and the run names it."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    from dagster import AssetKey
+    from dagster._core.storage.partition_status_cache import AssetPartitionStatus
+
+    from paimon_ops.dagster import tags_asset as tags_mod
+    berlin = ZoneInfo("Europe/Berlin")
+    for ident in TAGGED:
+        t = create_table(warehouse, ident, [("id", "BIGINT"), ("v", "STRING")],
+                         options={"bucket": "-1", "tag.create-time": "02:30", "tag.create-time-zone": "Europe/Berlin"})
+        write(t, {"id": [1], "v": ["a"]}, ms(2026, 3, 27, 10))
+        write(t, {"id": [2], "v": ["b"]}, ms(2026, 3, 28, 10))
+    defs = build_paimon_definitions(warehouse)
+    repo = defs.get_repository_def()
+    for f in (Path(warehouse) / "tagdb.db" / "t1" / "snapshot").glob("snapshot-*"):
+        f.write_bytes(b"{not json")  # after the build: the code location knows t1, its run cannot read it
+
+    def tick(when: dt.datetime, cursor):
+        monkeypatch.setattr(tags_mod, "now_millis", lambda: int(when.timestamp() * 1000))
+        ctx = build_sensor_context(instance=fresh_instance, cursor=cursor, repository_def=repo,
+                                   sensor_name="paimon_tag_automation", resources=dict(repo.get_top_level_resources()))
+        return repo.get_sensor_def("paimon_tag_automation")(ctx)
+    cursor = tick(dt.datetime(2026, 3, 29, 1, 55, tzinfo=berlin), None).cursor
+    (request,) = tick(dt.datetime(2026, 3, 29, 3, 1, tzinfo=berlin), cursor).run_requests
+    keys = [AssetKey(["paimon", *ident.split("."), "tags"]) for ident in TAGGED]
+    assert request.asset_selection == keys and request.partition_key == "2026-03-28"
+    assert request.tags["paimon/shard"] == "tagdb" and request.tags["paimon/tables"] == "3"
+    assert request.run_key.startswith("tags:tagdb:") and request.run_key.endswith(":2026-03-28")
+
+    result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=fresh_instance, asset_selection=request.asset_selection, partition_key=request.partition_key,
+        tags=request.tags, raise_on_error=False)
+    assert not result.success  # the run fails naming the one table; the others' partitions stand
+    errors = [e.user_message for e in fresh_instance.all_logs(result.run_id) if e.level >= 40]
+    assert any(m.startswith("tagdb.t1: tagging day 2026-03-28 of tagdb.t1 failed: ") for m in errors), errors
+    (failure,) = result.get_step_failure_events()
+    assert failure.step_failure_data.user_failure_data.description.startswith("1 of 3 tables failed: tagdb.t1: ")
+    materialized = {(m.asset_key, m.partition) for m in materializations(result)}
+    assert materialized == {(keys[0], "2026-03-28"), (keys[2], "2026-03-28")}
+    for key, ident in zip(keys, TAGGED):
+        partitions = repo.asset_graph.get(key).partitions_def
+        status = fresh_instance.get_status_by_partition(key, ["2026-03-28"], partitions)
+        expected = AssetPartitionStatus.FAILED if ident == "tagdb.t1" else AssetPartitionStatus.MATERIALIZED
+        assert status == {"2026-03-28": expected}, (ident, status)
+        if ident != "tagdb.t1":  # the tag is in the table, on the day's last snapshot; pypaimon reads it
+            assert {n: t.id for n, t in FileSystemCatalog(warehouse).get_table(ident).tags.tags()} == {"2026-03-28": 2}
+            assert sorted_rows(read(warehouse, ident, tag="2026-03-28"), ["id"]) == sorted_rows(
+                read(warehouse, ident, snapshot_id=2), ["id"])
