@@ -181,6 +181,12 @@ NIGHTLY_STEPS = ("create_auto_tags", "expire_partitions", "expire_snapshots", "e
 TABLE_ASSETS_ALIAS = "paimon-tables-{conn_id}"  # the alias a shard task's per-table asset events go through
 
 
+def table_assets_alias(conn_id: str = DEFAULT_CONN_ID) -> Any:
+    """The asset alias (`paimon-tables-<conn_id>`) through which a shard task records an asset event per table."""
+    from airflow.sdk import AssetAlias
+    return AssetAlias(TABLE_ASSETS_ALIAS.format(conn_id=conn_id))
+
+
 def _step_applies(step: str, raw: Any) -> bool:
     """Whether a nightly step applies to the table (its own options decide, as the single-table DAG's lists do)."""
     if step == "create_auto_tags":
@@ -209,14 +215,20 @@ class PaimonMaintainTablesOperator(BaseOperator):
     template_fields = ("tables", "conn_id", "dry_run")
     ui_color = "#e3f1fb"
 
+    @classmethod
+    def partial(cls, **kwargs: Any) -> Any:
+        """As `BaseOperator.partial`, with the per-table asset alias as default outlet: a mapped task's outlets are
+        those of its `.partial()` — what Airflow records asset events against — never a default `__init__` sets."""
+        kwargs.setdefault("outlets", [table_assets_alias(kwargs.get("conn_id", DEFAULT_CONN_ID))])
+        return super().partial(**kwargs)
+
     def __init__(self, *, tables: Any, conn_id: str = DEFAULT_CONN_ID, steps: tuple[str, ...] | list[str] = NIGHTLY_STEPS,
                  dry_run: bool | str = False, **kwargs: Any) -> None:
         unknown = [s for s in steps if s not in OPERATIONS]
         if unknown:
             raise TypeError(f"{type(self).__name__}: unknown steps {unknown}; steps are operations: "
                             + ", ".join(OPERATIONS))
-        from airflow.sdk import AssetAlias
-        kwargs.setdefault("outlets", [AssetAlias(TABLE_ASSETS_ALIAS.format(conn_id=conn_id))])
+        kwargs.setdefault("outlets", [table_assets_alias(conn_id)])
         super().__init__(**kwargs)
         self.tables = tables
         self.conn_id = conn_id
@@ -330,5 +342,5 @@ if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/ai
     PaimonMarkPartitionDoneOperator: type[PaimonOperationOperator]
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "PaimonMaintainTablesOperator", "NIGHTLY_STEPS",
-           "TABLE_ASSETS_ALIAS", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
+           "TABLE_ASSETS_ALIAS", "table_assets_alias", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
            "changed", "asset_extra", *(cls.__name__ for cls in OPERATORS.values())]

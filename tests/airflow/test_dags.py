@@ -83,6 +83,22 @@ def _xcoms(home, dag_id: str) -> list[tuple[str, str, str]]:
             for t, k, v in home.sql("select task_id, key, value from xcom where dag_id = ?", dag_id)]
 
 
+def _asset_events(home, dag_id: str) -> dict[str, list[dict]]:
+    """The asset events a DAG's tasks recorded, by asset URI (their extra)."""
+    rows = home.sql("select a.uri, e.extra from asset_event e join asset a on a.id = e.asset_id "
+                    "where e.source_dag_id = ?", dag_id)
+    out: dict[str, list[dict]] = {}
+    for uri, extra in rows:
+        out.setdefault(uri, []).append(json.loads(extra) if isinstance(extra, (str, bytes)) else extra)
+    return out
+
+
+def _changed(entry: dict) -> bool:
+    """Whether a table's nightly entry changed it (a commit, files deleted or written: the operators' `changed`)."""
+    return any(f.get("snapshot_id") is not None or f.get("total_deleted") or any((f.get("written") or {}).values())
+               for f in entry["steps"].values())
+
+
 def test_nightly_maintenance_on_java_tables(home, java_wh):
     orders = jh.JavaTable(java_wh, "shop", "orders")
     before = orders.snapshots()
@@ -98,6 +114,14 @@ def test_nightly_maintenance_on_java_tables(home, java_wh):
     assert list(by_table["shop.events"]["steps"]) == ["expire_partitions", "expire_snapshots", "expire_tags",
                                                       "remove_orphans"]  # no automatic tags asked for
     assert by_table["shop.orders"]["steps"]["remove_orphans"]["total_deleted"] == 1
+    # each table the shard changed has an asset event of its own, with its own figures
+    events = _asset_events(home, "paimon_nightly")
+    changed = {t for t, r in by_table.items() if _changed(r)}
+    assert "shop.orders" in changed and set(events) == {f"paimon://paimon_default/{t}" for t in changed}, events
+    for t in changed:
+        (extra,) = events[f"paimon://paimon_default/{t}"]
+        assert extra["table"] == t and sorted(extra["steps"]) == sorted(by_table[t]["steps"]), extra
+    assert events["paimon://paimon_default/shop.orders"][0]["deleted"] >= 1
     log = proc.stdout + proc.stderr
     assert "shop.orders: expire_snapshots (deleted" in log  # a line per table in the task log
     assert SECRET not in log and SECRET not in json.dumps(_xcoms(home, "paimon_nightly"))
@@ -142,6 +166,12 @@ def test_nightly_shard_with_a_failing_table(airflow_bin, tmp_path):
     assert entry["a.t2"]["status"] == "failed" and "not a readable Avro manifest" in entry["a.t2"]["error"]
     assert entry["a.t1"]["status"] == entry["a.t3"]["status"] == "done"
     assert "1 of 3 tables failed: a.t2" in proc.stdout + proc.stderr
+    assert [r["status"] for r in next(v for v in shard_results if not v["failed"])["tables"]] == ["done"]
+    # asset events per table: b.t4's own (its shard succeeded); Airflow records none of a failed task's
+    events = _asset_events(ah, "paimon_nightly")
+    assert set(events) == {"paimon://paimon_default/b.t4"}, events
+    assert events["paimon://paimon_default/b.t4"][0]["table"] == "b.t4"
+    assert events["paimon://paimon_default/b.t4"][0]["deleted"] >= 2
     for ident in ("a.t1", "a.t3", "b.t4"):  # maintained; Java reads them
         db, name = ident.split(".")
         java = jh.JavaTable(wh, db, name)
