@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import gc
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, ParamSpec, Sequence, TypeVar
 
@@ -37,41 +36,15 @@ from paimon_ops.dagster.refs import DEFAULT_SHARD_SIZE, Member, Names, TableRef,
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse
 from paimon_ops.dagster.schedules import build_nightly_schedule
 from paimon_ops.dagster.sensors import DEFAULT_BUDGET_S, build_sensors
-from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, WAREHOUSE_PLACEHOLDER, TableSpec, load_spec
+from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec, load_specs
 from paimon_ops.dagster.table_asset import build_table_assets
 from paimon_ops.dagster.tags_asset import build_tag_automation_sensor, build_tags_assets, tags_asset_spec
 from paimon_ops.dagster.translator import PaimonTranslator
-from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
+from paimon_ops.errors import InvalidArgumentError
 
 log = logging.getLogger("paimon_ops.dagster")
 
 FREEZE_OVER_TABLES = 1000
-LOAD_THREADS = 16  # tables read at once from an object store
-
-
-def load_specs(warehouse: PaimonWarehouse) -> list[TableSpec]:
-    """A spec per selected table; broken tables (and an unlistable warehouse) come back with `error` set."""
-    try:
-        catalog = warehouse.catalog()
-        identifiers = warehouse.table_identifiers(catalog)
-    except (PaimonOpsError, OSError) as e:
-        log.warning("paimon: warehouse %s cannot be listed: %s", warehouse.uri, e)
-        db, _, name = WAREHOUSE_PLACEHOLDER.partition(".")
-        return [TableSpec(identifier=WAREHOUSE_PLACEHOLDER, database=db, table=name, location=warehouse.uri,
-                          error=f"warehouse {warehouse.uri} cannot be listed: {type(e).__name__}: {e}")]
-
-    def one(ident: str) -> TableSpec:
-        try:
-            return load_spec(warehouse.get_table(ident, catalog))
-        except (PaimonOpsError, OSError) as e:
-            log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
-            db, _, name = ident.partition(".")
-            return TableSpec(identifier=ident, database=db, table=name, error=f"{type(e).__name__}: {e}")
-
-    if catalog.io.is_local:  # a local disk answers faster than threads hand work around
-        return [one(ident) for ident in identifiers]
-    with ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="paimon-load") as pool:  # a request per read
-        return list(pool.map(one, identifiers))
 
 
 @dataclass

@@ -26,7 +26,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Sequence
 
-from paimon_ops.dagster.spec import Column, TableSpec, TagTiming
+from paimon_ops.dagster.spec import Column, TableSpec, TagTiming, load_specs
 from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
 
 log = logging.getLogger("paimon_ops.dagster")
@@ -54,7 +54,6 @@ def spec_from_json(d: dict[str, Any]) -> TableSpec:
 def write_state(warehouse: Any, path: str | os.PathLike) -> int:
     """Read every selected table of `warehouse` (a `PaimonWarehouse`) and write the description to `path`
     atomically (a reader sees the old file or the new one). Returns the number of tables."""
-    from paimon_ops.dagster.factory import load_specs  # reads the tables: only here, never at load from a state
     started = time.monotonic()
     specs = load_specs(warehouse)
     doc = {"format": FORMAT, "warehouse": warehouse.uri, "include": list(warehouse.include),
