@@ -2,7 +2,8 @@
 # The project's own entry point. On a fresh machine (Python >= 3.11, Java 17) it creates the virtual env,
 # installs everything the project needs, then runs what was asked:
 #   ./dev.sh demo   build a sample warehouse and run the nightly maintenance job end to end
-#   ./dev.sh test   run the whole test suite
+#   ./dev.sh test   run the whole test suite (every proof; in parallel on this machine's cores, pytest-xdist)
+#   ./dev.sh test --fast   the edit loop's lane: no test that starts a server or a JVM (tests/lanes.py); not in CI
 #   ./dev.sh docs [serve]   build the documentation site into site/ (strict), or serve it on http://127.0.0.1:8000
 #   ./dev.sh airflow-env   create / update .venv-airflow (Airflow 3 + paimon-ops[airflow,hive]; the Airflow tests call it)
 set -euo pipefail
@@ -110,9 +111,27 @@ case "$cmd" in
     exec .venv/bin/python demo.py "$@"
     ;;
   test)
+    args=() fast=""
+    for a in "$@"; do
+      if [ "$a" = "--fast" ]; then fast=1; else args+=("$a"); fi
+    done
+    if [ -n "$fast" ] && is_ci; then
+      echo "./dev.sh test --fast leaves proofs out; under CI=true every proof runs (./dev.sh test)" >&2; exit 2
+    fi
     ensure_env
-    ensure_test_prerequisites
-    exec .venv/bin/python -m pytest "$@"
+    if [ -n "$fast" ]; then
+      args=(-m "$(.venv/bin/python -c 'from tests.lanes import FAST_LANE; print(FAST_LANE)')" "${args[@]}")
+    else
+      ensure_test_prerequisites
+    fi
+    # Workers: one per core (PAIMON_TEST_WORKERS overrides; 0 runs in this process). Tests sharing a session server
+    # or a module's fixtures stay on one worker (tests/lanes.py groups them; --dist loadgroup).
+    workers=${PAIMON_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}
+    case " ${args[*]} " in
+      *" -n "*|*" -n"[0-9]*|*" --numprocesses"*|*" -p no:xdist "*) ;;
+      *) [ "$workers" = 0 ] || args=(-n "$workers" --dist loadgroup "${args[@]}") ;;
+    esac
+    exec .venv/bin/python -m pytest "${args[@]}"
     ;;
   docs)
     ensure_env
