@@ -29,15 +29,19 @@ from paimon_ops.execution.plan import Plan, Planner, registered_plan_types
 from paimon_ops.execution.report import Report
 from paimon_ops.features import BUCKETS_ONLY, Gate
 from paimon_ops.lifecycle.autotag import plan_auto_tags
+from paimon_ops.lifecycle.branches import plan_create_branch, plan_delete_branch, plan_fast_forward, plan_rename_branch
+from paimon_ops.lifecycle.consumers import plan_clear_consumers, plan_reset_consumer
 from paimon_ops.lifecycle.expire import plan_expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
+from paimon_ops.lifecycle.mark_done import plan_mark_partition_done
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
 from paimon_ops.lifecycle.repair import plan_repair
 from paimon_ops.lifecycle.rollback import plan_rollback
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
-from paimon_ops.lifecycle.tags import plan_create_tag, plan_rename_tag
+from paimon_ops.lifecycle.tags import plan_create_tag, plan_rename_tag, plan_replace_tag
+from paimon_ops.lifecycle.time_tags import plan_create_tag_from_timestamp, plan_create_tag_from_watermark
 from paimon_ops.operations import compact as _compact
 from paimon_ops.operations import compact_postpone as _compact_postpone
 from paimon_ops.operations import create_auto_tags as _create_auto_tags
@@ -46,7 +50,6 @@ from paimon_ops.operations import expire_snapshots as _expire_snapshots
 from paimon_ops.operations import expire_tags as _expire_tags
 from paimon_ops.operations import remove_orphans as _remove_orphans
 from paimon_ops.operations import rescale as _rescale
-from paimon_ops.operations import rollback as _rollback
 from paimon_ops.operations.model import AGE, INSTANT, NAME, NAMES, Health, Operation, TagName
 from paimon_ops.table import table as _tables
 from paimon_ops.timeutil import Age, Instant, age_ms, instant_ms
@@ -142,12 +145,14 @@ class Catalog:
         """filesystem | hive | jdbc | rest."""
         return self._catalog.metastore
 
-    def tables(self) -> list[str]:
-        """Every Paimon table of the catalog as `db.table`."""
-        return self._catalog.all_tables()
+    def tables(self, pattern: str | None = None) -> list[str]:
+        """Every Paimon table of the catalog as `db.table`; with an fnmatch `pattern` those matching it, or with
+        `$branch_…` the branches matching it (`db.*$branch_wap`, `db.t$branch_*`: never main)."""
+        return self._catalog.all_tables() if pattern is None else self._catalog.matching(pattern)
 
-    def get_table(self, identifier: str, /, *, branch: str = "main",
+    def get_table(self, identifier: str, /, *, branch: str | None = None,
                   options: Mapping[str, str] | None = None) -> Table:
+        """A table (`db.t`) or one of its branches (`db.t$branch_b`, Paimon's identifier, or `branch="b"`)."""
         raw = self._catalog.get_table(identifier, branch=branch,
                                       options_override={**self.options, **(options or {})})
         return Table(raw)
@@ -181,7 +186,8 @@ class Table:
 
     @property
     def identifier(self) -> str:
-        return self.raw.identifier
+        """Paimon's identifier: `db.t`, or `db.t$branch_b` for a branch."""
+        return self.raw.full_name
 
     @property
     def location(self) -> str:
@@ -216,6 +222,18 @@ class Table:
             raise InvalidArgumentError(f"give either {arg('snapshot')} or {arg('tag')}, not both")
         from paimon_ops.inspection import files
         return files(self.raw, snapshot, tag)
+
+    def branches(self) -> list[Any]:
+        """Main and every branch of the table, as `BranchInfo` rows: snapshots, tags, consumers, schema, and whether
+        each is behind main."""
+        from paimon_ops.lifecycle.branches import list_branches
+        return list_branches(self.raw)
+
+    def consumers(self) -> list[Any]:
+        """The consumers of this branch, as `ConsumerInfo` rows: the snapshot each reads next and whether it still
+        keeps snapshots from expiry."""
+        from paimon_ops.lifecycle.consumers import list_consumers
+        return list_consumers(self.raw)
 
     def health(self, *, merge_budget: int = 0, now: Instant | None = None) -> Any:
         """What the checks measure (`TableHealth`): the exact row count (`merge_budget`: data bytes it may read to
@@ -331,13 +349,15 @@ class Maintenance:
         return plan_auto_tags(self._t, now_millis=_instant(now, "now"),
                               periods=list(periods) if periods is not None else None)
 
-    @_declares(_rollback.OPERATION)
-    def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None,
-                 timestamp: Instant | None = None) -> Plan:
-        """Rolling back to a snapshot, a tag, or the point in time `timestamp` (the latest snapshot at or before it,
-        live or held by a tag). Metadata only; cannot be undone."""
-        return plan_rollback(self._t, snapshot_id, tag, _instant(timestamp, "timestamp"))
+    rollback = facade(plan_rollback)
+    mark_partition_done = facade(plan_mark_partition_done)
 
+    create_branch = facade(plan_create_branch)
+    delete_branch = facade(plan_delete_branch)
+    rename_branch = facade(plan_rename_branch)
+    fast_forward = facade(plan_fast_forward)
+    reset_consumer = facade(plan_reset_consumer)
+    clear_consumers = facade(plan_clear_consumers)
 
 class Tags:
     """Manual tags of one table (plans, like everything else)."""
@@ -350,6 +370,9 @@ class Tags:
         return list_tags(self._t)
 
     create = facade(plan_create_tag)
+    create_from_timestamp = facade(plan_create_tag_from_timestamp)
+    create_from_watermark = facade(plan_create_tag_from_watermark)
+    replace = facade(plan_replace_tag)
     rename = facade(plan_rename_tag)
 
     def delete(self, *names: str, missing_ok: bool = False) -> Plan:

@@ -168,6 +168,33 @@ def cmd_tags(args: argparse.Namespace) -> None:
         text_rows, ["name", "snapshot_id", "snapshot_time", "create_time", "time_retained"]))
 
 
+def cmd_branches(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.branches import branch_rows, list_branches
+    infos = list_branches(_table(args))
+    rows = branch_rows(infos)
+    _emit(args, _list(args, rows), lambda: _print_table(
+        [{**r, "earliest_snapshot": _dash(r["earliest_snapshot"]), "latest_snapshot": _dash(r["latest_snapshot"]),
+          "tags": ",".join(r["tags"]) or "-", "created": _ts(i.created_millis) if i.created_millis else "-",
+          "behind_main": "-" if r["behind_main"] is None else "yes" if r["behind_main"] else "no"}
+         for r, i in zip(rows, infos)],
+        ["branch", "earliest_snapshot", "latest_snapshot", "snapshots", "tags", "consumers", "created",
+         "behind_main"]))
+
+
+def cmd_consumers(args: argparse.Namespace) -> None:
+    from paimon_ops.lifecycle.consumers import consumer_rows, list_consumers
+    infos = list_consumers(_table(args))
+    rows = consumer_rows(infos)
+    _emit(args, _list(args, rows), lambda: _print_table(
+        [{**r, "modified": _ts(i.modified_millis), "pins_from": _dash(r["pins_from"]),
+          "expires": _ts(i.expires_millis) if i.expires_millis is not None else "never"}
+         for r, i in zip(rows, infos)], ["consumer", "next_snapshot", "state", "pins_from", "modified", "expires"]))
+
+
+def _dash(v: Any) -> Any:
+    return "-" if v is None else v
+
+
 def _seconds(d: Any) -> int | float | None:
     """A duration as the JSON contract says it: seconds, an integer when whole."""
     if d is None:
@@ -178,6 +205,9 @@ def _seconds(d: Any) -> int | float | None:
 
 def cmd_files(args: argparse.Namespace) -> None:
     t = _table(args)
+    if args.check:
+        _check_files(args, t)
+        return
     scanner = TableScanner(t)
     if args.tag:
         result = scanner.scan_tag(args.tag)
@@ -207,6 +237,21 @@ def cmd_files(args: argparse.Namespace) -> None:
                        "partition": ",".join(f"{k}={v}" for k, v in r["partition"].items()) or "-"} for r in rows],
                      ["partition", "bucket", "level", "file", "rows", "size", "deleted_rows"])
     _emit(args, payload, text)
+
+
+def _check_files(args: argparse.Namespace, t: FileStoreTable) -> None:
+    """`files --check`: every file the latest snapshot and every tag of the table (or branch) reference exists; else
+    exit 2 naming the first missing one."""
+    from paimon_ops.errors import CorruptMetadataError
+    from paimon_ops.health import missing_files
+    found = missing_files(t)
+    if found.missing:
+        path, why = found.missing[0]
+        more = f" (and {len(found.missing) - 1} more)" if len(found.missing) > 1 else ""
+        raise CorruptMetadataError(path, f"referenced by {t.full_name} ({why}) but missing{more}")
+    payload = _list(args, [], snapshot_id=t.snapshots.latest_id(), checked=found.checked, sources=found.sources)
+    _emit(args, payload, lambda: print(f"{t.full_name}: all {found.checked} files referenced by "
+                                       f"{', '.join(found.sources) or 'nothing'} exist"))
 
 
 def cmd_options(args: argparse.Namespace) -> None:
@@ -285,16 +330,16 @@ def _not_a_warehouse(catalog: EngineCatalog) -> None:
 
 
 def matching_tables(catalog: EngineCatalog, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
-    """The tables (db.table, sorted) matching an fnmatch pattern (`db.*`, `*.*`, `shop.ord*`) and none of `exclude`;
-    a pattern matching nothing is an error naming it."""
-    import fnmatch
+    """The tables (db.table, sorted) matching an fnmatch pattern (`db.*`, `*.*`, `shop.ord*`) and none of `exclude`,
+    or with `$branch_…` their branches (`db.*$branch_wap`, `db.t$branch_*`: `Catalog.matching`); a pattern matching
+    nothing is an error naming it."""
     _not_a_warehouse(catalog)
-    every = catalog.all_tables()
-    found = [t for t in every if fnmatch.fnmatchcase(t, pattern)]
+    found = catalog.matching(pattern)
     if not found:
+        every = catalog.all_tables()
         raise PaimonOpsError(f"table pattern {pattern!r} matches no table in {catalog.endpoint}; tables: "
                              + (", ".join(every) or "none"))
-    kept = [t for t in found if not any(fnmatch.fnmatchcase(t, x) for x in exclude)]
+    kept = catalog.matching(pattern, exclude)
     if not kept:
         raise PaimonOpsError(f"--exclude {' '.join(exclude)} leaves none of the {len(found)} table(s) matching "
                              f"{pattern!r}")
@@ -564,7 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text)
         sp.add_argument("warehouse", help="warehouse root: local path or URI (s3://…, hdfs://…)")
         if with_table:
-            sp.add_argument("table", help="DATABASE.TABLE")
+            sp.add_argument("table", help="DATABASE.TABLE, or DATABASE.TABLE$branch_NAME for a branch")
         sp.add_argument("--json", action="store_true", help="machine-readable output")
         _catalog_flags(sp)
         sp.set_defaults(fn=fn)
@@ -577,7 +622,12 @@ def build_parser() -> argparse.ArgumentParser:
     g = files.add_mutually_exclusive_group()
     g.add_argument("--snapshot", type=int, help="snapshot id (default: latest)")
     g.add_argument("--tag", help="tag name")
+    g.add_argument("--check", action="store_true",
+                   help="instead of listing: check that every file the latest snapshot and every tag reference "
+                        "exists (exit 2 naming the first missing one)")
     add("options", cmd_options, "schema and options of a table")
+    add("branches", cmd_branches, "main and the branches of a table: snapshots, tags, consumers")
+    add("consumers", cmd_consumers, "consumers of a table (or branch): the snapshot each reads next")
     def execution(sp: argparse.ArgumentParser) -> None:
         g = sp.add_argument_group("execution")
         g.add_argument("--spark-master", default=None, metavar="URL",
@@ -588,8 +638,9 @@ def build_parser() -> argparse.ArgumentParser:
     def maint(name: str, fn: Callable, help_text: str, spark: bool = True) -> argparse.ArgumentParser:
         sp = add(name, fn, help_text)
         table = next(a for a in sp._actions if a.dest == "table")
-        table.help = ("DATABASE.TABLE, or a pattern (db.*, *.*, shop.ord*): each matching table in turn, a summary "
-                      "line per table, exit status 2 if any failed")
+        table.help = ("DATABASE.TABLE (DATABASE.TABLE$branch_NAME for a branch), or a pattern (db.*, *.*, shop.ord*; "
+                      "db.*$branch_NAME, db.t$branch_*: branches): each matching table in turn, a summary line per "
+                      "table, exit status 2 if any failed")
         sp.add_argument("--exclude", action="append", metavar="PATTERN",
                         help="with a table pattern: leave out the tables matching PATTERN (repeatable)")
         sp.add_argument("--dry-run", action="store_true",

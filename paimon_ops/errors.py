@@ -23,6 +23,16 @@ class TableNotFoundError(PaimonOpsError):
         super().__init__(f"{msg}; {hint}" if hint else msg)
 
 
+class BranchNotFoundError(TableNotFoundError):
+    """The table exists, the branch named does not."""
+
+    def __init__(self, identifier: str, location: str, branch: str, known: list[str]) -> None:
+        self.identifier, self.location, self.branch = identifier, location, branch
+        table = identifier.split("$", 1)[0]
+        PaimonOpsError.__init__(self, f"branch {branch!r} of {table} does not exist ({location}; branches: "
+                                      f"{', '.join(known) or 'none besides main'})")
+
+
 class CorruptMetadataError(PaimonOpsError):
     """A metadata or data file that cannot be read or decoded; nothing is written after this."""
 

@@ -346,6 +346,24 @@ PARTITION_DEFAULT_NAME = Option("partition.default-name", STR, "__DEFAULT_PARTIT
 PARTITION_LEGACY_NAME = Option("partition.legacy-name", BOOL, True,
                                "partition directories spell values as Paimon 0.x did", "partitions",
                                affects_files=True)
+# Java's PartitionMarkDoneAction kinds (Paimon 0.9: success-file, done-partition, mark-event; later: http-report,
+# custom); paimon-ops does all but custom (a Java class).
+MARK_DONE_ACTIONS = ("success-file", "done-partition", "mark-event", "http-report", "custom")
+PARTITION_MARK_DONE_ACTION: Option[tuple[str, ...]] = Option(
+    "partition.mark-done-action", LIST, ("success-file",), "how `mark-partition-done` tells downstream jobs a partition "
+    "is complete: `success-file` (a `_SUCCESS` file in its directory), `done-partition` (a `<value>.done` partition in "
+    "the Hive Metastore), `mark-event` (a metastore LOAD_DONE event), `http-report` (a POST to "
+    "`partition.mark-done-action.http.url`); comma-separated", "partitions", default_doc="`success-file`",
+    check=lambda v: bool(v) and all(a in MARK_DONE_ACTIONS for a in v),
+    expected="comma-separated actions of " + ", ".join(MARK_DONE_ACTIONS))
+PARTITION_MARK_DONE_ACTION_URL: Option[str | None] = Option(
+    "partition.mark-done-action.http.url", STR, None, "where the `http-report` action POSTs each partition marked "
+    "done", "partitions")
+PARTITION_MARK_DONE_ACTION_PARAMS: Option[str | None] = Option(
+    "partition.mark-done-action.http.params", STR, None, "the `params` the `http-report` action sends", "partitions")
+PARTITION_MARK_DONE_CUSTOM_CLASS: Option[str | None] = Option(
+    "partition.mark-done-action.custom.class", STR, None, "Java's `custom` action class (a Java class: `custom` is "
+    "refused)", "partitions")
 
 # --------------------------------------------------------------------------------------------------- compaction
 NUM_SORTED_RUN_COMPACTION_TRIGGER = Option("num-sorted-run.compaction-trigger", INT, 5,

@@ -59,7 +59,7 @@ def _facade_path(op: Any) -> str:
 
 def operations() -> list[OperationView]:
     """Every registered operation, in the registry's (the CLI's) order."""
-    from paimon_ops.operations import OPERATIONS
+    from paimon_ops.api import OPERATIONS
     out = []
     for op in OPERATIONS.values():
         params = tuple(

@@ -142,16 +142,19 @@ class PaimonHook(BaseHook):
 
     get_catalog = get_conn
 
-    def get_table(self, identifier: str, *, branch: str = "main", options: Mapping[str, str] | None = None
+    def get_table(self, identifier: str, *, branch: str | None = None, options: Mapping[str, str] | None = None
                   ) -> api.Table:
         """The facade table `db.table` (`options`: table options for this call on top of the connection's)."""
         return self.get_conn().get_table(identifier, branch=branch, options=options)
 
     def tables(self, pattern: str | list[str] = "*", exclude: str | list[str] | tuple[str, ...] = ()) -> list[str]:
-        """The warehouse's tables (`db.table`) matching fnmatch pattern(s) and no `exclude` pattern."""
+        """The warehouse's tables (`db.table`) matching fnmatch pattern(s) and no `exclude` pattern; a pattern with
+        `$branch_…` matches branches (`db.*$branch_wap`, `db.t$branch_*`)."""
         include = [pattern] if isinstance(pattern, str) else list(pattern)
         skip = [exclude] if isinstance(exclude, str) else list(exclude)
-        return [t for t in self.get_conn().tables()
+        catalog = self.get_conn()
+        found = catalog.tables() + [b for p in include if "$" in p for b in catalog.tables(p)]
+        return [t for t in dict.fromkeys(found)
                 if any(fnmatch.fnmatchcase(t, p) for p in include) and not any(fnmatch.fnmatchcase(t, p) for p in skip)]
 
     def maintenance_targets(self, pattern: str | list[str] = "*", exclude: str | list[str] | tuple[str, ...] = ()) -> dict[str, list[str]]:

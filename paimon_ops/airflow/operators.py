@@ -29,6 +29,7 @@ from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
 from paimon_ops.airflow.names import operator_class_name, table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.table.table import full_name
 
 PLAN_XCOM_KEY = "plan"
 
@@ -166,8 +167,9 @@ class PaimonApplyPlanOperator(_PaimonBase):
         hook = PaimonHook(self.conn_id)
         try:
             plan = load_plan(text)
-            if plan.table != self.table:
-                raise AirflowFailException(f"the plan is for {plan.table}, this task applies plans to {self.table}")
+            if self.table not in (plan.table, full_name(plan.table, plan.branch)):
+                raise AirflowFailException(f"the plan is for {full_name(plan.table, plan.branch)}, this task applies "
+                                           f"plans to {self.table}")
             self.log.info("applying the reviewed plan:\n%s", plan.summary())
             table = hook.get_table(plan.table, branch=plan.branch)
             return self._execute(hook, plan, table, context)
@@ -215,6 +217,16 @@ if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/ai
     PaimonRepairOperator: type[PaimonOperationOperator]
     PaimonRewriteFileIndexOperator: type[PaimonOperationOperator]
     PaimonRescaleOperator: type[PaimonOperationOperator]
+    PaimonCreateBranchOperator: type[PaimonOperationOperator]
+    PaimonDeleteBranchOperator: type[PaimonOperationOperator]
+    PaimonRenameBranchOperator: type[PaimonOperationOperator]
+    PaimonFastForwardOperator: type[PaimonOperationOperator]
+    PaimonResetConsumerOperator: type[PaimonOperationOperator]
+    PaimonClearConsumersOperator: type[PaimonOperationOperator]
+    PaimonCreateTagFromTimestampOperator: type[PaimonOperationOperator]
+    PaimonCreateTagFromWatermarkOperator: type[PaimonOperationOperator]
+    PaimonReplaceTagOperator: type[PaimonOperationOperator]
+    PaimonMarkPartitionDoneOperator: type[PaimonOperationOperator]
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
            "changed", "asset_extra", *(cls.__name__ for cls in OPERATORS.values())]

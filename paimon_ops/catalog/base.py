@@ -9,7 +9,7 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
-from paimon_ops.errors import InvalidOptionError, UnsupportedError
+from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.options import (
@@ -28,7 +28,14 @@ from paimon_ops.options import (
 )
 from paimon_ops.table.commit import PartitionStatistics, SnapshotCommit
 from paimon_ops.table.fileio import FaultHook, FileIO, split_location
-from paimon_ops.table.table import FileStoreTable, Identifier
+from paimon_ops.table.table import (
+    MAIN_BRANCH,
+    FileStoreTable,
+    Identifier,
+    branch_names,
+    match_identifiers,
+    validate_branch_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +53,8 @@ OBJECT_STORE_SCHEMES = ("s3", "emr", "oss", "wasb", "abfs", "gs")
 
 # What each operation would put out of step in a metastore: (table option, operations).
 PARTITION_SYNC_OPERATIONS = ("expire_partitions",)
-TAG_SYNC_OPERATIONS = ("create_tag", "replace_tag", "rename_tag", "delete_tags", "expire_tags", "auto_tag")
+TAG_SYNC_OPERATIONS = ("create_tag", "replace_tag", "rename_tag", "delete_tags", "expire_tags", "auto_tag",
+                       "fast_forward")
 
 
 def is_object_store(location: str) -> bool:
@@ -159,15 +167,30 @@ class Catalog:
         options = {**self.store_options, **entry.io_options} or None
         return FileIO.resolve(entry.location, self.fault_hook, options)
 
-    def get_table(self, identifier: str | Identifier, *, branch: str = "main",
+    def get_table(self, identifier: str | Identifier, *, branch: str | None = None,
                   options_override: Mapping[str, str] | None = None) -> FileStoreTable:
-        """The table, bound to this catalog (every commit of it goes through `commit_snapshot`)."""
+        """The table (`db.t`) or one of its branches (`db.t$branch_b`, or `branch=`), bound to this catalog (every
+        commit of it goes through `commit_snapshot`); an unknown branch raises BranchNotFoundError. The catalog
+        knows tables: a branch is found in its table's directory."""
         ident = _ident(identifier)
-        entry = self.load_table(ident)
+        if branch is not None and branch != ident.branch:
+            if ident.branch != MAIN_BRANCH:
+                raise InvalidArgumentError(f"{ident} names branch {ident.branch!r}, but branch {branch!r} was asked "
+                                           "for as well")
+            if branch != MAIN_BRANCH:
+                validate_branch_name(branch)
+            ident = ident.on_branch(branch)
+        entry = self.load_table(ident.on_branch(MAIN_BRANCH))
         io, root = self.table_io(entry)
         overrides = {**entry.options, **(options_override or {})}
-        table = FileStoreTable(root, identifier=str(ident), options_override=overrides, io=io, catalog=self)
-        return table if branch == "main" else table.for_branch(branch)
+        table = FileStoreTable(root, identifier=ident.table_name, options_override=overrides, io=io, catalog=self)
+        return table if ident.branch == MAIN_BRANCH else table.for_branch(ident.branch)
+
+    def matching(self, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
+        """Identifiers matching a table pattern: tables, or with `$branch_…` their branches
+        (`paimon_ops.table.table.match_identifiers`)."""
+        return match_identifiers(self.all_tables(), pattern, exclude,
+                                 lambda t: branch_names(*self.table_files(t)))
 
     # ------------------------------------------------------------------ history
     def owns_history(self, table: FileStoreTable) -> bool:
@@ -236,6 +259,21 @@ class Catalog:
         """Partition expiry, before its OVERWRITE commit: drop the partitions (and their `.done` partitions, keeping
         those another branch still has) from the metastore. Called only for `metastore.partitioned-table` tables and
         only on backends with `syncs_metastore`."""
+
+    def mark_partitions_done(self, table: FileStoreTable, partitions: Sequence[Mapping[str, str]]) -> None:
+        """Report each partition done to the metastore (Java's `mark-event` mark-done action: a LOAD_DONE event). Only
+        backends with `syncs_metastore`; the others refuse (the planner refuses first, naming the option)."""
+        raise UnsupportedError(f"the {self.metastore} catalog {self.endpoint} has no metastore to report partition "
+                               "events to")
+
+    def partition_marked_done(self, table: FileStoreTable, partition: Mapping[str, str]) -> bool:
+        """Whether the metastore holds the partition's done event (readers of `mark-event`)."""
+        raise UnsupportedError(f"the {self.metastore} catalog {self.endpoint} has no metastore holding partition "
+                               "events")
+
+    def metastore_partitions(self, table: FileStoreTable) -> list[dict[str, str]]:
+        """The partitions the metastore registers for the table (readers of `done-partition`)."""
+        raise UnsupportedError(f"the {self.metastore} catalog {self.endpoint} registers no partitions")
 
     def tag_created(self, table: FileStoreTable, name: str) -> None:
         """A tag was created or replaced (manual, automatic, batch, the new name of a rename): a metastore adds the

@@ -18,6 +18,9 @@ Java Paimon's `HiveCatalog` keeps the metastore in step.
 * **`metastore.tag-to-partition=<field>`.** Creating a tag adds the metastore partition `<field>=<tag>`; deleting or
   expiring it drops it; a rename does both (Java's `AddPartitionTagCallback`). Rollback's tag removals drop theirs
   too (Java 0.9's rollback makes no metastore call and leaves them behind).
+* **Partitions marked done** (`mark_partition_done`): `done-partition` adds `<last key>=<value>.done` through
+  `add_partitions` (Java's AddDonePartitionAction), `mark-event` reports a LOAD_DONE event (`markPartitionForEvent`,
+  Java's MarkPartitionDoneEventAction); `partition_marked_done` / `metastore_partitions` read them back.
 * **Schema changes** (rescale's `bucket`) are committed under the lock and then written to the metastore table
   (`alter_table`: the `hive.`-prefixed options, or every option with `sync-all-properties`), as Java's
   `alterTableImpl`; when the metastore refuses, the new schema file is removed again and the change refused in one
@@ -37,7 +40,7 @@ from paimon_ops.catalog.hive_client import (
     table_location,
 )
 from paimon_ops.errors import CatalogError, InvalidOptionError, PaimonOpsError, TableNotFoundError
-from paimon_ops.format.partition import escape_path_name, partition_spec
+from paimon_ops.format.partition import escape_path_name, partition_spec, unescape_path_name
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.options import (
     BUCKET_KEY,
@@ -234,6 +237,30 @@ class HiveCatalog(Catalog):
             parts = {e.partition for e in scanner.live_entries(latest).values()}
             found |= {tuple(partition_spec_of(other, scanner, p).items()) for p in parts} & wanted
         return found
+
+    # ------------------------------------------------------------------ partitions marked done
+    def mark_partitions_done(self, table: FileStoreTable, partitions: Sequence[Mapping[str, str]]) -> None:
+        """A LOAD_DONE event per partition (`markPartitionForEvent`), as Java's MarkPartitionDoneEventAction."""
+        ident = Identifier.parse(table.identifier)
+        for spec in partitions:
+            self.client.mark_partition_done(ident.database, ident.table, spec)
+
+    def partition_marked_done(self, table: FileStoreTable, partition: Mapping[str, str]) -> bool:
+        ident = Identifier.parse(table.identifier)
+        return self.client.is_partition_marked_done(ident.database, ident.table, partition)
+
+    def metastore_partitions(self, table: FileStoreTable) -> list[dict[str, str]]:
+        """Every partition the metastore registers for the table, as {key: value} (Hive's escaped names read
+        back)."""
+        ident = Identifier.parse(table.identifier)
+        out = []
+        for name in self.client.partition_names(ident.database, ident.table):
+            spec = {}
+            for part in name.split("/"):
+                k, _, v = part.partition("=")
+                spec[unescape_path_name(k)] = unescape_path_name(v)
+            out.append(spec)
+        return out
 
     # ------------------------------------------------------------------ tags
     def tag_created(self, table: FileStoreTable, name: str) -> None:

@@ -2,7 +2,7 @@
 
 The Thrift code is `pymetastore`'s generated client (Hive 3 IDL; the calls used here are those Hive 2.3 already
 serves: get_table, get_table_objects_by_name, add_partitions_req, drop_partition, get_partition_names, lock,
-check_lock, unlock, alter_table). Install it with the `[hive]` extra.
+check_lock, unlock, alter_table, markPartitionForEvent, isPartitionMarkedForEvent). Install it with the `[hive]` extra.
 
 The table lock is Java Paimon's `HiveCatalogLock`, call for call: one EXCLUSIVE, table-level `LockComponent` with
 the operation type unset (Java's `unsetOperationType()`), `check_lock` polled with a sleep that doubles from 100 ms up
@@ -277,6 +277,33 @@ class HiveMetastoreClient:
             return False
         except t.MetaException as e:
             raise CatalogError(self.endpoint, f"did not drop partition {list(values)} of "
+                                 f"{database}.{table}: {e.message}") from None
+
+    def mark_partition_done(self, database: str, table: str, spec: Mapping[str, str]) -> None:
+        """Report the LOAD_DONE event of a partition (`markPartitionForEvent`, Java's PartitionMarkDone /
+        HiveMetastoreClient.markDone); a table the metastore does not know is ignored, as Java does."""
+        t = self.types
+        try:
+            self.call(f"partition {dict(spec)} of {database}.{table}",
+                      lambda c: c.markPartitionForEvent(database, table, dict(spec), t.PartitionEventType.LOAD_DONE))
+        except t.NoSuchObjectException:
+            return
+        except (t.MetaException, t.UnknownDBException, t.UnknownTableException, t.InvalidPartitionException,
+                t.UnknownPartitionException) as e:
+            raise CatalogError(self.endpoint, f"did not mark partition {dict(spec)} of {database}.{table} done: "
+                                 f"{e.message}") from None
+
+    def is_partition_marked_done(self, database: str, table: str, spec: Mapping[str, str]) -> bool:
+        """Whether the metastore holds a LOAD_DONE event of the partition (`isPartitionMarkedForEvent`)."""
+        t = self.types
+        try:
+            return bool(self.call(f"partition {dict(spec)} of {database}.{table}",
+                                  lambda c: c.isPartitionMarkedForEvent(database, table, dict(spec),
+                                                                        t.PartitionEventType.LOAD_DONE)))
+        except (t.NoSuchObjectException, t.UnknownTableException, t.UnknownDBException):
+            return False
+        except (t.MetaException, t.InvalidPartitionException, t.UnknownPartitionException) as e:
+            raise CatalogError(self.endpoint, f"cannot read the events of partition {dict(spec)} of "
                                  f"{database}.{table}: {e.message}") from None
 
     def alter_table(self, database: str, table: str, new_table: Any) -> None:

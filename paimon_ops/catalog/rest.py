@@ -135,12 +135,14 @@ class RestCatalog(Catalog):
         io = TokenFileIO(self, entry, self.store_options, self.fault_hook)
         return io, io.root  # type: ignore[return-value]
 
-    def get_table(self, identifier: str | Identifier, *, branch: str = "main",
+    def get_table(self, identifier: str | Identifier, *, branch: str | None = None,
                   options_override: Mapping[str, str] | None = None) -> FileStoreTable:
-        if branch != "main":
-            raise UnsupportedError(f"branch {branch!r} of {identifier}: paimon-ops maintains the main branch of REST "
-                                   "catalog tables only")
-        return super().get_table(identifier, branch=branch, options_override=options_override)
+        ident = identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
+        wanted = branch if branch is not None else ident.branch
+        if wanted != "main":
+            raise UnsupportedError(f"branch {wanted!r} of {ident.table_name}: paimon-ops maintains the main branch of "
+                                   "REST catalog tables only")
+        return super().get_table(ident, branch=branch, options_override=options_override)
 
     def check_sync(self, table: FileStoreTable, operation: str) -> None:
         """Partitions of a REST table are the server's, kept by the statistics of every commit (Java's RESTCatalog

@@ -95,7 +95,8 @@ class PaimonComponent(Component, Model, Resolvable):
         "Needed when a project holds several Paimon components (one per warehouse): every component but one gets a "
         "name, which goes into its resource keys (paimon_<name>, spark_<name>), op / job / sensor / schedule names "
         "(paimon_<name>_compaction …) and default asset keys (paimon/<name>/<db>/<table>)"))
-    include: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to maintain")
+    include: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to maintain; "
+                                                                 "db.table$branch_NAME patterns select branches")
     exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to leave alone")
     spark_master: Optional[str] = Field(default=None, description="Spark master URL (default local[*])")
     spark_remote: Optional[str] = Field(default=None, description="Spark Connect remote sc://host:port (wins over master)")

@@ -43,7 +43,8 @@ class PaimonWarehouse(ConfigurableResource):
         default_factory=dict, description="Catalog options (metastore=hive|jdbc|rest, uri, lock.enabled, catalog-key, "
                                           "jdbc.user, token, …) and object-store settings (s3.endpoint, …)")
     include: list[str] = Field(default_factory=list,
-                               description="fnmatch patterns on 'db.table' to maintain (empty: every table)")
+                               description="fnmatch patterns on 'db.table' to maintain (empty: every table); "
+                                           "'db.table$branch_NAME' patterns select branches")
     exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on 'db.table' to leave alone")
     options_override: dict[str, str] = Field(
         default_factory=dict, description="Table options applied on top of every table's own options")
@@ -58,7 +59,14 @@ class PaimonWarehouse(ConfigurableResource):
         return matches(identifier, self.include, self.exclude)
 
     def table_identifiers(self, catalog: Catalog | None = None) -> list[str]:
-        return [t for t in (catalog or self.catalog()).all_tables() if self.selected(t)]
+        """The tables selected; branches (`db.t$branch_b`) where an include pattern names them (`db.*$branch_wap`,
+        `Catalog.matching`)."""
+        catalog = catalog or self.catalog()
+        found = catalog.all_tables()
+        for pattern in self.include:
+            if "$" in pattern:
+                found += catalog.matching(pattern)
+        return [t for t in dict.fromkeys(found) if self.selected(t)]
 
     def overrides_for(self, identifier: str) -> dict[str, str]:
         return {**self.options_override, **self.table_options_override.get(identifier, {})}

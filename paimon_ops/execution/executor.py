@@ -255,7 +255,9 @@ def open_plan_table(plan: Plan, catalog_options: Any = None) -> FileStoreTable:
             raise PaimonOpsError(f"the {plan.operation} plan names no {name}")
     planned_on = plan.planned_on
     if planned_on is not None and catalog_options is None:
-        return planned_on.refresh()  # a fresh plan runs on the table it was made on, through the same catalog
+        # a fresh plan runs on the table it was made on, through the same catalog — on the plan's branch (a plan
+        # made through a branch may be the table's: orphan removal, a branch's deletion)
+        return planned_on.refresh() if planned_on.branch == plan.branch else planned_on.for_branch(plan.branch)
     if not plan.catalog:
         return FileStoreTable(plan.location, identifier=plan.table, branch=plan.branch,
                               options_override=plan.options_override)
@@ -344,6 +346,8 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
     started = time.time()
     if table is None:
         table = open_plan_table(plan)
+    elif (table.identifier, table.location) == (plan.table, plan.location) and table.branch != plan.branch:
+        table = table.for_branch(plan.branch)  # a plan made through one branch for another (orphan removal, a branch's deletion)
     elif (table.identifier, table.branch, table.location) != (plan.table, plan.branch, plan.location):
         raise PaimonOpsError(f"plan for {plan.table} ({plan.location}, branch {plan.branch}) cannot be executed on "
                              f"{table.identifier} ({table.location}, branch {table.branch})")

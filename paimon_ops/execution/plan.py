@@ -59,6 +59,9 @@ TEMP = "temp"
 ORPHAN = "orphan"
 LEFTOVER = "leftover"  # a file an interrupted run left unreferenced (its journal lists it)
 JOURNAL = "journal"    # the record of an interrupted run (.paimon-ops/journal-*)
+SCHEMA = "schema"      # a branch's schema file (branch life cycle: create, delete, rename, fast-forward)
+CONSUMER = "consumer"  # a consumer's progress file (consumer/consumer-<id>)
+BRANCH_DIRECTORY = "branch-directory"  # a branch's directory or one of its metadata directories
 
 # Files that hold the table's history (their deletion removes a snapshot, tag or changelog) and files that hold its
 # content (deleted only when no remaining owner keeps them).
@@ -1098,7 +1101,7 @@ __all__ = ["Plan", "Step", "FileAction", "FileList", "Precondition", "LatestSnap
            "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
            "declare_step_action", "plan_type", "serves_plans", "Workload", "InvalidArgumentError", "planner", "replan", "decision",
            "decision_diff", "encode_param", "decode_param", "split_details", "text_table", "effects_rows",
-           "INTERNAL_DETAILS"]
+           "INTERNAL_DETAILS", "SCHEMA", "CONSUMER", "BRANCH_DIRECTORY"]
 
 
 def _plan_options(options: Mapping[str, str]) -> dict[str, str]:

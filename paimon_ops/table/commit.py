@@ -161,14 +161,15 @@ class FileStoreCommit:
     # ------------------------------------------------------------------ public
     def commit(self, changes: CommitChanges, kind: str, base_snapshot_id: int | None,
                identifier: int = BATCH_COMMIT_IDENTIFIER, properties: dict[str, str] | None = None,
-               now_millis: int | None = None) -> Snapshot:
-        """Commit `changes` planned against `base_snapshot_id`; retries lost races, raises on conflicts."""
+               now_millis: int | None = None, watermark: int | None = None) -> Snapshot:
+        """Commit `changes` planned against `base_snapshot_id`; retries lost races, raises on conflicts. `watermark`:
+        the writer's, kept as Java keeps it (the larger of it and the latest snapshot's)."""
         if kind not in ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE"):
             raise InvalidArgumentError(f"unknown commit kind {kind}")
         return self.commit_snapshot(
             lambda latest: self.check_conflicts(changes, latest, base_snapshot_id, kind),
             lambda latest, written: self._build_snapshot(changes, kind, latest, identifier, properties, written,
-                                                         now_millis),
+                                                         now_millis, watermark),
             base_snapshot_id, delta=changes.data)
 
     def commit_snapshot(self, check: Callable[[Snapshot | None], None],
@@ -519,7 +520,8 @@ class FileStoreCommit:
         return name
 
     def _build_snapshot(self, changes: CommitChanges, kind: str, latest: Snapshot | None, identifier: int,
-                        properties: dict[str, str] | None, written: _Written, now_millis: int | None) -> Snapshot:
+                        properties: dict[str, str] | None, written: _Written, now_millis: int | None,
+                        watermark: int | None = None) -> Snapshot:
         base_metas = self._base_metas(latest, written)
         base_name, base_size = self._write_list(base_metas, latest, written)
         delta_metas = self.write_manifests(list(changes.data), latest, written) if changes.data else []
@@ -552,11 +554,18 @@ class FileStoreCommit:
             total_record_count=prev_total + delta_rows,
             delta_record_count=delta_rows,
             changelog_record_count=changelog_rows,
-            watermark=latest.watermark if latest else None,
+            watermark=_max_watermark(watermark, latest.watermark if latest else None),
             statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
             properties=properties or None,
             next_row_id=latest.next_row_id if latest else None,
         )
+
+
+def _max_watermark(given: int | None, latest: int | None) -> int | None:
+    """Java's FileStoreCommitImpl: the commit's watermark, never below the latest snapshot's."""
+    if given is None or latest is None:
+        return latest if given is None else given
+    return max(given, latest)
 
 
 __all__ = ["CommitChanges", "FileStoreCommit", "SnapshotCommit", "PartitionStatistics", "BATCH_COMMIT_IDENTIFIER",

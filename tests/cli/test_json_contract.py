@@ -34,13 +34,25 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "compact-manifests": ([], ["shop.orders"]),
     "remove-orphans": ([], ["shop.orders", "--min-age", "1 d"]),
     "create-tag": ([], ["shop.orders", "t1", "--time-retained", "7 d"]),
+    "create-tag-from-timestamp": ([], ["logs.events", "t1", "--timestamp", "0"]),  # the first snapshot
+    "create-tag-from-watermark": ([], ["logs.events", "t1", "--watermark", "1970-01-01T00:00:00Z"]),
+    "replace-tag": ([["create-tag", "shop.orders", "t1", "--snapshot", "1"]], ["shop.orders", "t1"]),
     "delete-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1"]),
     "rename-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1", "t2"]),
     "auto-tag": ([], ["shop.daily_sales"]),
     "rollback": ([], ["shop.customers", "--snapshot", "2", "--yes"]),
+    "mark-partition-done": ([], ["logs.events", "--partition", "dt=marked-by-the-test"]),  # (no such day: a warning)
     "remove-unexisting-files": ([lambda wh: _lose_a_data_file(wh, "shop.orders")], ["shop.orders", "--yes"]),
     "repair": ([lambda wh: _stale_latest_hint(wh, "shop.orders")], ["shop.orders"]),
     "rewrite-file-index": ([lambda wh: _index_options(wh, "logs.events", "user_id")], ["logs.events"]),
+    "create-branch": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "b1", "--tag", "t1"]),
+    "delete-branch": ([["create-tag", "shop.orders", "t1"], ["create-branch", "shop.orders", "b1", "--tag", "t1"]],
+                      ["shop.orders", "b1"]),
+    "rename-branch": ([["create-branch", "shop.orders", "b1"]], ["shop.orders", "b1", "b2"]),
+    "fast-forward": ([["create-tag", "shop.orders", "t1"], ["create-branch", "shop.orders", "b1", "--tag", "t1"],
+                      ["compact", "shop.orders$branch_b1", "--local"]], ["shop.orders", "b1", "--yes"]),
+    "reset-consumer": ([], ["shop.customers", "reader", "--snapshot", "2"]),
+    "clear-consumers": ([], ["shop.customers", "--including", "read.*"]),
 }
 DEBUG_DUMPS = re.compile(r"\b(dict|list|tuple|set) of \d+|\{'|\[\{|\bNone\b|\bTrue\b|\bFalse\b|task_pids")
 
@@ -109,6 +121,9 @@ def warehouse(sample):
     orphan.write_bytes(b"not referenced")
     old = time.time() - 2 * 86_400
     os.utime(orphan, (old, old))
+    consumers = sample / "shop.db" / "customers" / "consumer"
+    consumers.mkdir()
+    (consumers / "consumer-reader").write_text('{"nextSnapshot":3}')  # a streaming reader's progress
     return sample
 
 
@@ -163,7 +178,9 @@ def test_text_report_leads_with_what_was_written_and_replaced(warehouse, capsys)
 
 def test_list_commands_follow_the_schema(warehouse, capsys):
     for argv in (["tables"], ["snapshots", "shop.orders"], ["tags", "shop.orders"], ["files", "shop.orders"],
-                 ["files", "logs.events"], ["options", "shop.orders"]):
+                 ["files", "logs.events"], ["files", "shop.orders", "--check"], ["options", "shop.orders"],
+                 ["branches", "shop.orders"],
+                 ["consumers", "shop.customers"]):
         doc = run_json(capsys, argv[0], warehouse, *argv[1:])
         assert doc["format"] == "paimon-ops-list/1" and doc["command"] == argv[0]
         readable(run(capsys, argv[0], warehouse, *argv[1:])[1])

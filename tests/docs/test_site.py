@@ -79,7 +79,7 @@ def test_reference_pages_are_the_code(site):
 def test_generated_pages_follow_the_registry():
     """The pages are rendered from the registry's public surface: each operation and each parameter once, in the
     registry's order."""
-    from paimon_ops.operations import OPERATIONS
+    from paimon_ops.api import OPERATIONS
     page = reference.operations_page()
     positions = [page.index(f"{{#{name}}}") for name in OPERATIONS]
     assert positions == sorted(positions)

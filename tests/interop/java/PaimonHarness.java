@@ -46,6 +46,7 @@ import org.apache.paimon.index.IndexFileMeta;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.io.DataFilePathFactory;
 import org.apache.paimon.manifest.FileKind;
+import org.apache.paimon.manifest.ManifestCommittable;
 import org.apache.paimon.manifest.IndexManifestEntry;
 import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.manifest.ManifestFile;
@@ -57,6 +58,8 @@ import org.apache.paimon.operation.OrphanFilesClean;
 import org.apache.paimon.operation.PartitionExpire;
 import org.apache.paimon.partition.PartitionExpireStrategy;
 import org.apache.paimon.partition.PartitionTimeExtractor;
+import org.apache.paimon.partition.actions.PartitionMarkDoneAction;
+import org.apache.paimon.partition.file.SuccessFile;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
@@ -90,6 +93,7 @@ import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
 import org.apache.paimon.utils.FileStorePathFactory;
 import org.apache.paimon.utils.Pair;
+import org.apache.paimon.utils.PartitionPathUtils;
 
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -188,8 +192,44 @@ public class PaimonHarness {
                 return expirePartitions(p);
             case "partition_times":
                 return partitionTimes(p);
+            case "create_branch":
+                return createBranch(p);
+            case "delete_branch":
+                return deleteBranch(p);
+            case "fast_forward":
+                return fastForward(p);
+            case "branches":
+                return branches(p);
+            case "consumers":
+                return consumers(p);
+            case "reset_consumer":
+                return resetConsumer(p);
             case "expire_tags":
                 return expireTags(p);
+            case "create_tag_from":
+                return createTagFrom(p);
+            case "rollback":
+                {
+                    // {snapshot_id? | tag?} -> {latest}: 0.9's rollbackTo (RollbackHelper: newer snapshots, tags,
+                    // changelogs and their files removed)
+                    FileStoreTable t = table(p);
+                    if (p.hasNonNull("tag")) {
+                        t.rollbackTo(p.get("tag").asText());
+                    } else {
+                        t.rollbackTo(p.get("snapshot_id").asLong());
+                    }
+                    return NF.objectNode().put("latest", t.snapshotManager().latestSnapshotId());
+                }
+            case "mark_partition_done":
+                return markPartitionDone(p);
+            case "success_file":
+                {
+                    // {path} -> {creationTime, modificationTime}: 0.9's own SuccessFile reader
+                    Path path = new Path(p.get("path").asText());
+                    SuccessFile f = SuccessFile.fromPath(FileIO.get(path, CatalogContext.create(new Options())), path);
+                    return NF.objectNode().put("creationTime", f.creationTime())
+                            .put("modificationTime", f.modificationTime());
+                }
             case "file_index":
                 return fileIndex(p);
             case "list_tables":
@@ -779,7 +819,15 @@ public class PaimonHarness {
                 nextIdentifier = identifier + 1;
                 boolean wait = batch.path("wait_compaction").asBoolean(true);
                 List<CommitMessage> msgs = w.prepare(wait, identifier);
-                w.commit.commit(identifier, msgs);
+                if (batch.hasNonNull("watermark")) {
+                    // a streaming commit carrying the writer's watermark (Flink's committable)
+                    ManifestCommittable committable =
+                            new ManifestCommittable(identifier, batch.get("watermark").asLong());
+                    msgs.forEach(committable::addFileCommittable);
+                    w.commit.commit(committable);
+                } else {
+                    w.commit.commit(identifier, msgs);
+                }
                 ObjectNode bo = NF.objectNode();
                 bo.put("commit_identifier", identifier);
                 bo.set("snapshot_ids", newSnapshotIds(t, before));
@@ -1103,7 +1151,11 @@ public class PaimonHarness {
             rb = rb.withFilter(new org.apache.paimon.predicate.PredicateBuilder(full)
                     .equal(i, toInternal(full.getTypeAt(i), p.get("filter_equal").get(1))));
         }
-        TableScan.Plan plan = rb.newScan().plan();
+        // tag_snapshot: the tag as the table's own (branch-aware) TagManager resolves it. 0.9's scan.tag-name looks
+        // the tag up in main's tag directory even on a branch table.
+        TableScan.Plan plan = p.path("tag_snapshot").asBoolean(false) && p.hasNonNull("tag")
+                ? t.newSnapshotReader().withSnapshot(t.tagManager().taggedSnapshot(p.get("tag").asText())).read()
+                : rb.newScan().plan();
         if (p.path("digest").asBoolean(false)) {
             // Row count and an order-independent digest (sum of mixed 64-bit hashes of each row's JSON): compares
             // large tables without shipping their rows.
@@ -1207,6 +1259,82 @@ public class PaimonHarness {
         return NF.objectNode().put("tag", name).put("snapshot_id", id);
     }
 
+    /**
+     * What the create_tag_from_timestamp / create_tag_from_watermark procedures do, with 0.9's classes: the live
+     * snapshot from SnapshotManager.laterOrEqualTimeMills / laterOrEqualWatermark, an earlier tag-held one if a tag
+     * qualifies first, then createTag.
+     */
+    static JsonNode createTagFrom(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("tag").asText();
+        boolean byWatermark = p.hasNonNull("watermark");
+        long value = byWatermark ? p.get("watermark").asLong() : p.get("timestamp").asLong();
+        Snapshot snapshot = byWatermark
+                ? t.snapshotManager().laterOrEqualWatermark(value)
+                : t.snapshotManager().laterOrEqualTimeMills(value);
+        for (Snapshot tagged : t.tagManager().tags().keySet()) {
+            if (byWatermark) {
+                if (tagged.watermark() != null && value <= tagged.watermark()) {
+                    if (snapshot == null || snapshot.watermark() == null
+                            || tagged.watermark() < snapshot.watermark()) {
+                        snapshot = tagged;
+                    }
+                    break;
+                }
+            } else if (value <= tagged.timeMillis()) {
+                if (snapshot == null || tagged.timeMillis() < snapshot.timeMillis()) {
+                    snapshot = tagged;
+                }
+                break;
+            }
+        }
+        if (snapshot == null) {
+            return NF.objectNode().put("error", "Could not find any snapshot later than " + value);
+        }
+        if (p.hasNonNull("time_retained_ms")) {
+            t.createTag(name, snapshot.id(), Duration.ofMillis(p.get("time_retained_ms").asLong()));
+        } else {
+            t.createTag(name, snapshot.id());
+        }
+        ObjectNode out = NF.objectNode().put("tag", name).put("snapshot_id", snapshot.id())
+                .put("commit_time", snapshot.timeMillis());
+        if (snapshot.watermark() == null) {
+            out.putNull("watermark");
+        } else {
+            out.put("watermark", snapshot.watermark());
+        }
+        return out;
+    }
+
+    /**
+     * The mark_partition_done procedure of 0.9: the table's partition.mark-done-action actions
+     * (PartitionMarkDoneAction.createActions: success-file, done-partition, mark-event through the catalog's
+     * metastore client) on each partition {key: value}, as a partition path of the partition type's order.
+     */
+    static JsonNode markPartitionDone(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        List<Map<String, String>> specs = new ArrayList<>();
+        for (JsonNode spec : p.get("partitions")) {
+            specs.add(stringMap(spec));
+        }
+        List<String> paths = PartitionPathUtils.generatePartitionPaths(specs, t.schema().logicalPartitionType());
+        List<PartitionMarkDoneAction> actions = PartitionMarkDoneAction.createActions(t, t.coreOptions());
+        try {
+            for (String path : paths) {
+                for (PartitionMarkDoneAction action : actions) {
+                    action.markDone(path);
+                }
+            }
+        } finally {
+            for (PartitionMarkDoneAction action : actions) {
+                action.close();
+            }
+        }
+        ArrayNode out = NF.arrayNode();
+        paths.forEach(out::add);
+        return NF.objectNode().set("partition_paths", out);
+    }
+
     static JsonNode deleteTag(JsonNode p) throws Exception {
         FileStoreTable t = table(p);
         String name = p.get("tag").asText();
@@ -1271,6 +1399,87 @@ public class PaimonHarness {
             out.put("latest", latest);
         }
         return out;
+    }
+
+    // ------------------------------------------------------------------ branches and consumers
+
+    /** Java's create_branch on the table's branch: from a tag, or empty (0.9 has no other form). */
+    static JsonNode createBranch(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        if (p.hasNonNull("tag")) {
+            t.createBranch(name, p.get("tag").asText());
+        } else {
+            t.createBranch(name);
+        }
+        return NF.objectNode().put("branch", name).put("created", true);
+    }
+
+    static JsonNode deleteBranch(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        t.deleteBranch(name);
+        return NF.objectNode().put("branch", name).put("deleted", true);
+    }
+
+    /** Java's fast_forward: the table's branch (main for db.t) takes the state of `branch`. */
+    static JsonNode fastForward(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        t.fastForward(name);
+        return NF.objectNode().put("branch", name).put("fast_forwarded", true);
+    }
+
+    static JsonNode branches(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        ArrayNode out = NF.arrayNode();
+        List<String> names = new ArrayList<>(t.branchManager().branches());
+        Collections.sort(names);
+        for (String n : names) {
+            out.add(n);
+        }
+        return NF.objectNode().set("branches", out);
+    }
+
+    static org.apache.paimon.consumer.ConsumerManager consumerManager(FileStoreTable t) {
+        return new org.apache.paimon.consumer.ConsumerManager(t.fileIO(), t.location(), t.coreOptions().branch());
+    }
+
+    /** The consumers Java sees on the table's branch: {id: nextSnapshot}, and the minimum expiry honours. */
+    static JsonNode consumers(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        org.apache.paimon.consumer.ConsumerManager cm = consumerManager(t);
+        ObjectNode ids = NF.objectNode();
+        for (Map.Entry<String, Long> e : new TreeMap<>(cm.consumers()).entrySet()) {
+            ids.put(e.getKey(), e.getValue());
+        }
+        ObjectNode out = NF.objectNode();
+        out.set("consumers", ids);
+        java.util.OptionalLong min = cm.minNextSnapshot();
+        if (min.isPresent()) {
+            out.put("min_next_snapshot", min.getAsLong());
+        } else {
+            out.putNull("min_next_snapshot");
+        }
+        return out;
+    }
+
+    /** Java's reset_consumer: set a consumer's next snapshot (checked to exist, as the procedure does), or delete it
+     *  (no next_snapshot). */
+    static JsonNode resetConsumer(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String id = p.get("consumer_id").asText();
+        org.apache.paimon.consumer.ConsumerManager cm = consumerManager(t);
+        if (p.hasNonNull("next_snapshot")) {
+            long n = p.get("next_snapshot").asLong();
+            if (!p.path("unchecked").asBoolean(false)) {
+                t.snapshotManager().snapshot(n);
+            }
+            cm.resetConsumer(id, new org.apache.paimon.consumer.Consumer(n));
+        } else {
+            cm.deleteConsumer(id);
+        }
+        return NF.objectNode().put("consumer_id", id);
     }
 
     // ------------------------------------------------------------------ check_files
