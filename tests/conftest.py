@@ -1,5 +1,5 @@
 """Shared fixtures: one real local SparkSession for the whole session, temporary warehouses; the test lanes
-(tests/lanes.py: process markers applied automatically, the guard that proves them, the xdist groups)."""
+(tests/lanes.py: process markers applied automatically, the guard that proves them)."""
 from __future__ import annotations
 
 import os
@@ -89,7 +89,7 @@ def pytest_configure(config):
     lanes.install_guard()
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects and before xdist reads the groups
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config, items):
     lanes.apply_markers(config, items)
 
@@ -114,6 +114,8 @@ def pytest_runtest_makereport(item, call):
     must run, and a missing prerequisite (javac, Chromium, test data) fails the run instead of hiding it."""
     outcome = yield
     rep = outcome.get_result()
+    if call.when == "teardown":
+        lanes.check_lingering(item)
     started = lanes.violations_of(item)
     if started:  # an unmarked process start fails the test, whatever its outcome (tests/lanes.py)
         rep.outcome = "failed"

@@ -9,11 +9,13 @@ functions and classes transitively (a module-level `_build()` that calls the Jav
 The guard checks the result while the tests run: every process a test starts (`subprocess`, `os.fork`,
 `os.posix_spawn`, `os.system`, multiprocessing's spawn) is checked against the running test's markers — a test with
 no process marker that starts anything fails, naming the command; a JVM, a Spark launcher, Airflow, moto, Chromium,
-a database server or MkDocs needs its own kind. The fixtures and helpers that start a server assert their kind too
-(`require`). So the fast lane (`./dev.sh test --fast`: no process kind but `subprocess`) cannot silently grow a JVM.
+a database server or MkDocs needs its own kind; a process a light test started that still runs after the test's
+teardown is a server in disguise and fails the test too. The fixtures and helpers that start a server assert their
+kind as well (`require`). So the fast lane (`./dev.sh test --fast`: no process kind but `subprocess`) cannot silently
+grow a JVM or a server.
 
-Under pytest-xdist (`./dev.sh test`), tests that share an expensive session server are kept on one worker
-(`xdist_group`, `--dist loadgroup`), and so are the tests of a module with module- or class-scoped fixtures.
+The full suite (`./dev.sh test`, CI) runs serially: parallel workers would need per-worker ports, Spark sessions and
+warehouses proven safe on a busy 2-core machine, which they are not yet.
 """
 from __future__ import annotations
 
@@ -87,9 +89,6 @@ OBJECT_KINDS: dict[str, str] = {
 NAME_KINDS: dict[str, str] = {"SIGKILL": "kill9", "mkdocs": "docs", "ProcessPoolExecutor": "subprocess"}
 # directories all of whose tests start a kind (the directory exists for it)
 DIRECTORY_KINDS: dict[str, str] = {"airflow": "airflow", "docs": "docs", "hive": "hive"}
-
-# xdist: one worker for the tests that share each of these session servers (first match wins)
-SHARED_SERVERS = ("cluster", "connect", "hive", "jdbc", "airflow", "webserver", "moto")
 
 
 # ------------------------------------------------------------------------------------------- inference (collection)
@@ -201,13 +200,13 @@ def _imported_module(name: str) -> str | None:
     return None
 
 
-def _fixture_functions(item: pytest.Item) -> Iterable[tuple[str, Any, str]]:
+def _fixture_functions(item: pytest.Item) -> Iterable[tuple[str, Any]]:
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return
     for name in item.fixturenames:  # the closure
         for fdef in info.name2fixturedefs.get(name, ()):
-            yield name, getattr(fdef, "func", None), getattr(fdef, "scope", "function")
+            yield name, getattr(fdef, "func", None)
 
 
 def kinds_of(item: pytest.Item, inference: _Inference, fixtures: _Inference) -> set[str]:
@@ -215,7 +214,7 @@ def kinds_of(item: pytest.Item, inference: _Inference, fixtures: _Inference) -> 
     parts = item.nodeid.split("::", 1)[0].split("/")
     if len(parts) > 2 and parts[0] == "tests" and parts[1] in DIRECTORY_KINDS:
         kinds.add(DIRECTORY_KINDS[parts[1]])
-    for name, func, _scope in _fixture_functions(item):
+    for name, func in _fixture_functions(item):
         if name in FIXTURE_KINDS:
             kinds.add(FIXTURE_KINDS[name])
         if func is not None:
@@ -226,22 +225,6 @@ def kinds_of(item: pytest.Item, inference: _Inference, fixtures: _Inference) -> 
     return kinds
 
 
-def _group(item: pytest.Item, kinds: set[str], inference: _Inference) -> str | None:
-    """The xdist group: the first shared session server the test uses, else its module when the module has
-    module/class-scoped fixtures of its own (built once per worker that runs one of its tests)."""
-    for server in SHARED_SERVERS:
-        if server in kinds:
-            return server
-    if "java_tables" in item.fixturenames:  # the interop proofs' Java-written warehouse: one JVM build per worker
-        return "java_tables"
-    module = item.nodeid.split("::", 1)[0]
-    for _name, func, scope in _fixture_functions(item):
-        if scope in ("module", "class", "package") and func is not None and \
-                inference.test_side(getattr(func, "__module__", None)):
-            return module
-    return None
-
-
 def apply_markers(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(str(config.rootpath)).resolve()
     inference, fixtures = _Inference(root), _Inference(root, names=False)
@@ -249,16 +232,16 @@ def apply_markers(config: pytest.Config, items: list[pytest.Item]) -> None:
         declared = {m.name for m in item.iter_markers() if m.name in KINDS}
         for kind in sorted(kinds_of(item, inference, fixtures) - declared):
             item.add_marker(getattr(pytest.mark, kind))
-        if config.pluginmanager.hasplugin("xdist") and not item.get_closest_marker("xdist_group"):
-            group = _group(item, item_kinds(item), inference)
-            if group:
-                item.add_marker(pytest.mark.xdist_group(group))
 
 
 # ------------------------------------------------------------------------------------------- the guard (run time)
 _current: pytest.Item | None = None
 _violations: dict[str, list[str]] = {}
 _lock = threading.Lock()
+# processes started by a test with no heavy kind (the light `subprocess` kind, or none): they must have ended when
+# the test's teardown is over — one still running is a server, which needs its own kind
+_light_children: dict[str, list[subprocess.Popen]] = {}
+LINGER_GRACE = 10.0  # seconds a light process may take to exit after its test (a busy machine)
 
 # what each kind may start, by the program's name; a program not listed here needs any process kind
 PROGRAMS: dict[str, tuple[str, ...]] = {
@@ -337,7 +320,12 @@ def install_guard() -> None:
 
     def _execute_child(self, args, *rest, **kw):
         _check(args)
-        return execute_child(self, args, *rest, **kw)
+        result = execute_child(self, args, *rest, **kw)
+        item = _current
+        if item is not None and not item_kinds(item) & set(HEAVY):
+            with _lock:
+                _light_children.setdefault(item.nodeid, []).append(self)
+        return result
 
     subprocess.Popen._execute_child = _execute_child  # type: ignore[attr-defined]
 
@@ -360,6 +348,22 @@ def install_guard() -> None:
     wrap(os, "system", lambda a, kw: ["sh", "-c", a[0] if a else ""])
     import multiprocessing.util
     wrap(multiprocessing.util, "spawnv_passfds", lambda a, kw: a[1] if len(a) > 1 else [a[0]])
+
+
+def check_lingering(item: pytest.Item) -> None:
+    """After a test's teardown: a process its light kind allowed that is still running is a violation (named)."""
+    with _lock:
+        children = _light_children.pop(item.nodeid, [])
+    for child in children:
+        try:
+            child.wait(timeout=LINGER_GRACE)
+        except subprocess.TimeoutExpired:
+            line = " ".join(map(os.fsdecode, child.args)) if isinstance(child.args, (list, tuple)) \
+                else os.fsdecode(child.args)
+            with _lock:
+                _violations.setdefault(item.nodeid, []).append(
+                    f"left `{line[:300]}` (pid {child.pid}) running after the test: a process that outlives its "
+                    f"test is a server and needs its own kind ({', '.join(HEAVY)}), not `subprocess`")
 
 
 def violations_of(item: pytest.Item) -> list[str]:
