@@ -73,6 +73,7 @@ MODULE_KINDS: dict[str, str] = {
     "tests.catalog.servers": "jdbc",
     "tests.rest.fixture": "rest",
     "selenium": "webserver",
+    "tests.dagster.ui_util": "webserver",  # the browser and webserver helpers (Dagster's, Airflow's, the docs site's)
     "tests.airflow.conftest": "airflow",
     "subprocess": "subprocess",
     "multiprocessing": "subprocess",
@@ -83,7 +84,6 @@ OBJECT_KINDS: dict[str, str] = {
     "paimon_ops.execution.runner.local_spark": "spark",
     "paimon_ops.execution.runner.connect_spark": "connect",
     "pyspark.sql.session.SparkSession": "spark",
-    "tests.dagster.ui_util.ManagedProcess": "webserver",
 }
 # names whose mere use means a kind (attribute or global)
 NAME_KINDS: dict[str, str] = {"SIGKILL": "kill9", "mkdocs": "docs", "ProcessPoolExecutor": "subprocess"}

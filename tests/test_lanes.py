@@ -60,6 +60,10 @@ def test_markers_follow_fixtures_and_helpers(inner):
         def test_spark_fixture(spark):
             pass
 
+        def test_browser_imported_in_the_function(tmp_path):
+            from tests.dagster import ui_util as ui
+            ui.Browser(tmp_path / "chromium", tmp_path / "log")
+
         def test_cli_subprocess():
             subprocess.run([sys.executable, "-c", "pass"])
 
@@ -80,6 +84,7 @@ def test_markers_follow_fixtures_and_helpers(inner):
     assert kinds["test_helper_two_levels_down"] == {"java"}
     assert kinds["test_helper_class"] == {"java"}
     assert kinds["test_spark_fixture"] == {"spark"}
+    assert kinds["test_browser_imported_in_the_function"] == {"webserver"}
     assert kinds["test_cli_subprocess"] == {"subprocess"}
     assert kinds["test_kills"] == {"subprocess", "kill9"}
     assert kinds["test_module_fixture"] == {"java"}

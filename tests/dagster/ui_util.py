@@ -592,6 +592,7 @@ class Browser:
     it and the Chromium processes it launches; `close` quits the session and then signals that group only."""
 
     def __init__(self, user_data_dir: Path, log_path: Path):
+        lanes.require("webserver")
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
