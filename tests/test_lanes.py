@@ -111,6 +111,9 @@ def test_a_jvm_needs_its_own_kind(inner, tmp_path):
     java.parent.mkdir()
     java.write_text("#!/bin/sh\nexit 0\n")
     java.chmod(0o755)
+    python = java.with_name("python3")  # a stand-in for the paimon-ops command's interpreter
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o755)
     inner.makepyfile(test_jvm=textwrap.dedent(f'''
         import importlib
         import pytest
@@ -125,10 +128,16 @@ def test_a_jvm_needs_its_own_kind(inner, tmp_path):
         @pytest.mark.java
         def test_java_marker_starts_a_jvm():
             _run([{str(java)!r}, "-version"])
+
+        @pytest.mark.subprocess
+        def test_light_marker_runs_the_cli_on_local_spark():
+            _run([{str(python)!r}, "-m", "paimon_ops.cli", "compact", "wh", "db.t", "--spark-master", "local[1]"])
     '''))
     result = inner.runpytest_inprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(["*test_light_marker_starts_a_jvm*without the marker java or spark*"])
+    result.stdout.fnmatch_lines(["*test_light_marker_runs_the_cli_on_local_spark*--spark-master local[[]1[]]*"
+                                 "without the marker spark or connect or cluster*"])
 
 
 def test_a_light_test_that_leaves_a_server_running_fails(inner, tmp_path, monkeypatch):
