@@ -282,11 +282,20 @@ def _program(argv: Any) -> tuple[str, str]:
     return (names[0] if names else ""), line
 
 
+def _dagster_step_helper(line: str) -> bool:
+    """Dagster's own helpers around every step run on a real instance: the compute-log capture (`tail -F` of the
+    step's log files) and its orphan watcher — short-lived, ending with the step; no kind of the lanes'."""
+    return (line.startswith("tail -F ") and "/compute_logs/" in line) or \
+        "dagster/_core/execution/scripts/watch_orphans.py" in line
+
+
 def _check(argv: Any) -> None:
     item = _current
     if item is None:
         return
     program, line = _program(argv)
+    if _dagster_step_helper(line):
+        return
     kinds = item_kinds(item)
     allowed = PROGRAMS.get(program)
     if allowed is not None:
@@ -326,7 +335,7 @@ def install_guard() -> None:
         _check(args)
         result = execute_child(self, args, *rest, **kw)
         item = _current
-        if item is not None and not item_kinds(item) & set(HEAVY):
+        if item is not None and not item_kinds(item) & set(HEAVY) and not _dagster_step_helper(_program(args)[1]):
             with _lock:
                 _light_children.setdefault(item.nodeid, []).append(self)
         return result

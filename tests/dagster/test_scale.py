@@ -88,7 +88,6 @@ def test_definitions_are_constant_in_the_number_of_tables(fleet):
     assert tags.partitions_def.timezone == "Asia/Shanghai"
 
 
-@pytest.mark.subprocess  # the run's instance captures compute logs (`tail -F`) and watches for orphans: short-lived
 def test_a_run_for_one_table_touches_that_table_only(fleet, fresh_instance):
     big, _ = fleet
     defs = build_paimon_definitions(big)
