@@ -13,11 +13,16 @@ refusal leaves the table exactly as it was and names the path):
 * whether it is still needed: no snapshot, tag or long-lived changelog of any branch that stays keeps a content file
   the plan deletes alive (`references.kept_names`, read now from the live table).
 
-Then the phases run in the caller's order, one at a time, each inline (small, or under fault injection) or in
-batches on a runner (Spark executors); each executor checks its paths against the roots again, and the FileIO
-underneath never deletes through a symlink. Deletes are quiet about missing files, so a rerun after a crash is
-idempotent. The checks cost a few string operations per file and a system call per directory (or per file in
-directories holding few of them); `delete_task` is the executor side.
+Then the phases run in the caller's order, one at a time, each complete before the next starts (the crash-safe
+order of maintenance.md §2.3–2.4 is the order of the phases: data files, then manifests, then manifest lists, …).
+Within a phase the order does not matter, so its files are deleted concurrently: on a local or HDFS-like file
+system by `file-operation.thread-num` threads of this process, in batches per directory (each batch opens its
+directory once, without following a link; one listing per directory serves all its batches); on an object store in
+bulk requests, several in flight; or in batches on Spark executors when the plan was placed there. Each executor
+checks its paths against the roots again, and the FileIO underneath never deletes through a symlink. A failure or
+an interrupt stops every batch at its next file and the phase raises: no later phase starts. Deletes are quiet
+about missing files, so a rerun after a crash is idempotent. The checks cost a few string operations per file and a
+system call per directory (or per file in directories holding few of them); `delete_task` is the executor side.
 """
 from __future__ import annotations
 
@@ -27,7 +32,10 @@ import os
 import posixpath
 import re
 import stat as _stat
+import sys
+import threading
 from array import array
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -57,6 +65,7 @@ from paimon_ops.execution.plan import (
 )
 from paimon_ops.execution.runner import Progress, Runner
 from paimon_ops.format.names import first_unplain
+from paimon_ops.options import FILE_OPERATION_THREAD_NUM
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, entry_types
 from paimon_ops.table.references import branch_tables, kept_names, referenced_among, referencing_owner
@@ -66,11 +75,17 @@ from paimon_ops.table.table import BRANCH_PREFIX, CHANGELOG_PREFIX, EARLIEST, LA
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 1000
-# Below this many files a Spark job costs more than it saves. On a local disk a delete takes microseconds and the
-# driver beats executors at any size (benchmarks/bench_expiry.py: 70k deletes/s inline vs 5k/s on local[2]);
-# on object stores and HDFS each delete is a round trip, which is what executors parallelise.
+# Below this many files a Spark job costs more than it saves (a plan placed on Spark). On a local disk a delete takes
+# microseconds and the driver beats executors at any size (benchmarks/bench_expiry.py: 70k deletes/s inline vs 5k/s
+# on local[2]); on HDFS each delete is a round trip, which the driver's delete threads overlap as well.
 PARALLEL_THRESHOLD = 500
-LOCAL_PARALLEL_THRESHOLD = 1_000_000
+# Delete threads on local and HDFS-like file systems when `file-operation.thread-num` is unset (Java: the CPU
+# count). An unlink is a system call the GIL is released for, and on a busy journaling file system mostly waiting:
+# benchmarks/bench_scale.py measured 8 threads at 3-10x one on this 2-core machine under load, and no worse than 2
+# when it was quiet. Threads beyond what a phase's batches can use are not started.
+DELETE_THREADS = 8
+CONCURRENT_MIN_FILES = 64   # a phase with fewer files is deleted inline, one file after the other
+BATCH_MIN, BATCH_MAX = 16, 4096  # files per concurrent batch (about four batches per thread, within these bounds)
 # Object stores with bulk deletes (1,000 keys per request, several in flight) delete ~10k files/s from the driver
 # (benchmarks/bench_expiry_s3.py); executors pay off only for very large phases.
 BULK_PARALLEL_THRESHOLD = 200_000
@@ -430,21 +445,25 @@ def delete_task(table_location: str, task: dict) -> dict:
 
 class Deleter:
     def __init__(self, table: FileStoreTable, runner: Runner | None = None, batch_size: int = DEFAULT_BATCH,
-                 parallel_threshold: int | None = None, progress: Progress | None = None):
+                 parallel_threshold: int | None = None, progress: Progress | None = None, threads: int | None = None):
         self.table = table
         self.runner = runner
         self.batch_size = batch_size
         if parallel_threshold is None:
-            parallel_threshold = LOCAL_PARALLEL_THRESHOLD if table.io.is_local else\
-                BULK_PARALLEL_THRESHOLD if table.io.bulk_delete else PARALLEL_THRESHOLD
             if getattr(runner, "name", "") == "spark":
                 # the plan was placed on Spark (its size, or the caller's choice): its deletes run there too, in
                 # batches, each executor through `delete_task` (checked against the roots again)
                 parallel_threshold = PARALLEL_THRESHOLD
+            elif table.io.bulk_delete:
+                parallel_threshold = BULK_PARALLEL_THRESHOLD
+            else:  # in-process: this process's delete threads (`delete`) beat batches on a runner at any size
+                parallel_threshold = sys.maxsize
         self.parallel_threshold = parallel_threshold
         self.progress = progress
         self.roots = allowed_roots(table)
         self.io = table.io.with_roots(self.roots[1:])
+        # (read now: a bad value fails the execution before its first delete, naming the option and the table)
+        self.threads = threads or table.options.get(FILE_OPERATION_THREAD_NUM) or DELETE_THREADS
 
     def delete(self, actions: Sequence[FileAction]) -> tuple[FileList, int]:
         """Delete one phase; returns (actually deleted actions, missing count). Raises if any delete fails."""
@@ -458,6 +477,8 @@ class Deleter:
         if self.table.io.bulk_delete:
             return self._delete_bulk(actions.in_directory_order(), use_runner)
         if not use_runner:
+            if self.threads > 1 and len(actions) >= CONCURRENT_MIN_FILES:
+                return self._delete_concurrently(actions, list(self._directories(actions, groups)))
             gone = array("I")  # positions of the files deleted, when some were missing
             missing, n_done = 0, 0
             for directory, ix, names in self._directories(actions, groups):
@@ -483,6 +504,73 @@ class Deleter:
         missing = sum(r["missing"] for r in results)
         # Which individual files were missing is not reported back; counts are exact.
         return ordered, missing
+
+    def _delete_concurrently(self, actions: FileList,
+                             groups: Sequence[tuple[str, Sequence[int], Sequence[str] | None]]) -> tuple[FileList, int]:
+        """One phase (any order) by `threads` threads: each directory's files (`_directories`' groups) cut into
+        batches, about four a thread; a directory with more files than a batch is listed once for all its batches.
+        A batch that fails, or an interrupt of this thread, stops every batch at its next file; the phase then
+        raises (the first failure in plan order) once all have stopped, so no later phase starts."""
+        size = min(BATCH_MAX, max(BATCH_MIN, -(-len(actions) // (self.threads * 4))))
+        batches: list[tuple[str, Sequence[int], Sequence[str]]] = []
+        local: list[bool] = []  # per batch: plain names in a local directory (else paths)
+        shared: list[str] = []  # directories listed once for several batches
+        for d, ix, names in groups:
+            if names is not None and len(names) > size:
+                shared.append(d)
+            for i in range(0, len(ix), size):
+                part = ix[i:i + size]
+                batches.append((d, part, names[i:i + size] if names is not None else [actions[j].path for j in part]))
+                local.append(names is not None)
+        stop = threading.Event()
+        pool = ThreadPoolExecutor(min(self.threads, len(batches)), thread_name_prefix="paimon-ops-delete")
+        gone = array("I")
+        missing, n_done = 0, 0
+        failures: dict[int, BaseException] = {}
+        try:
+            # (listings first: a batch waits only for a listing that has started, so the pool cannot deadlock)
+            listings = {d: pool.submit(self.io.directory_entry_types, d) for d in shared}
+            futures = {pool.submit(self._delete_batch, d, files, local[k], listings.get(d), stop): k
+                       for k, (d, _, files) in enumerate(batches)}
+            for fut in as_completed(futures):
+                k = futures[fut]
+                try:
+                    outcome = fut.result()
+                except Exception as e:  # noqa: BLE001 - raised below, once every batch has stopped
+                    failures[k] = e
+                    stop.set()
+                    continue
+                ix = batches[k][1]
+                gone.extend(i for i, ok in zip(ix, outcome) if ok)
+                missing += len(outcome) - sum(map(bool, outcome))
+                n_done += len(outcome)
+                if self.progress and not stop.is_set():
+                    self.progress(n_done, len(actions))
+        except BaseException:  # an interrupt: every batch stops at its next file, then it goes on to the caller
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        if failures:
+            raise failures[min(failures)]
+        if not missing:
+            return actions, 0
+        return actions.take(sorted(gone)), missing
+
+    def _delete_batch(self, directory: str, files: Sequence[str], local: bool, listing: Future | None,
+                      stop: threading.Event) -> list[bool]:
+        """One batch of `_delete_concurrently` (in a delete thread): plain names in a local directory, or paths
+        one at a time (HDFS-like file systems); nothing once `stop` is set."""
+        if stop.is_set():
+            return []
+        if local:
+            return self.io.delete_in_directory(directory, files, listing.result() if listing else None, stop)
+        out: list[bool] = []
+        for p in files:
+            if stop.is_set():
+                break
+            out.append(self.io.delete_file(p))
+        return out
 
     def _check_roots(self, actions: FileList, groups: Sequence[tuple[str, Sequence[int] | None]]) -> None:
         """`check_paths` of every file, per directory: one path of each directory's files, then their names (a
