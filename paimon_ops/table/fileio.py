@@ -264,7 +264,7 @@ class FileIO:
                 return None
             os.makedirs(anchor, exist_ok=True)
             fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-        rel = posixpath.relpath(dirpath, anchor)
+        rel = dirpath[len(anchor):].lstrip("/") or "."  # (normalised, and below the anchor: `_anchor`)
         if rel == ".":
             return fd
         walked = anchor
@@ -389,6 +389,7 @@ class FileIO:
                     raise NotADirectoryError(path) from None
                 return []
         out = []
+        prefix = path.rstrip("/") + "/"
         try:
             try:
                 it = os.scandir(fd)
@@ -396,7 +397,7 @@ class FileIO:
                 raise _named(e, path) from None
             with it:
                 for entry in it:
-                    child = posixpath.join(path, entry.name)
+                    child = prefix + entry.name
                     if entry.is_symlink():
                         target = _readlink(entry.name, fd)
                         if include_symlinks:
