@@ -1,4 +1,4 @@
-"""The feature gate: which table features each operation handles (design.md §1, issue 19).
+"""The feature gate: which table features each operation handles (design.md §1, the feature gate).
 
 Paimon 1.x/2.x added options and metadata fields that change what files *mean*: row ids derived from
 `_FIRST_ROW_ID`, column-update files merged by row id, BLOB payloads in `.blob` files, global and vector indexes,
@@ -7,10 +7,9 @@ rewrites or deletes files without knowing such a feature can damage the table wh
 operation asks the gate first; a table that uses a feature the operation does not handle is refused in one line
 naming the feature (`UnsupportedError`: exit 2 on the command line), before anything is read in bulk or written.
 
-The table `HANDLED_BY` is the one place that says what is supported: feature -> operations that handle it.
-Operations are the plan names (`compact`, `expire_snapshots`, ...); compaction is gated per mode
-(`compact:full`, `compact:minor`, ...). `compact_postpone` and `rescale` are the hooks for postpone-bucket
-compaction and rescale (the only operations that handle `bucket = -2`).
+Each operation declares what it handles (`handles=` in its module under paimon_ops.operations, per mode for
+compaction), built from the bundles below; the gate is the `Gate` it derives. The gate fails closed: an operation
+without a gate is refused, and a feature its gate does not name is refused for it.
 
 Detection is in two depths: `option_uses` reads the schema's options and types only (no I/O beyond the schema —
 cheap enough for Dagster definitions and checks); `metadata_uses` adds what the latest snapshot, its manifests'
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from paimon_ops import options as o
-from paimon_ops.errors import InvalidArgumentError, UnsupportedError
+from paimon_ops.errors import UnsupportedError
 from paimon_ops.options import Options
 
 if TYPE_CHECKING:
@@ -33,23 +32,6 @@ if TYPE_CHECKING:
     from paimon_ops.format.snapshot import Snapshot
     from paimon_ops.table.scan import ScanResult, TableScanner
     from paimon_ops.table.table import FileStoreTable
-
-# ---------------------------------------------------------------------------------------------- operations
-COMPACT_MODES = ("full", "minor", "dv-ratio", "small-files", "sort")
-COMPACTIONS = tuple(f"compact:{m}" for m in COMPACT_MODES)
-COMPACT_POSTPONE = "compact_postpone"   # postpone-bucket compaction (compact/postpone.py)
-RESCALE = "rescale"                     # rescale (compact/rescale.py)
-TAG_OPS = ("create_tag", "replace_tag", "rename_tag", "auto_tag")
-# Operations that delete files by reachability: a file goes when no retained snapshot or tag references it.
-RECLAIM_OPS = ("expire_snapshots", "expire_tags", "delete_tags", "rollback", "remove_orphans")
-# Operations that write new manifests from the entries they read (every field must survive the rewrite).
-MANIFEST_OPS = ("compact_manifests", "expire_partitions")
-ALL_OPS = (*COMPACTIONS, COMPACT_POSTPONE, RESCALE, *TAG_OPS, *RECLAIM_OPS, *MANIFEST_OPS)
-
-
-def operation_name(operation: str, mode: str | None = None) -> str:
-    return f"{operation}:{mode}" if operation == "compact" and mode else operation
-
 
 # ---------------------------------------------------------------------------------------------- features
 @dataclass(frozen=True)
@@ -96,50 +78,55 @@ EXTERNAL_STRATEGY = Feature("external-strategy", "an external-path strategy paim
                             "new files must be placed as the strategy decides")
 ROW_SIDECAR = Feature("row-sidecar", "data-evolution row sidecar files", "row sidecar files carry row ids")
 
-# feature -> operations that handle it. An operation missing here refuses tables that use the feature.
-_EVERYTHING = frozenset(ALL_OPS) - {COMPACT_POSTPONE, RESCALE}
-_NO_COMPACTION = _EVERYTHING - set(COMPACTIONS)
-# Row tracking, data evolution and BLOB files (compact/rowtrack.py): full and small-files compaction keep every
-# row id (adjacent row-id ranges only, outputs with `_FIRST_ROW_ID`), merge column updates by row id, move the
-# deletion vectors and leave BLOB files as they are. Sort (reorders rows) and dv-ratio (dropping deleted rows
-# changes row ids) are not handled; minor compaction is for primary-key tables, which row tracking excludes.
-_ROW_ID_COMPACTIONS = frozenset({"compact:full", "compact:small-files"})
-HANDLED_BY: dict[str, frozenset[str]] = {
-    # Reachability-based deletion, tags and manifest rewrites are unaffected by what rows mean: the files are
-    # referenced from manifests like any other; first row ids and write columns are carried by the codecs.
-    ROW_TRACKING.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
-    DATA_EVOLUTION.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
-    BLOB.key: _NO_COMPACTION | _ROW_ID_COMPACTIONS,
-    MANAGED_BLOB.key: frozenset(TAG_OPS),
-    VECTOR_STORE.key: _NO_COMPACTION,
-    GLOBAL_INDEX.key: _NO_COMPACTION,
-    PK_INDEX.key: _NO_COMPACTION,
-    VARIANT_SHREDDING.key: _NO_COMPACTION,
-    CLUSTERING.key: _NO_COMPACTION,
-    CHAIN_TABLE.key: frozenset(TAG_OPS),
-    # Postpone: the postpone compaction and rescale (compact/postpone.py, compact/rescale.py) move rows into real
-    # buckets; the real buckets are ordinary LSM buckets that every compaction handles (the planner refuses while
-    # rows wait in bucket-postpone, pointing at the postpone compaction); files in bucket-postpone are referenced
-    # from manifests like any other, so reachability-based deletion, tags and manifest rewrites handle them.
-    POSTPONE.key: frozenset(ALL_OPS),
-    DV_MODIFIABLE.key: _NO_COMPACTION,
-    SNAPSHOT_ORDERING.key: _NO_COMPACTION | {"compact:small-files", "compact:sort"},
-    FORMAT_PER_LEVEL.key: _NO_COMPACTION | {"compact:dv-ratio", "compact:small-files", "compact:sort"},
-    OTHER_FORMAT.key: _NO_COMPACTION,
-    FORMAT_TABLE.key: frozenset(),
-    FUTURE_SNAPSHOT.key: frozenset(TAG_OPS),  # a tag is a copy of the snapshot JSON, unknown fields included
-    FUTURE_SCHEMA.key: frozenset(),
-    FUTURE_MANIFEST.key: frozenset(TAG_OPS) | {"expire_snapshots", "expire_tags", "delete_tags", "rollback"},
-    ROW_SIDECAR.key: _NO_COMPACTION,
-    # files there can be read by neither compaction nor expiry/orphan removal: only metadata-only operations
-    EXTERNAL_ELSEWHERE.key: frozenset(TAG_OPS) | {"compact_manifests", "expire_partitions"},
-    EXTERNAL_STRATEGY.key: _NO_COMPACTION,
-}
+# What each operation handles is declared by the operation (paimon_ops.operations: `handles=`, per mode for
+# compaction), from these bundles. A feature an operation does not name is refused for it.
+#
+# Features that change what rows or files mean but not how files are referenced: reachability-based deletion, tags
+# and manifest rewrites are unaffected (the files are referenced from manifests like any other; first row ids and
+# write columns are carried by the codecs).
+CONTENT = frozenset({ROW_TRACKING, DATA_EVOLUTION, BLOB, VECTOR_STORE, GLOBAL_INDEX, PK_INDEX, VARIANT_SHREDDING,
+                     CLUSTERING, DV_MODIFIABLE, SNAPSHOT_ORDERING, FORMAT_PER_LEVEL, OTHER_FORMAT, ROW_SIDECAR,
+                     EXTERNAL_STRATEGY})
+# Files in bucket-postpone are referenced from manifests like any other: reachability-based deletion, tags and
+# manifest rewrites handle them; the real buckets are ordinary LSM buckets that every compaction handles (the
+# planner refuses while rows wait in bucket-postpone); the postpone compaction and rescale move rows into them.
+# Orphan removal: reads every manifest of every snapshot and tag, so unknown manifest fields are refused.
+ORPHAN_REMOVAL = CONTENT | {POSTPONE}
+# Expiry, tag deletion and rollback delete by reachability and copy snapshot JSON whole: unknown manifest fields
+# are carried through untouched.
+RECLAIMING = CONTENT | {POSTPONE, FUTURE_MANIFEST}
+# Metadata-only rewrites of manifests (compaction of manifests, partition drops): files on another file system are
+# never opened.
+MANIFEST_REWRITES = CONTENT | {POSTPONE, EXTERNAL_ELSEWHERE}
+# A tag is a copy of the snapshot JSON, unknown fields included, and opens no data file.
+TAGGING = CONTENT | {MANAGED_BLOB, CHAIN_TABLE, POSTPONE, FUTURE_SNAPSHOT, FUTURE_MANIFEST, EXTERNAL_ELSEWHERE}
+# Row tracking, data evolution and BLOB files (compact/rowtrack.py): full and small-files compaction keep every row
+# id (adjacent row-id ranges only, outputs with `_FIRST_ROW_ID`), merge column updates by row id, move the deletion
+# vectors and leave BLOB files as they are. Sort (reorders rows) and dv-ratio (dropping deleted rows changes row ids)
+# are not handled; minor compaction is for primary-key tables, which row tracking excludes.
+ROW_ID_REWRITES = frozenset({ROW_TRACKING, DATA_EVOLUTION, BLOB})
+BUCKETS_ONLY = frozenset({POSTPONE})  # the postpone compaction and rescale: moving rows between buckets
+# Creating, renaming and fast-forwarding a branch copy or move its metadata files as they are (snapshot and tag JSON
+# verbatim) and open no data file, as tags do — except on chain tables, whose snapshots and deltas live on branches.
+BRANCHING = TAGGING - {CHAIN_TABLE}
+# Consumer files hold a snapshot id and nothing else.
+CONSUMERS = TAGGING
 
 
-def handles(operation: str, feature: Feature | str) -> bool:
-    key = feature.key if isinstance(feature, Feature) else feature
-    return operation in HANDLED_BY.get(key, frozenset())
+@dataclass(frozen=True)
+class Gate:
+    """What one operation (one compaction mode) handles: its name in refusals (`compact:full`, `expire_snapshots`)
+    and the features it handles. Declared by the operation (paimon_ops.operations); the gate knows nothing else."""
+
+    name: str
+    handles: frozenset[Feature]
+
+    def handles_feature(self, feature: Feature) -> bool:
+        return feature in self.handles
+
+
+def handles(gate: Gate, feature: Feature) -> bool:
+    return gate.handles_feature(feature)
 
 
 @dataclass(frozen=True)
@@ -371,48 +358,48 @@ def table_uses(table: FileStoreTable, scanner: TableScanner | None = None, snaps
 
 
 # ---------------------------------------------------------------------------------------------- the gate
-def refusal(table: FileStoreTable, operation: str, uses: Iterable[Use]) -> str | None:
-    """The one-line refusal for `operation` on a table with `uses`, or None if it handles all of them."""
+def refusal(table: FileStoreTable, gate: Gate, uses: Iterable[Use]) -> str | None:
+    """The one-line refusal for the operation of `gate` on a table with `uses`, or None if it handles all of them."""
     for u in uses:
-        if not handles(operation, u.feature):
-            op = operation.replace("compact:", "compaction (").replace("_", " ")
+        if not gate.handles_feature(u.feature):
+            op = gate.name.replace("compact:", "compaction (").replace("_", " ")
             op = op + ")" if op.startswith("compaction (") else op
             return (f"{table.identifier}: {op} refused: the table uses {u.feature.title} ({u.evidence}), which "
                     f"paimon-ops does not handle for this operation; nothing was changed")
     return None
 
 
-def require(table: FileStoreTable, operation: str, uses: Iterable[Use] | None = None, *, deep: bool = True,
-            scanner: TableScanner | None = None) -> None:
-    """Refuse `operation` on `table` (UnsupportedError, one line) if it uses a feature the operation does not
-    handle. `uses` defaults to the options, plus (with `deep`) the latest snapshot's metadata."""
-    if operation not in ALL_OPS:
-        raise InvalidArgumentError(f"unknown operation {operation!r} for the feature gate")
+def require(table: FileStoreTable, gate: Gate | None, uses: Iterable[Use] | None = None, *, deep: bool = True,
+            scanner: TableScanner | None = None, what: str = "") -> None:
+    """Refuse the operation of `gate` on `table` (UnsupportedError, one line) if it uses a feature the operation does
+    not handle. `uses` defaults to the options, plus (with `deep`) the latest snapshot's metadata. No gate (an
+    operation the registry does not declare, `what`) is refused: the gate fails closed."""
+    if gate is None:
+        raise UnsupportedError(f"{table.identifier}: {what or 'the operation'} refused: it declares no feature gate "
+                               "(paimon-ops does not know which table features it handles); nothing was changed")
     if uses is None:
         uses = option_uses(table)
-        msg = refusal(table, operation, uses)
+        msg = refusal(table, gate, uses)
         if msg is None and deep:
             uses = metadata_uses(table, scanner)
-            msg = refusal(table, operation, uses)
+            msg = refusal(table, gate, uses)
     else:
-        msg = refusal(table, operation, uses)
+        msg = refusal(table, gate, uses)
     if msg is not None:
         raise UnsupportedError(msg)
 
 
-def refused_operations(table: FileStoreTable, deep: bool = True) -> dict[str, str]:
-    """operation -> refusal line, for every operation the gate refuses on this table (Dagster's check)."""
+def refused_operations(table: FileStoreTable, gates: Iterable[Gate], deep: bool = True) -> dict[str, str]:
+    """operation -> refusal line, for every gate in `gates` that refuses this table (Dagster's check)."""
     uses = option_uses(table) + (metadata_uses(table) if deep else [])
     out = {}
-    for op in ALL_OPS:
-        if op in (COMPACT_POSTPONE, RESCALE):
-            continue
-        msg = refusal(table, op, uses)
+    for gate in gates:
+        msg = refusal(table, gate, uses)
         if msg is not None:
-            out[op] = msg
+            out[gate.name] = msg
     return out
 
 
-__all__ = ["Feature", "Use", "HANDLED_BY", "ALL_OPS", "COMPACTIONS", "COMPACT_POSTPONE", "RESCALE", "handles",
-           "option_uses", "uses_of_schema", "metadata_uses", "file_uses", "snapshot_uses", "table_uses", "refusal", "require",
-           "refused_operations", "operation_name"]
+__all__ = ["Feature", "Use", "Gate", "CONTENT", "ORPHAN_REMOVAL", "RECLAIMING", "MANIFEST_REWRITES", "TAGGING",
+           "ROW_ID_REWRITES", "BUCKETS_ONLY", "BRANCHING", "CONSUMERS", "handles", "option_uses", "uses_of_schema",
+           "metadata_uses", "file_uses", "snapshot_uses", "table_uses", "refusal", "require", "refused_operations"]

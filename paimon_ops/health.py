@@ -14,8 +14,10 @@ from __future__ import annotations
 import datetime as _dt
 import posixpath
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from paimon_ops.errors import MissingFileError
+from paimon_ops.features import Gate
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.options import PARTITION_EXPIRATION_TIME, SNAPSHOT_EXPIRABLE_THRESHOLD
 from paimon_ops.table.scan import TableScanner
@@ -170,10 +172,11 @@ def bucket_groups(buckets: list[BucketStat]) -> list[tuple[list[dict[str, str]],
     return [(parts, list(bs)) for bs, parts in groups.items()]
 
 
-def refused_operations(table: FileStoreTable) -> dict[str, str]:
-    """Operations the feature gate refuses on this table (operation -> the one-line refusal)."""
+def refused_operations(table: FileStoreTable, gates: Iterable[Gate]) -> dict[str, str]:
+    """Operations the feature gate refuses on this table (operation -> the one-line refusal), of those whose `gates`
+    are given (`api.routine_gates`)."""
     from paimon_ops.features import refused_operations as refused
-    return refused(table)
+    return refused(table, gates)
 
 
 # ---------------------------------------------------------------------------------------------- snapshots

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
+from typing import Iterable
 
 import pyarrow as pa
 
+from paimon_ops.features import Gate
 from paimon_ops.health import FileHealth, Retention, measure_files, measure_retention, refused_operations
 from paimon_ops.rowcount import RowCount, count_rows
 from paimon_ops.table.scan import ScanResult, TableScanner
@@ -112,16 +114,18 @@ class TableHealth:
         return self.retention.over
 
 
-def health(table: FileStoreTable, merge_budget: int = 0, now_millis: int | None = None) -> TableHealth:
+def health(table: FileStoreTable, gates: Iterable[Gate], merge_budget: int = 0,
+           now_millis: int | None = None) -> TableHealth:
     """Measure the latest snapshot. `merge_budget`: data bytes the row count may read to merge overlapping buckets
-    (0: metadata only — the count is then unknown where level-0 files overlap)."""
+    (0: metadata only — the count is then unknown where level-0 files overlap); `gates`: the feature gates of the
+    operations whose refusal to report (`api.routine_gates`)."""
     scanner = TableScanner(table)
     result = scanner.scan_latest()
     rows = count_rows(table, scanner, merge_budget=merge_budget, result=result) if result is not None\
         else RowCount(None, 0, 0)
     fh = measure_files(table, scanner)
     return TableHealth(table.identifier, fh.snapshot_id, rows, fh, measure_retention(table, now_millis),
-                       refused_operations(table))
+                       refused_operations(table, gates))
 
 
 __all__ = ["SnapshotInfo", "snapshots", "files", "FILE_FIELDS", "TableHealth", "health"]

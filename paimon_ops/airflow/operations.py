@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from paimon_ops import api
-from paimon_ops import operations as registry
 from paimon_ops.errors import InvalidArgumentError
+from paimon_ops.operations import model as registry
 
 # operation name -> facade method, as `<attribute of po.Table>.<method>` (from the registry)
-FACADE: dict[str, str] = {name: op.facade for name, op in registry.OPERATIONS.items()}
+FACADE: dict[str, str] = dict(api.FACADE)
 
 _OWNERS: dict[str, type] = {"maintenance": api.Maintenance, "tags": api.Tags}
 REQUIRED = inspect.Parameter.empty
@@ -68,17 +68,17 @@ class Operation:
 
 
 def from_registry(op: registry.Operation) -> Operation:
-    owner, _, method_name = op.facade.partition(".")
+    owner, _, method_name = api.FACADE[op.name].partition(".")
     method = getattr(_OWNERS[owner], method_name)
     annotations = {p.name: p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
                    for p in inspect.signature(method).parameters.values()}
     params = [*op.params, *([registry.INSTANT_PARAM] if op.takes_now else [])]
-    return Operation(op.name, op.facade, inspect.getdoc(method) or "", tuple(
+    return Operation(op.name, api.FACADE[op.name], inspect.getdoc(method) or "", tuple(
         Parameter(p.name, annotations.get(p.name, ""), REQUIRED if p.positional else p.default, p.positional,
                   p.described, p) for p in params), op)
 
 
-OPERATIONS: dict[str, Operation] = {name: from_registry(op) for name, op in registry.OPERATIONS.items()}
+OPERATIONS: dict[str, Operation] = {name: from_registry(op) for name, op in api.OPERATIONS.items()}
 
 
 def jsonable(value: Any) -> Any:

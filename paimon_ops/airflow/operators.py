@@ -26,9 +26,10 @@ from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
-from paimon_ops.airflow.names import table_pool
+from paimon_ops.airflow.names import operator_class_name, table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.table.table import full_name
 
 PLAN_XCOM_KEY = "plan"
 
@@ -74,6 +75,15 @@ class _PaimonBase(BaseOperator):
         super().__init__(pool=pool, **kwargs)
         self.table = table
         self.conn_id = conn_id
+
+    def on_kill(self) -> None:
+        """A killed task (marked failed or cleared in the UI, a stopping worker): Airflow's task runner calls this
+        from its SIGTERM handler. The operation is interrupted as the CLI's SIGTERM interrupts it — what it wrote and
+        did not commit is removed, a catalog lock it holds or waits for is released, nothing is committed — instead of
+        running on until the supervisor's SIGKILL, which would leave a metastore lock behind until it times out."""
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt(f"Airflow task {self.task_id} was killed")
 
     def _execute(self, hook: PaimonHook, plan: Any, table: Any, context: Any) -> dict[str, Any]:
         runner = hook.runner_for(plan)
@@ -157,17 +167,14 @@ class PaimonApplyPlanOperator(_PaimonBase):
         hook = PaimonHook(self.conn_id)
         try:
             plan = load_plan(text)
-            if plan.table != self.table:
-                raise AirflowFailException(f"the plan is for {plan.table}, this task applies plans to {self.table}")
+            if self.table not in (plan.table, full_name(plan.table, plan.branch)):
+                raise AirflowFailException(f"the plan is for {full_name(plan.table, plan.branch)}, this task applies "
+                                           f"plans to {self.table}")
             self.log.info("applying the reviewed plan:\n%s", plan.summary())
             table = hook.get_table(plan.table, branch=plan.branch)
             return self._execute(hook, plan, table, context)
         except PaimonOpsError as e:
             raise AirflowFailException(one_line(e)) from None
-
-
-def operator_class_name(operation: str) -> str:
-    return "Paimon" + "".join(w.capitalize() for w in operation.split("_")) + "Operator"
 
 
 def _operator_doc(op: Operation) -> str:
@@ -206,7 +213,20 @@ if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/ai
     PaimonCreateAutoTagsOperator: type[PaimonOperationOperator]
     PaimonRollbackOperator: type[PaimonOperationOperator]
     PaimonCompactPostponeOperator: type[PaimonOperationOperator]
+    PaimonRemoveUnexistingFilesOperator: type[PaimonOperationOperator]
+    PaimonRepairOperator: type[PaimonOperationOperator]
+    PaimonRewriteFileIndexOperator: type[PaimonOperationOperator]
     PaimonRescaleOperator: type[PaimonOperationOperator]
+    PaimonCreateBranchOperator: type[PaimonOperationOperator]
+    PaimonDeleteBranchOperator: type[PaimonOperationOperator]
+    PaimonRenameBranchOperator: type[PaimonOperationOperator]
+    PaimonFastForwardOperator: type[PaimonOperationOperator]
+    PaimonResetConsumerOperator: type[PaimonOperationOperator]
+    PaimonClearConsumersOperator: type[PaimonOperationOperator]
+    PaimonCreateTagFromTimestampOperator: type[PaimonOperationOperator]
+    PaimonCreateTagFromWatermarkOperator: type[PaimonOperationOperator]
+    PaimonReplaceTagOperator: type[PaimonOperationOperator]
+    PaimonMarkPartitionDoneOperator: type[PaimonOperationOperator]
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
            "changed", "asset_extra", *(cls.__name__ for cls in OPERATORS.values())]

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Mapping
 
 from paimon_ops.execution.plan import Plan, Precondition, declare_step_action
 from paimon_ops.format.manifest import DataFileMeta, DeletionVectorMeta, IndexManifestEntry, SimpleStats
+from paimon_ops.operations.compact import OPERATION as COMPACT
 
 # Task kinds.
 MERGE = "merge"        # PK: k-way merge of all files of a bucket through the merge engine -> output level
@@ -184,6 +185,7 @@ class CompactionPlan(Plan):
     input files are what the plan "deletes" (they leave the table with the commit; expiry reclaims them)."""
 
     operation: ClassVar[str] = "compact"
+    op = COMPACT  # its operation (the feature gate, the planner's parameters)
 
     mode: str = "full"
     tasks: tuple[CompactionTask, ...] = ()

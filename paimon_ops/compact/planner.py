@@ -50,6 +50,7 @@ from paimon_ops.errors import InvalidArgumentError, UnsupportedError, arg
 from paimon_ops.execution.journal import plan_pending
 from paimon_ops.execution.plan import DATA, FileAction, PlanBuilder, planner
 from paimon_ops.format.binary_row import deserialize_row
+from paimon_ops.operations.compact import MODE_NAMES
 from paimon_ops.options import (
     COMPACTION_DV_RATIO_THRESHOLD,
     COMPACTION_FORCE_REWRITE_ALL_FILES,
@@ -79,7 +80,7 @@ from paimon_ops.table.writer import DataFileWriteSpec, local_now_as_utc_millis
 
 log = logging.getLogger(__name__)
 
-MODES = ("full", "minor", "dv-ratio", "small-files", "sort")
+MODES = MODE_NAMES  # (declared with their feature gates by the operation)
 LONG_MAX = 9223372036854775807
 DEFAULT_ROW_GROUP_BYTES = 128 << 20
 
@@ -184,8 +185,8 @@ def plan_compaction(
     if mode not in MODES:
         raise InvalidArgumentError(f"unknown compaction {arg('mode')} {mode!r}; use one of {', '.join(MODES)}")
     from paimon_ops import features
-    op = features.operation_name("compact", mode)
-    features.require(table, op)  # options + the latest snapshot's metadata, before anything is scanned
+    pb = PlanBuilder()
+    pb.gate(table, CompactionPlan.operation, mode)  # options + the latest snapshot's metadata, before any scan
     opts = table.options
     # write-only=true declares that a dedicated compaction job maintains the table: paimon-ops is that job. A second
     # compactor on the same bucket cannot lose data either: its commit conflicts and is aborted or re-planned.
@@ -240,12 +241,12 @@ def plan_compaction(
         raise InvalidArgumentError(f"{arg('memory_budget')} must be positive, got {memory_budget}")
     snapshot = table.snapshots.latest()
     if snapshot is None:
-        return dataclasses.replace(PlanBuilder().build(CompactionPlan, table, {"reason": "table has no snapshot"},
+        return dataclasses.replace(pb.build(CompactionPlan, table, {"reason": "table has no snapshot"},
                                                        base_snapshot=None, warnings=warnings), mode=mode)
     scanner = TableScanner(table)
     result = scanner.scan(snapshot)
     file_uses = features.file_uses(result)
-    features.require(table, op, file_uses)  # what the files say, whatever the options claim
+    pb.gate(table, CompactionPlan.operation, mode, file_uses)  # what the files say, whatever the options claim
     if not row_tracking:
         rowtrack.check_files_without_option(table, file_uses)
     bucket_option = _bucket_option(table)
@@ -363,7 +364,6 @@ def plan_compaction(
     touched = {(bytes.fromhex(t.partition), t.bucket) for t in tasks}
     index_entries = tuple(index_entry_to_json(ie) for ie in result.index_entries
                           if ie.index_type == DELETION_VECTORS and (ie.partition, ie.bucket) in touched)
-    pb = PlanBuilder()
     plan_pending(pb, table)  # first finish what an interrupted run left (its written, uncommitted files)
     pb.step(f"rewrite ({len(tasks)} task(s))", COMPACTION_TASKS)
     for t in tasks:

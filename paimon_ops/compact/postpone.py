@@ -55,6 +55,7 @@ from paimon_ops.compact.model import (
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
 from paimon_ops.errors import (
     CommitConflictError,
+    CommitOutcomeUnknownError,
     CompactionTaskError,
     CorruptMetadataError,
     InvalidArgumentError,
@@ -79,6 +80,7 @@ from paimon_ops.execution.plan import (
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.operations.compact_postpone import OPERATION as COMPACT_POSTPONE
 from paimon_ops.options import (
     BUCKET_FUNCTION_TYPE,
     BUCKET_KEY,
@@ -250,6 +252,7 @@ class PostponeCompactionPlan(Plan):
     commit (module docstring)."""
 
     operation: ClassVar[str] = "compact_postpone"
+    op = COMPACT_POSTPONE  # its operation (the feature gate, the planner's parameters)
 
     segments: tuple[RouteSegment, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -666,6 +669,8 @@ def _commit_step(ex: Execution, step: Step) -> None:
     table = ex.table
     try:
         _commit(ex, plan, run)
+    except CommitOutcomeUnknownError:
+        raise  # maybe committed: its files may be the table's now
     except BaseException:
         _delete_quietly(table, run.paths)
         raise

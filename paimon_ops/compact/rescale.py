@@ -45,6 +45,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from paimon_ops.catalog import commit_schema
 from paimon_ops.compact.model import MERGE, CompactionTask, InputFile, meta_from_json, meta_to_json
 from paimon_ops.compact.postpone import (
     POSTPONE_BUCKET,
@@ -57,11 +58,12 @@ from paimon_ops.compact.postpone import (
     run_tasks,
 )
 from paimon_ops.compact.rolling import RollingWriter
-from paimon_ops.errors import CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
+from paimon_ops.errors import CommitOutcomeUnknownError, CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import FileKind, ManifestEntry
+from paimon_ops.operations.rescale import OPERATION as RESCALE
 from paimon_ops.options import BUCKET_FUNCTION_TYPE, BUCKET_KEY, COMPACTION_MEMORY_BUDGET, read
 from paimon_ops.table.commit import CommitChanges
 from paimon_ops.table.scan import TableScanner
@@ -137,6 +139,7 @@ class RealBucketsUnchanged(Precondition):
 @dataclass(frozen=True)
 class RescalePlan(Plan):
     operation: ClassVar[str] = "rescale"
+    op = RESCALE  # its operation (the feature gate, the planner's parameters)
 
     bucket_num: int = 0
     max_level: int = 0
@@ -332,7 +335,7 @@ def _schema_step(ex: Execution, step: Step) -> None:
     schema = ex.table.schema
     new = dataclasses.replace(schema, id=schema.id + 1, options={**schema.options, "bucket": str(plan.bucket_num)},
                               time_millis=int(time.time() * 1000))
-    if not ex.table.schemas.commit(new):
+    if not commit_schema(ex.table, new):  # through the table's catalog: its lock, its metastore
         raise CompactionTaskError(f"schema {new.id} of {ex.table.identifier} was created concurrently; nothing was "
                                   "rescaled")
     ex.written.append(FileAction(ex.table.schemas.path(new.id), "schema", f"option bucket -> {plan.bucket_num}"))
@@ -407,6 +410,8 @@ def _commit_step(ex: Execution, step: Step) -> None:
     table = ex.table
     try:
         _commit(ex, plan, st)
+    except CommitOutcomeUnknownError:
+        raise  # maybe committed: its files may be the table's now
     except BaseException:
         _delete_quietly(table, st["paths"])
         raise

@@ -22,13 +22,14 @@ from typing import Any, Callable, Mapping
 
 from dagster import AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
+from paimon_ops.api import health_signals, routine_gates
 from paimon_ops.dagster import health
 from paimon_ops.dagster.metadata import md_table
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.execution.plan import human_bytes
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
-from paimon_ops.operations import ALL_TABLES, DV_TABLES, EXPIRING_TABLES, Health, health_signals
+from paimon_ops.operations.model import ALL_TABLES, DV_TABLES, EXPIRING_TABLES, Health
 from paimon_ops.options import (
     SNAPSHOT_EXPIRABLE_THRESHOLD,
     SNAPSHOT_EXPIRE_LIMIT,
@@ -305,7 +306,7 @@ def _latest_tag(spec: TableSpec, m: _Measure) -> Outcome:
 
 
 def _features(spec: TableSpec, m: _Measure) -> Outcome:
-    refused = health.refused_operations(m.table)
+    refused = health.refused_operations(m.table, routine_gates())
     rows = [(op, msg.split(": ", 1)[-1]) for op, msg in refused.items()]
     md: dict[str, Any] = {"refused": MetadataValue.int(len(refused))}
     if rows:

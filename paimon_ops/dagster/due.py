@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from paimon_ops.api import health_signals
 from paimon_ops.dagster import checks as checks_mod
 from paimon_ops.dagster import health
 from paimon_ops.dagster.spec import TableSpec
-from paimon_ops.operations import health_signals
 
 # the engine's signal -> the check (and sensor) standing for it in Dagster
 CHECK_OF = {health.SMALL_FILES: checks_mod.SMALL_FILES, health.DV_RATIO: checks_mod.DV_RATIO,

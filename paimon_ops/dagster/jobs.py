@@ -28,9 +28,9 @@ from dagster import AssetsDefinition, AssetSelection, ConfigMapping, Field, Perm
 from dagster._config import Noneable
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
+from paimon_ops.api import OPERATIONS
 from paimon_ops.dagster.operations import DAGSTER_OPERATIONS
 from paimon_ops.dagster.refs import DEFAULT_NAMES, Names
-from paimon_ops.operations import OPERATIONS
 
 IMPLICIT_ASSET_JOB_NAME = "__ASSET_JOB"  # the job Dagster builds over every asset (what the asset page launches)
 COMPACTION_JOB = "paimon_compaction"

@@ -19,9 +19,10 @@ from typing import Any, Literal, Optional
 from dagster import Config
 from pydantic import Field, create_model
 
+from paimon_ops.api import OPERATIONS
 from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec
 from paimon_ops.errors import cli_words
-from paimon_ops.operations import (
+from paimon_ops.operations.model import (
     AGE,
     BOOL,
     CHOICE,
@@ -29,7 +30,6 @@ from paimon_ops.operations import (
     INSTANT,
     INT,
     INTS,
-    OPERATIONS,
     PARTITIONS,
     STRINGS,
     Operation,

@@ -85,6 +85,12 @@ class TableSpec:
     error: str | None = None
 
     @property
+    def branch(self) -> str:
+        """The branch it is (`db.t$branch_b`, Paimon's identifier), main for a table."""
+        from paimon_ops.table.table import Identifier
+        return Identifier.parse(self.identifier).branch
+
+    @property
     def is_primary_key(self) -> bool:
         return bool(self.primary_keys)
 
@@ -159,8 +165,8 @@ def _type_text(t) -> str:
 
 def load_spec(table: FileStoreTable) -> TableSpec:
     """Read what the factory needs from a table; never raises (errors go into `error`)."""
-    ident = table.identifier
-    db, _, name = ident.partition(".")
+    ident = table.full_name  # db.t, or db.t$branch_b for a branch
+    db, _, name = table.identifier.partition(".")
     try:
         schema = table.schema
         opts = table.options

@@ -22,7 +22,6 @@ import dataclasses
 import datetime as _dt
 import functools
 import gc
-import importlib
 import inspect
 import itertools
 import json
@@ -30,12 +29,17 @@ import time
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Generic, Iterable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
 from paimon_ops.execution.files import FileAction, FileColumns, FileList
+from paimon_ops.features import Gate
+from paimon_ops.operations.model import Operation
 from paimon_ops.options import format_duration
 from paimon_ops.schemas import PLAN, envelope, format_of
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R", bound="Plan")
 
 # Kinds of files a plan touches (used as report keys too).
 DATA = "data"
@@ -55,6 +59,9 @@ TEMP = "temp"
 ORPHAN = "orphan"
 LEFTOVER = "leftover"  # a file an interrupted run left unreferenced (its journal lists it)
 JOURNAL = "journal"    # the record of an interrupted run (.paimon-ops/journal-*)
+SCHEMA = "schema"      # a branch's schema file (branch life cycle: create, delete, rename, fast-forward)
+CONSUMER = "consumer"  # a consumer's progress file (consumer/consumer-<id>)
+BRANCH_DIRECTORY = "branch-directory"  # a branch's directory or one of its metadata directories
 
 # Files that hold the table's history (their deletion removes a snapshot, tag or changelog) and files that hold its
 # content (deleted only when no remaining owner keeps them).
@@ -284,14 +291,21 @@ def _served(role: str) -> Callable[..., Any]:
 
 
 def plan_type(op: str) -> type[Plan] | None:
-    """The plan class of a saved plan's operation: the registry (paimon_ops.operations) names the module defining
-    it, imported on demand."""
-    from paimon_ops.operations import by_plan_type
-    registered = by_plan_type(op) if isinstance(op, str) else None
-    if registered is None:
-        return None
-    importlib.import_module(registered.plan_module)
-    return _PLANS.get(op)
+    """The plan class of a saved plan's operation (every plan class is defined with its planner, which the facade
+    imports)."""
+    return _PLANS.get(op) if isinstance(op, str) else None
+
+
+def registered_plan_types() -> dict[str, type[Plan]]:
+    """Every plan type defined so far (a plan class is defined with its planner), by its `operation`."""
+    return dict(_PLANS)
+
+
+def gate_of(plan_operation: str, mode: str | None = None) -> Gate | None:
+    """The feature gate of a plan type (its operation's; per mode for compaction): None — refused by the gate — for a
+    plan type no operation declares, or a mode it does not name."""
+    cls = plan_type(plan_operation)
+    return None if cls is None or cls.op is None else cls.op.gate(mode)
 
 
 @dataclass(frozen=True)
@@ -299,6 +313,8 @@ class Plan:
     """What one operation will do to one table (branch). See the module docstring."""
 
     operation: ClassVar[str] = ""
+    op: ClassVar[Operation | None] = None  # the operation making plans of this type (its feature gate): declared by
+    #                                        each plan type; a plan type without one is refused by the gate
 
     table: str                       # the table identifier, db.table
     location: str                    # where it lives (apply re-opens it from here)
@@ -313,11 +329,22 @@ class Plan:
     # The arguments its planner was called with (resolved: `now` included), so that executing a plan made elsewhere
     # re-plans on the live table and refuses unless the decision is the same (`replan`).
     planned_with: Mapping[str, Any] = field(default_factory=dict)
+    # The catalog the table was opened through (its options, no secret; empty: the filesystem catalog): a saved plan
+    # re-opens its table through it, so that its commits take the catalog's lock or go to its server.
+    catalog: Mapping[str, str] = field(default_factory=dict)
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if cls.operation:
             _PLANS[cls.operation] = cls
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_table"}  # (a table holds its catalog's connections)
+
+    @property
+    def planned_on(self) -> Any:
+        """The table object a fresh plan was made on (None for a loaded or copied plan)."""
+        return self.__dict__.get("_table") if self.is_fresh else None
 
     @property
     def is_fresh(self) -> bool:
@@ -613,6 +640,16 @@ class PlanBuilder:
         self._files = FileColumns()
         self._creates: list[FileAction] = []
         self._params: dict[str, Any] = {}
+        self._gated: set[str] = set()
+
+    def gate(self, table: Any, operation: str, mode: str | None = None, uses: Any = None) -> None:
+        """The feature gate of plan type `operation` (per `mode`) on `table`, now — before the planner reads in bulk;
+        `build` then does not check it again. Without it, `build` gates the plan type (the gate fails closed: a plan
+        type no operation declares, or a mode it does not name, is refused)."""
+        from paimon_ops import features
+        features.require(table, gate_of(operation, mode), uses,
+                         what=f"{operation} ({mode})" if mode else f"{operation} plan")
+        self._gated.add(operation)
 
     def step(self, name: str, action: str, **params: Any) -> PlanBuilder:
         self._close()
@@ -688,13 +725,14 @@ class PlanBuilder:
         self._close()
         from paimon_ops import features
         from paimon_ops.timeutil import iso, now_ms
-        if cls.operation in features.ALL_OPS:  # compaction gates itself, per mode, before it scans
-            features.require(table, cls.operation)
+        if cls.operation not in self._gated:  # (compaction gates itself, per mode, before it scans)
+            features.require(table, gate_of(cls.operation), what=f"{cls.operation or cls.__name__} plan")
         base = table.snapshots.latest_id() if base_snapshot == "latest" else base_snapshot
         return cls(table=table.identifier, location=table.location, branch=table.branch, base_snapshot=base,
                    planned_at=iso(now_ms()), preconditions=tuple(self.preconditions), steps=tuple(self.steps),
                    details=dict(details), warnings=tuple(self.warnings) + tuple(warnings),
-                   options_override=_plan_options(table.options_override))
+                   options_override=_plan_options(table.options_override),
+                   catalog=table.catalog.recorded_options() if getattr(table, "catalog", None) is not None else {})
 
 
 # ---------------------------------------------------------------------------------------------- planners
@@ -705,7 +743,7 @@ class PlanBuilder:
 # inputs, targets, preconditions, base snapshot) is exactly the reviewed one. What then runs is the fresh plan, so an
 # edited plan can never do more than the command it claims to be.
 _FRESH = object()
-_PLANNERS: dict[str, Callable[..., Plan]] = {}
+_PLANNERS: dict[str, Planner[..., Any]] = {}
 _PLANNING: contextvars.ContextVar[bool] = contextvars.ContextVar("paimon_ops_planning", default=False)
 
 
@@ -752,8 +790,9 @@ def decode_param(v: Any) -> Any:
 
 
 def _clock_now(params: dict[str, Any]) -> None:
-    if "now_millis" in params and params["now_millis"] is None:
-        params["now_millis"] = int(time.time() * 1000)
+    for name in ("now", "now_millis"):
+        if name in params and params[name] is None:
+            params[name] = int(time.time() * 1000)
 
 
 _SAVED_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {}
@@ -790,46 +829,74 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def planner(operation: str, *, internal: tuple[str, ...] = (),
+class Planner(Generic[_P, _R]):
+    """A planner, `fn(table, **arguments) -> Plan`, as `planner` wraps it: the outermost call records its arguments in
+    the plan (after `resolve` filled what defaults to the clock, such as `now`) and marks the returned object as
+    fresh. `operation` is the declaration of the operation it plans (its plan types'), whose `Params` it takes."""
+
+    def __init__(self, fn: Callable[_P, _R], plan_types: tuple[type[Plan] | str, ...], internal: tuple[str, ...],
+                 hidden: tuple[str, ...], resolve: Callable[[dict[str, Any]], None] | None,
+                 renamed: Mapping[str, str]) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.plan_types = plan_types
+        self.internal = internal
+        self.hidden = hidden
+        self.resolve = resolve
+        self.renamed = dict(renamed)
+        self.signature = inspect.signature(fn)
+        self._first = next(iter(self.signature.parameters))
+
+    @property
+    def operation(self) -> Operation | None:
+        return next((t.op for t in self.plan_types if not isinstance(t, str) and t.op is not None), None)
+
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        fn = self.fn
+        if _PLANNING.get():  # part of another operation's plan
+            return fn(*args, **kwargs)
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        params = dict(bound.arguments)
+        table = params.pop(self._first)
+        if self.resolve is not None:
+            self.resolve(params)
+        token = _PLANNING.set(True)
+        try:
+            with _gc_paused():
+                plan = fn(table, **params)  # type: ignore[arg-type]
+        finally:
+            _PLANNING.reset(token)
+        try:
+            recorded = encode_param({k: v for k, v in params.items() if k not in self.internal})
+        except _Unrecordable as e:
+            recorded = {"$unrecordable": str(e)}
+        plan = dataclasses.replace(plan, planned_with=recorded)
+        object.__setattr__(plan, "_fresh", _FRESH)
+        object.__setattr__(plan, "_table", table)  # executed on (a refresh of) it: the same catalog
+        if sum(len(s.files) for s in plan.steps) >= _LARGE_PLAN:
+            _release_memory()
+        return plan
+
+
+def planner(*plan_types: type[Plan] | str, internal: tuple[str, ...] = (), hidden: tuple[str, ...] = (),
             resolve: Callable[[dict[str, Any]], None] | None = _clock_now,
-            check_saved: Callable[[dict[str, Any]], None] | None = None) -> Callable[[Callable[..., Any]], Any]:
-    """Register `fn(table, **arguments) -> Plan` as the planner of `operation`. The outermost planner call records
-    its arguments in the plan (after `resolve` filled what defaults to the clock, such as `now_millis`) and marks the
-    returned object as fresh; `internal` arguments (used by other planners calling this one) are not recorded.
-    `check_saved(arguments)` refuses recorded arguments a saved plan may not carry (e.g. a time ahead of the clock)."""
-    if check_saved is not None:
-        _SAVED_CHECKS[operation] = check_saved
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        sig = inspect.signature(fn)
-        first = next(iter(sig.parameters))
+            check_saved: Callable[[dict[str, Any]], None] | None = None,
+            renamed: Mapping[str, str] | None = None) -> Callable[[Callable[_P, _R]], Planner[_P, _R]]:
+    """The planner of `plan_types` (the plan classes it returns): `Planner`. A plan of those types read from JSON is
+    re-planned with it (`replan`). Its arguments are its operation's `Params` fields, `hidden` ones (recorded in the
+    plan but never offered to users: a run id `resolve` fills, a switch for other callers) and `internal` ones (used
+    by other planners calling this one; not recorded);
+    `check_saved(arguments)` refuses recorded arguments a saved plan may not carry (e.g. a time ahead of the clock);
+    `renamed`: old name -> new name of arguments plans saved by earlier versions record."""
+    names = [t if isinstance(t, str) else t.operation for t in plan_types]
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if _PLANNING.get():  # part of another operation's plan
-                return fn(*args, **kwargs)
-            bound = sig.bind(*args, **kwargs)
-            bound.apply_defaults()
-            params = dict(bound.arguments)
-            table = params.pop(first)
-            if resolve is not None:
-                resolve(params)
-            token = _PLANNING.set(True)
-            try:
-                with _gc_paused():
-                    plan = fn(table, **params)
-            finally:
-                _PLANNING.reset(token)
-            try:
-                recorded = encode_param({k: v for k, v in params.items() if k not in internal})
-            except _Unrecordable as e:
-                recorded = {"$unrecordable": str(e)}
-            plan = dataclasses.replace(plan, planned_with=recorded)
-            object.__setattr__(plan, "_fresh", _FRESH)
-            if sum(len(s.files) for s in plan.steps) >= _LARGE_PLAN:
-                _release_memory()
-            return plan
-
-        _PLANNERS[operation] = wrapper
+    def deco(fn: Callable[_P, _R]) -> Planner[_P, _R]:
+        wrapper = Planner(fn, plan_types, internal, hidden, resolve, renamed or {})
+        for name in names:
+            _PLANNERS[name] = wrapper
+            if check_saved is not None:
+                _SAVED_CHECKS[name] = check_saved
         return wrapper
     return deco
 
@@ -858,13 +925,12 @@ def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
     """What `plan`'s planner decides now on `table` with the arguments `plan` records (a fresh plan). `saved`: the
     arguments come from a saved plan, so they are checked first."""
     op = plan.operation
-    plan_type(op)
     fn = _PLANNERS.get(op)
     if fn is None:
         raise PaimonOpsError(f"no planner for operation {op!r}")
     try:
-        params = decode_param(dict(plan.planned_with))
-        inspect.signature(fn).bind(table, **params)
+        params = {fn.renamed.get(k, k): v for k, v in decode_param(dict(plan.planned_with)).items()}
+        fn.signature.bind(table, **params)
     except (TypeError, ValueError) as e:
         raise CorruptMetadataError("plan", f"planned_with does not fit {op}: {e}") from None
     if saved and op in _SAVED_CHECKS:
@@ -876,7 +942,7 @@ def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
 
 
 # What an execution does is decided by these parts of a plan (details, warnings and times are for people).
-_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with")
+_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with", "catalog")  # (catalog: how it is reached)
 
 
 def decision(plan: Plan) -> dict[str, Any]:
@@ -1035,7 +1101,7 @@ __all__ = ["Plan", "Step", "FileAction", "FileList", "Precondition", "LatestSnap
            "TagIs", "PlanBuilder", "count_by_kind", "bytes_by_kind", "human_bytes", "encode", "decode",
            "declare_step_action", "plan_type", "serves_plans", "Workload", "InvalidArgumentError", "planner", "replan", "decision",
            "decision_diff", "encode_param", "decode_param", "split_details", "text_table", "effects_rows",
-           "INTERNAL_DETAILS"]
+           "INTERNAL_DETAILS", "SCHEMA", "CONSUMER", "BRANCH_DIRECTORY"]
 
 
 def _plan_options(options: Mapping[str, str]) -> dict[str, str]:

@@ -166,6 +166,10 @@ def cores() -> int:
 
 
 class Runner(Protocol):
+    """Where a plan's tasks run: `LocalRunner` (this process), `SparkRunner` (a given SparkSession) or
+    `LazySparkRunner` (a session started only when a plan needs it). `run` applies the named task function to each
+    task and returns the results in order."""
+
     def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
             options: dict[str, str] | None = None) -> list[dict]:
         ...

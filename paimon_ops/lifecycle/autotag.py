@@ -64,6 +64,7 @@ from typing import Any, Iterable, Sequence
 
 import pendulum
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import InvalidArgumentError, PeriodCannotBeTaggedError, PeriodNotDueError, arg
 from paimon_ops.execution.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.execution.report import Report
@@ -72,6 +73,7 @@ from paimon_ops.lifecycle.periods import Period, pdt
 from paimon_ops.lifecycle.schedule import TagSchedule, auto_tag_matcher, require_periodic, tag_schedule
 from paimon_ops.lifecycle.timeline import SnapshotTimeline, local_now
 from paimon_ops.lifecycle.timeline import valid_watermark as _valid_watermark
+from paimon_ops.operations.create_auto_tags import OPERATION as CREATE_AUTO_TAGS
 from paimon_ops.options import format_duration
 from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import naive_to_local_millis, to_instant_millis, to_local_millis
@@ -90,6 +92,7 @@ class AutoTagPlan(Plan):
     """Creating the automatic tags that are due (or of given periods), or the batch tag."""
 
     operation = "auto_tag"
+    op = CREATE_AUTO_TAGS  # its operation (the feature gate, the planner's parameters)
 
     @property
     def periods(self) -> list[dict[str, Any]]:
@@ -363,6 +366,7 @@ def plan_auto_tags(table: FileStoreTable, now_millis: int | None = None, periods
     `periods`: None = every due period since the last auto tag (or the first snapshot); else period names, dates,
     date-times or Period objects (backfill).
     """
+    check_sync(table, "auto_tag")
     now_ms = now_millis_or_clock(now_millis)
     sched = tag_schedule(table)
     b = PlanBuilder()

@@ -52,6 +52,7 @@ from paimon_ops.execution.plan import (
 from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.operations.compact_manifests import OPERATION as COMPACT_MANIFESTS
 from paimon_ops.options import MANIFEST_COMPACTION_TRIGGER, MANIFEST_TARGET_FILE_SIZE
 from paimon_ops.table.commit import MANIFEST_ROLL_ENTRIES, FileStoreCommit, _Written
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
@@ -68,6 +69,7 @@ class ManifestCompactionPlan(Plan):
     """Merging the latest snapshot's manifests into few, committed as a COMPACT snapshot."""
 
     operation = "compact_manifests"
+    op = COMPACT_MANIFESTS  # its operation (the feature gate, the planner's parameters)
 
     @property
     def is_empty(self) -> bool:
@@ -205,8 +207,8 @@ def _resolve_run_id(params: dict[str, Any]) -> None:
         params["run_id"] = str(uuid.uuid4())
 
 
-@planner("compact_manifests", resolve=_resolve_run_id)
-def plan_compact_manifests(table: FileStoreTable, run_id: str | None = None) -> ManifestCompactionPlan:
+@planner(ManifestCompactionPlan, hidden=("run_id",), resolve=_resolve_run_id)
+def plan_compact_manifests(table: FileStoreTable, *, run_id: str | None = None) -> ManifestCompactionPlan:
     """Which manifests of the latest snapshot are merged, into which new files (see the module docstring). `run_id`
     (a UUID, chosen when not given) names the new manifests."""
     try:

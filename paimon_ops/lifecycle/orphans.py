@@ -52,6 +52,7 @@ from paimon_ops.execution.plan import (
     planner,
 )
 from paimon_ops.features import MANAGED_BLOB_SUFFIXES
+from paimon_ops.operations.remove_orphans import OPERATION as REMOVE_ORPHANS
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
 from paimon_ops.table.references import branch_tables, collect_used, referenced_among
@@ -70,6 +71,7 @@ class RemoveOrphansPlan(Plan):
     """Deleting files nothing references, older than a threshold."""
 
     operation = "remove_orphans"
+    op = REMOVE_ORPHANS  # its operation (the feature gate, the planner's parameters)
 
     def workload(self) -> Any:
         from paimon_ops.execution.plan import Workload

@@ -14,8 +14,9 @@ was made on.
 from __future__ import annotations
 
 import posixpath
-from typing import Sequence
+from typing import Any
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, UnsafeNameError
 from paimon_ops.execution.journal import pending, plan_pending
 from paimon_ops.execution.plan import (
@@ -41,6 +42,9 @@ from paimon_ops.lifecycle.protection import (
     tag_set,
 )
 from paimon_ops.lifecycle.reclaim import data_actions, empty_dir_actions, plan_index_and_stats, plan_manifest_list
+from paimon_ops.lifecycle.timeline import check_existing_tag_name
+from paimon_ops.operations.delete_tags import OPERATION as DELETE_TAGS
+from paimon_ops.operations.model import TagName
 from paimon_ops.options import SNAPSHOT_CLEAN_EMPTY_DIRECTORIES
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.scan import ManifestStore, TableScanner, merge_entries
@@ -51,19 +55,24 @@ class DeleteTagsPlan(Plan):
     """Deleting tags, reclaiming the files only they kept alive."""
 
     operation = "delete_tags"
+    op = DELETE_TAGS  # its operation (the feature gate, the planner's parameters)
 
 
-@planner("delete_tags", internal=("plan_type", "details"))
-def plan_delete_tags(table: FileStoreTable, names: Sequence[str], missing_ok: bool = False,
-                     plan_type: type[Plan] | None = None, details: dict | None = None) -> Plan:
+@planner(DeleteTagsPlan, internal=("plan_type", "details"))
+def plan_delete_tags(table: FileStoreTable, names: list[TagName], *, missing_ok: bool = False,
+                     plan_type: type[Plan] | None = None, details: dict[str, Any] | None = None) -> Plan:
     """Plan deleting tags with file reclamation (maintenance.md §3.3), as if deleted one after another in the
     given order. Raises InvalidArgumentError for an unknown tag (unless missing_ok) and CorruptMetadataError if a
-    neighbour that protects shared files cannot be read — nothing is deleted then."""
+    neighbour that protects shared files cannot be read — nothing is deleted then. (`plan_type`, `details`: the
+    plan of another operation deleting tags, tag expiry.)"""
+    check_sync(table, "delete_tags")
     if isinstance(names, str):
-        names = [names]
+        names = [TagName(names)]
     names = list(dict.fromkeys(names))
     if not names:
         raise InvalidArgumentError("no tag names given")
+    for n in names:
+        check_existing_tag_name(n)
     check_history(table, "tag deletion")
     tags = read_tags(table)
     by_name = {n: t for n, t in tags}

@@ -13,12 +13,14 @@ import dataclasses
 import logging
 from typing import Any
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.execution.journal import plan_pending
 from paimon_ops.execution.plan import Plan, PlanBuilder, planner
 from paimon_ops.lifecycle.protection import TagsAre
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
+from paimon_ops.operations.expire_tags import OPERATION as EXPIRE_TAGS
 from paimon_ops.options import TAG_NUM_RETAINED_MAX, TAG_TIME_EXPIRE_ENABLED, format_duration
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.table import FileStoreTable
@@ -40,6 +42,7 @@ class ExpireTagsPlan(Plan):
     """Expiring tags by retention, `older_than` and tag.num-retained-max, reclaiming their files."""
 
     operation = "expire_tags"
+    op = EXPIRE_TAGS  # its operation (the feature gate, the planner's parameters)
 
     @property
     def expired_tags(self) -> dict[str, str]:
@@ -107,6 +110,7 @@ def _expiry_reasons(table: FileStoreTable, now_ms: int, older_than_ms: int | Non
 @planner("expire_tags")
 def plan_expire_tags(table: FileStoreTable, now_millis: int | None = None, older_than: Any = None) -> ExpireTagsPlan:
     """Tags to expire (by retention, `older_than`, and tag.num-retained-max) and the files their deletion reclaims."""
+    check_sync(table, "expire_tags")
     now_ms = now_millis_or_clock(now_millis)
     check_history(table, "tag expiry")
     reasons, warnings = _expiry_reasons(table, now_ms, _older_than_millis(table, older_than))

@@ -1,6 +1,7 @@
 """Compaction of primary-key and append tables."""
 from paimon_ops import options as o
-from paimon_ops.operations import (
+from paimon_ops.features import BUCKETS_ONLY, FORMAT_PER_LEVEL, ROW_ID_REWRITES, SNAPSHOT_ORDERING
+from paimon_ops.operations.model import (
     AGE,
     BOOL,
     CHOICE,
@@ -12,6 +13,7 @@ from paimon_ops.operations import (
     STR,
     STRINGS,
     Health,
+    Mode,
     Operation,
     Param,
 )
@@ -19,16 +21,25 @@ from paimon_ops.operations import (
 # Kinds of table (as paimon_ops.dagster.spec names them): the Dagster config offers each the modes valid for it.
 _PK, _APPEND, _APPEND_FIXED = "primary-key", "append", "append-fixed-bucket"
 
+# The compaction modes, each gated on its own (the features it handles besides the table's real buckets).
+MODES = (
+    Mode("full", BUCKETS_ONLY | ROW_ID_REWRITES),
+    Mode("minor", BUCKETS_ONLY),
+    Mode("dv-ratio", BUCKETS_ONLY | {FORMAT_PER_LEVEL}),
+    Mode("small-files", BUCKETS_ONLY | ROW_ID_REWRITES | {SNAPSHOT_ORDERING, FORMAT_PER_LEVEL}),
+    Mode("sort", BUCKETS_ONLY | {SNAPSHOT_ORDERING, FORMAT_PER_LEVEL}),
+)
+MODE_NAMES = tuple(m.name for m in MODES)
+
 OPERATION = Operation(
-    name="compact", title="compaction", summary="compact a table (full, minor, dv-ratio, sort, small-files)",
-    facade="maintenance.compact", plan_module="paimon_ops.compact.api", plan_types=("compact",), takes_now=True,
+    name="compact", title="compaction", summary="compact a table (full, minor, dv-ratio, sort, small-files)", takes_now=True, modes=MODES,
     dagster_job="paimon_compaction", reclaims=False,
     params=(
         Param("mode", CHOICE, "full (like Paimon's compact procedure): everything to the max level; minor: what "
                               "Paimon's own compaction trigger picks per bucket (universal / lookup compaction, deletion "
                               "vectors, changelog) — what a dedicated compaction job runs; dv-ratio: files with many "
                               "deleted rows; sort / small-files: append tables",
-              default="full", choices=("full", "minor", "dv-ratio", "sort", "small-files"),
+              default="full", choices=MODE_NAMES,
               by_table_kind={_PK: (("minor", "full", "dv-ratio"), "minor"),
                              _APPEND: (("small-files", "full", "sort"), "small-files"),
                              _APPEND_FIXED: (("small-files", "full"), "small-files")}),

@@ -1,12 +1,12 @@
 """Compaction of postpone-bucket tables (`bucket = -2`)."""
 from paimon_ops import options as o
-from paimon_ops.operations import INT, PARTITIONS, STR, Operation, Param
+from paimon_ops.features import BUCKETS_ONLY
+from paimon_ops.operations.model import INT, PARTITIONS, STR, Operation, Param
 
 OPERATION = Operation(
     name="compact_postpone", title="postpone-bucket compaction",
     summary="postpone-bucket tables (bucket = -2): move the rows waiting in bucket-postpone into real buckets",
-    facade="maintenance.compact_postpone", plan_module="paimon_ops.compact.postpone", plan_types=("compact_postpone",),
-    reclaims=False,
+    reclaims=False, handles=BUCKETS_ONLY,
     manual_why="in Dagster, the compaction job's minor mode runs it on postpone-bucket tables",
     params=(
         Param("partitions", PARTITIONS, "only this partition; repeatable", flag="--partition", metavar="K=V[,K2=V2]"),

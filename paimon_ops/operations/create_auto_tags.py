@@ -1,7 +1,8 @@
 """The automatic tags that are due (tag.create-time or Paimon's auto-tag options), or a backfill."""
 from typing import Any
 
-from paimon_ops.operations import METADATA, STRINGS, Operation, Param
+from paimon_ops.features import TAGGING
+from paimon_ops.operations.model import METADATA, STRINGS, Operation, Param
 
 
 def _one_period(plan: Any, table: Any) -> None:
@@ -20,8 +21,7 @@ def _one_period(plan: Any, table: Any) -> None:
 OPERATION = Operation(
     nightly=True, stage=10,
     name="create_auto_tags", title="automatic tags", summary="create the automatic tags that are due",
-    facade="maintenance.create_auto_tags", plan_module="paimon_ops.lifecycle.autotag", plan_types=("auto_tag",),
-    placement=METADATA, takes_now=True, cli_name="auto-tag", dagster_name="create_tags",
+    placement=METADATA, handles=TAGGING, takes_now=True, cli_name="auto-tag", dagster_name="create_tags",
     manual_why="run by the nightly job and the daily tags asset (on time, per period)",
     cli_check=_one_period, applies=lambda spec, section: bool(spec.has_expected_tags),
     params=(

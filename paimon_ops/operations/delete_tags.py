@@ -1,12 +1,19 @@
 """Deleting tags, reclaiming the files only they kept alive."""
-from paimon_ops.operations import BOOL, NAMES, Operation, Param
+from dataclasses import dataclass
+
+from paimon_ops.features import RECLAIMING
+from paimon_ops.operations.model import Operation, Params, TagName, param
+
+
+@dataclass(frozen=True)
+class DeleteTagsParams(Params):
+    names: list[TagName] = param("tag names")
+    missing_ok: bool = param("a tag that does not exist is no error", default=False, cli=False)
+
 
 OPERATION = Operation(
     name="delete_tags", title="tag deletion", summary="delete tags, reclaiming files only they kept alive",
-    facade="maintenance.delete_tags", plan_module="paimon_ops.lifecycle.tag_deletion", plan_types=("delete_tags",),
-    cli_name="delete-tag", manual_why="a one-off decision about named tags; Dagster expires tags (expire_tags)",
-    params=(
-        Param("names", NAMES, "tag names"),
-        Param("missing_ok", BOOL, "a tag that does not exist is no error", default=False, cli=False),
-    ),
+    doc="Deleting tags, reclaiming the files only they kept alive.",
+    params_type=DeleteTagsParams, handles=RECLAIMING, cli_name="delete-tag",
+    manual_why="a one-off decision about named tags; Dagster expires tags (expire_tags)",
 )

@@ -2,7 +2,8 @@
 from typing import Any
 
 from paimon_ops import options as o
-from paimon_ops.operations import AGE, CHOICE, EXPIRING_TABLES, INT, METADATA, STR, Health, Operation, Param
+from paimon_ops.features import MANIFEST_REWRITES
+from paimon_ops.operations.model import AGE, CHOICE, EXPIRING_TABLES, INT, METADATA, STR, Health, Operation, Param
 
 
 def _applies(spec: Any, section: Any) -> bool:
@@ -14,8 +15,8 @@ OPERATION = Operation(
     nightly=True, stage=20,
     name="expire_partitions", title="partition expiry",
     summary="drop expired partitions in one OVERWRITE commit (snapshot expiry reclaims their files)",
-    facade="maintenance.expire_partitions", plan_module="paimon_ops.lifecycle.partition_expiry",
-    plan_types=("expire_partitions",), placement=METADATA, takes_now=True, dagster_job="paimon_expire_partitions",
+    placement=METADATA, handles=MANIFEST_REWRITES, takes_now=True,
+    dagster_job="paimon_expire_partitions",
     reclaims=False,  # the dropped partitions' files stay until the snapshots that still read them expire
     applies=_applies,
     params=(

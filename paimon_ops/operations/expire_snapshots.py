@@ -1,12 +1,12 @@
 """Snapshot expiry with data-file reclamation."""
 from paimon_ops import options as o
-from paimon_ops.operations import AGE, INSTANT, INT, Health, Operation, Param
+from paimon_ops.features import RECLAIMING
+from paimon_ops.operations.model import AGE, INSTANT, INT, Health, Operation, Param
 
 OPERATION = Operation(
     nightly=True, stage=30,
     name="expire_snapshots", title="snapshot expiry", summary="expire snapshots and reclaim their files",
-    facade="maintenance.expire_snapshots", plan_module="paimon_ops.lifecycle.expire",
-    plan_types=("expire_snapshots",), takes_now=True, dagster_job="paimon_expire_snapshots",
+    takes_now=True, handles=RECLAIMING, dagster_job="paimon_expire_snapshots",
     params=(
         Param("retain_min", INT, "always keep this many snapshots", option=o.SNAPSHOT_NUM_RETAINED_MIN, metavar="N"),
         Param("retain_max", INT, "never keep more snapshots than this", option=o.SNAPSHOT_NUM_RETAINED_MAX,

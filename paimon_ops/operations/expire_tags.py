@@ -1,11 +1,11 @@
 """Tag expiry with reclamation."""
-from paimon_ops.operations import AGE, INSTANT, Operation, Param
+from paimon_ops.features import RECLAIMING
+from paimon_ops.operations.model import AGE, INSTANT, Operation, Param
 
 OPERATION = Operation(
     nightly=True, stage=40,
     name="expire_tags", title="tag expiry", summary="expire tags by retention and count, reclaiming files",
-    facade="maintenance.expire_tags", plan_module="paimon_ops.lifecycle.tag_expiry", plan_types=("expire_tags",),
-    takes_now=True, dagster_job="paimon_expire_tags",
+    takes_now=True, handles=RECLAIMING, dagster_job="paimon_expire_tags",
     params=(
         Param("older_than", INSTANT, "also delete tags created before this instant (ISO 8601 with a zone, e.g. "
                                      "2026-11-20T00:00:00Z, or epoch ms)", metavar="INSTANT", group="time"),

@@ -1,11 +1,11 @@
 """Removal of files nothing references."""
-from paimon_ops.operations import AGE, BOOL, INSTANT, Operation, Param
+from paimon_ops.features import ORPHAN_REMOVAL
+from paimon_ops.operations.model import AGE, BOOL, INSTANT, Operation, Param
 
 OPERATION = Operation(
     nightly=True, stage=60,
     name="remove_orphans", title="orphan removal", summary="delete files nothing references",
-    facade="maintenance.remove_orphans", plan_module="paimon_ops.lifecycle.orphans", plan_types=("remove_orphans",),
-    takes_now=True, dagster_job="paimon_remove_orphans",
+    takes_now=True, handles=ORPHAN_REMOVAL, dagster_job="paimon_remove_orphans",
     params=(
         Param("older_than", INSTANT, "only files last modified before this instant (ISO 8601 with a zone, e.g. "
                                      "2026-11-20T00:00:00Z, or epoch ms)", metavar="INSTANT", group="time"),

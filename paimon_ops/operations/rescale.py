@@ -1,11 +1,11 @@
 """Rescaling a table's (or partitions') bucket count."""
 from paimon_ops import options as o
-from paimon_ops.operations import INT, PARTITIONS, STR, Operation, Param
+from paimon_ops.features import BUCKETS_ONLY
+from paimon_ops.operations.model import INT, PARTITIONS, STR, Operation, Param
 
 OPERATION = Operation(
     name="rescale", title="rescale",
-    summary="change the bucket count of a table or of chosen partitions (one OVERWRITE)",
-    facade="maintenance.rescale", plan_module="paimon_ops.compact.rescale", plan_types=("rescale",), reclaims=False,
+    summary="change the bucket count of a table or of chosen partitions (one OVERWRITE)", reclaims=False, handles=BUCKETS_ONLY,
     manual_why="a one-off decision about one table (the new bucket count), not recurring maintenance",
     params=(
         Param("bucket_num", INT, "the new number of buckets (required for bucket = -2)", option=o.BUCKET,

@@ -14,8 +14,9 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops import operations as registry
+import paimon_ops.api as registry
 from paimon_ops.execution.plan import plan_type
+from paimon_ops.operations.model import TASKS
 from paimon_ops.table.writer import TableWriter, create_table
 
 T0 = 1_780_000_000_000  # commit times of the writes (2026-05-28), "now" of the plans a day later
@@ -25,13 +26,49 @@ NOW = T0 + 86_400_000
 def test_the_registry_lists_one_module_per_operation():
     import pkgutil
 
-    modules = {m.name for m in pkgutil.iter_modules(registry.__path__)}
-    assert modules == set(registry.MODULES) == set(registry.OPERATIONS)
+    import paimon_ops.operations
+
+    modules = {m.name for m in pkgutil.iter_modules(paimon_ops.operations.__path__)} - {"model"}
+    assert modules == set(registry.OPERATIONS)
     for op in registry.OPERATIONS.values():
-        assert op.plan_types and all(registry.by_plan_type(t) is op for t in op.plan_types)
-        for t in op.plan_types:  # `apply` finds the plan type through the registry
+        types = registry.plan_types(op)
+        assert types and all(registry.by_plan_type(t) is op for t in types)
+        for t in types:  # `apply` finds the plan type
             cls = plan_type(t)
             assert cls is not None and cls.operation == t
+
+
+def test_the_gate_covers_every_plan_type_and_fails_closed(tmp_path):
+    """Every plan type an operation makes has the operation's feature gate (each compaction mode its own); a plan
+    type no operation declares is refused at planning and at execution, naming it."""
+    from paimon_ops.errors import UnsupportedError
+    from paimon_ops.execution.plan import _PLANS, Plan, PlanBuilder, gate_of
+
+    for cls in _PLANS.values():
+        op = registry.by_plan_type(cls.operation)
+        assert op is not None and op is registry.OPERATIONS[op.name], \
+            f"plan type {cls.operation} is made by no registered operation"
+        gates = op.gates()
+        assert gates and all(isinstance(g.handles, frozenset) for g in gates), cls.operation
+        if op.modes:
+            assert [gate_of(cls.operation, m.name) for m in op.modes] == list(gates)
+        else:
+            assert gate_of(cls.operation) == gates[0]
+
+    class UngatedPlan(Plan):
+        operation = "ungated_for_the_test"
+
+    try:
+        table = create_table(str(tmp_path / "wh"), "db.t", [("id", "INT")])
+        with pytest.raises(UnsupportedError, match="ungated_for_the_test plan refused: it declares no feature gate"):
+            PlanBuilder().build(UngatedPlan, table, {})
+        plan = UngatedPlan(table="db.t", location=table.location)
+        with pytest.raises(UnsupportedError, match="declares no feature gate"):
+            plan.execute()
+        with pytest.raises(UnsupportedError, match=r"compact \(bogus\) refused"):
+            PlanBuilder().gate(table, "compact", "bogus")
+    finally:
+        _PLANS.pop(UngatedPlan.operation, None)
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -50,14 +87,14 @@ def test_every_operation_has_its_cli_subcommand_and_flags():
         for p in op.params:
             if p.cli:
                 assert (p.name in dests) if p.positional else (p.cli_flag in flags), (op.name, p.name)
-        assert ("--spark-master" in flags) == (op.placement == registry.TASKS), op.name
+        assert ("--spark-master" in flags) == (op.placement == TASKS), op.name
         assert ("--yes" in flags) == op.confirm, op.name
 
 
 def test_every_operation_has_a_facade_method_taking_exactly_its_parameters():
     owners = {"maintenance": po.Maintenance, "tags": po.Tags}
     for op in registry.OPERATIONS.values():
-        owner, _, method = op.facade.partition(".")
+        owner, _, method = registry.FACADE[op.name].partition(".")
         fn = getattr(owners[owner], method)
         sig = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
         want = [p.name for p in op.params] + (["now"] if op.takes_now else [])
@@ -68,6 +105,40 @@ def test_every_operation_has_a_facade_method_taking_exactly_its_parameters():
             else:
                 assert p.kind is p.KEYWORD_ONLY and p.default == declared.default, (op.name, p.name)
         assert inspect.getdoc(fn), op.name
+
+
+def _planners():
+    """operation -> the planner its facade method is bound to (operations declared with `Params`)."""
+    owners = {"maintenance": po.Maintenance, "tags": po.Tags}
+    out = {}
+    for name, path in registry.FACADE.items():
+        owner, _, method = path.partition(".")
+        planner = getattr(getattr(owners[owner], method), "planner", None)
+        if planner is not None:
+            out[name] = planner
+    return out
+
+
+def test_each_planner_takes_exactly_its_operations_params():
+    """The planner's keywords are the operation's `Params` fields — same names, same types, same defaults — plus the
+    arguments it declares as hidden (recorded, never offered) or internal; nothing is typed Any."""
+    import typing
+
+    planners = _planners()
+    assert "compact_manifests" in planners
+    for name, planner in planners.items():
+        op = registry.OPERATIONS[name]
+        assert planner.operation is op, name
+        declared = op.params_type.types()
+        sig = planner.signature
+        names = list(sig.parameters)[1:]  # after the table
+        assert [n for n in names if n not in planner.internal + planner.hidden] == list(declared), name
+        hints = typing.get_type_hints(planner.fn, include_extras=True)
+        assert all(hints[n] == tp for n, tp in declared.items()), (name, hints)
+        assert all(hints[n] is not typing.Any for n in names), name
+        for p in op.params_type.declared():  # names are required; everything else has the declared default
+            want = inspect.Parameter.empty if p.positional else p.default
+            assert sig.parameters[p.name].default == want, (name, p.name)
 
 
 def test_every_table_changing_operation_has_a_dagster_job_with_its_own_config():
@@ -119,17 +190,32 @@ def tables(tmp_path_factory):
         w = TableWriter(pk)
         w.write(pa.table({"dt": ["2026-05-01", "2026-05-28"], "id": pa.array([i, i], pa.int32()),
                           "v": [f"v{i}", f"w{i}"]}))
-        w.commit(now_millis=T0 + i * 60_000)
+        w.commit(now_millis=T0 + i * 60_000, watermark=T0 + i * 60_000 - 1000)
+    pk.io.write_bytes(pk.consumers.path("reader"), b'{"nextSnapshot":3}')  # a streaming reader's progress
     create_table(wh, "db.pp", [("id", "INT"), ("v", "STRING")], primary_keys=["id"], options={"bucket": "-2"})
+    ap = create_table(wh, "db.ap", [("id", "INT"), ("v", "STRING")], options={"file-index.bitmap.columns": "id"})
+    w = TableWriter(ap)
+    w.write(pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["a", "b"]}))
+    w.commit(now_millis=T0)
     return po.Catalog(wh)
 
 
 # An example of each operation, in the order they run on the tables: (table, positional names, keyword values).
 EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("create_tag", "db.pk", ("t1",), {"snapshot_id": 2}),
+    ("create_tag_from_timestamp", "db.pk", ("t3",), {"timestamp": T0 + 1}),
+    ("create_tag_from_watermark", "db.pk", ("t4",), {"watermark": T0}),
+    ("replace_tag", "db.pk", ("t3",), {"snapshot_id": 1}),
     ("rename_tag", "db.pk", ("t1", "t2"), {}),
     ("rollback", "db.pk", (), {"snapshot_id": 2}),
-    ("delete_tags", "db.pk", (["t2"],), {}),
+    ("create_branch", "db.pk", ("b1",), {"tag": "t2"}),
+    ("rename_branch", "db.pk", ("b1", "b2"), {}),
+    ("fast_forward", "db.pk", ("b2",), {}),
+    ("create_branch", "db.pk", ("b3",), {"snapshot_id": 2}),
+    ("delete_branch", "db.pk", ("b3",), {}),
+    ("reset_consumer", "db.pk", ("reader",), {"snapshot_id": 1}),
+    ("clear_consumers", "db.pk", (), {"including": "read.*"}),
+    ("delete_tags", "db.pk", (["t2", "t3", "t4"],), {}),
     ("create_auto_tags", "db.pk", (), {"now": NOW}),
     ("compact", "db.pk", (), {"mode": "full", "now": NOW}),
     ("compact_manifests", "db.pk", (), {}),
@@ -139,11 +225,15 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("rescale", "db.pk", (), {"bucket_num": 2}),
     ("expire_partitions", "db.pk", (), {"expiration_time": dt.timedelta(days=7), "now": NOW}),
     ("compact_postpone", "db.pp", (), {}),
+    ("mark_partition_done", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}], "now": NOW}),
+    ("remove_unexisting_files", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}]}),
+    ("repair", "db.pk", (), {}),
+    ("rewrite_file_index", "db.ap", (), {}),
 ]
 
 
 def test_examples_cover_every_operation():
-    assert sorted(name for name, *_ in EXAMPLES) == sorted(registry.OPERATIONS)
+    assert sorted({name for name, *_ in EXAMPLES}) == sorted(registry.OPERATIONS)
 
 
 def test_every_operation_round_trips_through_json_and_apply(tables):
@@ -151,9 +241,9 @@ def test_every_operation_round_trips_through_json_and_apply(tables):
     for name, ident, args, kw in EXAMPLES:
         op = registry.OPERATIONS[name]
         table = tables.get_table(ident)
-        plan = operator.attrgetter(op.facade)(table)(*args, **kw)
+        plan = operator.attrgetter(registry.FACADE[name])(table)(*args, **kw)
         text = plan.to_json()
-        assert json.loads(text)["operation"] in op.plan_types, name
+        assert json.loads(text)["operation"] in registry.plan_types(op), name
         loaded = po.load_plan(text)
         assert type(loaded) is type(plan) and loaded.to_dict() == plan.to_dict(), name
         report = loaded.execute(runner=po.LocalRunner())

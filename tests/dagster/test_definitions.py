@@ -15,7 +15,8 @@ from tests.dagster.util import everything, table_key
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = {"__ASSET_JOB", "paimon_compaction", "paimon_expire_snapshots", "paimon_expire_tags", "paimon_remove_orphans",
-        "paimon_expire_partitions", "paimon_compact_manifests", "paimon_nightly", "paimon_observe"}
+        "paimon_expire_partitions", "paimon_compact_manifests", "paimon_repair", "paimon_rewrite_file_index",
+        "paimon_nightly", "paimon_observe"}
 SENSORS = {"paimon_observation_sensor", "paimon_dv_ratio_sensor", "paimon_small_files_sensor",
            "paimon_snapshot_count_sensor", "paimon_manifest_sensor", "paimon_partition_expiry_sensor",
            "paimon_tag_automation"}

@@ -99,16 +99,19 @@ def test_cli_exits_2_naming_the_feature(shapes):
     assert p.returncode == 0, p.stderr
 
 
-def test_gate_table_names_every_operation():
-    postpone = set(features.HANDLED_BY[features.POSTPONE.key])
-    assert {features.COMPACT_POSTPONE, features.RESCALE, "expire_snapshots", "remove_orphans"} <= postpone
-    assert set(features.COMPACTIONS) <= postpone  # real buckets compact as usual; waiting rows: the planner refuses
-    for key, ops in features.HANDLED_BY.items():
-        assert set(ops) <= set(features.ALL_OPS), key
-    assert features.handles("compact:full", features.ROW_TRACKING)
-    assert not features.handles("compact:dv-ratio", features.ROW_TRACKING)
-    assert not features.handles("compact:sort", features.DATA_EVOLUTION)
-    assert features.handles("expire_snapshots", features.ROW_TRACKING)
+def test_every_operation_declares_its_gate():
+    import paimon_ops.api as registry
+
+    compact = registry.operation("compact")
+    postpone_ops = {g.name for op in registry.OPERATIONS.values() for g in op.gates()
+                    if g.handles_feature(features.POSTPONE)}
+    assert {"compact_postpone", "rescale", "expire_snapshots", "remove_orphans"} <= postpone_ops
+    assert {g.name for g in compact.gates()} <= postpone_ops  # real buckets compact as usual; waiting rows: refused
+    assert compact.gate("full").handles_feature(features.ROW_TRACKING)
+    assert not compact.gate("dv-ratio").handles_feature(features.ROW_TRACKING)
+    assert not compact.gate("sort").handles_feature(features.DATA_EVOLUTION)
+    assert registry.operation("expire_snapshots").gate().handles_feature(features.ROW_TRACKING)
+    assert compact.gate(None) is None and compact.gate("bogus") is None  # a mode it does not declare: refused
 
 
 def test_handled_operations_run_and_both_readers_agree(shapes, tmp_path):

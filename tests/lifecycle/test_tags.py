@@ -46,7 +46,7 @@ def test_exists_semantics(table):
     assert r.written == {} and "already exists" in r.warnings[0]
     with pytest.raises(InvalidArgumentError, match="already exists.*replace=True"):
         po.Table(table).tags.create("x", snapshot_id=2).execute()
-    assert plan_create_tag(table, "x", 2, ignore_if_exists=True).execute().written == {}
+    assert plan_create_tag(table, "x", snapshot_id=2, ignore_if_exists=True).execute().written == {}
     assert tag_ids(table) == {"x": 1}
 
 
