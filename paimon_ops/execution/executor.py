@@ -40,7 +40,6 @@ from paimon_ops.execution.plan import (
     WRITE_FILES,
     WRITE_HINT,
     FileAction,
-    FileList,
     Plan,
     Step,
     bytes_by_kind,
