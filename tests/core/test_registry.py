@@ -203,9 +203,6 @@ def tables(tmp_path_factory):
 # An example of each operation, in the order they run on the tables: (table, positional names, keyword values).
 EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("create_tag", "db.pk", ("t1",), {"snapshot_id": 2}),
-    ("create_tag_from_timestamp", "db.pk", ("t3",), {"timestamp": T0 + 1}),
-    ("create_tag_from_watermark", "db.pk", ("t4",), {"watermark": T0}),
-    ("replace_tag", "db.pk", ("t3",), {"snapshot_id": 1}),
     ("rename_tag", "db.pk", ("t1", "t2"), {}),
     ("rollback", "db.pk", (), {"snapshot_id": 2}),
     ("create_branch", "db.pk", ("b1",), {"tag": "t2"}),
@@ -215,6 +212,9 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("delete_branch", "db.pk", ("b3",), {}),
     ("reset_consumer", "db.pk", ("reader",), {"snapshot_id": 1}),
     ("clear_consumers", "db.pk", (), {"including": "read.*"}),
+    ("create_tag_from_timestamp", "db.pk", ("t3",), {"timestamp": T0 + 1}),
+    ("create_tag_from_watermark", "db.pk", ("t4",), {"watermark": T0}),
+    ("replace_tag", "db.pk", ("t3",), {"snapshot_id": 1}),
     ("delete_tags", "db.pk", (["t2", "t3", "t4"],), {}),
     ("create_auto_tags", "db.pk", (), {"now": NOW}),
     ("compact", "db.pk", (), {"mode": "full", "now": NOW}),

@@ -55,9 +55,10 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
     table_commands = ["snapshots", "tags", "files", "options", "compact", "expire-snapshots", "expire-tags",
                       "expire-partitions", "compact-manifests", "remove-orphans", "auto-tag", "rollback",
                       "compact-postpone", "rescale", "repair", "remove-unexisting-files", "rewrite-file-index",
-                      "branches", "consumers", "clear-consumers"]
+                      "branches", "consumers", "clear-consumers", "mark-partition-done"]
     for c in table_commands:
-        extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"]}.get(c, [])
+        extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"],
+                 "mark-partition-done": ["--partition", "dt=2020-01-01"]}.get(c, [])
         out.append((f"{c}-no-warehouse", [c, missing, T, *extra], "no-such-warehouse"))
         out.append((f"{c}-no-table", [c, w, "shop.nope", *extra], "shop.nope"))
         out.append((f"{c}-bad-identifier", [c, w, "nodot", *extra], "nodot"))
@@ -72,7 +73,9 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
                 f"snapshot-{damaged}"))
     for c, args in (("create-tag", ["v1"]), ("delete-tag", ["t"]), ("rename-tag", ["a", "b"]),
                     ("create-branch", ["b1"]), ("delete-branch", ["b1"]), ("rename-branch", ["a", "b"]),
-                    ("fast-forward", ["b1", "--yes"]), ("reset-consumer", ["c", "--snapshot", "1"])):
+                    ("fast-forward", ["b1", "--yes"]), ("reset-consumer", ["c", "--snapshot", "1"]),
+                    ("replace-tag", ["t"]), ("create-tag-from-timestamp", ["v1", "--timestamp", "2020-01-01T00:00:00Z"]),
+                    ("create-tag-from-watermark", ["v1", "--watermark", "2020-01-01T00:00:00Z"])):
         out.append((f"{c}-no-warehouse", [c, missing, T, *args], "no-such-warehouse"))
         out.append((f"{c}-no-table", [c, w, "shop.nope", *args], "shop.nope"))
         out.append((f"{c}-unknown-flag", [c, w, T, *args, "--bogus"], "--bogus"))
