@@ -461,7 +461,10 @@ def _each_table(args: argparse.Namespace, op: Operation,
     parallel = 1 if spark else args.parallel or fleet.default_processes()
     args.fleet = True
     work = partial(_table_outcome, args, op, one)
-    # the workers are forked before anything here touches storage (fleet.py)
+    # the workers are forked before anything here touches storage (fleet.py) or opens the catalog: each worker opens
+    # its own connection (a Hive, JDBC or REST catalog's connection is never shared between processes)
+    if getattr(args, "_po_catalog", None) is not None and parallel > 1:
+        raise PaimonOpsError("internal error: the catalog was opened before the table workers were started")
     pool = fleet.Workers(work, parallel) if parallel > 1 else None
     try:
         tables = matching_tables(_catalog(args), args.table, args.exclude or ())

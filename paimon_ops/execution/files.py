@@ -212,13 +212,19 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
     def kind_bytes(self) -> dict[str, int]:
         kind_of, sizes = _view(self._kind_of), _view(self._sizes)
         known = sizes != _NO_SIZE
+        if not _sums_fit(sizes[known]):  # (Python's integers: no sum wraps around)
+            exact: dict[int, int] = dict.fromkeys(np.unique(kind_of).tolist(), 0)
+            for k, size in zip(kind_of[known].tolist(), sizes[known].tolist()):
+                exact[k] += size
+            return {self._kinds[k]: n for k, n in exact.items()}
         totals = np.zeros(len(self._kinds), dtype=np.int64)
         np.add.at(totals, kind_of[known], sizes[known])
         return {self._kinds[k]: int(totals[k]) for k in np.unique(kind_of).tolist()}
 
     def total_bytes(self) -> int:
         sizes = _view(self._sizes)
-        return int(sizes[sizes != _NO_SIZE].sum())
+        known = sizes[sizes != _NO_SIZE]
+        return int(known.sum()) if _sums_fit(known) else sum(known.tolist())
 
     def any_sized(self) -> bool:
         """Whether any file has a size other than 0 or unknown (`any(a.size for a in ...)`)."""
@@ -294,6 +300,11 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
         for _, ix in groups:
             order.extend(range(len(self)) if ix is None else ix)
         return self.take(order)
+
+
+def _sums_fit(sizes: np.ndarray) -> bool:
+    """Whether any sum of these sizes fits in int64 (numpy's sums would wrap around silently)."""
+    return not len(sizes) or int(np.abs(sizes).max()) <= (2 ** 63 - 1) // len(sizes)
 
 
 def _view(col: array) -> np.ndarray:
