@@ -133,6 +133,7 @@ def _relative(digest: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in digest.items() if not k.split("/")[-1].startswith("journal-")}
 
 
+@pytest.mark.spark  # one of its commands runs on --spark-master local[1]: the CLI's driver is a JVM
 def test_tables_in_worker_processes_give_the_same_outcomes_in_order(sample, tmp_path):
     """`--parallel 3` against `--parallel 1` on two copies: the same envelope (table order, statuses, errors, the
     files each table deleted), byte for byte as json.dumps writes it, the same files left; text output is a line a
