@@ -1,4 +1,5 @@
-"""Shared fixtures: one real local SparkSession for the whole session, temporary warehouses."""
+"""Shared fixtures: one real local SparkSession for the whole session, temporary warehouses; the test lanes
+(tests/lanes.py: process markers applied automatically, the guard that proves them)."""
 from __future__ import annotations
 
 import os
@@ -6,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests import lanes
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -16,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def spark():
+    lanes.require("spark")
     from paimon_ops.execution.runner import local_spark
     session = local_spark("local[2]", "paimon-ops-tests")
     yield session
@@ -26,6 +30,7 @@ def spark():
 def connect_server(tmp_path_factory):
     """One real Spark Connect server process (local[2]) for the whole test session (tests/spark_connect.py)."""
     from tests.spark_connect import connect_server_process
+    lanes.require("connect")
     with connect_server_process(tmp_path_factory.mktemp("spark-connect")) as server:
         yield server
 
@@ -44,6 +49,7 @@ def standalone_cluster(tmp_path_factory):
     """A Spark standalone master and one worker (2 cores) on 127.0.0.1, each its own process, for the whole test
     session (drivers run as subprocesses: this process already holds the classic `spark` session); stopped by pid."""
     from tests.spark_cluster import StandaloneCluster
+    lanes.require("cluster")
     with StandaloneCluster(tmp_path_factory.mktemp("cluster")) as cluster:
         worker_pid = cluster.add_worker(cores=2)
         assert cluster.master is not None
@@ -56,6 +62,7 @@ def hive_metastore(tmp_path_factory):
     random port, stopped by pid. Tests share it: each uses databases of its own (`hive_database`)."""
     from tests.hive_metastore import HiveMetastore
     pytest.importorskip("pymetastore", reason="the Hive Metastore tests need paimon-ops[hive] (pymetastore)")
+    lanes.require("hive")
     with HiveMetastore(tmp_path_factory.mktemp("hive-metastore")) as hms:
         yield hms
 
@@ -75,6 +82,27 @@ def warehouse(tmp_path) -> str:
     return str(w)
 
 
+# ---------------------------------------------------------------------------------------------- lanes
+def pytest_configure(config):
+    for name, text in {**lanes.KINDS, **lanes.OTHER_MARKERS}.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    lanes.install_guard()
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config, items):
+    lanes.apply_markers(config, items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    outer = lanes.set_current(item)  # (an inner pytest run, tests/test_lanes.py, restores the outer test)
+    try:
+        yield
+    finally:
+        lanes.set_current(outer)
+
+
 # ---------------------------------------------------------------------------------------------- proofs cannot skip
 def _ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
@@ -86,6 +114,13 @@ def pytest_runtest_makereport(item, call):
     must run, and a missing prerequisite (javac, Chromium, test data) fails the run instead of hiding it."""
     outcome = yield
     rep = outcome.get_result()
+    if call.when == "teardown":
+        lanes.check_lingering(item)
+    started = lanes.violations_of(item)
+    if started:  # an unmarked process start fails the test, whatever its outcome (tests/lanes.py)
+        rep.outcome = "failed"
+        rep.longrepr = f"{item.nodeid}: " + "; ".join(started)
+        return
     if _ci() and rep.skipped and not hasattr(rep, "wasxfail"):
         reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
         rep.outcome = "failed"

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, PaimonOpsError
+from paimon_ops.execution.files import FileParts
 from paimon_ops.execution.plan import DELETE_FILES, JOURNAL, LEFTOVER, FileAction, FileList, PlanBuilder
 from paimon_ops.table.table import FileStoreTable
 
@@ -83,7 +84,8 @@ class Journal:
     table: FileStoreTable
     operation: str
     path: str = ""
-    deletes: Sequence[str] | FileList = ()  # (a FileList: the paths are made while they are written, a chunk at a time)
+    deletes: Sequence[str] | FileList | FileParts = ()  # (FileList, FileParts: the paths are made while they are
+                                                        # written, a chunk at a time)
     writes: list[dict[str, str]] = field(default_factory=list)
     abandoned: bool = False
     created_dir: bool = False  # this run created the journal directory (it removes it again when it ends cleanly)
@@ -96,7 +98,7 @@ class Journal:
                 "pid_start": _proc_start(os.getpid()), "abandoned": self.abandoned, "writes": self.writes}
         z = zlib.compressobj(1, zlib.DEFLATED, 31)  # (wbits 31: a gzip member)
         out = [z.compress(json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"deletes":[')]
-        paths = self.deletes.paths() if isinstance(self.deletes, FileList) else iter(self.deletes)
+        paths = self.deletes.paths() if isinstance(self.deletes, (FileList, FileParts)) else iter(self.deletes)
         sep = b""
         while chunk := list(itertools.islice(paths, 10_000)):
             out.append(z.compress(sep + json.dumps(chunk, separators=(",", ":"))[1:-1].encode()))
@@ -145,10 +147,11 @@ class Journal:
                 log.warning("could not mark journal %s abandoned: %s", self.path, e)
 
 
-def start(table: FileStoreTable, operation: str, deletes: Sequence[str] | FileList = (),
+def start(table: FileStoreTable, operation: str, deletes: Sequence[str] | FileList | FileParts = (),
           writes: Sequence[tuple[str, str]] = ()) -> Journal:
-    """A journal of the files `deletes` names (paths, or a FileList's paths) and of the writes announced."""
-    j = Journal(table, operation, deletes=deletes if isinstance(deletes, FileList) else list(deletes),
+    """A journal of the files `deletes` names (paths, or the paths of a FileList or FileParts) and of the writes
+    announced."""
+    j = Journal(table, operation, deletes=deletes if isinstance(deletes, (FileList, FileParts)) else list(deletes),
                 writes=[{"dir": d, "token": t} for d, t in writes])
     j.save()
     return j

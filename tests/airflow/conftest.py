@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import lanes
 from tests.conftest import REPO
 
 VENV = REPO / ".venv-airflow"
@@ -25,6 +26,7 @@ TEST_DAGS = Path(__file__).resolve().parent / "dags"
 @pytest.fixture(scope="session")
 def airflow_bin() -> Path:
     """The Airflow env's bin/ (created or updated on first need; a failure fails the tests, never skips them)."""
+    lanes.require("airflow")
     proc = subprocess.run(["bash", str(REPO / "dev.sh"), "airflow-env"], cwd=REPO, capture_output=True, text=True,
                           timeout=1200)
     if proc.returncode != 0 or not (VENV / "bin" / "airflow").exists():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import lanes
 from tests.catalog import servers
 
 
@@ -43,6 +44,7 @@ def postgres():
     if servers.postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (Debian: postgresql; dev.sh installs it)")
     pytest.importorskip("psycopg")
+    lanes.require("jdbc")
     root = Path(tempfile.mkdtemp(prefix="paimon-ops-pg-"))
     server = servers.Postgres.start(root)
     try:
@@ -57,6 +59,7 @@ def mariadb():
     if servers.mariadb_bins() is None:
         pytest.skip("MariaDB is not installed (Debian: mariadb-server; dev.sh installs it)")
     pytest.importorskip("pymysql")
+    lanes.require("jdbc")
     root = Path(tempfile.mkdtemp(prefix="paimon-ops-mariadb-"))
     server = servers.MariaDB.start(root)
     try:

@@ -7,6 +7,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 import paimon_ops as po
 from paimon_ops.sample import build_sample_warehouse
 from tests.docs.docs_util import Block, blocks
@@ -39,6 +41,7 @@ def test_readme_links_resolve():
             assert (REPO / target).exists(), f"README links to {target}, which does not exist"
 
 
+@pytest.mark.subprocess  # runs the README's commands in bash (through a helper the lane inference cannot read)
 def test_readme_example_runs(tmp_path):
     from tests.docs.test_examples import Sandbox, Setup
     sample = tmp_path / "sample"

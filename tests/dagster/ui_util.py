@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 
+from tests import lanes
 from tests.net import patient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,6 +145,7 @@ class ManagedProcess:
     """One process started in its own session (so its pid is its process-group id), output to a log file."""
 
     def __init__(self, name: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str], log_path: Path):
+        lanes.require("webserver")
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
@@ -590,6 +592,7 @@ class Browser:
     it and the Chromium processes it launches; `close` quits the session and then signals that group only."""
 
     def __init__(self, user_data_dir: Path, log_path: Path):
+        lanes.require("webserver")
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 

@@ -443,6 +443,8 @@ def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_T
     ``payload`` may contain ``pathlib.Path``, ``bytes`` (sent base64), ``datetime``/``date`` and
     ``Decimal`` values; they are converted to the harness' JSON conventions.
     """
+    from tests import lanes
+    lanes.require("java")
     if _uses_hive(payload) and hive_jars() not in map(os.fspath, extra_classpath):
         extra_classpath = [*extra_classpath, hive_jars()]
     cmd = jvm_command(command, extra_classpath)

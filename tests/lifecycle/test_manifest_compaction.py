@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 
-import pyarrow as pa
 import pytest
 
 import paimon_ops as po
@@ -26,14 +25,12 @@ from paimon_ops.lifecycle.manifest_compaction import (
 )
 from paimon_ops.table.scan import ManifestStore, TableScanner
 from paimon_ops.table.table import FileStoreTable
-from paimon_ops.table.writer import TableWriter, create_table
 from tests.safety.util import tree_digest
+from tests.tables import make_table, write
 
 
 def _write(t: FileStoreTable, dt_: str, keys: list[int], tag: str) -> None:
-    w = TableWriter(t.refresh())
-    w.write(pa.table({"dt": [dt_] * len(keys), "k": keys, "v": [tag] * len(keys)}))
-    w.commit()
+    write(t, {"dt": [dt_] * len(keys), "k": keys, "v": [tag] * len(keys)})
 
 
 def _views(t: FileStoreTable) -> dict:
@@ -50,8 +47,8 @@ def _views(t: FileStoreTable) -> dict:
 @pytest.fixture
 def busy(warehouse) -> FileStoreTable:
     """Many small commits, a compaction (DELETE + ADD entries) and a tag: many small manifests."""
-    t = create_table(warehouse, "db.t", [("dt", "STRING"), ("k", "INT"), ("v", "STRING")], ["dt"], ["dt", "k"],
-                     {"bucket": "1", "manifest.merge-min-count": "1000"})
+    t = make_table(warehouse, "db.t", [("dt", "STRING"), ("k", "INT"), ("v", "STRING")], partition_keys=["dt"],
+                   primary_keys=["dt", "k"], options={"bucket": "1", "manifest.merge-min-count": "1000"})
     for i in range(10):
         _write(t, "a" if i % 2 else "b", [i % 4, (i + 1) % 4], f"v{i}")
         if i == 5:
@@ -114,8 +111,9 @@ def test_stale_when_someone_else_merged(busy, warehouse):
 def test_large_clean_prefix_is_kept(warehouse):
     """Java's rule: leading manifests without DELETE entries and at least manifest.target-file-size stay as they
     are unless a later manifest deletes one of their files."""
-    t = create_table(warehouse, "db.t", [("dt", "STRING"), ("k", "INT"), ("v", "STRING")], ["dt"], ["dt", "k"],
-                     {"bucket": "1", "manifest.target-file-size": "1 b", "manifest.merge-min-count": "1000"})
+    t = make_table(warehouse, "db.t", [("dt", "STRING"), ("k", "INT"), ("v", "STRING")], partition_keys=["dt"],
+                   primary_keys=["dt", "k"],
+                   options={"bucket": "1", "manifest.target-file-size": "1 b", "manifest.merge-min-count": "1000"})
     _write(t, "a", [1, 2], "x")
     _write(t, "b", [1, 2], "x")
     _write(t, "b", [3], "y")
@@ -136,11 +134,9 @@ def test_large_clean_prefix_is_kept(warehouse):
 
 
 def test_nothing_to_do(warehouse):
-    t = create_table(warehouse, "db.t", [("k", "INT")], [], [], {"bucket": "-1"})
+    t = make_table(warehouse, "db.t", [("k", "INT")], options={"bucket": "-1"})
     assert plan_compact_manifests(t).is_empty and manifest_count(t) == 0
-    w = TableWriter(t.refresh())
-    w.write(pa.table({"k": [1]}))
-    w.commit()
+    write(t, {"k": [1]})
     r = po.Table(t.refresh()).maintenance.compact_manifests().execute()
     assert r.snapshot_id is None and t.refresh().snapshots.latest_id() == 1
 

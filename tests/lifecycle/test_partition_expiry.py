@@ -9,7 +9,6 @@ import datetime as dt
 import os
 import shutil
 
-import pyarrow as pa
 import pytest
 
 import paimon_ops as po
@@ -30,24 +29,17 @@ from paimon_ops.lifecycle.partition_expiry import (
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileStoreTable
-from paimon_ops.table.writer import TableWriter, create_table
 from tests.safety.util import tree_digest
+from tests.tables import make_table, write
 
 UTC = dt.timezone.utc
 NOW = int(dt.datetime(2024, 1, 10, tzinfo=UTC).timestamp() * 1000)
 DAYS3 = dt.timedelta(days=3)
 
 
-def _write(t: FileStoreTable, rows: dict) -> None:
-    w = TableWriter(t.refresh())
-    w.write(pa.table(rows))
-    w.commit()
-
-
 def _table(wh: str, name: str = "db.t", ptype: str = "STRING", pk: bool = True, **opts) -> FileStoreTable:
-    fields = [("dt", ptype), ("k", "INT"), ("v", "STRING")]
-    return create_table(wh, name, fields, ["dt"], ["dt", "k"] if pk else [],
-                        {"bucket": "2" if pk else "-1", **opts})
+    return make_table(wh, name, [("dt", ptype), ("k", "INT"), ("v", "STRING")], partition_keys=["dt"],
+                      primary_keys=["dt", "k"] if pk else [], options={"bucket": "2" if pk else "-1", **opts})
 
 
 def _parts(t: FileStoreTable) -> list[str]:
@@ -60,7 +52,7 @@ def _parts(t: FileStoreTable) -> list[str]:
 def daily(warehouse) -> FileStoreTable:
     t = _table(warehouse)
     for day in (1, 2, 5, 8, 9):
-        _write(t, {"dt": [f"2024-01-0{day}"] * 3, "k": [1, 2, 3], "v": [f"d{day}"] * 3})
+        write(t, {"dt": [f"2024-01-0{day}"] * 3, "k": [1, 2, 3], "v": [f"d{day}"] * 3})
     return t.refresh()
 
 
@@ -97,7 +89,7 @@ def test_plan_lists_partitions_and_round_trips(daily, tmp_path):
 
 def test_write_into_an_expiring_partition_makes_the_plan_stale(daily, warehouse):
     plan = plan_expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3)
-    _write(daily, {"dt": ["2024-01-02"], "k": [9], "v": ["late"]})
+    write(daily, {"dt": ["2024-01-02"], "k": [9], "v": ["late"]})
     before = tree_digest(warehouse)
     with pytest.raises(StalePlanError, match="partition dt=2024-01-02 changed since the plan"):
         Plan.from_json(plan.to_json()).execute()
@@ -106,7 +98,7 @@ def test_write_into_an_expiring_partition_makes_the_plan_stale(daily, warehouse)
 
 def test_commits_to_other_partitions_do_not_stop_expiry(daily):
     plan = plan_expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3)
-    _write(daily, {"dt": ["2024-01-09", "2024-01-20"], "k": [7, 7], "v": ["new", "new"]})
+    write(daily, {"dt": ["2024-01-09", "2024-01-20"], "k": [7, 7], "v": ["new", "new"]})
     plan.execute()
     assert _parts(daily) == ["dt=2024-01-08/", "dt=2024-01-09/", "dt=2024-01-20/"]
     assert daily.refresh().snapshots.latest().total_record_count == 8
@@ -120,7 +112,7 @@ def test_commit_refuses_a_file_written_into_a_dropped_partition(daily):
     part = next(e.partition for e in live if scanner.partition_dir(e.partition) == "dt=2024-01-01/")
     deletes = [e.with_(kind=FileKind.DELETE) for e in live if e.partition == part]
     base = t.snapshots.latest_id()
-    _write(t, {"dt": ["2024-01-01"], "k": [8], "v": ["racer"]})
+    write(t, {"dt": ["2024-01-01"], "k": [8], "v": ["racer"]})
     with pytest.raises(CommitConflictError, match="written into a partition being dropped"):
         FileStoreCommit(t.refresh()).commit(CommitChanges(data=tuple(deletes), emptied_partitions=(part,)),
                                             "OVERWRITE", base)
@@ -131,7 +123,7 @@ def test_typed_partitions(warehouse):
     """DATE and TIMESTAMP partitions are read as the times they are (Java 0.9 never expires them: #6439); INT with
     a formatter like Java."""
     d = _table(warehouse, "db.d", "DATE", pk=False)
-    _write(d, {"dt": [dt.date(2024, 1, 1), dt.date(2024, 1, 9)], "k": [1, 2], "v": ["a", "b"]})
+    write(d, {"dt": [dt.date(2024, 1, 1), dt.date(2024, 1, 9)], "k": [1, 2], "v": ["a", "b"]})
     plan = plan_expire_partitions(d.refresh(), now_millis=NOW, expiration_time=DAYS3)
     assert [(p["partition"], p["time"]) for p in plan.details["expired_partitions"]] ==\
         [({"dt": "2024-01-01"}, "2024-01-01T00:00:00.000Z")]  # the value, not the directory's day number
@@ -139,13 +131,13 @@ def test_typed_partitions(warehouse):
                                   timestamp_pattern="$dt")
     assert len(plan.details["expired_partitions"]) == 1  # the exact call of #6439 works
     ts = _table(warehouse, "db.ts", "TIMESTAMP(3)", pk=False)
-    _write(ts, {"dt": [dt.datetime(2024, 1, 6, 23, 59, 59), dt.datetime(2024, 1, 7, 0, 0, 0)], "k": [1, 2],
+    write(ts, {"dt": [dt.datetime(2024, 1, 6, 23, 59, 59), dt.datetime(2024, 1, 7, 0, 0, 0)], "k": [1, 2],
                 "v": ["a", "b"]})
     plan = plan_expire_partitions(ts.refresh(), now_millis=NOW, expiration_time=DAYS3)
     assert [p["time"] for p in plan.details["expired_partitions"]] == ["2024-01-06T23:59:59.000Z"]
     i = _table(warehouse, "db.i", "INT", pk=False, **{"partition.timestamp-formatter": "yyyyMMdd",
                                                       "partition.expiration-time": "3 d"})
-    _write(i, {"dt": [20240101, 20240109, 2024010], "k": [1, 2, 3], "v": ["a", "b", "c"]})
+    write(i, {"dt": [20240101, 20240109, 2024010], "k": [1, 2, 3], "v": ["a", "b", "c"]})
     plan = plan_expire_partitions(i.refresh(), now_millis=NOW)
     assert [p["partition"] for p in plan.details["expired_partitions"]] == [{"dt": 20240101}]
     assert [p["partition"] for p in plan.details["unparseable_partitions"]] == [{"dt": 2024010}]
@@ -154,7 +146,7 @@ def test_typed_partitions(warehouse):
 
 def test_update_time(warehouse):
     t = _table(warehouse, pk=False, **{"partition.expiration-strategy": "update-time"})
-    _write(t, {"dt": ["a", "b"], "k": [1, 2], "v": ["x", "y"]})
+    write(t, {"dt": ["a", "b"], "k": [1, 2], "v": ["x", "y"]})
     t = t.refresh()
     scanner = TableScanner(t)
     created = {scanner.partition_dir(f.partition): f.meta.creation_time for f in scanner.scan_latest().files}
@@ -171,7 +163,7 @@ def test_update_time(warehouse):
 def test_zone_of_now(warehouse):
     """`now` is read on the wall clock of sink.process-time-zone (else UTC), where partition values live."""
     t = _table(warehouse, pk=False)
-    _write(t, {"dt": ["2024-01-06", "2024-01-07"], "k": [1, 2], "v": ["a", "b"]})
+    write(t, {"dt": ["2024-01-06", "2024-01-07"], "k": [1, 2], "v": ["a", "b"]})
     at = int(dt.datetime(2024, 1, 9, 20, tzinfo=UTC).timestamp() * 1000)  # 2024-01-10 04:00 in Shanghai
     utc = plan_expire_partitions(t.refresh(), now_millis=at, expiration_time=DAYS3)
     assert [p["path"] for p in utc.details["expired_partitions"]] == ["dt=2024-01-06/"]
@@ -183,7 +175,7 @@ def test_zone_of_now(warehouse):
 
 def test_max_num_in_paimons_order(warehouse):
     t = _table(warehouse, pk=False, **{"partition.expiration-max-num": "2"})
-    _write(t, {"dt": ["2024-01-03", "2024-01-01", "2024-01-02", "2024-01-09"], "k": [1, 2, 3, 4], "v": list("abcd")})
+    write(t, {"dt": ["2024-01-03", "2024-01-01", "2024-01-02", "2024-01-09"], "k": [1, 2, 3, 4], "v": list("abcd")})
     plan = plan_expire_partitions(t.refresh(), now_millis=NOW, expiration_time=DAYS3)
     assert [p["path"] for p in plan.details["expired_partitions"]] == ["dt=2024-01-01/", "dt=2024-01-02/"]
     assert [p["path"] for p in plan.details["over_limit"]] == ["dt=2024-01-03/"]
@@ -198,11 +190,11 @@ def test_max_num_in_paimons_order(warehouse):
 
 
 def test_refusals_and_bad_options(warehouse):
-    plain = create_table(warehouse, "db.plain", [("k", "INT"), ("v", "STRING")], [], [], {"bucket": "-1"})
+    plain = make_table(warehouse, "db.plain", options={"bucket": "-1"})
     with pytest.raises(InvalidArgumentError, match="not partitioned"):
         plan_expire_partitions(plain, expiration_time=DAYS3)
     t = _table(warehouse, pk=False)
-    _write(t, {"dt": ["2024-01-01"], "k": [1], "v": ["a"]})
+    write(t, {"dt": ["2024-01-01"], "k": [1], "v": ["a"]})
     t = t.refresh()
     with pytest.raises(InvalidArgumentError, match="expiration_time.*partition.expiration-time"):
         plan_expire_partitions(t, now_millis=NOW)
@@ -230,7 +222,7 @@ def test_refusals_and_bad_options(warehouse):
 
 def test_only_null_partitions_is_not_a_bad_option(warehouse):
     t = _table(warehouse, pk=False)
-    _write(t, {"dt": [None], "k": [1], "v": ["a"]})
+    write(t, {"dt": [None], "k": [1], "v": ["a"]})
     plan = plan_expire_partitions(t.refresh(), now_millis=NOW, expiration_time=DAYS3)
     assert plan.is_empty and plan.details["unparseable_partitions"][0]["path"] == "dt=__DEFAULT_PARTITION__/"
 

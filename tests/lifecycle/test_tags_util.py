@@ -8,7 +8,7 @@ import pendulum
 import pyarrow as pa
 
 from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
-from paimon_ops.table.writer import TableWriter, create_table
+from tests.tables import make_table, write
 
 FIELDS = [("k", "INT"), ("v", "STRING")]
 
@@ -24,9 +24,7 @@ def hours(n: float) -> int:
 
 def commit_rows(table: FileStoreTable, rows: Sequence[int], at_ms: int) -> int:
     """One real APPEND commit of rows (k, 'v<k>') with a controlled commit time; returns the snapshot id."""
-    w = TableWriter(table.refresh())
-    w.write(pa.table({"k": pa.array(list(rows), pa.int32()), "v": [f"v{k}" for k in rows]}))
-    snap = w.commit(now_millis=at_ms)
+    snap = write(table, {"k": pa.array(list(rows), pa.int32()), "v": [f"v{k}" for k in rows]}, now_millis=at_ms)
     assert snap is not None
     return snap.id
 
@@ -34,8 +32,8 @@ def commit_rows(table: FileStoreTable, rows: Sequence[int], at_ms: int) -> int:
 def real_table(warehouse: str, name: str, options: dict[str, str] | None = None, times: Sequence[int] = (),
                primary_key: bool = False) -> FileStoreTable:
     """A table with one real commit per time (row k = index), for tests that read data or reclaim files."""
-    t = create_table(warehouse, f"db.{name}", FIELDS, primary_keys=("k",) if primary_key else (),
-                     options={**({"bucket": "1"} if primary_key else {}), **(options or {})})
+    t = make_table(warehouse, f"db.{name}", FIELDS, primary_keys=("k",) if primary_key else (),
+                   options={**({"bucket": "1"} if primary_key else {}), **(options or {})})
     for i, at in enumerate(times):
         commit_rows(t, [i], at)
     return t.refresh()
@@ -68,7 +66,7 @@ def fake_history(warehouse: str, name: str, options: dict[str, str] | None, time
                  watermarks: Sequence[int | None] | None = None) -> FileStoreTable:
     """A table whose snapshots 1..n have the given commit times (and watermarks) — fast: one real commit, then
     copies of its snapshot JSON with other ids/times (tag logic only reads snapshot JSON)."""
-    t = create_table(warehouse, f"db.{name}", FIELDS, options=options or {})
+    t = make_table(warehouse, f"db.{name}", FIELDS, options=options or {})
     commit_rows(t, [0], times[0])
     t = t.refresh()
     first = t.snapshots.snapshot(1)

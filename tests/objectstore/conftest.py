@@ -24,6 +24,7 @@ from typing import Callable
 
 import pytest
 
+from tests import lanes
 from tests.net import free_port
 
 ACCESS_KEY = "paimon-test-access"
@@ -98,6 +99,7 @@ class S3Server:
 
 
 def _start_moto() -> tuple[subprocess.Popen, str]:
+    lanes.require("moto")
     exe = Path(sys.executable).with_name("moto_server")
     if not exe.exists():
         raise RuntimeError(f"{exe} not found (moto[server] is in the project's test extra)")

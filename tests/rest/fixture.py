@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from tests import lanes
 from tests.net import free_port, patient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,6 +130,7 @@ def server_config(warehouse: str, state_dir: Path, **overrides: Any) -> dict[str
 @contextlib.contextmanager
 def rest_server(warehouse: str, state_dir: Path, **overrides: Any) -> Iterator[RestServer]:
     """The spec server over `warehouse`, started now and stopped on exit (by pid)."""
+    lanes.require("rest")
     state_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     cfg = server_config(warehouse, state_dir, port=port, **overrides)

@@ -32,8 +32,10 @@ def _written_by_a_run(t: Path, before: set[str]) -> bool:
     return any(p.name.startswith("data-") and str(p) not in before for p in t.glob("bucket-*/*"))
 
 
-@pytest.mark.parametrize("sig,where", [(signal.SIGINT, "--local"), (signal.SIGTERM, "--local"),
-                                       (signal.SIGINT, "local[1]")], ids=["SIGINT", "SIGTERM", "SIGINT-on-Spark"])
+@pytest.mark.parametrize("sig,where", [
+    pytest.param(signal.SIGINT, "--local", id="SIGINT"), pytest.param(signal.SIGTERM, "--local", id="SIGTERM"),
+    pytest.param(signal.SIGINT, "local[1]", id="SIGINT-on-Spark", marks=pytest.mark.spark),  # the CLI's Spark driver
+])
 def test_interrupting_a_compaction_cleans_up(big, tmp_path, sig, where):
     """In-process and on Spark (the job is cancelled and waited for; what its tasks wrote is removed)."""
     import shutil
