@@ -282,11 +282,17 @@ def _program(argv: Any) -> tuple[str, str]:
     return (names[0] if names else ""), line
 
 
+# the standard library's own probes of the machine: platform.architecture() runs `file -b`, ctypes.util.find_library
+# runs ldconfig / gcc / ld — short-lived, no kind of the lanes'
+STDLIB_PROBES = ("file -b ", "/sbin/ldconfig ", "ldconfig ", "gcc ", "cc ", "ld ", "uname ")
+
+
 def _dagster_step_helper(line: str) -> bool:
     """Dagster's own helpers around every step run on a real instance: the compute-log capture (`tail -F` of the
-    step's log files) and its orphan watcher — short-lived, ending with the step; no kind of the lanes'."""
+    step's log files) and its orphan watcher — short-lived, ending with the step; no kind of the lanes' — and the
+    standard library's probes (STDLIB_PROBES)."""
     return (line.startswith("tail -F ") and "/compute_logs/" in line) or \
-        "dagster/_core/execution/scripts/watch_orphans.py" in line
+        "dagster/_core/execution/scripts/watch_orphans.py" in line or line.startswith(STDLIB_PROBES)
 
 
 def _check(argv: Any) -> None:
