@@ -9,6 +9,7 @@ on Spark).
 
 See `paimon_ops.api` for every operation; errors are in `paimon_ops.errors`.
 """
+import paimon_ops.execution.executor as _executor  # noqa: F401  (registers itself: plan.execute())
 from paimon_ops.api import Catalog, Maintenance, Table, Tags, load_plan
 from paimon_ops.errors import (
     CommitConflictError,
@@ -22,7 +23,6 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     UnsupportedError,
 )
-from paimon_ops.execution import executor as _executor  # noqa: F401  (registers itself: plan.execute())
 from paimon_ops.execution.plan import Plan
 from paimon_ops.execution.report import Report
 from paimon_ops.execution.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner

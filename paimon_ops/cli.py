@@ -3,15 +3,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
+import fnmatch
 import itertools
 import json
 import logging
 import os
+import re
+import signal
 import sys
+import threading
 from datetime import datetime, timezone
 from typing import Any, Callable, NoReturn, Sequence
 
-from paimon_ops.api import OPERATIONS, by_plan_type
+from paimon_ops import __version__
+from paimon_ops.api import OPERATIONS, Catalog, by_plan_type, plan_operation
 from paimon_ops.errors import (
     CancelledError,
     InvalidOptionError,
@@ -21,12 +27,18 @@ from paimon_ops.errors import (
     TableNotFoundError,
     cli_words,
 )
-from paimon_ops.execution.plan import human_bytes
+from paimon_ops.execution.plan import Plan, human_bytes
+from paimon_ops.execution.runner import make_runner, planning_on, stuck_start
+from paimon_ops.lifecycle.rollback import require_confirmation
+from paimon_ops.lifecycle.timeline import tag_local_zone
 from paimon_ops.operations.model import BOOL, CHOICE, FLOAT, INT, NAMES, PARTITIONS, TASKS, Operation
+from paimon_ops.options import format_duration
+from paimon_ops.sample import build_sample_warehouse
 from paimon_ops.schemas import ERROR, LIST, TABLES, envelope, format_of
+from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
-from paimon_ops.timeutil import iso
+from paimon_ops.timeutil import iso, local_to_instant_millis, naive_to_local_millis
 
 
 def _ts(ms: int | None) -> str:
@@ -129,9 +141,6 @@ def cmd_snapshots(args: argparse.Namespace) -> None:
 
 
 def cmd_tags(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.timeline import tag_local_zone
-    from paimon_ops.options import format_duration
-    from paimon_ops.timeutil import local_to_instant_millis, naive_to_local_millis
     t = _table(args)
     tags = t.tags.tags()
     zone = tag_local_zone(t) if any(tag.tag_create_time for _, tag in tags) else None
@@ -228,7 +237,6 @@ class _Progress:
 def _runner(args: argparse.Namespace):
     """--local: in-process; --spark-master / --spark-remote: that Spark (probed now, before anything is planned);
     neither: the default AutoRunner, which runs in-process unless the plan is large (then the embedded local[*])."""
-    from paimon_ops.execution.runner import make_runner
     if getattr(args, "local", False):
         return make_runner("local")
     if args.spark_master or args.spark_remote:
@@ -239,7 +247,6 @@ def _runner(args: argparse.Namespace):
 
 
 def _facade(args: argparse.Namespace, table: str | None = None):
-    from paimon_ops.api import Catalog
     catalog = Catalog(args.warehouse, options=_warehouse_options(args))
     try:
         return catalog.get_table(table or args.table)
@@ -270,7 +277,6 @@ def _not_a_warehouse(catalog: FileSystemCatalog) -> None:
 def matching_tables(catalog: FileSystemCatalog, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
     """The tables (db.table, sorted) matching an fnmatch pattern (`db.*`, `*.*`, `shop.ord*`) and none of `exclude`;
     a pattern matching nothing is an error naming it."""
-    import fnmatch
     _not_a_warehouse(catalog)
     every = catalog.all_tables()
     found = [t for t in every if fnmatch.fnmatchcase(t, pattern)]
@@ -322,7 +328,6 @@ def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = Tru
                     "dry_run_bytes": sum(s.files.total_bytes() for s in plan.steps)}, text
         return plan.to_dict(), text
     if not confirm:
-        from paimon_ops.lifecycle.rollback import require_confirmation
         require_confirmation(plan, False)
     if runner is None and hasattr(args, "local"):
         runner = _runner(args)
@@ -348,11 +353,10 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
         values = {p.name: getattr(args, p.name) for p in op.params if p.cli}
         if op.takes_now:
             values["now"] = getattr(args, "now_ms", None)
-        from paimon_ops.execution.runner import planning_on
         # the runner the flags choose places the planning's manifest reading too (expiry, orphan removal)
         runner = _runner(args) if hasattr(args, "local") else None
         with planning_on(runner):
-            plan = op.plan(t, values, {**op.cli_words(), "now": "--now-ms"})
+            plan = plan_operation(t, op, values, {**op.cli_words(), "now": "--now-ms"})
         if op.cli_check is not None:
             op.cli_check(plan, t)
         return _result(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes, runner=runner)
@@ -446,7 +450,6 @@ def cmd_apply(args: argparse.Namespace) -> None:
                 text = f.read()
     except OSError as e:
         raise PaimonOpsError(f"cannot read plan {path}: {e.strerror or e}") from None
-    from paimon_ops.execution.plan import Plan
     plan = Plan.from_json(text, where=path)
     args.dry_run = False
     op = by_plan_type(plan.operation)
@@ -463,7 +466,6 @@ def _already_applied(args: argparse.Namespace, plan: Any, sample: int = 200) -> 
     """Whether a plan refused as stale is done already: every file it deletes is gone and every file it writes with
     given contents (tag files) holds them — checked on up to `sample` files. A plan whose outcome is decided only
     when it runs (compaction) cannot be recognised: it stays stale."""
-    from paimon_ops.table.fileio import FileIO
     writes = [(a, text) for s in plan.steps if s.writes and "contents" in s.params
               for a, text in zip(s.files, s.params["contents"])]
     if not plan.deletes and not writes or len(writes) != sum(len(s.files) for s in plan.steps if s.writes):
@@ -483,7 +485,6 @@ def _already_applied(args: argparse.Namespace, plan: Any, sample: int = 200) -> 
 
 
 def cmd_sample(args: argparse.Namespace) -> None:
-    from paimon_ops.sample import build_sample_warehouse
     tables = build_sample_warehouse(args.warehouse, rounds=args.rounds)
     _emit(args, _list(args, [{"table": t} for t in tables]),
           lambda: print(f"sample warehouse at {args.warehouse}: " + ", ".join(tables)))
@@ -507,8 +508,6 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but errors are one line (no usage block) and name the closest flag or command for a misspelt one."""
 
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
-        import difflib
-        import re
         where = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
         see = f"; see {self.prog} --help"
         m = re.search(r"unrecognized arguments?: (.*)", message)
@@ -531,7 +530,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from paimon_ops import __version__
     p = _Parser(prog="paimon-ops", description="Maintenance for Apache Paimon tables")
     p.add_argument("--version", action="version", version=f"paimon-ops {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -679,8 +677,6 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import signal
-    import threading
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -689,7 +685,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process its pipe closed
-    from paimon_ops.execution.runner import stuck_start
     if stuck_start():  # an abandoned Spark start-up would keep the interpreter from exiting: leave now
         sys.stdout.flush()
         sys.stderr.flush()

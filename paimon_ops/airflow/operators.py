@@ -28,6 +28,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
 from paimon_ops.airflow.names import table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
+from paimon_ops.api import load_plan
 from paimon_ops.errors import PaimonOpsError
 
 PLAN_XCOM_KEY = "plan"
@@ -150,7 +151,6 @@ class PaimonApplyPlanOperator(_PaimonBase):
         self.plan = plan
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from paimon_ops.api import load_plan
         text = self.plan
         if not isinstance(text, str) or not text.strip() or text.strip() == "None":
             raise AirflowFailException(f"no plan to apply (plan={str(text)[:80]!r}): did the reviewed task push one?")

@@ -9,11 +9,14 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import re
+import re as _re
 from dataclasses import dataclass, field
 from typing import Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from paimon_ops.errors import InvalidOptionError, PaimonOpsError
+from paimon_ops.features import uses_of_schema
+from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.options import (
     COMPACTION_DV_RATIO_THRESHOLD,
     COMPACTION_SMALL_FILES_THRESHOLD,
@@ -112,7 +115,6 @@ class TableSpec:
     @property
     def gated(self) -> bool:
         """The options declare a feature the engine's feature gate refuses for some operation."""
-        from paimon_ops.features import uses_of_schema
         return bool(uses_of_schema(self.options))
 
     @property
@@ -167,7 +169,6 @@ def load_spec(table: FileStoreTable) -> TableSpec:
         latest = table.snapshots.latest()  # parses the JSON: a corrupt latest snapshot is reported here
         # The engine's reading of the tag options (tag.create-time / Paimon's tag.automatic-creation), validated:
         # a malformed option makes the table "broken" here exactly as it would fail every tag run.
-        from paimon_ops.lifecycle.schedule import tag_schedule
         sched = tag_schedule(table)
         timing = None
         auto_tag = None
@@ -206,7 +207,6 @@ def load_spec(table: FileStoreTable) -> TableSpec:
 def _partitions_start(table: FileStoreTable, schema, zone: str) -> str:
     """The day (yyyy-MM-dd, in the tag zone) the table was created, its earliest snapshot or its earliest dated tag
     (tags outlive expired snapshots, and may be older than the schema), whichever is oldest."""
-    import re as _re
     times = [schema.time_millis] if schema.time_millis else []
     try:
         s0 = schema if schema.id == 0 else table.schemas.schema(0)
@@ -233,7 +233,6 @@ def _partitions_start(table: FileStoreTable, schema, zone: str) -> str:
 
 def partition_key_of(spec: TableSpec, tag_name: str) -> str | None:
     """The daily partition (yyyy-MM-dd) a tag name stands for, or None (not a daily tag of this table)."""
-    import re as _re
     if not spec.daily_tags:
         return None
     m = _re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", tag_name)

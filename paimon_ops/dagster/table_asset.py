@@ -44,8 +44,8 @@ from dagster import (
 from pydantic import ValidationError
 
 import paimon_ops as po
-from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster import due
+import paimon_ops.dagster.checks as checks_mod
+import paimon_ops.dagster.due as due
 from paimon_ops.dagster.instance import PRIORITY_TAG, table_slot
 from paimon_ops.dagster.jobs import JOBS
 from paimon_ops.dagster.metadata import (
@@ -61,7 +61,6 @@ from paimon_ops.dagster.operations import (
     CONFIG_BY_KIND,
     CREATE_TAGS,
     DAGSTER_OPERATIONS,
-    EXPIRE_SNAPSHOTS,
     applies,
     now_millis,
     operations_of,
@@ -235,13 +234,6 @@ def run_table(context: AssetExecutionContext, ref: TableRef, names: list[str], c
             context.log_event(outcome.evaluation(key))
 
 
-def _due_order(name: str) -> tuple[bool, int]:
-    """Due work runs in the registry's stage order (partitions expire before anything is compacted), except snapshot
-    expiry, last: it then expires by the table's retention the snapshots the run itself committed too, and the table
-    holds no more snapshots than its retention allows when the run ends."""
-    return name == EXPIRE_SNAPSHOTS, DAGSTER_OPERATIONS[name].stage
-
-
 def due_work(context: AssetExecutionContext, spec: TableSpec, raw: Any, names: list[str], config: Any
              ) -> tuple[list[tuple[str, str, Any]], dict[str, Any]]:
     """What a run does on the table: (label, operation, its config section) in run order, and metadata saying why.
@@ -260,7 +252,7 @@ def due_work(context: AssetExecutionContext, spec: TableSpec, raw: Any, names: l
         "lll"))} if found else {}
     work: list[tuple[str, str, Any]] = []
     not_run: list[str] = []
-    for name in sorted(DAGSTER_OPERATIONS, key=_due_order):
+    for name in DAGSTER_OPERATIONS:  # in the engine's run order (the operations' stages)
         sections = [s for n in found if n.due and n.operation == name for s in n.sections]
         for i, section in enumerate(sections):
             label = name if len(sections) == 1 else f"{name}.{i + 1}"

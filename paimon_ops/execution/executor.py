@@ -25,9 +25,13 @@ import dataclasses
 import logging
 import posixpath
 import time
+import uuid
 from typing import Any, Callable, Sequence
 
-from paimon_ops.errors import CancelledError, CommitConflictError, InvalidOptionError, PaimonOpsError, StalePlanError
+import paimon_ops.execution.journal as journal
+import paimon_ops.features as features
+from paimon_ops.errors import CancelledError, CommitConflictError, InvalidOptionError, PaimonOpsError, StalePlanError, UnsafeOperationError
+from paimon_ops.execution.deleter import Deleter, preflight
 from paimon_ops.execution.files import FileParts
 from paimon_ops.execution.plan import (
     DELETE_DIRS,
@@ -53,7 +57,8 @@ from paimon_ops.execution.runner import Progress, Runner, place
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.options import affects_files
 from paimon_ops.table.fileio import ensure_within
-from paimon_ops.table.table import FileStoreTable
+from paimon_ops.table.removal import allowed_roots
+from paimon_ops.table.table import CHANGELOG_PREFIX, SNAPSHOT_PREFIX, FileStoreTable, _ids_in
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +91,6 @@ class Execution:
 
     def __init__(self, plan: Plan, table: FileStoreTable, runner: Runner | None, progress: Progress | None,
                  batch_size: int | None = None, parallel_threshold: int | None = None):
-        from paimon_ops.execution.deleter import Deleter
-        from paimon_ops.table.removal import allowed_roots
         self.plan = plan
         self.table = table
         self.runner = runner
@@ -122,7 +125,6 @@ class Execution:
 
     def journal_writes(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Record, before writing, that files named with a token will appear in a directory (crash leftovers)."""
-        from paimon_ops.execution import journal
         if self.journal is None:
             self.journal = journal.start(self.table, self.plan.operation, writes=pairs)
         else:
@@ -131,7 +133,6 @@ class Execution:
     def write(self, action: FileAction, data: bytes, create: bool = False) -> bool:
         ensure_within(self.table.root, action.path)
         if create:
-            import uuid
             token = str(uuid.uuid4())  # names the temporary file: a run killed mid-write leaves one the next finds
             self.journal_writes([(posixpath.dirname(action.path), token)])
             created = self.table.io.write_atomic_if_absent(action.path, data, tmp_token=token)
@@ -250,8 +251,6 @@ def execute(plan: Plan, table: FileStoreTable | None = None, *, runner: Runner |
 
 def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | None, progress: Progress | None,
                   batch_size: int | None, parallel_threshold: int | None, state: dict[str, Any]) -> Report:
-    from paimon_ops.execution import journal
-    from paimon_ops.execution.deleter import preflight
     started = time.time()
     if table is None:
         table = open_plan_table(plan)
@@ -259,8 +258,8 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
         raise PaimonOpsError(f"plan for {plan.table} ({plan.location}, branch {plan.branch}) cannot be executed on "
                              f"{table.identifier} ({table.location}, branch {table.branch})")
     check_identity(plan, table)
-    from paimon_ops import features  # a plan reviewed earlier (or made by another version) is gated again
     mode = getattr(plan, "mode", None)
+    # a plan reviewed earlier (or made by another version) is gated again
     features.require(table, gate_of(plan.operation, mode), what=f"{plan.operation} plan" + (f" ({mode})" if mode else ""))
     if plan.is_fresh:
         check_preconditions(plan, table, skip_covered=True)
@@ -303,7 +302,6 @@ def _end_journal_after_failure(ex: Execution) -> None:
     """After a failed or interrupted run: a journal of files to delete stays (abandoned, so the next run finishes it
     at once); a journal of files written is closed when the handlers removed every one of them (nothing left to
     finish), else abandoned. Nothing is deleted here: only the handlers know what was committed."""
-    from paimon_ops.errors import UnsafeOperationError
     j = ex.journal
     if j.deletes or getattr(ex.runner, "name", "") == "spark":  # Spark: an executor may still close a file later
         j.abandon()
@@ -358,7 +356,6 @@ def _write_hint(ex: Execution, step: Step) -> None:
 def _ensure_hints(ex: Execution, step: Step) -> None:
     """Hints from a listing at run time: EARLIEST / LATEST of snapshot/ or changelog/ (params.hints: [{dir, name,
     which: first|last}]). Rerun after a crash converges to the right hints."""
-    from paimon_ops.table.table import CHANGELOG_PREFIX, SNAPSHOT_PREFIX, _ids_in
     for h in step.params.get("hints", ()):
         d = h["dir"]
         prefix = CHANGELOG_PREFIX if posixpath.basename(d) == "changelog" else SNAPSHOT_PREFIX

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections.abc
 import contextlib
 import contextvars
+import ctypes
 import dataclasses
 import datetime as _dt
 import functools
@@ -25,18 +26,23 @@ import gc
 import inspect
 import itertools
 import json
+import logging
+import sys
 import time
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Generic, Iterable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
+import paimon_ops.features as features
 from paimon_ops.errors import CorruptMetadataError, FormatError, InvalidArgumentError, PaimonOpsError, StalePlanError
 from paimon_ops.execution.files import FileAction, FileColumns, FileList
 from paimon_ops.features import Gate
 from paimon_ops.operations.model import Operation
 from paimon_ops.options import format_duration
 from paimon_ops.schemas import PLAN, envelope, format_of
+from paimon_ops.table.objectstore import is_store_option
+from paimon_ops.timeutil import iso, now_ms
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R", bound="Plan")
@@ -326,6 +332,9 @@ class Plan:
     # The arguments its planner was called with (resolved: `now` included), so that executing a plan made elsewhere
     # re-plans on the live table and refuses unless the decision is the same (`replan`).
     planned_with: Mapping[str, Any] = field(default_factory=dict)
+    # The operation whose planner made it (a compaction of a postpone-bucket table makes a postpone compaction plan):
+    # what re-plans it. None (plans saved by older versions): the planner of its plan type.
+    planned_by: str | None = None
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -632,7 +641,6 @@ class PlanBuilder:
         """The feature gate of plan type `operation` (per `mode`) on `table`, now — before the planner reads in bulk;
         `build` then does not check it again. Without it, `build` gates the plan type (the gate fails closed: a plan
         type no operation declares, or a mode it does not name, is refused)."""
-        from paimon_ops import features
         features.require(table, gate_of(operation, mode), uses,
                          what=f"{operation} ({mode})" if mode else f"{operation} plan")
         self._gated.add(operation)
@@ -695,7 +703,6 @@ class PlanBuilder:
         self.preconditions += conditions
 
     def warn(self, msg: str) -> None:
-        import logging
         logging.getLogger("paimon_ops.execution.plan").warning(msg)
         self.warnings.append(msg)
 
@@ -709,8 +716,6 @@ class PlanBuilder:
     def build(self, cls: type[Plan], table: Any, details: Mapping[str, Any], base_snapshot: Any = "latest",
               warnings: Iterable[str] = ()) -> Any:
         self._close()
-        from paimon_ops import features
-        from paimon_ops.timeutil import iso, now_ms
         if cls.operation not in self._gated:  # (compaction gates itself, per mode, before it scans)
             features.require(table, gate_of(cls.operation), what=f"{cls.operation or cls.__name__} plan")
         base = table.snapshots.latest_id() if base_snapshot == "latest" else base_snapshot
@@ -728,7 +733,8 @@ class PlanBuilder:
 # inputs, targets, preconditions, base snapshot) is exactly the reviewed one. What then runs is the fresh plan, so an
 # edited plan can never do more than the command it claims to be.
 _FRESH = object()
-_PLANNERS: dict[str, Planner[..., Any]] = {}
+_PLANNERS: dict[str, Planner[..., Any]] = {}  # by plan type
+_PLANNERS_BY_OPERATION: dict[str, Planner[..., Any]] = {}
 _PLANNING: contextvars.ContextVar[bool] = contextvars.ContextVar("paimon_ops_planning", default=False)
 
 
@@ -789,11 +795,9 @@ _LARGE_PLAN = 100_000  # files: planning that many decoded manifests whose buffe
 def _release_memory() -> None:
     """Give back to the system what a large planning freed: Arrow's pool and the C heap keep freed pages for reuse,
     and the execution that follows would otherwise peak on top of them (issue 24: peak RSS below Java's)."""
-    import sys
     if "pyarrow" in sys.modules:
         sys.modules["pyarrow"].default_memory_pool().release_unused()
     try:
-        import ctypes
         ctypes.CDLL(None).malloc_trim(0)  # (glibc; elsewhere there is nothing to call)
     except (OSError, AttributeError):
         pass
@@ -856,7 +860,8 @@ class Planner(Generic[_P, _R]):
             recorded = encode_param({k: v for k, v in params.items() if k not in self.internal})
         except _Unrecordable as e:
             recorded = {"$unrecordable": str(e)}
-        plan = dataclasses.replace(plan, planned_with=recorded)
+        op = self.operation
+        plan = dataclasses.replace(plan, planned_with=recorded, planned_by=op.name if op is not None else None)
         object.__setattr__(plan, "_fresh", _FRESH)
         if sum(len(s.files) for s in plan.steps) >= _LARGE_PLAN:
             _release_memory()
@@ -881,6 +886,8 @@ def planner(*plan_types: type[Plan] | str, internal: tuple[str, ...] = (), hidde
             _PLANNERS[name] = wrapper
             if check_saved is not None:
                 _SAVED_CHECKS[name] = check_saved
+        if wrapper.operation is not None:
+            _PLANNERS_BY_OPERATION[wrapper.operation.name] = wrapper
         return wrapper
     return deco
 
@@ -909,7 +916,7 @@ def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
     """What `plan`'s planner decides now on `table` with the arguments `plan` records (a fresh plan). `saved`: the
     arguments come from a saved plan, so they are checked first."""
     op = plan.operation
-    fn = _PLANNERS.get(op)
+    fn = _PLANNERS_BY_OPERATION.get(plan.planned_by or "") or _PLANNERS.get(op)
     if fn is None:
         raise PaimonOpsError(f"no planner for operation {op!r}")
     try:
@@ -926,7 +933,7 @@ def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
 
 
 # What an execution does is decided by these parts of a plan (details, warnings and times are for people).
-_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with")
+_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with", "planned_by")
 
 
 def decision(plan: Plan) -> dict[str, Any]:
@@ -1091,5 +1098,4 @@ __all__ = ["Plan", "Step", "FileAction", "FileList", "Precondition", "LatestSnap
 def _plan_options(options: Mapping[str, str]) -> dict[str, str]:
     """A plan's option overrides, without object-store settings: plans are printed and saved, and secrets must not
     be (a plan re-opens its table with the store settings its process was given, objectstore.py)."""
-    from paimon_ops.table.objectstore import is_store_option
     return {k: v for k, v in options.items() if not is_store_option(k)}

@@ -1,7 +1,7 @@
 """Snapshot expiration and decoupled changelog expiration (maintenance.md §2).
 
-    plan_expire_snapshots(table, now_millis=None, retain_min=None, retain_max=None, older_than=None,
-                          time_retained=None, max_deletes=None) -> ExpireSnapshotsPlan
+    plan_expire_snapshots(table, retain_min=None, retain_max=None, older_than=None, min_age=None, max_deletes=None,
+                          now=None) -> ExpireSnapshotsPlan
 
 The plan requires the tag set, the snapshot kept at the window's end, and no consumer inside the window; a reviewed
 plan executed later (`paimon-ops apply`) is refused with StalePlanError when any of that changed.
@@ -34,10 +34,12 @@ import logging
 import posixpath
 import time
 from dataclasses import asdict, dataclass
+from types import SimpleNamespace
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import pyarrow.compute as pc
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -65,10 +67,11 @@ from paimon_ops.execution.plan import (
     Precondition,
     SnapshotIs,
     Step,
+    Workload,
     declare_step_action,
     planner,
 )
-from paimon_ops.format import manifest as mf
+from paimon_ops.execution.runner import Runner, spark_placed
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
@@ -90,6 +93,7 @@ from paimon_ops.lifecycle.reclaim import (
     plan_manifest_list,
 )
 from paimon_ops.operations.expire_snapshots import OPERATION as EXPIRE_SNAPSHOTS
+from paimon_ops.operations.model import InstantMs
 from paimon_ops.options import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
@@ -126,7 +130,6 @@ class ExpireSnapshotsPlan(Plan):
     op = EXPIRE_SNAPSHOTS  # its operation (the feature gate, the planner's parameters)
 
     def workload(self) -> Any:
-        from paimon_ops.execution.plan import Workload
         d = self.details if isinstance(self.details, dict) else {}
         n = sum(len(s.files) for s in self.steps if s.deletes)
         return Workload(deletes=n, manifests=int(d.get("manifest_dir_files") or 0), files=n)
@@ -204,7 +207,7 @@ def _duration_ms(value: Any, name: str) -> int:
 
 
 def resolve_settings(table: FileStoreTable, now_millis: int | None = None, retain_min: int | None = None,
-                     retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
+                     retain_max: int | None = None, older_than: Any = None, min_age: Any = None,
                      max_deletes: int | None = None) -> ExpireSettings:
     """Arguments override the table's options (maintenance.md §2.1, §9); everything is validated here, before any
     file is read or deleted."""
@@ -234,14 +237,14 @@ def resolve_settings(table: FileStoreTable, now_millis: int | None = None, retai
                      f"at least the minimum retained ({rmin}: {rmin_from})")
     if limit < 1:
         raise refuse("max_deletes", max_deletes, SNAPSHOT_EXPIRE_LIMIT.key, limit, "at least 1")
-    if older_than is not None and time_retained is not None:
-        raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('time_retained')} (a "
+    if older_than is not None and min_age is not None:
+        raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('min_age')} (a "
                                    "duration), not both")
     if older_than is not None:
         older = _millis_of(older_than, "older_than")
         retained_ms = now - older
     else:
-        retained_ms = _duration_ms(time_retained, "time_retained") if time_retained is not None else\
+        retained_ms = _duration_ms(min_age, "min_age") if min_age is not None else\
             int(opts.get(SNAPSHOT_TIME_RETAINED).total_seconds() * 1000)
         older = now - retained_ms
     # Whether the changelog lifecycle is decoupled is a property of the table (CoreOptions
@@ -496,7 +499,6 @@ def delta_candidates_task(table_location: str, task: dict) -> dict:
     owner in order, a row naming it and then the data files its delta removes (the columns of
     DELTA_CANDIDATES_SCHEMA), or the error that made its delta unreadable. A crafted file name raises (the driver
     stops)."""
-    from types import SimpleNamespace
     table = FileStoreTable(table_location, options_override=task.get("_options"))
     if task.get("branch", "main") != "main":
         table = table.for_branch(task["branch"])
@@ -596,15 +598,16 @@ def expirable_snapshots(table: FileStoreTable, cfg: ExpireSettings) -> int:
     return max(0, end - earliest)
 
 
-@planner("expire_snapshots", internal=("runner",))
-def plan_expire_snapshots(table: FileStoreTable, now_millis: int | None = None, retain_min: int | None = None,
-                          retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
-                          max_deletes: int | None = None, runner: Any = None) -> Plan:
+@planner(ExpireSnapshotsPlan, internal=("runner",), renamed={"now_millis": "now", "time_retained": "min_age"})
+def plan_expire_snapshots(table: FileStoreTable, *, retain_min: int | None = None, retain_max: int | None = None,
+                          older_than: InstantMs | None = None, min_age: _dt.timedelta | None = None,
+                          max_deletes: int | None = None, now: InstantMs | None = None,
+                          runner: Runner | None = None) -> Plan:
     """What expiring snapshots (and, when decoupled, long-lived changelogs) of `table`'s branch would delete. The
     expired deltas are decoded on Spark executors when the runner (`runner`, else the one the caller plans with,
     else the default) places the plan there: beyond execution.local.max-manifests files in manifest/, or when the
     caller chose Spark."""
-    cfg = resolve_settings(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes)
+    cfg = resolve_settings(table, now, retain_min, retain_max, older_than, min_age, max_deletes)
     check_history(table, "snapshot expiry")
     b = PlanBuilder()
     plan_pending(b, table)  # first finish what an interrupted run left
@@ -637,8 +640,6 @@ def plan_expire_snapshots(table: FileStoreTable, now_millis: int | None = None, 
     details["end"] = end
     spark = None
     if end > earliest:
-        from paimon_ops.execution.plan import Workload
-        from paimon_ops.execution.runner import spark_placed
         try:
             manifests = len(table.io.list_status(table.manifest_dir))
         except OSError:

@@ -70,14 +70,15 @@ import logging
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, arg
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.journal import plan_pending
 from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
-from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_json, partition_path, partition_spec, partition_value_string
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
 from paimon_ops.operations.expire_partitions import OPERATION as EXPIRE_PARTITIONS
+from paimon_ops.operations.model import InstantMs
 from paimon_ops.options import (
     METASTORE_PARTITIONED_TABLE,
     PARTITION_EXPIRATION_CHECK_INTERVAL,
@@ -455,13 +456,13 @@ def expirable_partitions(table: FileStoreTable, now_millis: int | None = None, e
 
 
 # ---------------------------------------------------------------------------------------------- planning
-@planner("expire_partitions")
-def plan_expire_partitions(table: FileStoreTable, now_millis: int | None = None, expiration_time: Any = None,
+@planner(PartitionExpiryPlan, renamed={"now_millis": "now"})
+def plan_expire_partitions(table: FileStoreTable, *, expiration_time: _dt.timedelta | None = None,
                            strategy: str | None = None, timestamp_formatter: str | None = None,
-                           timestamp_pattern: str | None = None,
-                           max_expires: int | None = None) -> PartitionExpiryPlan:
+                           timestamp_pattern: str | None = None, max_expires: int | None = None,
+                           now: InstantMs | None = None) -> PartitionExpiryPlan:
     """Which partitions expire and why, and the OVERWRITE commit dropping them (see the module docstring)."""
-    cfg = resolve_partition_settings(table, now_millis, expiration_time, strategy, timestamp_formatter,
+    cfg = resolve_partition_settings(table, now, expiration_time, strategy, timestamp_formatter,
                                      timestamp_pattern, max_expires)
     scanner = TableScanner(table)
     latest, verdicts, by_part = evaluate_partitions(table, cfg, scanner)

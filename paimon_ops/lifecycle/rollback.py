@@ -1,7 +1,7 @@
 """Rollback to a snapshot or a tag, metadata only, as Paimon >= 1.2 does on file-system catalogs
 (maintenance.md §3.8, checklist 12).
 
-    plan_rollback(table, snapshot_id=None, tag=None) -> Plan
+    plan_rollback(table, snapshot_id=None, tag=None, timestamp=None) -> Plan
 
 Removes snapshots, long-lived changelogs and tags newer than the target; data, manifest and index files written
 after the target become orphans for `remove_orphans`. The CLI refuses without `--yes` (the error says what would be
@@ -44,6 +44,8 @@ from paimon_ops.execution.plan import (
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.protection import TagsAre, read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
+from paimon_ops.lifecycle.timeline import SnapshotTimeline
+from paimon_ops.operations.model import InstantMs
 from paimon_ops.operations.rollback import OPERATION as ROLLBACK
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import EARLIEST, LATEST, FileStoreTable
@@ -118,7 +120,6 @@ def _verify_target(table: FileStoreTable, target: Snapshot, what: str, restore: 
 def _snapshot_at(table: FileStoreTable, timestamp_millis: int, tags: list[tuple[str, Tag]]) -> tuple[int | None, str | None]:
     """(snapshot id, None) of the latest live snapshot committed at or before the instant, else (None, tag) of the
     tag holding it; refused when the snapshot current then has expired untagged or the table had none yet."""
-    from paimon_ops.lifecycle.timeline import SnapshotTimeline
     timeline = SnapshotTimeline(table, tags)
     status, snap = timeline.at_or_before(int(timestamp_millis))
     when = iso(int(timestamp_millis))
@@ -133,16 +134,16 @@ def _snapshot_at(table: FileStoreTable, timestamp_millis: int, tags: list[tuple[
                                "it; cannot roll back to that point in time")
 
 
-@planner("rollback")
-def plan_rollback(table: FileStoreTable, snapshot_id: int | None = None, tag: str | None = None,
-                  timestamp_millis: int | None = None) -> Plan:
-    """Plan rolling back to a snapshot, a tag, or the point in time `timestamp_millis` (the latest snapshot committed
-    at or before it, live or held by a tag)."""
+@planner(RollbackPlan, renamed={"timestamp_millis": "timestamp"})
+def plan_rollback(table: FileStoreTable, *, snapshot_id: int | None = None, tag: str | None = None,
+                  timestamp: InstantMs | None = None) -> Plan:
+    """Plan rolling back to a snapshot, a tag, or the point in time `timestamp` (the latest snapshot committed at or
+    before it, live or held by a tag)."""
     tags = read_tags(table)
-    if timestamp_millis is not None:
+    if timestamp is not None:
         if snapshot_id is not None or tag is not None:
             raise InvalidArgumentError(f"give one of {arg('snapshot_id')}, {arg('tag')} or {arg('timestamp')}")
-        snapshot_id, tag = _snapshot_at(table, timestamp_millis, tags)
+        snapshot_id, tag = _snapshot_at(table, timestamp, tags)
     target, via_tag = _resolve_target(table, snapshot_id, tag, tags)
     r = target.id
     latest = table.snapshots.latest_id()
@@ -204,7 +205,7 @@ def plan_rollback(table: FileStoreTable, snapshot_id: int | None = None, tag: st
     except (OSError, PaimonOpsError) as e:  # consumers do not decide anything here: warn, do not refuse
         b.warn(f"could not read consumers ({e})")
     details = {"branch": table.branch, "target_snapshot": r, "via_tag": via_tag,
-               "timestamp": iso(timestamp_millis) if timestamp_millis is not None else None, "latest_before": latest,
+               "timestamp": iso(timestamp) if timestamp is not None else None, "latest_before": latest,
                "restore_snapshot_from_tag": restore, "restore_without_changelog": not changelog_ok,
                "removed_snapshots": sorted(newer),
                "removed_changelogs": sorted(newer_cl), "removed_tags": [n for n, _ in newer_tags],

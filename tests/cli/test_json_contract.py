@@ -152,8 +152,8 @@ def test_patterns_apply_and_usage_errors_follow_the_schemas(warehouse, capsys, t
     env = run_json(capsys, "expire-snapshots", warehouse, "shop.*", "--retain-min", "1", "--retain-max", "2",
                    "--dry-run")
     assert env["format"] == "paimon-ops-tables/1" and env["version"]
-    failed = run_json(capsys, "compact", warehouse, "shop.*", "--mode", "minor", "--local", code=2)
-    assert failed["failed"]  # the tables a minor compaction refuses are errors in the envelope, still valid
+    failed = run_json(capsys, "compact", warehouse, "shop.*", "--mode", "small-files", "--local", code=2)
+    assert failed["failed"]  # the tables a small-files compaction refuses are errors in the envelope, still valid
     plan = run_json(capsys, "create-tag", warehouse, "shop.orders", "t9", "--dry-run")
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))

@@ -239,7 +239,7 @@ def test_values_from_text_are_converted_and_refused_in_the_callers_words():
     assert got == {"retain_min": 3, "min_age": dt.timedelta(days=1)}
     with pytest.raises(po.InvalidArgumentError, match="--older-than '1 d' is an age.*use --min-age"):
         exp.coerce({"older_than": "1 d"}, exp.cli_words())
-    with pytest.raises(po.InvalidArgumentError, match="give older_than or min_age, not both"):
+    with pytest.raises(po.InvalidArgumentError, match=r"give older_than \(an instant\) or min_age \(an age\), not both"):
         exp.coerce({"older_than": 1, "min_age": "1 d"})
     with pytest.raises(po.InvalidArgumentError, match="takes no argument bogus"):
         exp.coerce({"bogus": 1})

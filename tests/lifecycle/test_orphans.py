@@ -92,7 +92,7 @@ def test_threshold_validation(wh, older_than, err, msg):
     _plant(sim.table.root, "manifest/manifest-x-0")
     before = rel_files(sim.table.root)
     with pytest.raises(err, match=msg):
-        plan_remove_orphans(sim.table, older_than)
+        plan_remove_orphans(sim.table, older_than=older_than)
     assert rel_files(sim.table.root) == before
 
 

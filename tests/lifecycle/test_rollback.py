@@ -82,7 +82,7 @@ def test_confirm_required_and_dry_run(wh):
     (dict(snapshot_id=42), r"snapshot 42: it does not exist \(snapshots 1..7\) and no tag points at it"),
     (dict(tag="nope"), "tag 'nope' does not exist.*existing tags: early, late"),
     (dict(), "exactly one"),
-    (dict(snapshot_id=2, tag="early"), "exactly one"),
+    (dict(snapshot_id=2, tag="early"), "give snapshot_id or tag, not both"),
     (dict(snapshot_id="2"), "integer"),
 ])
 def test_bad_targets(wh, kw, msg):
