@@ -236,7 +236,7 @@ def delete_rate(src: str, workdir: str) -> str:
     from paimon_ops.table.table import FileStoreTable
     a = copy_table(src, os.path.join(workdir, "rate-a"))
     r = copy_table(src, os.path.join(workdir, "rate-b"))
-    plan = plan_expire_snapshots(FileStoreTable(a, IDENT), retain_min=RETAIN_MIN, time_retained="0 ms")
+    plan = plan_expire_snapshots(FileStoreTable(a, IDENT), retain_min=RETAIN_MIN, min_age="0 ms")
     actions = [f for f in plan.deletes if f.kind == DATA]
     raw_paths = [os.path.join(r, os.path.relpath(f.path, a)) for f in actions]
     del plan
@@ -356,7 +356,7 @@ def plan_child(root: str, what: str, placement: str, out: mp.Queue) -> None:
         runner = SparkRunner(local_spark("local[2]", "paimon-ops-bench-plan"))
     t, cpu = time.perf_counter(), time.process_time()
     if what == "expire":
-        plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, time_retained="0 ms", runner=runner)
+        plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, min_age="0 ms", runner=runner)
     else:
         plan = plan_remove_orphans(table, older_than=int(time.time() * 1000), allow_short=True, runner=runner)
     took, cpu = time.perf_counter() - t, time.process_time() - cpu
