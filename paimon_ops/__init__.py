@@ -9,7 +9,6 @@ on Spark).
 
 See `paimon_ops.api` for every operation; errors are in `paimon_ops.errors`.
 """
-import paimon_ops.execution.executor as _executor  # noqa: F401  (registers itself: plan.execute())
 from paimon_ops.api import Catalog, Maintenance, Table, Tags, load_plan
 from paimon_ops.errors import (
     CommitConflictError,

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from paimon_ops.errors import PaimonOpsError, PreflightError, UnsafeOperationError
-from paimon_ops.execution.plan import (
+from paimon_ops.execution.files import FileAction, FileList
+from paimon_ops.execution.model import (
     CHANGELOG,
     CONTENT_KINDS,
     DATA,
@@ -51,17 +52,28 @@ from paimon_ops.execution.plan import (
     STATISTICS,
     TAG,
     TEMP,
-    FileAction,
-    FileList,
     Step,
 )
 from paimon_ops.execution.runner import Progress, Runner
 from paimon_ops.format.names import first_unplain
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, entry_types
-from paimon_ops.table.references import branch_tables, kept_names, referenced_among, referencing_owner
+from paimon_ops.table.references import (
+    branch_tables,
+    kept_names,
+    referenced_among,
+    referencing_owner,
+)
 from paimon_ops.table.removal import allowed_roots, check_paths
-from paimon_ops.table.table import BRANCH_PREFIX, CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, TAG_PREFIX, FileStoreTable
+from paimon_ops.table.table import (
+    BRANCH_PREFIX,
+    CHANGELOG_PREFIX,
+    EARLIEST,
+    LATEST,
+    SNAPSHOT_PREFIX,
+    TAG_PREFIX,
+    FileStoreTable,
+)
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ A plan is a review artifact, not an authority (design.md §1). Before anything c
 * every path of every delete step is validated (`deleter.preflight`: where, what, and that nothing that stays keeps
   it alive) — a refusal names the path and leaves the table exactly as it was;
 * a plan that removes snapshots or tags and then their files records those files in a journal first, so that a
-  crash leaves only unreferenced files, which the next run reclaims (`lifecycle.journal`).
+  crash leaves only unreferenced files, which the next run reclaims (`execution/journal.py`).
 
 Steps are dispatched by their action. The generic ones (delete files / ordered metadata / empty directories, write
 files, hints) are here; operations register their own (`register_step`): expiry's snapshot-to-changelog
@@ -26,14 +26,21 @@ import logging
 import posixpath
 import time
 import uuid
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import paimon_ops.execution.journal as journal
 import paimon_ops.features as features
-from paimon_ops.errors import CancelledError, CommitConflictError, InvalidOptionError, PaimonOpsError, StalePlanError, UnsafeOperationError
+from paimon_ops.errors import (
+    CancelledError,
+    CommitConflictError,
+    InvalidOptionError,
+    PaimonOpsError,
+    StalePlanError,
+    UnsafeOperationError,
+)
 from paimon_ops.execution.deleter import Deleter, preflight
-from paimon_ops.execution.files import FileParts
-from paimon_ops.execution.plan import (
+from paimon_ops.execution.files import FileAction, FileParts
+from paimon_ops.execution.model import (
     DELETE_DIRS,
     DELETE_FILES,
     DELETE_ORDERED,
@@ -41,24 +48,28 @@ from paimon_ops.execution.plan import (
     HINT,
     WRITE_FILES,
     WRITE_HINT,
-    FileAction,
-    Plan,
     Step,
     bytes_by_kind,
     count_by_kind,
     gate_of,
-    plan_again,
     removal_words,
-    replan,
-    serves_plans,
 )
+from paimon_ops.execution.planning import plan_again, replan
 from paimon_ops.execution.report import Report
 from paimon_ops.execution.runner import Progress, Runner, place
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.options import affects_files
 from paimon_ops.table.fileio import ensure_within
 from paimon_ops.table.removal import allowed_roots
-from paimon_ops.table.table import CHANGELOG_PREFIX, SNAPSHOT_PREFIX, FileStoreTable, _ids_in
+from paimon_ops.table.table import (
+    CHANGELOG_PREFIX,
+    SNAPSHOT_PREFIX,
+    FileStoreTable,
+    _ids_in,
+)
+
+if TYPE_CHECKING:
+    from paimon_ops.execution.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +84,7 @@ def register_step(action: str) -> Callable[[StepHandler], StepHandler]:
     return deco
 
 
-StepCheck = Callable[[FileStoreTable, Plan, Step], None]
+StepCheck = Callable[[FileStoreTable, "Plan", Step], None]
 _CHECKS: dict[str, StepCheck] = {}
 
 
@@ -110,7 +121,7 @@ class Execution:
         self.snapshot_id: int | None = None
         self.runner_info: dict[str, Any] | None = None
         self.state: dict[str, Any] = {}  # what one step hands to the next (compaction: task results -> commit)
-        self.journal: Any = None  # lifecycle.journal.Journal of this run, once it has one
+        self.journal: Any = None  # execution.journal.Journal of this run, once it has one
 
     # ------------------------------------------------------------------ primitives used by handlers
     def delete(self, actions: Sequence[FileAction]) -> None:
@@ -213,7 +224,6 @@ def check_identity(plan: Plan, table: FileStoreTable) -> None:
                                                  "override how the table's files are read)", f"plan for {plan.table}")
 
 
-@serves_plans("execute")
 def execute(plan: Plan, table: FileStoreTable | None = None, *, runner: Runner | None = None,
             progress: Progress | None = None, batch_size: int | None = None,
             parallel_threshold: int | None = None, max_replans: int = 0, commit_user: str | None = None,
@@ -368,5 +378,10 @@ def _ensure_hints(ex: Execution, step: Step) -> None:
         ex.ensure_hint(posixpath.join(d, h["name"]), value, f"{h['name'].lower()} {prefix.rstrip('-')}")
 
 
-__all__ = ["execute", "register_step", "register_check", "Execution", "check_preconditions",
+def step_actions() -> list[str]:
+    """Every step action the executor runs (the generic ones and those the operations register)."""
+    return sorted(_HANDLERS)
+
+
+__all__ = ["execute", "step_actions", "register_step", "register_check", "Execution", "check_preconditions",
            "open_plan_table", "check_identity"]

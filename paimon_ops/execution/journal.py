@@ -33,7 +33,9 @@ from typing import Any, Iterable, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, PaimonOpsError
 from paimon_ops.execution.deleter import Layout, bad_name
-from paimon_ops.execution.plan import DELETE_FILES, JOURNAL, LEFTOVER, FileAction, FileList, PlanBuilder
+from paimon_ops.execution.files import FileAction, FileList
+from paimon_ops.execution.model import DELETE_FILES, JOURNAL, LEFTOVER
+from paimon_ops.execution.planning import PlanBuilder
 from paimon_ops.table.references import kept_names
 from paimon_ops.table.removal import remove_written
 from paimon_ops.table.table import FileStoreTable

@@ -31,8 +31,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 from urllib.parse import urlparse
 
-from paimon_ops.errors import CancelledError, InvalidArgumentError, PaimonOpsError, UnreachableError, require_module
-from paimon_ops.execution.plan import Workload, human_bytes
+from paimon_ops.errors import (
+    CancelledError,
+    InvalidArgumentError,
+    PaimonOpsError,
+    UnreachableError,
+    require_module,
+)
+from paimon_ops.execution.model import Workload
+from paimon_ops.execution.rendering import human_bytes
 from paimon_ops.options import (
     EXECUTION_LOCAL_MAX_FILES,
     EXECUTION_LOCAL_MAX_INPUT_SIZE,
