@@ -26,7 +26,7 @@ from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
-from paimon_ops.airflow.names import table_pool
+from paimon_ops.airflow.names import operator_class_name, table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
 from paimon_ops.api import load_plan
 from paimon_ops.errors import PaimonOpsError
@@ -166,10 +166,6 @@ class PaimonApplyPlanOperator(_PaimonBase):
             raise AirflowFailException(one_line(e)) from None
 
 
-def operator_class_name(operation: str) -> str:
-    return "Paimon" + "".join(w.capitalize() for w in operation.split("_")) + "Operator"
-
-
 def _operator_doc(op: Operation) -> str:
     lines = [op.doc or op.name, "", f"Facade: `paimon_ops.api.Table.{op.facade}`. Common parameters: `table`, "
              "`conn_id`, `dry_run` (see paimon_ops.airflow.operators).", "", "Parameters:"]
@@ -193,20 +189,8 @@ def _generate() -> dict[str, type[PaimonOperationOperator]]:
 OPERATORS: dict[str, type[PaimonOperationOperator]] = _generate()
 globals().update({cls.__name__: cls for cls in OPERATORS.values()})
 
-if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/airflow keeps this list complete)
-    PaimonCompactOperator: type[PaimonOperationOperator]
-    PaimonExpireSnapshotsOperator: type[PaimonOperationOperator]
-    PaimonExpireTagsOperator: type[PaimonOperationOperator]
-    PaimonExpirePartitionsOperator: type[PaimonOperationOperator]
-    PaimonRemoveOrphansOperator: type[PaimonOperationOperator]
-    PaimonCompactManifestsOperator: type[PaimonOperationOperator]
-    PaimonCreateTagOperator: type[PaimonOperationOperator]
-    PaimonDeleteTagsOperator: type[PaimonOperationOperator]
-    PaimonRenameTagOperator: type[PaimonOperationOperator]
-    PaimonCreateAutoTagsOperator: type[PaimonOperationOperator]
-    PaimonRollbackOperator: type[PaimonOperationOperator]
-    PaimonCompactPostponeOperator: type[PaimonOperationOperator]
-    PaimonRescaleOperator: type[PaimonOperationOperator]
+if TYPE_CHECKING:  # the generated classes (one per operation, OPERATORS) are Paimon…Operator names to type checkers
+    def __getattr__(name: str) -> type[PaimonOperationOperator]: ...
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
            "changed", "asset_extra", *(cls.__name__ for cls in OPERATORS.values())]
