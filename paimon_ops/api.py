@@ -28,7 +28,7 @@ from paimon_ops.execution.report import Report
 from paimon_ops.features import BUCKETS_ONLY, Gate
 from paimon_ops.inspection import files, health, snapshots
 from paimon_ops.lifecycle.autotag import plan_auto_tags
-from paimon_ops.lifecycle.expire import plan_expire_snapshots
+from paimon_ops.lifecycle.expire import plan_expire_changelogs, plan_expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
@@ -182,6 +182,7 @@ class Maintenance:
     compact_postpone = facade(plan_postpone_compaction)
     rescale = facade(plan_rescale)
     expire_snapshots = facade(plan_expire_snapshots)
+    expire_changelogs = facade(plan_expire_changelogs)
     expire_tags = facade(plan_expire_tags)
     expire_partitions = facade(plan_expire_partitions)
     compact_manifests = facade(plan_compact_manifests)

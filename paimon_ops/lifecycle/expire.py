@@ -33,7 +33,7 @@ import datetime as _dt
 import logging
 import posixpath
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from types import SimpleNamespace
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
@@ -61,6 +61,7 @@ from paimon_ops.execution.plan import (
     HINT,
     LONG_CHANGELOG,
     SNAPSHOT,
+    EarliestSnapshotIs,
     FileAction,
     Plan,
     PlanBuilder,
@@ -92,6 +93,7 @@ from paimon_ops.lifecycle.reclaim import (
     plan_index_and_stats,
     plan_manifest_list,
 )
+from paimon_ops.operations.expire_changelogs import OPERATION as EXPIRE_CHANGELOGS
 from paimon_ops.operations.expire_snapshots import OPERATION as EXPIRE_SNAPSHOTS
 from paimon_ops.operations.model import InstantMs
 from paimon_ops.options import (
@@ -967,5 +969,87 @@ def _expire_changelog_files(ex: Execution, step: Step) -> None:
     ex.write_hint(posixpath.join(ex.table.changelogs.dir, EARLIEST), int(step.params["end"]), "earliest changelog")
 
 
-__all__ = ["ExpireSnapshotsPlan", "plan_expire_snapshots", "resolve_settings", "ExpireSettings",
-           "expiry_window_end", "expirable_snapshots"]
+
+# ---------------------------------------------------------------------------------------------- changelog expiry
+class ExpireChangelogsPlan(Plan):
+    """Expiring long-lived changelogs on their own (ExpireChangelogImpl, maintenance.md §2.8)."""
+
+    operation = "expire_changelogs"
+    op = EXPIRE_CHANGELOGS  # its operation (the feature gate, the planner's parameters)
+
+
+def _changelog_settings(cfg: ExpireSettings, retain_min: int | None, retain_max: int | None,
+                        older_than: int | None, min_age: _dt.timedelta | None,
+                        max_deletes: int | None) -> ExpireSettings:
+    """The changelog retention of `cfg` (the table's `changelog.*` options, else its `snapshot.*` ones) overridden by
+    the arguments, validated before anything is read."""
+    rmin = cfg.changelog_retain_min if retain_min is None else retain_min
+    rmax = cfg.changelog_retain_max if retain_max is None else retain_max
+    limit = cfg.changelog_max_deletes if max_deletes is None else max_deletes
+    for name, v in (("retain_min", rmin), ("retain_max", rmax), ("max_deletes", limit)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise InvalidArgumentError(f"{arg(name)} must be an integer, got {v!r}")
+    if rmin < 1:
+        raise InvalidArgumentError(f"{arg('retain_min')} must be at least 1 (got {rmin}): the newest changelog is kept")
+    if rmax < rmin:
+        raise InvalidArgumentError(f"{arg('retain_max')} must be at least the minimum retained ({rmin}), got {rmax}")
+    if limit < 1:
+        raise InvalidArgumentError(f"{arg('max_deletes')} must be at least 1, got {limit}")
+    older = cfg.changelog_older_than_millis
+    if older_than is not None:
+        older = _millis_of(older_than, "older_than")
+    elif min_age is not None:
+        older = cfg.now_millis - _duration_ms(min_age, "min_age")
+    return replace(cfg, changelog_retain_min=rmin, changelog_retain_max=rmax,
+                               changelog_older_than_millis=older, changelog_max_deletes=limit)
+
+
+@planner(ExpireChangelogsPlan, internal=("runner",))
+def plan_expire_changelogs(table: FileStoreTable, *, retain_min: int | None = None, retain_max: int | None = None,
+                           older_than: InstantMs | None = None, min_age: _dt.timedelta | None = None,
+                           max_deletes: int | None = None, now: InstantMs | None = None,
+                           runner: Runner | None = None) -> Plan:
+    """What expiring long-lived changelogs (`changelog/changelog-<id>`, kept by a decoupled snapshot expiry) would
+    delete, on their own schedule: the changelog stage of snapshot expiry (`_plan_changelog_stage`, Java's
+    ExpireChangelogImpl) without expiring any snapshot."""
+    cfg = _changelog_settings(resolve_settings(table, now), retain_min, retain_max, older_than, min_age, max_deletes)
+    check_history(table, "changelog expiry")
+    b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left
+    store = ManifestStore(table, capacity=STORE_CAPACITY)
+    scanner = TableScanner(table, store)
+    latest, earliest = table.snapshots.latest_id(), table.snapshots.earliest_id()
+    notes: list[str] = []
+    details: dict[str, Any] = {"branch": table.branch, "latest": latest, "earliest": earliest,
+                               "settings": _settings_details(cfg), "expired_changelogs": [], "notes": notes}
+    if latest is None or earliest is None:
+        notes.append("no snapshots")
+        return b.build(ExpireChangelogsPlan, table, details)
+    if not cfg.decoupled:
+        notes.append("the table's changelog life cycle is not decoupled (changelog.* retains no more than "
+                     "snapshot.*): snapshot expiry removes changelogs with their snapshots")
+    tags = read_tags(table)  # read before anything is planned; unreadable tag -> error
+    b.require(TagsAre(tag_set(tags)), EarliestSnapshotIs(earliest))  # the earliest snapshot protects manifests
+    consumer_min = _consumer_min(table, cfg, notes)
+    try:
+        others = other_branches(table)
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(e.path, f"{e.problem}; another branch's files could not be protected, nothing "
+                                           "is expired") from None
+    try:
+        manifests = len(table.io.list_status(table.manifest_dir))
+    except OSError:
+        manifests = 0  # (unlistable: the reads below say what is wrong)
+    spark, _ = spark_placed(runner, Workload(manifests=manifests), table.options)
+    stage = _plan_changelog_stage(b, table, store, scanner, cfg, tags, {}, latest, None, consumer_min, others, spark)
+    details["expired_changelogs"] = stage.pop("expired_changelogs", [])
+    details.update(stage)
+    b.step("hints", ENSURE_HINTS, keep_empty=True, hints=[
+        {"dir": table.changelogs.dir, "name": EARLIEST, "which": "first", "only_if_exists": True},
+        {"dir": table.changelogs.dir, "name": LATEST, "which": "last", "only_if_exists": True}])
+    b.owners_first()
+    return b.build(ExpireChangelogsPlan, table, details)
+
+
+__all__ = ["ExpireSnapshotsPlan", "plan_expire_snapshots", "ExpireChangelogsPlan", "plan_expire_changelogs",
+           "resolve_settings", "ExpireSettings", "expiry_window_end", "expirable_snapshots"]
