@@ -1,7 +1,8 @@
-"""The operation registry (`paimon_ops.operations`) is the one declaration of every operation: derived from it, each
-operation has a CLI subcommand with its flags, a facade method with exactly its parameters, a plan type `apply` finds
-and executes after a JSON round trip (on real tables, in-process), and — where it changes a table — a Dagster job whose
-run config holds exactly its knobs (or a stated reason why it has none)."""
+"""Every operation is one declaration (its module in paimon_ops.operations: typed Params, gate, health, faces) bound
+to its planner by one facade line (paimon_ops.api); everything else is derived from it, and this proves each derivation
+for every operation: facade ⇔ Params ⇔ planner (same names, types, defaults; nothing typed Any) ⇔ CLI subcommand and
+flags ⇔ Dagster job and run config ⇔ Airflow operator ⇔ feature gate (every plan type covered, an undeclared one
+refused); every plan type round-trips through JSON, and the older operations through apply on real tables."""
 from __future__ import annotations
 
 import argparse
@@ -139,6 +140,24 @@ def test_each_planner_takes_exactly_its_operations_params():
         for p in op.params_type.declared():  # names are required; everything else has the declared default
             want = inspect.Parameter.empty if p.positional else p.default
             assert sig.parameters[p.name].default == want, (name, p.name)
+
+
+def test_every_operation_has_its_airflow_operator_taking_exactly_its_parameters():
+    """The Airflow provider's operation table (paimon_ops.airflow.operations, no Airflow import: the operators are
+    generated from it, checked in a real Airflow by tests/airflow) is the registry's: same operations, the facade's
+    parameters with the declared defaults."""
+    from paimon_ops.airflow import operations as airflow_ops
+    from paimon_ops.airflow.names import operator_class_name
+
+    assert list(airflow_ops.OPERATIONS) == list(registry.OPERATIONS)
+    for name, op in registry.OPERATIONS.items():
+        a = airflow_ops.OPERATIONS[name]
+        assert a.registered is op and a.facade == registry.FACADE[name], name
+        want = [p.name for p in op.params] + (["now"] if op.takes_now else [])
+        assert [p.name for p in a.parameters] == want, name
+        for p in a.parameters:
+            assert p.positional == p.param.positional and (p.required == p.positional), (name, p.name)
+        assert operator_class_name(name).endswith("Operator"), name
 
 
 def test_every_table_changing_operation_has_a_dagster_job_with_its_own_config():
