@@ -1,7 +1,7 @@
 """Scale: snapshot expiry and orphan scans side by side with Java Paimon 0.9, planning of 10M manifest entries, and
 the delete rate against a raw unlink loop.
 
-Tables (issue 24):
+Tables:
   * `--files N` (repeatable; default 100,000): the synthetic history of bench_expiry.py — 1,000 snapshots, every
     10th a COMPACT deleting what the 9 APPENDs before it added — built once through the engine's commit path, with
     tiny placeholder data files; then hard-linked into one copy for Java and one for paimon-ops (the same inodes,

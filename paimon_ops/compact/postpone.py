@@ -7,7 +7,7 @@ a compaction moves them into real buckets. Per partition with postpone rows:
 1. **Bucket count.** The partition's known count (the `_TOTAL_BUCKETS` of its real-bucket files; two different
    counts are corrupt metadata), else `ceil(postpone rows / postpone.target-row-num-per-bucket)` (at least 1) when
    that option is set, else `postpone.default-bucket-num` (default 1) — Paimon 2.0's order (apache/paimon#8434).
-   (Paimon master since #9067 lets an explicitly set `postpone.default-bucket-num` win over the row-count estimate
+   (Paimon master since apache/paimon#9067 lets an explicitly set `postpone.default-bucket-num` win over the row-count estimate
    and estimates from `postpone.target-size-per-bucket` otherwise; we follow the released 2.0 rule.)
 2. **Writer order.** Files are grouped by writer — the file-name prefix up to `-w-` (`data-…-u-<commit user>-s-<write
    id>-w-`) — and replayed per writer in creation-time order (ties: sequence numbers, then scan order), rows in file

@@ -166,7 +166,7 @@ def build_paimon_parts(
         tables.append(Member(names(op), None if spec.broken else spec.kind, (ref, asset_spec)))
         if tags_spec is not None:
             tags.append(Member(names(tags_op), spec.daily_tags, (ref, tags_spec)))
-    # a few multi-assets (per kind of table), not one per table: 5,000 tables load in seconds (dagster #16129)
+    # a few multi-assets (per kind of table), not one per table: 5,000 tables load in seconds (dagster-io/dagster#16129)
     table_ops = group_by_op(tables, KIND_SUFFIX)
     refs_by_key = {ref.key: ref for ref in parts.refs}
     maintained = []  # the multi-assets of tables that loaded: what the jobs select

@@ -143,7 +143,7 @@ class Layout:
         return False
 
     def _data_dir(self, d: str) -> bool:
-        """A bucket directory, or a partition directory at full depth (files Java #7295 left there)."""
+        """A bucket directory, or a partition directory at full depth (files Java left there, apache/paimon#7295)."""
         if self._bucket_dir(d):
             return True
         if self.depth and d.startswith(self.data_root.rstrip("/") + "/"):
@@ -552,7 +552,7 @@ class Deleter:
                 done.append(a)
         return done
 
-    # ---------------------------------------------------------------- object stores (issue 13)
+    # ---------------------------------------------------------------- object stores
     def _delete_bulk(self, actions: FileList, use_runner: bool) -> tuple[FileList, int]:
         """Bulk deletes (any order within the phase) on the driver or on executors; the phase fails if any file
         could not be deleted (after retries), naming the first one. Which files were missing is exact."""

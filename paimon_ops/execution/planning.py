@@ -180,7 +180,7 @@ _LARGE_PLAN = 100_000  # files: planning that many decoded manifests whose buffe
 
 def _release_memory() -> None:
     """Give back to the system what a large planning freed: Arrow's pool and the C heap keep freed pages for reuse,
-    and the execution that follows would otherwise peak on top of them (issue 24: peak RSS below Java's)."""
+    and the execution that follows would otherwise peak on top of them (peak RSS below Java's)."""
     if "pyarrow" in sys.modules:
         sys.modules["pyarrow"].default_memory_pool().release_unused()
     try:

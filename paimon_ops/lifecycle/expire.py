@@ -11,20 +11,20 @@ before `now - time_retained`; everything below `latest - retain_max + 1` expires
 consumers' `nextSnapshot` and `snapshot.expire.limit` cap the window. Files (§2.3) are planned per snapshot delta
 in entry order keyed by file path, protected by the nearest tag below (data, compared by partition/bucket/name) and
 by the window's neighbours (manifests, index files, statistics); files another branch references are never deleted
-(Java ignores other branches, issue #6272). Execution order: snapshot files oldest first -> EARLIEST (then, when
+(Java ignores other branches, apache/paimon#6272). Execution order: snapshot files oldest first -> EARLIEST (then, when
 decoupled, the expired long-lived changelogs) -> data -> changelog files -> empty dirs -> manifests, index and
 statistics -> manifest lists and index manifests. Java deletes the snapshot files last (§2.4), so that a rerun can
 rediscover what is left; a crash then leaves listed snapshots whose files are partly gone. Here the snapshots go
 first and the executor records the files still to delete in a journal before (lifecycle.journal): a crash leaves no
 unreadable snapshot, only unreferenced files, which the next run reclaims.
 Every unreadable piece of metadata makes us delete less; arguments and snapshot `end` are validated before anything
-is planned (issue #10088).
+is planned (apache/paimon#10088).
 
 Decoupled changelog lifecycle (§2.8, decided by the table's options, never by one call's arguments): expired
 snapshots are kept as `changelog/changelog-<id>` and a changelog stage, planned on the state the snapshot stage
 leaves, expires them by `changelog.num-retained.*` / `changelog.time-retained` (own commit time) in the same run.
 
-A branch is expired against its own tags and consumers (`Table.for_branch(b)`), not main's (Java bug #9867).
+A branch is expired against its own tags and consumers (`Table.for_branch(b)`), not main's (apache/paimon#9867).
 """
 from __future__ import annotations
 
@@ -231,8 +231,8 @@ def resolve_settings(table: FileStoreTable, now_millis: int | None = None, retai
 
     if rmin < 1:
         raise refuse("retain_min", retain_min, SNAPSHOT_NUM_RETAINED_MIN.key, rmin, "at least 1",
-                     ": with 0 the latest snapshot's files would be deleted while its metadata stays (Paimon issue "
-                     "#10088)")
+                     ": with 0 the latest snapshot's files would be deleted while its metadata stays "
+                     "(apache/paimon#10088)")
     if rmax < rmin:
         rmin_from = arg("retain_min") if retain_min is not None else f"option {SNAPSHOT_NUM_RETAINED_MIN.key}"
         raise refuse("retain_max", retain_max, SNAPSHOT_NUM_RETAINED_MAX.key, rmax,
@@ -657,7 +657,7 @@ def plan_expire_snapshots(table: FileStoreTable, *, retain_min: int | None = Non
         try:
             end_snap = snaps_mgr.try_snapshot(end)
             if end_snap is None:
-                b.warn(f"snapshot {end} (the first one kept) does not exist; nothing expired (issue #10088)")
+                b.warn(f"snapshot {end} (the first one kept) does not exist; nothing expired (apache/paimon#10088)")
         except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
             raise
         except CorruptMetadataError as e:
@@ -927,7 +927,7 @@ def _check_snapshot_files(table: FileStoreTable, plan: Plan, step: Step) -> None
                              f"({latest})")
     if not table.snapshots.exists(end):
         raise PreflightError(table.identifier, table.snapshots.path(ids[0]),
-                             f"snapshot {end}, the first one kept, does not exist (Paimon issue #10088)")
+                             f"snapshot {end}, the first one kept, does not exist (apache/paimon#10088)")
     settings = (plan.details.get("settings") or {}) if isinstance(plan.details, dict) else {}
     if settings.get("consumer_changelog_only") and step.params.get("decoupled"):
         return  # consumers read the long-lived changelogs these snapshots become

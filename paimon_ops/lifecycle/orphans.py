@@ -218,7 +218,7 @@ def _data_dirs(table: FileStoreTable, b: PlanBuilder, symlinks: dict[str, str | 
         if buckets:
             dirs += buckets
         elif depth > 0:
-            dirs.append(d)  # a partition directory without bucket dirs (Java #7295): its old files are candidates
+            dirs.append(d)  # a partition directory without bucket dirs (apache/paimon#7295): its old files are candidates
     return dirs, children
 
 

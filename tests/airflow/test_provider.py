@@ -8,7 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from paimon_ops import api
+import paimon_ops.api as api
 from paimon_ops.airflow.operations import FACADE, OPERATIONS, REQUIRED
 
 HERE = Path(__file__).resolve().parent

@@ -14,7 +14,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from paimon_ops import schemas
+import paimon_ops.schemas as schemas
 from paimon_ops.api import OPERATIONS
 from paimon_ops.cli import main
 from paimon_ops.execution.plan import Plan

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import plan_compaction
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.rowcount import count_rows
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileSystemCatalog

@@ -1,4 +1,4 @@
-"""The feature gate on tables pypaimon 2.1.0 writes (issue 19): an operation on a table using a feature it does not
+"""The feature gate on tables pypaimon 2.1.0 writes: an operation on a table using a feature it does not
 handle refuses in one line naming the feature (exit 2 on the command line) and changes nothing; operations that do
 handle it run, and pypaimon 2.1.0 and pypaimon-rust 0.4.0 read the same rows as before."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops import features
+import paimon_ops.features as features
 from paimon_ops.errors import UnsupportedError
 from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
@@ -172,7 +172,7 @@ def test_newer_snapshot_format_refused(shapes, tmp_path):
 
 
 def test_dagster_check_reports_refused_operations(shapes):
-    from paimon_ops.dagster import checks
+    import paimon_ops.dagster.checks as checks
     from paimon_ops.dagster.spec import TableSpec
     table = FileSystemCatalog(shapes).get_table("db.de")
     spec = TableSpec("db.de", "db", "de", options=dict(table.options.raw))

@@ -1,6 +1,6 @@
 """Snapshot expiry: the window (§2.2, successor rule), what is deleted and what protects (§2.3, §2.5), consumers,
-changelog decoupling (§2.8), empty directories (§2.9), validation (#10088), fail-closed behaviour (§2.11), dry runs,
-reruns and branches (#9867)."""
+changelog decoupling (§2.8), empty directories (§2.9), validation (apache/paimon#10088), fail-closed behaviour (§2.11), dry runs,
+reruns and branches (apache/paimon#9867)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -123,8 +123,8 @@ def test_bad_table_options_refused(wh):
     sim = _twenty(wh)
     t = FileStoreTable(sim.table.root, options_override={"snapshot.num-retained.min": "0"})
     before = rel_files(t.root)
-    # the option is named (with its table), never a flag or argument the caller did not pass (issue 18)
-    with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.min' on table t.*#10088") as e:
+    # the option is named (with its table), never a flag or argument the caller did not pass
+    with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.min' on table t.*apache/paimon#10088") as e:
         po.Table(t).maintenance.expire_snapshots(now=sim.now).execute()
     assert "retain_min" not in str(e.value)
     t = FileStoreTable(sim.table.root, options_override={"snapshot.num-retained.max": "-1"})
@@ -139,7 +139,7 @@ def test_end_snapshot_missing_deletes_nothing(wh):
     t = sim.table
     os.remove(t.snapshots.path(8))  # a hole exactly where the window ends
     before = rel_files(t.root)
-    # a hole in the history is refused outright (issue 18: fail closed on an inconsistent table), naming it
+    # a hole in the history is refused outright (fail closed on an inconsistent table), naming it
     with pytest.raises(CorruptMetadataError, match="snapshot-8: is missing between snapshot-1 and snapshot-20"):
         po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=13).execute()  # hi = 20 - 13 + 1 = 8
     assert rel_files(t.root) == before
@@ -379,7 +379,7 @@ def test_unreadable_successor_stops_the_window_before_it(wh):
     with open(t.snapshots.path(4), "w") as f:
         f.write("{ not json")
     before = rel_files(t.root)
-    # issue 18: an unreadable snapshot that stays could need any file, so nothing is deleted (Java: expires up to it)
+    # an unreadable snapshot that stays could need any file, so nothing is deleted (Java: expires up to it)
     with pytest.raises(CorruptMetadataError, match="snapshot-4: snapshot is not valid JSON"):
         po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert rel_files(t.root) == before
@@ -399,7 +399,7 @@ def test_unreadable_end_snapshot_manifests_keep_all_manifests(wh):
     assert plan.details["expired_snapshots"] == [1, 2, 3, 4, 5]
     assert any("keeping all manifests" in w for w in plan.warnings)
     before = rel_files(t.root)
-    # … and executing refuses (issue 18): what the unreadable snapshot that stays keeps alive cannot be known
+    # … and executing refuses: what the unreadable snapshot that stays keeps alive cannot be known
     with pytest.raises(CorruptMetadataError, match=end.base_manifest_list):
         plan.execute()
     assert rel_files(t.root) == before
@@ -435,7 +435,7 @@ def test_runner_batches_and_progress(wh):
 
 
 def test_branch_is_expired_against_its_own_tags(wh):
-    """Java #9867: expiring a branch used main's tags. A branch-only tag must protect the branch's files."""
+    """apache/paimon#9867: expiring a branch used main's tags. A branch-only tag must protect the branch's files."""
     sim = Sim(new_table(wh, kind="pk"))
     main = sim.table
     sim.write([("a", 1, "m1"), ("a", 2, "m2")])
@@ -468,7 +468,7 @@ def test_branch_is_expired_against_its_own_tags(wh):
 
 
 def test_files_shared_with_another_branch_are_never_deleted(wh):
-    """Java looks only at the branch being cleaned (issue #6272): a branch created from tag `base` shares its
+    """Java looks only at the branch being cleaned (apache/paimon#6272): a branch created from tag `base` shares its
     files with main. Deleting `base` in main, then expiring main (and the reverse on the branch) must not delete
     what the other branch still reads."""
     sim = Sim(new_table(wh, kind="pk"))

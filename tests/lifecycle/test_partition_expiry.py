@@ -128,7 +128,7 @@ def test_commit_refuses_a_file_written_into_a_dropped_partition(daily):
 
 
 def test_typed_partitions(warehouse):
-    """DATE and TIMESTAMP partitions are read as the times they are (Java 0.9 never expires them: #6439); INT with
+    """DATE and TIMESTAMP partitions are read as the times they are (Java 0.9 never expires them: apache/paimon#6439); INT with
     a formatter like Java."""
     d = _table(warehouse, "db.d", "DATE", pk=False)
     _write(d, {"dt": [dt.date(2024, 1, 1), dt.date(2024, 1, 9)], "k": [1, 2], "v": ["a", "b"]})
@@ -137,7 +137,7 @@ def test_typed_partitions(warehouse):
         [({"dt": "2024-01-01"}, "2024-01-01T00:00:00.000Z")]  # the value, not the directory's day number
     plan = plan_expire_partitions(d.refresh(), now=NOW, expiration_time=DAYS3, timestamp_formatter="yyyy-MM-dd",
                                   timestamp_pattern="$dt")
-    assert len(plan.details["expired_partitions"]) == 1  # the exact call of #6439 works
+    assert len(plan.details["expired_partitions"]) == 1  # the exact call of apache/paimon#6439 works
     ts = _table(warehouse, "db.ts", "TIMESTAMP(3)", pk=False)
     _write(ts, {"dt": [dt.datetime(2024, 1, 6, 23, 59, 59), dt.datetime(2024, 1, 7, 0, 0, 0)], "k": [1, 2],
                 "v": ["a", "b"]})

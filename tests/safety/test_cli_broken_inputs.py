@@ -1,4 +1,4 @@
-"""Issue 18 (class 7, 8): every command of the CLI, given broken inputs — wrong flags, bad values, missing or damaged
+"""Every command of the CLI, given broken inputs — wrong flags, bad values, missing or damaged
 tables, malformed plans, unreachable or unsupported stores — answers with exactly one line on stderr naming what is
 wrong, exit status 2, never a traceback, and changes nothing. Run in-process (the real `main`, stderr captured) for
 speed; a few cases run as real subprocesses, where a traceback or a hang would show as the interpreter prints it."""
