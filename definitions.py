@@ -3,6 +3,7 @@ built from the installable integration `paimon_ops.dagster`.
 
 Environment:
   PAIMON_OPS_WAREHOUSE      warehouse URI or path (default ./demo-warehouse)
+  PAIMON_OPS_CATALOG_OPTIONS   catalog options as a JSON object, e.g. {"metastore": "hive", "uri": "thrift://h:9083"}
   PAIMON_OPS_SPARK_MASTER   Spark master URL (default local[*])
   PAIMON_OPS_SPARK_REMOTE   Spark Connect remote, e.g. sc://spark-connect:15002 (wins over the master)
   PAIMON_OPS_PLACEMENT      auto (default: in-process within execution.local.*, Spark beyond) | spark | local

@@ -3,7 +3,8 @@
 # installs everything the project needs, then runs what was asked:
 #   ./dev.sh demo   build a sample warehouse and run the nightly maintenance job end to end
 #   ./dev.sh test   run the whole test suite
-#   ./dev.sh airflow-env   create / update .venv-airflow (Airflow 3 + paimon-ops[airflow]; the Airflow tests call it)
+#   ./dev.sh docs [serve]   build the documentation site into site/ (strict), or serve it on http://127.0.0.1:8000
+#   ./dev.sh airflow-env   create / update .venv-airflow (Airflow 3 + paimon-ops[airflow,hive]; the Airflow tests call it)
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
@@ -46,23 +47,31 @@ ensure_airflow_env() {
   local stamp=.venv-airflow/.paimon-ops-installed want
   want=$(sha256sum pyproject.toml | cut -d' ' -f1)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "installing .venv-airflow (Airflow 3 + paimon-ops[airflow])" >&2
+    echo "installing .venv-airflow (Airflow 3 + paimon-ops[airflow,hive])" >&2
     .venv-airflow/bin/python -m pip install -q --upgrade pip
-    .venv-airflow/bin/python -m pip install -q -e ".[airflow]"
+    .venv-airflow/bin/python -m pip install -q -e ".[airflow,hive]"  # hive: the Hive catalog test of a killed task
     echo "$want" > "$stamp"
   fi
 }
 
 is_ci() { case "${CI:-}" in 1|true|TRUE|True|yes) return 0;; *) return 1;; esac; }
 
-# Debian packages the proofs need: a JDK with javac (the Java Paimon 0.9 harness is compiled by the tests) and
-# headless Chromium + ChromeDriver (the Dagster UI test). Installed when missing and running as root; under CI=true
-# anything still missing stops the run here (the tests would fail on it anyway, later and less clearly).
+# Debian packages the proofs need: a JDK with javac (the Java Paimon 0.9 harness is compiled by the tests),
+# headless Chromium + ChromeDriver (the Dagster UI test), and the JDBC catalogs' databases (PostgreSQL and MariaDB
+# servers, which the tests start themselves on free ports, and the JDBC drivers Java 0.9's JdbcCatalog uses).
+# Installed when missing and running as root; under CI=true anything still missing stops the run here (the tests
+# would fail on it anyway, later and less clearly). No service is started by the installation (policy-rc.d).
 apt_install() {
   [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1 || return 1
   echo "installing $* for the test suite" >&2
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") >&2
+  local policy=/usr/sbin/policy-rc.d added=""
+  if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && added=1; fi
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") >&2 || true
+  [ -z "$added" ] || rm -f "$policy"
 }
+
+has_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
+has_mariadb() { command -v mariadb-install-db >/dev/null 2>&1 && { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; }; }
 
 ensure_test_prerequisites() {
   if ! command -v javac >/dev/null 2>&1 && [ ! -x "${JAVA_HOME:-/nonexistent}/bin/javac" ]; then
@@ -71,10 +80,19 @@ ensure_test_prerequisites() {
   if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
     apt_install chromium chromium-driver || true
   fi
+  if ! has_postgres || ! has_mariadb || [ ! -f /usr/share/java/sqlite-jdbc.jar ] || \
+     [ ! -f /usr/share/java/postgresql.jar ] || [ ! -f /usr/share/java/mariadb-java-client.jar ]; then
+    apt_install postgresql mariadb-server libxerial-sqlite-jdbc-java libpostgresql-jdbc-java libmariadb-java || true
+  fi
   local missing=()
   command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] || missing+=("javac (a JDK 17)")
   command -v chromium >/dev/null 2>&1 || missing+=("chromium")
   command -v chromedriver >/dev/null 2>&1 || missing+=("chromedriver")
+  has_postgres || missing+=("postgresql")
+  has_mariadb || missing+=("mariadb-server")
+  [ -f /usr/share/java/sqlite-jdbc.jar ] || missing+=("libxerial-sqlite-jdbc-java")
+  [ -f /usr/share/java/postgresql.jar ] || missing+=("libpostgresql-jdbc-java")
+  [ -f /usr/share/java/mariadb-java-client.jar ] || missing+=("libmariadb-java")
   if [ ${#missing[@]} -gt 0 ]; then
     if is_ci; then
       echo "paimon-ops tests: missing ${missing[*]}; under CI=true every proof must run (install them, or run as root)" >&2
@@ -96,10 +114,19 @@ case "$cmd" in
     ensure_test_prerequisites
     exec .venv/bin/python -m pytest "$@"
     ;;
+  docs)
+    ensure_env
+    export NO_MKDOCS_2_WARNING=1  # MkDocs' banner about its successors: the choice is argued in docs/project/contributing.md
+    case "${1:-build}" in
+      build) exec .venv/bin/mkdocs build --strict ;;
+      serve) exec .venv/bin/mkdocs serve --strict -a 127.0.0.1:8000 ;;
+      *) echo "usage: ./dev.sh docs [build|serve]" >&2; exit 2 ;;
+    esac
+    ;;
   airflow-env)
     ensure_airflow_env
     ;;
   *)
-    echo "usage: ./dev.sh demo|test|airflow-env [args]" >&2; exit 2
+    echo "usage: ./dev.sh demo|test|docs|airflow-env [args]" >&2; exit 2
     ;;
 esac

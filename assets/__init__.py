@@ -7,6 +7,7 @@ as specs of a few multi-assets, so thousands of tables load in seconds.
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 from paimon_ops.dagster import PaimonDefinitions, build_paimon_parts
@@ -20,6 +21,7 @@ def _patterns(name: str) -> list[str]:
 def location() -> PaimonDefinitions:
     return build_paimon_parts(
         os.environ.get("PAIMON_OPS_WAREHOUSE", "./demo-warehouse"),
+        catalog_options=json.loads(os.environ.get("PAIMON_OPS_CATALOG_OPTIONS") or "{}"),
         include=_patterns("PAIMON_OPS_INCLUDE"),
         exclude=_patterns("PAIMON_OPS_EXCLUDE"),
         spark_master=os.environ.get("PAIMON_OPS_SPARK_MASTER") or None,

@@ -19,8 +19,11 @@ import inspect
 from typing import Any, Callable, Mapping
 
 import paimon_ops.table.table as _tables
+from paimon_ops.catalog import open_catalog
+from paimon_ops.compact.file_index import plan_rewrite_file_index
 from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.compact.postpone import plan_postpone_compaction
+from paimon_ops.compact.remove_unexisting import plan_remove_unexisting_files
 from paimon_ops.compact.rescale import plan_rescale
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, arg
 from paimon_ops.execution.plan import Plan, Planner, registered_plan_types
@@ -28,15 +31,27 @@ from paimon_ops.execution.report import Report
 from paimon_ops.features import BUCKETS_ONLY, Gate
 from paimon_ops.inspection import files, health, snapshots
 from paimon_ops.lifecycle.autotag import plan_auto_tags
+from paimon_ops.lifecycle.branches import (
+    list_branches,
+    plan_create_branch,
+    plan_delete_branch,
+    plan_fast_forward,
+    plan_rename_branch,
+)
+from paimon_ops.lifecycle.consumers import list_consumers, plan_clear_consumers, plan_reset_consumer
 from paimon_ops.lifecycle.expire import plan_expire_changelogs, plan_expire_snapshots
 from paimon_ops.lifecycle.manifest_compaction import plan_compact_manifests
+from paimon_ops.lifecycle.mark_done import plan_mark_partition_done
 from paimon_ops.lifecycle.orphans import plan_remove_orphans
 from paimon_ops.lifecycle.partition_expiry import plan_expire_partitions
+from paimon_ops.lifecycle.repair import plan_repair
 from paimon_ops.lifecycle.rollback import plan_rollback
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.tag_expiry import plan_expire_tags
-from paimon_ops.lifecycle.tags import list_tags, plan_create_tag, plan_rename_tag
+from paimon_ops.lifecycle.tags import list_tags, plan_create_tag, plan_rename_tag, plan_replace_tag
+from paimon_ops.lifecycle.time_tags import plan_create_tag_from_timestamp, plan_create_tag_from_watermark
 from paimon_ops.operations.model import AGE, INSTANT, NAME, NAMES, Health, Operation, TagName
+from paimon_ops.options import is_catalog_option
 from paimon_ops.table.objectstore import is_store_option
 from paimon_ops.timeutil import Instant, instant_ms
 
@@ -87,29 +102,53 @@ def _instant(value: Instant | None, name: str) -> int | None:
 
 
 class Catalog:
-    """A Paimon filesystem warehouse (`<warehouse>/<db>.db/<table>`): local path or URI.
+    """A Paimon catalog: a filesystem warehouse (`<warehouse>/<db>.db/<table>`, local path or URI), or the Hive
+    Metastore, JDBC database or REST server the catalog options name.
 
-    `options`: table options applied on top of every table's own (e.g. `{"snapshot.num-retained.min": "5"}`)."""
+    `options`: catalog options (Paimon's: `metastore` = filesystem | hive | jdbc | rest, `uri`, `lock.enabled`,
+    `catalog-key`, `jdbc.user`, `token`, … — see `paimon_ops.catalog`), object-store settings (`s3.endpoint`, …) and
+    table options applied on top of every table's own (e.g. `{"snapshot.num-retained.min": "5"}`), in one mapping:
+    each key goes where it belongs. `close()` (or `with po.Catalog(...) as cat:`) releases the catalog's
+    connections."""
 
-    def __init__(self, warehouse: str, *, options: Mapping[str, str] | None = None):
-        options = dict(options or {})
-        # object-store settings (s3.endpoint, s3.access-key, ...) configure the warehouse's file system, not tables
-        store = {k: v for k, v in options.items() if is_store_option(k)}
-        self._catalog = _tables.FileSystemCatalog(warehouse, options=store or None)
-        self.warehouse = warehouse
-        self.options = {k: v for k, v in options.items() if k not in store}
+    def __init__(self, warehouse: str | None, *, options: Mapping[str, str] | None = None):
+        options = {k: str(v) for k, v in (options or {}).items()}
+        # catalog options and object-store settings (s3.endpoint, s3.access-key, ...) configure the catalog and the
+        # file systems of its tables; the rest are table options
+        own = {k: v for k, v in options.items() if is_catalog_option(k) or is_store_option(k)}
+        self._catalog = open_catalog(warehouse, own)
+        self.warehouse = warehouse if warehouse is not None else self._catalog.warehouse
+        self.options = {k: v for k, v in options.items() if k not in own}
 
-    def tables(self) -> list[str]:
-        """Every table as `db.table`."""
-        return self._catalog.all_tables()
+    @property
+    def metastore(self) -> str:
+        """filesystem | hive | jdbc | rest."""
+        return self._catalog.metastore
 
-    def get_table(self, identifier: str, /, *, branch: str = "main",
+    def tables(self, pattern: str | None = None) -> list[str]:
+        """Every Paimon table of the catalog as `db.table`; with an fnmatch `pattern` those matching it, or with
+        `$branch_…` the branches matching it (`db.*$branch_wap`, `db.t$branch_*`: never main)."""
+        return self._catalog.all_tables() if pattern is None else self._catalog.matching(pattern)
+
+    def get_table(self, identifier: str, /, *, branch: str | None = None,
                   options: Mapping[str, str] | None = None) -> Table:
-        raw = self._catalog.get_table(identifier, options_override={**self.options, **(options or {})})
-        return Table(raw if branch == "main" else raw.for_branch(branch))
+        """A table (`db.t`) or one of its branches (`db.t$branch_b`, Paimon's identifier, or `branch="b"`)."""
+        raw = self._catalog.get_table(identifier, branch=branch,
+                                      options_override={**self.options, **(options or {})})
+        return Table(raw)
+
+    def close(self) -> None:
+        self._catalog.close()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
-        return f"Catalog({self.warehouse!r})"
+        kind = "" if self.metastore == "filesystem" else f", metastore={self.metastore!r}"
+        return f"Catalog({self.warehouse!r}{kind})"
 
 
 class Table:
@@ -127,7 +166,8 @@ class Table:
 
     @property
     def identifier(self) -> str:
-        return self.raw.identifier
+        """Paimon's identifier: `db.t`, or `db.t$branch_b` for a branch."""
+        return self.raw.full_name
 
     @property
     def location(self) -> str:
@@ -161,6 +201,16 @@ class Table:
             raise InvalidArgumentError(f"give either {arg('snapshot')} or {arg('tag')}, not both")
         return files(self.raw, snapshot, tag)
 
+    def branches(self) -> list[Any]:
+        """Main and every branch of the table, as `BranchInfo` rows: snapshots, tags, consumers, schema, and whether
+        each is behind main."""
+        return list_branches(self.raw)
+
+    def consumers(self) -> list[Any]:
+        """The consumers of this branch, as `ConsumerInfo` rows: the snapshot each reads next and whether it still
+        keeps snapshots from expiry."""
+        return list_consumers(self.raw)
+
     def health(self, *, merge_budget: int = 0, now: Instant | None = None) -> Any:
         """What the checks measure (`TableHealth`): the exact row count (`merge_budget`: data bytes it may read to
         merge overlapping level-0 files; 0 = metadata only), files per bucket, snapshot retention, refused
@@ -186,10 +236,21 @@ class Maintenance:
     expire_tags = facade(plan_expire_tags)
     expire_partitions = facade(plan_expire_partitions)
     compact_manifests = facade(plan_compact_manifests)
+    remove_unexisting_files = facade(plan_remove_unexisting_files)
+    repair = facade(plan_repair)
+    rewrite_file_index = facade(plan_rewrite_file_index)
     remove_orphans = facade(plan_remove_orphans)
     delete_tags = facade(plan_delete_tags)
     create_auto_tags = facade(plan_auto_tags)
     rollback = facade(plan_rollback)
+    mark_partition_done = facade(plan_mark_partition_done)
+
+    create_branch = facade(plan_create_branch)
+    delete_branch = facade(plan_delete_branch)
+    rename_branch = facade(plan_rename_branch)
+    fast_forward = facade(plan_fast_forward)
+    reset_consumer = facade(plan_reset_consumer)
+    clear_consumers = facade(plan_clear_consumers)
 
 
 class Tags:
@@ -203,6 +264,9 @@ class Tags:
 
     # The operations on named tags, one line each.
     create = facade(plan_create_tag)
+    create_from_timestamp = facade(plan_create_tag_from_timestamp)
+    create_from_watermark = facade(plan_create_tag_from_watermark)
+    replace = facade(plan_replace_tag)
     rename = facade(plan_rename_tag)
 
     def delete(self, *names: str, missing_ok: bool = False) -> Plan:

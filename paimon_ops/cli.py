@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-import fnmatch
 import itertools
 import json
 import logging
@@ -18,8 +17,11 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from paimon_ops import __version__
 from paimon_ops.api import OPERATIONS, Catalog, by_plan_type, plan_operation
+from paimon_ops.catalog import Catalog as EngineCatalog
+from paimon_ops.catalog.filesystem import FileSystemCatalog
 from paimon_ops.errors import (
     CancelledError,
+    CorruptMetadataError,
     InvalidOptionError,
     PaimonOpsError,
     PlanAlreadyAppliedError,
@@ -27,17 +29,21 @@ from paimon_ops.errors import (
     TableNotFoundError,
     cli_words,
 )
+from paimon_ops.execution.executor import open_plan_table
 from paimon_ops.execution.plan import Plan, human_bytes
 from paimon_ops.execution.runner import make_runner, planning_on, stuck_start
+from paimon_ops.health import missing_files
+from paimon_ops.lifecycle.branches import branch_rows, list_branches
+from paimon_ops.lifecycle.consumers import consumer_rows, list_consumers
 from paimon_ops.lifecycle.rollback import require_confirmation
 from paimon_ops.lifecycle.timeline import tag_local_zone
 from paimon_ops.operations.model import BOOL, CHOICE, FLOAT, INT, NAMES, PARTITIONS, TASKS, Operation
-from paimon_ops.options import format_duration
+from paimon_ops.options import CATALOG_CONNECT_TIMEOUT, format_duration
 from paimon_ops.sample import build_sample_warehouse
 from paimon_ops.schemas import ERROR, LIST, TABLES, envelope, format_of
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
+from paimon_ops.table.table import FileStoreTable
 from paimon_ops.timeutil import iso, local_to_instant_millis, naive_to_local_millis
 
 
@@ -85,19 +91,33 @@ def _json_default(o: Any) -> Any:
 
 
 def _warehouse_options(args: argparse.Namespace) -> dict[str, str] | None:
-    """--option KEY=VALUE pairs: warehouse options such as s3.endpoint (secrets are better left to AWS_* variables:
-    a command line is visible to other users of the machine)."""
+    """--option KEY=VALUE pairs: catalog options (metastore, uri, lock.enabled, …), object-store settings such as
+    s3.endpoint, and table options on top of every table's own (secrets are better left to AWS_* variables: a command
+    line is visible to other users of the machine); --connect-timeout is the catalog's connect timeout too."""
     out = {}
     for text in getattr(args, "option", None) or ():
         key, sep, value = text.partition("=")
         if not sep or not key.strip():
             raise PaimonOpsError(f"--option {text.split('=')[0]!r}…: expected KEY=VALUE")
         out[key.strip()] = value.strip()
+    timeout = getattr(args, "connect_timeout", None)
+    if timeout is not None:
+        if not timeout > 0:
+            raise PaimonOpsError(f"--connect-timeout must be a positive number of seconds, got {timeout:g}")
+        out[CATALOG_CONNECT_TIMEOUT.key] = f"{int(timeout * 1000)} ms"
     return out or None
 
 
-def _catalog(args: argparse.Namespace) -> FileSystemCatalog:
-    return FileSystemCatalog(args.warehouse, options=_warehouse_options(args))
+def _po_catalog(args: argparse.Namespace) -> Any:
+    """The command's catalog (one per run: a pattern over many tables opens it once), through the facade."""
+    cat = getattr(args, "_po_catalog", None)
+    if cat is None:
+        cat = args._po_catalog = Catalog(args.warehouse, options=_warehouse_options(args))
+    return cat
+
+
+def _catalog(args: argparse.Namespace) -> EngineCatalog:
+    return _po_catalog(args)._catalog
 
 
 def _table(args: argparse.Namespace) -> FileStoreTable:
@@ -159,6 +179,31 @@ def cmd_tags(args: argparse.Namespace) -> None:
         text_rows, ["name", "snapshot_id", "snapshot_time", "create_time", "time_retained"]))
 
 
+def cmd_branches(args: argparse.Namespace) -> None:
+    infos = list_branches(_table(args))
+    rows = branch_rows(infos)
+    _emit(args, _list(args, rows), lambda: _print_table(
+        [{**r, "earliest_snapshot": _dash(r["earliest_snapshot"]), "latest_snapshot": _dash(r["latest_snapshot"]),
+          "tags": ",".join(r["tags"]) or "-", "created": _ts(i.created_millis) if i.created_millis else "-",
+          "behind_main": "-" if r["behind_main"] is None else "yes" if r["behind_main"] else "no"}
+         for r, i in zip(rows, infos)],
+        ["branch", "earliest_snapshot", "latest_snapshot", "snapshots", "tags", "consumers", "created",
+         "behind_main"]))
+
+
+def cmd_consumers(args: argparse.Namespace) -> None:
+    infos = list_consumers(_table(args))
+    rows = consumer_rows(infos)
+    _emit(args, _list(args, rows), lambda: _print_table(
+        [{**r, "modified": _ts(i.modified_millis), "pins_from": _dash(r["pins_from"]),
+          "expires": _ts(i.expires_millis) if i.expires_millis is not None else "never"}
+         for r, i in zip(rows, infos)], ["consumer", "next_snapshot", "state", "pins_from", "modified", "expires"]))
+
+
+def _dash(v: Any) -> Any:
+    return "-" if v is None else v
+
+
 def _seconds(d: Any) -> int | float | None:
     """A duration as the JSON contract says it: seconds, an integer when whole."""
     if d is None:
@@ -169,6 +214,9 @@ def _seconds(d: Any) -> int | float | None:
 
 def cmd_files(args: argparse.Namespace) -> None:
     t = _table(args)
+    if args.check:
+        _check_files(args, t)
+        return
     scanner = TableScanner(t)
     if args.tag:
         result = scanner.scan_tag(args.tag)
@@ -198,6 +246,19 @@ def cmd_files(args: argparse.Namespace) -> None:
                        "partition": ",".join(f"{k}={v}" for k, v in r["partition"].items()) or "-"} for r in rows],
                      ["partition", "bucket", "level", "file", "rows", "size", "deleted_rows"])
     _emit(args, payload, text)
+
+
+def _check_files(args: argparse.Namespace, t: FileStoreTable) -> None:
+    """`files --check`: every file the latest snapshot and every tag of the table (or branch) reference exists; else
+    exit 2 naming the first missing one."""
+    found = missing_files(t)
+    if found.missing:
+        path, why = found.missing[0]
+        more = f" (and {len(found.missing) - 1} more)" if len(found.missing) > 1 else ""
+        raise CorruptMetadataError(path, f"referenced by {t.full_name} ({why}) but missing{more}")
+    payload = _list(args, [], snapshot_id=t.snapshots.latest_id(), checked=found.checked, sources=found.sources)
+    _emit(args, payload, lambda: print(f"{t.full_name}: all {found.checked} files referenced by "
+                                       f"{', '.join(found.sources) or 'nothing'} exist"))
 
 
 def cmd_options(args: argparse.Namespace) -> None:
@@ -247,7 +308,7 @@ def _runner(args: argparse.Namespace):
 
 
 def _facade(args: argparse.Namespace, table: str | None = None):
-    catalog = Catalog(args.warehouse, options=_warehouse_options(args))
+    catalog = _po_catalog(args)
     try:
         return catalog.get_table(table or args.table)
     except TableNotFoundError:
@@ -263,27 +324,28 @@ def is_pattern(table: str) -> bool:
     return bool(_GLOB & set(table))
 
 
-def _not_a_warehouse(catalog: FileSystemCatalog) -> None:
+def _not_a_warehouse(catalog: EngineCatalog) -> None:
     """A directory holding no DATABASE.db directory is not a warehouse (a database directory or an empty one given
     by mistake): said naming it, rather than listing no tables."""
-    if not catalog.io.has_directories or catalog.databases():
+    if not isinstance(catalog, FileSystemCatalog) or not catalog.io.has_directories or catalog.databases():
         return
-    where = catalog.warehouse.rstrip("/")
+    where = str(catalog.warehouse).rstrip("/")
     hint = (f"; {where} looks like a database directory: give its parent as the warehouse"
             if where.endswith(".db") else "")
     raise PaimonOpsError(f"{catalog.warehouse} is not a Paimon warehouse: it holds no DATABASE.db directory{hint}")
 
 
-def matching_tables(catalog: FileSystemCatalog, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
-    """The tables (db.table, sorted) matching an fnmatch pattern (`db.*`, `*.*`, `shop.ord*`) and none of `exclude`;
-    a pattern matching nothing is an error naming it."""
+def matching_tables(catalog: EngineCatalog, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
+    """The tables (db.table, sorted) matching an fnmatch pattern (`db.*`, `*.*`, `shop.ord*`) and none of `exclude`,
+    or with `$branch_…` their branches (`db.*$branch_wap`, `db.t$branch_*`: `Catalog.matching`); a pattern matching
+    nothing is an error naming it."""
     _not_a_warehouse(catalog)
-    every = catalog.all_tables()
-    found = [t for t in every if fnmatch.fnmatchcase(t, pattern)]
+    found = catalog.matching(pattern)
     if not found:
-        raise PaimonOpsError(f"table pattern {pattern!r} matches no table in {catalog.warehouse}; tables: "
+        every = catalog.all_tables()
+        raise PaimonOpsError(f"table pattern {pattern!r} matches no table in {catalog.endpoint}; tables: "
                              + (", ".join(every) or "none"))
-    kept = [t for t in found if not any(fnmatch.fnmatchcase(t, x) for x in exclude)]
+    kept = catalog.matching(pattern, exclude)
     if not kept:
         raise PaimonOpsError(f"--exclude {' '.join(exclude)} leaves none of the {len(found)} table(s) matching "
                              f"{pattern!r}")
@@ -318,7 +380,7 @@ def _say(text: str | _Listing, end: str = "\n") -> None:
 
 
 def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True,
-            runner: Any = None) -> tuple[dict[str, Any], str | _Listing]:
+            runner: Any = None, table: Any = None) -> tuple[dict[str, Any], str | _Listing]:
     """The plan (a dry run: text lists every file, or --limit of them, or --summary's counts) or the report of
     executing it: as JSON and as text."""
     if args.dry_run:
@@ -331,16 +393,16 @@ def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = Tru
         require_confirmation(plan, False)
     if runner is None and hasattr(args, "local"):
         runner = _runner(args)
-    report = plan.execute(runner=runner,
+    report = plan.execute(table=table, runner=runner,
                           progress=_Progress(label, not args.json or args.progress))
     # text output: the report's figures only (the JSON of a million deleted files is made when it is printed)
     return report.to_dict(files=bool(args.json)), report.summary()
 
 
-def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True) -> None:
+def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True, table: Any = None) -> None:
     """A dry run prints the plan (text: every file with kind and reason; --json: the plan itself, which
     `paimon-ops apply` executes later); otherwise the plan is executed and the report printed."""
-    payload, text = _result(args, plan, label, confirm)
+    payload, text = _result(args, plan, label, confirm, table=table)
     _emit(args, payload, lambda: _say(text))
 
 
@@ -359,7 +421,8 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
             plan = plan_operation(t, op, values, {**op.cli_words(), "now": "--now-ms"})
         if op.cli_check is not None:
             op.cli_check(plan, t)
-        return _result(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes, runner=runner)
+        return _result(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes, runner=runner,
+                       table=t.raw)
 
     def command(args: argparse.Namespace) -> int | None:
         if (args.summary or args.limit is not None) and not args.dry_run:
@@ -453,8 +516,12 @@ def cmd_apply(args: argparse.Namespace) -> None:
     plan = Plan.from_json(text, where=path)
     args.dry_run = False
     op = by_plan_type(plan.operation)
+    table = None
+    if plan.catalog:  # made through a catalog: re-opened through it (-o gives what the plan does not record)
+        table = open_plan_table(plan, _warehouse_options(args))
     try:
-        _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=op is None or not op.confirm or args.yes)
+        _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=op is None or not op.confirm or args.yes,
+             table=table)
     except StalePlanError:
         done = _already_applied(args, plan)
         if done:
@@ -539,10 +606,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text)
         sp.add_argument("warehouse", help="warehouse root: local path or URI (s3://…, hdfs://…)")
         if with_table:
-            sp.add_argument("table", help="DATABASE.TABLE")
+            sp.add_argument("table", help="DATABASE.TABLE, or DATABASE.TABLE$branch_NAME for a branch")
         sp.add_argument("--json", action="store_true", help="machine-readable output")
-        sp.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
-                        help="warehouse option, e.g. s3.endpoint=http://host:9000 (repeatable)")
+        _catalog_flags(sp)
         sp.set_defaults(fn=fn)
         return sp
 
@@ -553,21 +619,25 @@ def build_parser() -> argparse.ArgumentParser:
     g = files.add_mutually_exclusive_group()
     g.add_argument("--snapshot", type=int, help="snapshot id (default: latest)")
     g.add_argument("--tag", help="tag name")
+    g.add_argument("--check", action="store_true",
+                   help="instead of listing: check that every file the latest snapshot and every tag reference "
+                        "exists (exit 2 naming the first missing one)")
     add("options", cmd_options, "schema and options of a table")
+    add("branches", cmd_branches, "main and the branches of a table: snapshots, tags, consumers")
+    add("consumers", cmd_consumers, "consumers of a table (or branch): the snapshot each reads next")
     def execution(sp: argparse.ArgumentParser) -> None:
         g = sp.add_argument_group("execution")
         g.add_argument("--spark-master", default=None, metavar="URL",
                        help="run on this Spark master (spark://…, yarn, k8s://…, local[N])")
         g.add_argument("--spark-remote", default=None, metavar="URL", help="run on Spark Connect, e.g. sc://host:15002")
         g.add_argument("--local", action="store_true", help="run in this process")
-        g.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
-                       help="how long a Spark master / Connect server may take to answer (default 10)")
 
     def maint(name: str, fn: Callable, help_text: str, spark: bool = True) -> argparse.ArgumentParser:
         sp = add(name, fn, help_text)
         table = next(a for a in sp._actions if a.dest == "table")
-        table.help = ("DATABASE.TABLE, or a pattern (db.*, *.*, shop.ord*): each matching table in turn, a summary "
-                      "line per table, exit status 2 if any failed")
+        table.help = ("DATABASE.TABLE (DATABASE.TABLE$branch_NAME for a branch), or a pattern (db.*, *.*, shop.ord*; "
+                      "db.*$branch_NAME, db.t$branch_*: branches): each matching table in turn, a summary line per "
+                      "table, exit status 2 if any failed")
         sp.add_argument("--exclude", action="append", metavar="PATTERN",
                         help="with a table pattern: leave out the tables matching PATTERN (repeatable)")
         sp.add_argument("--dry-run", action="store_true",
@@ -587,14 +657,14 @@ def build_parser() -> argparse.ArgumentParser:
         sp = maint(op.command, _maintenance_command(op), op.summary, spark=op.placement == TASKS)
         _add_params(sp, op)
         if op.confirm:
-            sp.add_argument("--yes", action="store_true", help=f"confirm: {op.title} cannot be undone (snapshots and "
-                                                               "tags newer than the target are removed)")
+            sp.add_argument("--yes", action="store_true", help=f"confirm: {op.title} cannot be undone")
 
     ap = sub.add_parser("apply", help="execute a plan saved with --dry-run --json (refused if the table changed)")
     ap.add_argument("plan", help="plan file (or - for standard input)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     ap.add_argument("--progress", action="store_true", help="progress on stderr even with --json")
     ap.add_argument("--yes", action="store_true", help="confirm a rollback plan")
+    _catalog_flags(ap)
     execution(ap)
     ap.set_defaults(fn=cmd_apply)
 
@@ -604,6 +674,15 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--json", action="store_true", help="machine-readable output")
     sample.set_defaults(fn=cmd_sample)
     return p
+
+
+def _catalog_flags(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
+                    help="catalog option (metastore=hive|jdbc|rest, uri=…, lock.enabled=…), object-store setting "
+                         "(s3.endpoint=http://host:9000) or table option (repeatable)")
+    sp.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                    help="how long the catalog's server and a Spark master / Connect server may take to answer "
+                         "(default 10)")
 
 
 def _add_params(sp: argparse.ArgumentParser, op: Operation) -> None:

@@ -15,11 +15,23 @@ class PaimonOpsError(Exception):
 
 
 class TableNotFoundError(PaimonOpsError):
+    """No table of that name at that location (the message names both, and how to list the tables)."""
+
     def __init__(self, identifier: str, location: str, hint: str = "") -> None:
         self.identifier = identifier
         self.location = location
         msg = f"table {identifier!r} not found at {location}"
         super().__init__(f"{msg}; {hint}" if hint else msg)
+
+
+class BranchNotFoundError(TableNotFoundError):
+    """The table exists, the branch named does not."""
+
+    def __init__(self, identifier: str, location: str, branch: str, known: list[str]) -> None:
+        self.identifier, self.location, self.branch = identifier, location, branch
+        table = identifier.split("$", 1)[0]
+        PaimonOpsError.__init__(self, f"branch {branch!r} of {table} does not exist ({location}; branches: "
+                                      f"{', '.join(known) or 'none besides main'})")
 
 
 class CorruptMetadataError(PaimonOpsError):
@@ -52,6 +64,9 @@ class MissingFileError(CorruptMetadataError):
 
 
 class InvalidOptionError(PaimonOpsError):
+    """A table option (or an override of it) with a value paimon-ops cannot use: names the option, the value, what
+    was expected and where it is set."""
+
     def __init__(self, name: str, value: object, expected: str, where: str = "") -> None:
         self.name = name
         self.value = value
@@ -95,6 +110,12 @@ class CommitConflictError(PaimonOpsError):
             f"commit conflict on {table} (planned on snapshot {base_snapshot}, latest is {latest_snapshot}): "
             f"{detail}. Nothing was committed; re-run to re-plan on the latest snapshot."
         )
+
+
+class CommitOutcomeUnknownError(PaimonOpsError):
+    """A commit failed part way and whether its snapshot became visible cannot be told now (a catalog server that did
+    not answer, storage that cannot be read): nothing it wrote is removed — orphans at worst, never a snapshot naming
+    deleted files."""
 
 
 class UnsafeOperationError(PaimonOpsError):
@@ -163,6 +184,28 @@ class UnreachableError(PaimonOpsError):
         self.endpoint = endpoint
         self.detail = detail
         super().__init__(f"{what + ' ' if what else ''}{endpoint} is unreachable: {detail}. Nothing was changed.")
+
+
+class CatalogError(PaimonOpsError):
+    """A catalog (Hive Metastore, JDBC database, REST server) refused or failed a request: names its endpoint, never a
+    secret; nothing was changed unless the message says otherwise."""
+
+    def __init__(self, endpoint: str, detail: str) -> None:
+        self.endpoint = endpoint
+        self.detail = detail
+        super().__init__(f"catalog {endpoint}: {detail}")
+
+
+class LockTimeoutError(CatalogError):
+    """The catalog's lock of a table was not acquired within `lock-acquire-timeout`: another writer holds it (or a
+    crashed one left it); nothing was committed."""
+
+    def __init__(self, endpoint: str, table: str, waited_s: float, holder: str = "") -> None:
+        self.table = table
+        self.waited_s = waited_s
+        CatalogError.__init__(self, endpoint, f"the lock of table {table} was not acquired within {waited_s:g} s "
+                                              f"(lock-acquire-timeout){'; ' + holder if holder else ''}; nothing was "
+                                              "committed")
 
 
 # ---------------------------------------------------------------------------------------------- caller's words

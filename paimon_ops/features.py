@@ -108,6 +108,11 @@ TAGGING = CONTENT | {MANAGED_BLOB, CHAIN_TABLE, POSTPONE, FUTURE_SNAPSHOT, FUTUR
 # are not handled; minor compaction is for primary-key tables, which row tracking excludes.
 ROW_ID_REWRITES = frozenset({ROW_TRACKING, DATA_EVOLUTION, BLOB})
 BUCKETS_ONLY = frozenset({POSTPONE})  # the postpone compaction and rescale: moving rows between buckets
+# Creating, renaming and fast-forwarding a branch copy or move its metadata files as they are (snapshot and tag JSON
+# verbatim) and open no data file, as tags do — except on chain tables, whose snapshots and deltas live on branches.
+BRANCHING = TAGGING - {CHAIN_TABLE}
+# Consumer files hold a snapshot id and nothing else.
+CONSUMERS = TAGGING
 
 
 @dataclass(frozen=True)
@@ -368,5 +373,5 @@ def refused_operations(table: FileStoreTable, gates: Iterable[Gate], deep: bool 
 
 
 __all__ = ["Feature", "Use", "Gate", "CONTENT", "ORPHAN_REMOVAL", "RECLAIMING", "MANIFEST_REWRITES", "TAGGING",
-           "ROW_ID_REWRITES", "BUCKETS_ONLY", "handles", "option_uses", "uses_of_schema", "metadata_uses", "file_uses",
-           "snapshot_uses", "table_uses", "refusal", "require", "refused_operations"]
+           "ROW_ID_REWRITES", "BUCKETS_ONLY", "BRANCHING", "CONSUMERS", "handles", "option_uses", "uses_of_schema",
+           "metadata_uses", "file_uses", "snapshot_uses", "table_uses", "refusal", "require", "refused_operations"]

@@ -1,8 +1,8 @@
 """The options catalogue: every table option paimon-ops reads — Paimon's own (Java `CoreOptions`) and paimon-ops'
 — declared once here with its type, default, fallback keys, validation and a one-line doc. Reads go only through it:
 `table.options.get(SNAPSHOT_NUM_RETAINED_MIN)` returns the typed, validated value (else the default); a bad value
-fails with one line naming the option and the table. The README's option tables are generated from `CATALOGUE`
-(`render_readme_tables`, checked by tests/core/test_options.py).
+fails with one line naming the option and the table. The docs' options reference (docs/reference/options.md) is
+generated from `CATALOGUE` (`render_readme_tables`, checked by tests/core/test_options.py).
 
 Paimon durations look like `1 h`, `30 min`, `1 d`, `500 ms`, `PT1H`; memory sizes like `128 mb`, `2 MiB`; enum
 values match as Java's `OptionsUtils.convertToEnum` does (the value's text, ignoring case: `aggregation`, not
@@ -101,7 +101,7 @@ RATIO = "a ratio within [0, 1]"
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
-# Sections of the README's tables, in order.
+# Sections of the options reference's tables, in order.
 SECTIONS = {
     "snapshots": "Snapshot, changelog and consumer expiry",
     "tags": "Tags",
@@ -111,6 +111,7 @@ SECTIONS = {
     "files": "Buckets, files and formats",
     "commit": "Commits and manifests",
     "execution": "Execution",
+    "catalog": "Catalogs (catalog options: `-o KEY=VALUE`, `po.Catalog(warehouse, options=…)`, not table options)",
     "features": "Detected features (paimon-ops limits or refuses operations on them)",
 }
 
@@ -132,7 +133,7 @@ class Option(Generic[T_co]):
     check: Callable[[Any], bool] | None = field(default=None, compare=False)  # further validation
     expected: str = ""                      # what `check` wants, for its error
     ours: bool = False                      # paimon-ops' own option (Java Paimon ignores it)
-    default_doc: str | None = None          # the README's default when it is derived (None: from `default`)
+    default_doc: str | None = None          # the docs' default when it is derived (None: from `default`)
     paimon_defaults: tuple[tuple[str, str], ...] = ()  # (Paimon version, its default) where it differs from ours
     affects_files: bool = False             # decides how files are read or where they are (a saved plan may not
                                             # override it)
@@ -206,7 +207,7 @@ class Option(Generic[T_co]):
 
     @property
     def default_text(self) -> str:
-        """The default as the README shows it."""
+        """The default as the options reference shows it."""
         if self.default_doc is not None:
             return self.default_doc
         d: Any = self.default
@@ -305,6 +306,10 @@ TAG_CREATE_MAX_DELAY: Option[timedelta | None] = Option(
     "tag.create-max-delay", DURATION, None, "never tag a snapshot later than this past the period end", "tags",
     ours=True, default_doc="one period",
     check=lambda td: td >= timedelta(0), expected="a duration >= 0")
+METASTORE_TAG_TO_PARTITION: Option[str | None] = Option(
+    "metastore.tag-to-partition", STR, None, "tags are partitions of this key in the metastore: creating and deleting "
+    "a tag adds and drops its partition there (Hive catalog); refused without one (see `metastore.allow-out-of-sync`)",
+    "tags")
 SINK_PROCESS_TIME_ZONE: Option[str | None] = Option(
     "sink.process-time-zone", STR, None, "the zone whose wall clock `now` is read in (Java: the JVM's zone)", "tags",
     default_doc="`UTC`")
@@ -333,13 +338,32 @@ PARTITION_EXPIRATION_CHECK_INTERVAL = Option(
     "`partition_expiry_due(table, last_check, now)` lets a scheduler honour it (an explicit run always checks)",
     "partitions")
 METASTORE_PARTITIONED_TABLE = Option("metastore.partitioned-table", BOOL, False,
-                                     "partitions are registered in a metastore (partition expiry refuses)",
+                                     "partitions are registered in the metastore: partition expiry drops them there "
+                                     "(Hive catalog) and is refused without one (see `metastore.allow-out-of-sync`)",
                                      "partitions")
 PARTITION_DEFAULT_NAME = Option("partition.default-name", STR, "__DEFAULT_PARTITION__",
                                 "the partition value standing for null", "partitions", affects_files=True)
 PARTITION_LEGACY_NAME = Option("partition.legacy-name", BOOL, True,
                                "partition directories spell values as Paimon 0.x did", "partitions",
                                affects_files=True)
+# Java's PartitionMarkDoneAction kinds (Paimon 0.9: success-file, done-partition, mark-event; later: http-report,
+# custom); paimon-ops does all but custom (a Java class).
+MARK_DONE_ACTIONS = ("success-file", "done-partition", "mark-event", "http-report", "custom")
+PARTITION_MARK_DONE_ACTION: Option[tuple[str, ...]] = Option(
+    "partition.mark-done-action", LIST, ("success-file",), "how `mark-partition-done` tells downstream jobs a partition "
+    "is complete: `success-file` (a `_SUCCESS` file in its directory), `done-partition` (a `<value>.done` partition in "
+    "the Hive Metastore), `mark-event` (a metastore LOAD_DONE event), `http-report` (a POST to "
+    "`partition.mark-done-action.http.url`); comma-separated", "partitions", default_doc="`success-file`",
+    check=lambda v: bool(v) and all(a in MARK_DONE_ACTIONS for a in v),
+    expected="comma-separated actions of " + ", ".join(MARK_DONE_ACTIONS))
+PARTITION_MARK_DONE_ACTION_URL: Option[str | None] = Option(
+    "partition.mark-done-action.http.url", STR, None, "where the `http-report` action POSTs each partition marked "
+    "done", "partitions")
+PARTITION_MARK_DONE_ACTION_PARAMS: Option[str | None] = Option(
+    "partition.mark-done-action.http.params", STR, None, "the `params` the `http-report` action sends", "partitions")
+PARTITION_MARK_DONE_CUSTOM_CLASS: Option[str | None] = Option(
+    "partition.mark-done-action.custom.class", STR, None, "Java's `custom` action class (a Java class: `custom` is "
+    "refused)", "partitions")
 
 # --------------------------------------------------------------------------------------------------- compaction
 NUM_SORTED_RUN_COMPACTION_TRIGGER = Option("num-sorted-run.compaction-trigger", INT, 5,
@@ -486,6 +510,15 @@ DATA_FILE_THIN_MODE = Option("data-file.thin-mode", BOOL, False, "primary-key da
                              "files")
 INDEX_FILE_IN_DATA_FILE_DIR = Option("index-file-in-data-file-dir", BOOL, False, "index files live beside the data "
                                      "files", "files", affects_files=True)
+FILE_INDEX_IN_MANIFEST_THRESHOLD = Option("file-index.in-manifest-threshold", MEMORY, 500, "a data file's index up to "
+                                          "this size is kept in its manifest entry, a larger one in a `.index` file "
+                                          "beside it (rewrite-file-index)", "files")
+FILE_INDEX_BLOOM_FILTER_COLUMNS: Option[tuple[str, ...]] = Option(
+    "file-index.bloom-filter.columns", LIST, (), "columns with a bloom-filter file index (sized per column by the "
+    "options items and fpp under file-index.bloom-filter.COLUMN)", "files")
+FILE_INDEX_BITMAP_COLUMNS: Option[tuple[str, ...]] = Option(
+    "file-index.bitmap.columns", LIST, (), "columns with a bitmap file index", "files")
+FILE_INDEX_PREFIX = "file-index."  # file-index.<type>.columns, file-index.<type>.<column>.<option> (Java FileIndexOptions)
 METADATA_STATS_MODE = Option("metadata.stats-mode", STR, "truncate(16)", "column statistics: none, counts, "
                              "truncate(N) or full", "files")
 METADATA_STATS_DENSE_STORE = Option("metadata.stats-dense-store", BOOL, True, "statistics list only their columns",
@@ -525,6 +558,61 @@ EXECUTION_LOCAL_MAX_MANIFESTS = Option("execution.local.max-manifests", INT, 10_
 EXECUTION_LOCAL_MAX_FILES = Option("execution.local.max-files", INT, 2_000_000,
                                    "orphan removal listing (expiry deleting) more files than this runs on Spark by "
                                    "default", "execution", ours=True, minimum=1)
+
+# ------------------------------------------------------------------------------------------------------ catalogs
+# Catalog options (Java's CatalogOptions, JdbcCatalogOptions, RESTCatalogOptions): they configure where tables live
+# and how commits are made (paimon_ops.catalog), not a table. Read from the catalog's options, never a table's.
+METASTORE = Option("metastore", ENUM, "filesystem", "where tables are registered: `filesystem` (the warehouse "
+                   "directory), `hive` (a Hive Metastore), `jdbc` (a database), `rest` (a REST catalog server)",
+                   "catalog", choices=("filesystem", "hive", "jdbc", "rest"))
+CATALOG_URI: Option[str | None] = Option(
+    "uri", STR, None, "the metastore: `thrift://host:9083` (hive), `jdbc:sqlite:/path/db`, "
+    "`jdbc:postgresql://host:5432/db`, `jdbc:mysql://host:3306/db` (jdbc), `https://host` (rest)", "catalog")
+CATALOG_WAREHOUSE: Option[str | None] = Option(
+    "warehouse", STR, None, "the warehouse root (the command line's WAREHOUSE); a REST catalog's name", "catalog")
+LOCK_ENABLED: Option[bool | None] = Option(
+    "lock.enabled", BOOL, None, "commits hold the catalog's table lock (Hive Metastore lock, JDBC lock row)",
+    "catalog", default_doc="`true` on object stores (s3, oss, gs, abfs, wasb, emr), else `false`")
+LOCK_ACQUIRE_TIMEOUT = Option("lock-acquire-timeout", DURATION, timedelta(minutes=8),
+                              "give up waiting for the table lock after this long", "catalog")
+LOCK_CHECK_MAX_SLEEP = Option("lock-check-max-sleep", DURATION, timedelta(seconds=8),
+                              "the longest pause between two tries of a busy lock (from 50 ms, doubling)", "catalog")
+CATALOG_KEY = Option("catalog-key", STR, "jdbc", "jdbc: the catalog's key in `paimon_tables` and in lock ids",
+                     "catalog")
+LOCK_KEY_MAX_LENGTH = Option("lock-key-max-length", INT, 255, "jdbc: the length of `paimon_distributed_locks`' "
+                             "lock ids (`<catalog-key>.<database>.<table>`)", "catalog", minimum=1)
+JDBC_USER: Option[str | None] = Option("jdbc.user", STR, None, "jdbc: the database user", "catalog")
+JDBC_PASSWORD: Option[str | None] = Option("jdbc.password", STR, None, "jdbc: the database password (a secret: "
+                                           "never in plans or reports)", "catalog")
+LOCATION_IN_PROPERTIES = Option("location-in-properties", BOOL, False, "hive: a table's location is its "
+                                "`paimon_location` parameter (object stores), else the storage descriptor's",
+                                "catalog")
+SYNC_ALL_PROPERTIES = Option("sync-all-properties", BOOL, False, "hive: the metastore's table carries every table "
+                             "option (else only the `hive.`-prefixed ones), updated on schema changes", "catalog")
+TOKEN_PROVIDER: Option[str | None] = Option("token.provider", STR, None, "rest: how requests are authenticated: "
+                                            "`bear` (a bearer token) or `dlf` (signed with `dlf.*` keys)", "catalog")
+TOKEN: Option[str | None] = Option("token", STR, None, "rest: the bearer token (a secret)", "catalog")
+DATA_TOKEN_ENABLED = Option("data-token.enabled", BOOL, False, "rest: storage credentials come from the server "
+                            "(`GET …/token`), refreshed before they expire", "catalog")
+DLF_REGION: Option[str | None] = Option("dlf.region", STR, None, "rest/dlf: the region requests are signed for",
+                                        "catalog")
+DLF_ACCESS_KEY_ID: Option[str | None] = Option("dlf.access-key-id", STR, None, "rest/dlf: the access key id",
+                                               "catalog")
+DLF_ACCESS_KEY_SECRET: Option[str | None] = Option("dlf.access-key-secret", STR, None, "rest/dlf: the access key "
+                                                   "secret (a secret)", "catalog")
+DLF_SECURITY_TOKEN: Option[str | None] = Option("dlf.security-token", STR, None, "rest/dlf: an STS security token "
+                                                "(a secret)", "catalog")
+CATALOG_CONNECT_TIMEOUT = Option("catalog.connect-timeout", DURATION, timedelta(seconds=10),
+                                 "how long the catalog's server may take to answer (`--connect-timeout`)", "catalog",
+                                 ours=True)
+METASTORE_ALLOW_OUT_OF_SYNC = Option(
+    "metastore.allow-out-of-sync", BOOL, False, "maintain tables with `metastore.partitioned-table` or "
+    "`metastore.tag-to-partition` without their metastore (e.g. through the filesystem catalog), leaving its "
+    "partitions out of step", "catalog", ours=True)
+# Options whose values are secrets: never recorded in plans, reports or logs.
+SECRET_CATALOG_OPTIONS = (JDBC_PASSWORD, TOKEN, DLF_ACCESS_KEY_SECRET, DLF_SECURITY_TOKEN)
+# Prefixes of catalog options Paimon passes on as they are (JDBC driver properties, REST headers, DLF settings).
+CATALOG_OPTION_PREFIXES = ("jdbc.", "dlf.", "header.")
 
 # ----------------------------------------------------------------------------------------------------- features
 ROW_TRACKING_ENABLED = Option("row-tracking.enabled", BOOL, False, "rows carry ids", "features", affects_files=True)
@@ -578,6 +666,17 @@ def _collect() -> dict[str, Option[Any]]:
 
 # Every option, by key (fallback keys are not entries: they belong to their option).
 CATALOGUE: dict[str, Option[Any]] = _collect()
+
+
+def is_catalog_option(key: str) -> bool:
+    """A catalog option (section `catalog`, or a prefix Paimon passes on to the catalog's client), not a table's."""
+    opt = CATALOGUE.get(key)
+    return opt.section == "catalog" if opt is not None else key.startswith(CATALOG_OPTION_PREFIXES)
+
+
+def is_secret_catalog_option(key: str) -> bool:
+    return any(key == o.key for o in SECRET_CATALOG_OPTIONS) or (key.startswith(CATALOG_OPTION_PREFIXES) and any(
+        w in key.lower() for w in ("password", "secret", "token")))
 
 
 def with_schema_defaults(options: dict[str, str], version: int) -> dict[str, str]:
@@ -760,7 +859,7 @@ def read(raw: Mapping[str, str], opt: Option[T], where: str = "") -> T:
     return Options(raw, where).get(opt)
 
 
-# ------------------------------------------------------------------------------------------------ the README
+# ------------------------------------------------------------------------------------- the options reference
 def _shown_default(o: Option[Any]) -> str:
     text = o.default_text
     if o.default_doc is not None or text == "—" or "no limit" in text:
@@ -769,7 +868,7 @@ def _shown_default(o: Option[Any]) -> str:
 
 
 def render_readme_tables() -> str:
-    """The README's option tables (between its `<!-- options:begin -->` / `<!-- options:end -->` markers)."""
+    """The option tables of the options reference (docs/reference/options.md, generated at every docs build)."""
     lines: list[str] = []
     for section, title in SECTIONS.items():
         opts = [o for o in CATALOGUE.values() if o.section == section]

@@ -7,7 +7,8 @@
 * `shop.customers`   partial-update with a sequence group, several writers filling different columns
 * `shop.daily_sales` aggregation (sum / max / last_non_null_value / listagg)
 * `logs.events`      partitioned append table with many small files; `partition.expiration-time` 2 d: the day
-                     partition of two days ago is due to expire
+                     partition of two days ago is due to expire; its commits carry an event-time watermark (the
+                     commit time less 10 minutes, as a streaming writer's), for tags and rollback by watermark
 
 Every table carries `tag.create-time` so the Dagster code location schedules nightly tags for it.
 """
@@ -53,10 +54,15 @@ class _Clock:
         return self.t
 
 
-def _commit(table: FileStoreTable, clock: _Clock, data: dict, kinds: list[int] | None = None) -> int:
+WATERMARK_LAG_MS = 600_000  # logs.events: the writer's watermark trails its commits by 10 minutes
+
+
+def _commit(table: FileStoreTable, clock: _Clock, data: dict, kinds: list[int] | None = None,
+            watermark_lag_ms: int | None = None) -> int:
     w = TableWriter(table.refresh())
     w.write(pa.table(data) if not isinstance(data, pa.Table) else data, kinds)
-    snap = w.commit(now_millis=clock.tick())
+    now = clock.tick()
+    snap = w.commit(now_millis=now, watermark=None if watermark_lag_ms is None else now - watermark_lag_ms)
     return snap.id if snap else 0
 
 
@@ -173,7 +179,7 @@ def build_sample_warehouse(warehouse: str, rounds: int = 6, seed: int = 7, overw
                                        pa.timestamp("us")),
                 "dt": [str(today - timedelta(days=part))] * m, "user_id": rng.integers(1, 10_000, m),
                 "kind": rng.choice(["view", "click", "buy"], m), "payload": [f"p{r}-{i}" for i in range(m)],
-            })
+            }, watermark_lag_ms=WATERMARK_LAG_MS)
     tables = FileSystemCatalog(str(root)).all_tables()
     log.info("sample warehouse at %s: %s", root, ", ".join(tables))
     return tables

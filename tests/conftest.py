@@ -50,6 +50,24 @@ def standalone_cluster(tmp_path_factory):
         yield {"url": cluster.url, "ui": cluster.ui, "master_pid": cluster.master.pid, "worker_pid": worker_pid}
 
 
+@pytest.fixture(scope="session")
+def hive_metastore(tmp_path_factory):
+    """A real Hive 2.3 Metastore (pyspark's jars, embedded Derby; tests/hive_metastore.py) for the whole session, on a
+    random port, stopped by pid. Tests share it: each uses databases of its own (`hive_database`)."""
+    from tests.hive_metastore import HiveMetastore
+    pytest.importorskip("pymetastore", reason="the Hive Metastore tests need paimon-ops[hive] (pymetastore)")
+    with HiveMetastore(tmp_path_factory.mktemp("hive-metastore")) as hms:
+        yield hms
+
+
+@pytest.fixture
+def hive_database(request) -> str:
+    """A metastore database name no other test uses (databases are shared by the session's metastore)."""
+    import re
+    import uuid
+    return "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:6]
+
+
 @pytest.fixture
 def warehouse(tmp_path) -> str:
     w = tmp_path / "warehouse"

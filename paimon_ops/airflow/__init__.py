@@ -1,7 +1,9 @@
 """The Airflow provider of paimon-ops (`pip install 'paimon-ops[airflow]'`, Airflow 3): the `paimon` connection and
 `PaimonHook`, one operator per maintenance operation (`PaimonCompactOperator`, `PaimonExpireSnapshotsOperator`, …)
 plus `PaimonApplyPlanOperator` for reviewed plans, `PaimonTableHealthSensor` (deferrable) and the triggers
-`PaimonTableHealthTrigger` / `PaimonTableNeedsWorkTrigger` (for `AssetWatcher`). Example DAGs:
+`PaimonTableHealthTrigger` / `PaimonTableNeedsWorkTrigger` (for `AssetWatcher`); on partitions marked done,
+`PaimonPartitionDoneSensor` (deferrable, `PaimonPartitionDoneTrigger`) and `PaimonPartitionsDoneTrigger` (for
+`AssetWatcher`). Example DAGs:
 `paimon_ops/airflow/example_dags/`.
 
 Names are imported lazily, so `get_provider_info` (read by Airflow's providers manager) costs no Airflow import.
@@ -16,6 +18,8 @@ _WHERE = {
     "PaimonApplyPlanOperator": "operators", "PaimonOperationOperator": "operators", "OPERATORS": "operators",
     "PaimonTableHealthSensor": "sensors",
     "PaimonTableHealthTrigger": "triggers", "PaimonTableNeedsWorkTrigger": "triggers",
+    "PaimonPartitionDoneSensor": "partition_done", "PaimonPartitionDoneTrigger": "partition_done",
+    "PaimonPartitionsDoneTrigger": "partition_done",
     "OPERATIONS": "operations", "table_pool": "names", "table_asset_uri": "names",
     "paimon_table_asset": "assets",
 }

@@ -18,14 +18,17 @@ def get_provider_info() -> dict[str, Any]:
         "name": "Apache Paimon (paimon-ops)",
         "description": "Maintenance of Apache Paimon tables (compaction, tags, snapshot / tag / partition expiry, "
                        "orphan removal, manifest compaction, rollback) with paimon-ops: one operator per operation, "
-                       "dry run and apply, health-driven deferrable sensor and asset-watcher trigger.",
+                       "dry run and apply, health-driven deferrable sensor and asset-watcher trigger, a deferrable sensor and an "
+                       "asset-watcher trigger on partitions marked done.",
         "versions": [ours],
         "integrations": [{"integration-name": INTEGRATION, "external-doc-url": "https://paimon.apache.org",
                           "tags": ["software"]}],
         "operators": [{"integration-name": INTEGRATION, "python-modules": ["paimon_ops.airflow.operators"]}],
-        "sensors": [{"integration-name": INTEGRATION, "python-modules": ["paimon_ops.airflow.sensors"]}],
+        "sensors": [{"integration-name": INTEGRATION, "python-modules": ["paimon_ops.airflow.sensors",
+                                                                          "paimon_ops.airflow.partition_done"]}],
         "hooks": [{"integration-name": INTEGRATION, "python-modules": ["paimon_ops.airflow.hooks"]}],
-        "triggers": [{"integration-name": INTEGRATION, "python-modules": ["paimon_ops.airflow.triggers"]}],
+        "triggers": [{"integration-name": INTEGRATION, "python-modules": ["paimon_ops.airflow.triggers",
+                                                                           "paimon_ops.airflow.partition_done"]}],
         "asset-uris": [{"schemes": ["paimon"], "handler": None}],
         "connection-types": [{
             "connection-type": "paimon",

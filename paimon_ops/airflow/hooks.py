@@ -6,10 +6,13 @@ Connection fields (the form is declared in `get_provider_info`):
 * Host — the warehouse: a local path or a URI (`s3://bucket/warehouse`, `hdfs://…`);
 * Login / Password — the object store's access key and secret key (`s3.access-key` / `s3.secret-key`);
 * extras: `s3_endpoint`, `s3_region`, `s3_path_style_access`, `s3_session_token` (secret) — Paimon's `s3.*`
-  options; `options` — more options as a JSON object (table options applied on top of every table's own, and any
-  other store setting); `spark_master` / `spark_remote` (Spark Connect, `sc://host:15002`); `placement` — `auto`
-  (in-process when a plan is within `execution.local.max-input-size` / `execution.local.max-tasks`, Spark beyond),
-  `spark` or `local`; `connect_timeout` (seconds a Spark master / Connect server may take to answer).
+  options; `options` — more options as a JSON object: catalog options (a Hive Metastore, JDBC or REST catalog:
+  `{"metastore": "jdbc", "uri": "jdbc:postgresql://host/db", "jdbc.user": "…", "jdbc.password": "…"}`, see
+  `paimon_ops.catalog`), table options applied on top of every table's own, and any other store setting;
+  `spark_master` / `spark_remote` (Spark Connect, `sc://host:15002`); `placement` — `auto` (in-process when a plan
+  is within `execution.local.max-input-size` / `execution.local.max-tasks`, Spark beyond),
+  `spark` or `local`; `connect_timeout` (seconds the catalog's server and a Spark master / Connect server may take
+  to answer).
 
 Secrets reach the engine's file system only: plans keep no store settings (`paimon_ops.execution.plan._plan_options`), reports
 none, and the engine never logs them; Airflow masks the password and `s3_session_token` in task logs.
@@ -28,7 +31,7 @@ import paimon_ops.api as api
 from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
 from paimon_ops.execution.runner import make_runner
 from paimon_ops.lifecycle.schedule import tag_schedule
-from paimon_ops.options import PARTITION_EXPIRATION_TIME
+from paimon_ops.options import CATALOG_CONNECT_TIMEOUT, PARTITION_EXPIRATION_TIME, is_catalog_option
 from paimon_ops.table.objectstore import is_store_option
 
 CONN_TYPE = "paimon"
@@ -57,6 +60,7 @@ class PaimonSettings:
     spark_remote: str | None = None
     placement: str = "auto"
     connect_timeout: float | None = None
+    catalog_options: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold jdbc.password, token
 
     @staticmethod
     def from_connection(conn: Any) -> PaimonSettings:
@@ -95,9 +99,13 @@ class PaimonSettings:
         except (TypeError, ValueError):
             raise InvalidArgumentError(f"Airflow connection {conn_id!r}: connect_timeout {timeout!r} is not a number "
                                        "of seconds") from None
-        return PaimonSettings(conn_id, warehouse, store, {k: v for k, v in options.items() if k not in store},
+        catalog = {k: v for k, v in options.items() if is_catalog_option(k)}
+        if timeout is not None:
+            catalog.setdefault(CATALOG_CONNECT_TIMEOUT.key, f"{int(timeout * 1000)} ms")
+        return PaimonSettings(conn_id, warehouse, store,
+                              {k: v for k, v in options.items() if k not in store and k not in catalog},
                               extra.get("spark_master") or None, extra.get("spark_remote") or None, placement,
-                              timeout)
+                              timeout, catalog)
 
 
 def _text(v: Any) -> str:
@@ -132,20 +140,23 @@ class PaimonHook(BaseHook):
 
     def get_conn(self) -> api.Catalog:
         s = self.settings
-        return api.Catalog(s.warehouse, options={**s.table_options, **s.store_options})
+        return api.Catalog(s.warehouse, options={**s.table_options, **s.catalog_options, **s.store_options})
 
     get_catalog = get_conn
 
-    def get_table(self, identifier: str, *, branch: str = "main", options: Mapping[str, str] | None = None
+    def get_table(self, identifier: str, *, branch: str | None = None, options: Mapping[str, str] | None = None
                   ) -> api.Table:
         """The facade table `db.table` (`options`: table options for this call on top of the connection's)."""
         return self.get_conn().get_table(identifier, branch=branch, options=options)
 
     def tables(self, pattern: str | list[str] = "*", exclude: str | list[str] | tuple[str, ...] = ()) -> list[str]:
-        """The warehouse's tables (`db.table`) matching fnmatch pattern(s) and no `exclude` pattern."""
+        """The warehouse's tables (`db.table`) matching fnmatch pattern(s) and no `exclude` pattern; a pattern with
+        `$branch_…` matches branches (`db.*$branch_wap`, `db.t$branch_*`)."""
         include = [pattern] if isinstance(pattern, str) else list(pattern)
         skip = [exclude] if isinstance(exclude, str) else list(exclude)
-        return [t for t in self.get_conn().tables()
+        catalog = self.get_conn()
+        found = catalog.tables() + [b for p in include if "$" in p for b in catalog.tables(p)]
+        return [t for t in dict.fromkeys(found)
                 if any(fnmatch.fnmatchcase(t, p) for p in include) and not any(fnmatch.fnmatchcase(t, p) for p in skip)]
 
     def maintenance_targets(self, pattern: str | list[str] = "*", exclude: str | list[str] | tuple[str, ...] = ()) -> dict[str, list[str]]:

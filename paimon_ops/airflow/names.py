@@ -1,7 +1,8 @@
 """Names shared by the operators, the example DAGs and the pools helper (no Airflow import).
 
-* Pool of a table: `paimon.<db>.<table>` — every operator that changes a table runs in it, so with one slot two
-  DAGs never maintain one table at once. Dots rather than the Dagster integration's `paimon/<db>.<table>`: Airflow's
+* Pool of a table: `paimon.<db>.<table>` — every operator that changes a table (or one of its branches, which share
+  its files: `db.t$branch_b` runs in the pool of `db.t`) runs in it, so with one slot two DAGs never maintain one
+  table at once. Dots rather than the Dagster integration's `paimon/<db>.<table>`: Airflow's
   REST API addresses a pool by name in the URL path.
 * Asset of a table: `paimon://<conn_id>/<db>.<table>` (the connection names the warehouse).
 """
@@ -27,7 +28,7 @@ def split_identifier(identifier: str) -> tuple[str, str]:
 
 def table_pool(identifier: str) -> str:
     db, name = split_identifier(identifier)
-    return f"{POOL_PREFIX}{db}.{name}"
+    return f"{POOL_PREFIX}{db}.{name.split('$', 1)[0]}"
 
 
 def table_asset_uri(identifier: str, conn_id: str) -> str:

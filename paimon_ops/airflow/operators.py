@@ -20,6 +20,7 @@ Errors of the engine (bad argument, stale plan, unreachable store) fail the task
 """
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import Asset, BaseOperator
@@ -30,6 +31,7 @@ from paimon_ops.airflow.names import operator_class_name, table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
 from paimon_ops.api import load_plan
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.table.table import full_name
 
 PLAN_XCOM_KEY = "plan"
 
@@ -75,6 +77,14 @@ class _PaimonBase(BaseOperator):
         super().__init__(pool=pool, **kwargs)
         self.table = table
         self.conn_id = conn_id
+
+    def on_kill(self) -> None:
+        """A killed task (marked failed or cleared in the UI, a stopping worker): Airflow's task runner calls this
+        from its SIGTERM handler. The operation is interrupted as the CLI's SIGTERM interrupts it — what it wrote and
+        did not commit is removed, a catalog lock it holds or waits for is released, nothing is committed — instead of
+        running on until the supervisor's SIGKILL, which would leave a metastore lock behind until it times out."""
+        if threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt(f"Airflow task {self.task_id} was killed")
 
     def _execute(self, hook: PaimonHook, plan: Any, table: Any, context: Any) -> dict[str, Any]:
         runner = hook.runner_for(plan)
@@ -157,8 +167,9 @@ class PaimonApplyPlanOperator(_PaimonBase):
         hook = PaimonHook(self.conn_id)
         try:
             plan = load_plan(text)
-            if plan.table != self.table:
-                raise AirflowFailException(f"the plan is for {plan.table}, this task applies plans to {self.table}")
+            if self.table not in (plan.table, full_name(plan.table, plan.branch)):
+                raise AirflowFailException(f"the plan is for {full_name(plan.table, plan.branch)}, this task applies "
+                                           f"plans to {self.table}")
             self.log.info("applying the reviewed plan:\n%s", plan.summary())
             table = hook.get_table(plan.table, branch=plan.branch)
             return self._execute(hook, plan, table, context)

@@ -21,6 +21,10 @@ from paimon_ops.health import SIGNALS, signal_names
 
 
 class PaimonTableHealthSensor(BaseSensorOperator):
+    """Waits until `table` needs work — any of `signals` due (small_files, dv_ratio, snapshots, manifests,
+    partitions; default all) — and returns the assessment: per due signal the operation and its arguments. Deferrable
+    by default (the wait runs in the triggerer)."""
+
     template_fields = ("table", "conn_id", "signals")
     ui_color = "#e8f4e3"
 

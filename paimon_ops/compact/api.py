@@ -31,7 +31,7 @@ from paimon_ops.compact.model import (
 )
 from paimon_ops.compact.rowtrack import RowRangeCommit, moved_deletion_vectors
 from paimon_ops.compact.rowtrack import enabled as rowtrack_enabled
-from paimon_ops.errors import CancelledError, CompactionTaskError, PaimonOpsError
+from paimon_ops.errors import CancelledError, CommitOutcomeUnknownError, CompactionTaskError, PaimonOpsError
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.journal import journal_dir
 from paimon_ops.execution.plan import CHANGELOG, DATA, INDEX, FileAction, Step
@@ -218,8 +218,8 @@ def commit_compaction(table: FileStoreTable | str, executed: ExecutionResult, co
         snap = committer.commit(changes, "COMPACT", plan.base_snapshot, now_millis=now_millis)
         return snap, dv
     except BaseException as e:
-        if committer is not None and committer.committed is not None:
-            raise  # committed (interrupted after the snapshot was written): its files are the table's now
+        if committer is not None and committer.committed is not None or isinstance(e, CommitOutcomeUnknownError):
+            raise  # committed (interrupted after the snapshot was written), or maybe: its files are the table's now
         cleaned = _delete_paths(table, executed.written_paths + dv.written_paths)
         if not isinstance(e, Exception):
             raise CancelledError(f"compaction of {table.identifier} interrupted before its commit; {cleaned} file(s) "

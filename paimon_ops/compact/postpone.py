@@ -60,6 +60,7 @@ from paimon_ops.compact.model import (
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
 from paimon_ops.errors import (
     CommitConflictError,
+    CommitOutcomeUnknownError,
     CompactionTaskError,
     CorruptMetadataError,
     InvalidArgumentError,
@@ -667,6 +668,8 @@ def _commit_step(ex: Execution, step: Step) -> None:
     table = ex.table
     try:
         _commit(ex, plan, run)
+    except CommitOutcomeUnknownError:
+        raise  # maybe committed: its files may be the table's now
     except BaseException:
         _delete_quietly(table, run.paths)
         raise

@@ -45,6 +45,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 import pyarrow as pa
 
+from paimon_ops.catalog import commit_schema
 from paimon_ops.compact.api import execute_plan
 from paimon_ops.compact.buckets import file_infos, task_params
 from paimon_ops.compact.filters import partition_predicate
@@ -61,7 +62,7 @@ from paimon_ops.compact.postpone import (
 )
 from paimon_ops.compact.rolling import RollingWriter
 from paimon_ops.compact.task_context import TaskContext, file_rows_with_seq, merge_slices
-from paimon_ops.errors import CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
+from paimon_ops.errors import CommitOutcomeUnknownError, CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, Workload, declare_step_action, planner
 from paimon_ops.format.binary_row import bucket_ids
@@ -334,7 +335,7 @@ def _schema_step(ex: Execution, step: Step) -> None:
     schema = ex.table.schema
     new = dataclasses.replace(schema, id=schema.id + 1, options={**schema.options, "bucket": str(plan.bucket_num)},
                               time_millis=int(time.time() * 1000))
-    if not ex.table.schemas.commit(new):
+    if not commit_schema(ex.table, new):  # through the table's catalog: its lock, its metastore
         raise CompactionTaskError(f"schema {new.id} of {ex.table.identifier} was created concurrently; nothing was "
                                   "rescaled")
     ex.written.append(FileAction(ex.table.schemas.path(new.id), "schema", f"option bucket -> {plan.bucket_num}"))
@@ -407,6 +408,8 @@ def _commit_step(ex: Execution, step: Step) -> None:
     table = ex.table
     try:
         _commit(ex, plan, st)
+    except CommitOutcomeUnknownError:
+        raise  # maybe committed: its files may be the table's now
     except BaseException:
         _delete_quietly(table, st["paths"])
         raise

@@ -8,8 +8,8 @@ or, in a `dg` project, the `PaimonComponent` (`type: paimon_ops.dagster.PaimonCo
 Per table: the table asset `paimon/<db>/<table>` (observed; maintenance runs record their reports on it as
 observations; its Materialize runs the maintenance its health signals make due, `due`; checks hang off it) and,
 with automatic tags, its daily tags asset — specs of a few multi-assets, so ops, jobs, schedules and sensors are
-constant in number. The engine (`paimon_ops` outside this package) never
-imports Dagster.
+constant in number. Downstream of a table, `partition_done_sensor` runs assets or a job for each partition newly
+marked done. The engine (`paimon_ops` outside this package) never imports Dagster.
 """
 import importlib.util as _util
 
@@ -26,6 +26,7 @@ from paimon_ops.dagster.operations import (
     PrimaryKeyTableConfig,
     TableConfig,
 )
+from paimon_ops.dagster.partition_done import partition_done_sensor
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse, runner_for
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.dagster.translator import PaimonTranslator
@@ -33,4 +34,4 @@ from paimon_ops.dagster.translator import PaimonTranslator
 __all__ = ["build_paimon_definitions", "build_paimon_parts", "load_specs", "PaimonDefinitions", "PaimonComponent",
            "PaimonTranslator", "PaimonWarehouse", "PaimonSpark", "TableSpec", "runner_for", "TableConfig",
            "PrimaryKeyTableConfig", "AppendTableConfig", "FixedBucketAppendTableConfig", "DAGSTER_YAML",
-           "write_dagster_home"]
+           "write_dagster_home", "partition_done_sensor"]

@@ -88,11 +88,15 @@ class PaimonComponent(Component, Model, Resolvable):
     assets, maintenance jobs, sensors and the nightly schedule."""
 
     warehouse: str = Field(description="Warehouse location: a local path, file://, s3://, gs://, hdfs://")
+    catalog_options: dict[str, OptionValue] = Field(
+        default_factory=dict, description="catalog options (metastore: hive | jdbc | rest, uri, lock.enabled, "
+                                          "catalog-key, …) and object-store settings (s3.endpoint, …)")
     name: Optional[str] = Field(default=None, description=(
         "Needed when a project holds several Paimon components (one per warehouse): every component but one gets a "
         "name, which goes into its resource keys (paimon_<name>, spark_<name>), op / job / sensor / schedule names "
         "(paimon_<name>_compaction …) and default asset keys (paimon/<name>/<db>/<table>)"))
-    include: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to maintain")
+    include: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to maintain; "
+                                                                 "db.table$branch_NAME patterns select branches")
     exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on db.table to leave alone")
     spark_master: Optional[str] = Field(default=None, description="Spark master URL (default local[*])")
     spark_remote: Optional[str] = Field(default=None, description="Spark Connect remote sc://host:port (wins over master)")
@@ -121,6 +125,7 @@ class PaimonComponent(Component, Model, Resolvable):
         translator: Any = _TranslatedTables(self.translation, self.name) if self.translation is not None else None
         return build_paimon_definitions(
             self.warehouse, translator, name=self.name, include=self.include, exclude=self.exclude,
+            catalog_options=options_text(self.catalog_options),
             options_override=options_text(self.options),
             table_options_override={t: options_text(o) for t, o in self.table_options.items()},
             spark_master=self.spark_master, spark_remote=self.spark_remote, spark_conf=options_text(self.spark_conf),

@@ -122,6 +122,7 @@ def build_paimon_parts(
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    catalog_options: Mapping[str, str] | None = None,
     options_override: Mapping[str, str] | None = None,
     table_options_override: Mapping[str, Mapping[str, str]] | None = None,
     spark: PaimonSpark | None = None,
@@ -137,10 +138,14 @@ def build_paimon_parts(
     automation_running: bool = False,
     name: str | None = None,
 ) -> PaimonDefinitions:
+    """The parts `build_paimon_definitions` assembles — table assets, checks, jobs, sensors, schedules, resources —
+    before they become one `Definitions` (`.definitions()`): for code locations that combine them with their own.
+    Takes the same arguments."""
     names = Names(name)
     translator = translator or PaimonTranslator(name=name)
     if not isinstance(warehouse, PaimonWarehouse):
         warehouse = PaimonWarehouse(uri=str(warehouse), include=list(include), exclude=list(exclude),
+                                    catalog_options=dict(catalog_options or {}),
                                     options_override=dict(options_override or {}),
                                     table_options_override={k: dict(v) for k, v in
                                                             (table_options_override or {}).items()})
@@ -237,7 +242,8 @@ def build_paimon_definitions(warehouse: str | PaimonWarehouse, translator: Paimo
                              **kwargs: Any) -> Definitions:
     """Definitions for every selected table of `warehouse` (a URI, or a configured `PaimonWarehouse`).
 
-    Keyword arguments: `include` / `exclude` (fnmatch on db.table), `options_override`, `table_options_override`,
+    Keyword arguments: `include` / `exclude` (fnmatch on db.table), `catalog_options` (a Hive / JDBC / REST
+    catalog: metastore, uri, …), `options_override`, `table_options_override`,
     `spark` (a `PaimonSpark`) or `spark_master` / `spark_remote` / `spark_conf` / `spark_placement` (auto: in-process
     within the tables' execution.local.* thresholds, Spark beyond; spark; local), `nightly_cron` /
     `nightly_timezone`, `sensor_interval_seconds`, `observation_interval_seconds`, `sensor_tick_budget_seconds`

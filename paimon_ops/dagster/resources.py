@@ -1,8 +1,9 @@
 """Resources: the warehouse and Spark (both typed `ConfigurableResource`s).
 
-* `PaimonWarehouse` — where the tables are (`uri`), which of them this code location maintains (`include` /
-  `exclude`, fnmatch patterns on `db.table`) and option overrides applied on top of every table's own options
-  (`options_override`) or of one table's (`table_options_override`).
+* `PaimonWarehouse` — where the tables are (`uri`, and `catalog_options` for a Hive Metastore, JDBC or REST catalog:
+  Paimon's `metastore`, `uri`, `lock.enabled`, … and object-store settings), which of them this code location
+  maintains (`include` / `exclude`, fnmatch patterns on `db.table`) and option overrides applied on top of every
+  table's own options (`options_override`) or of one table's (`table_options_override`).
 * `PaimonSpark` — where heavy work runs: the embedded `local[*]` default, any master URL, or a Spark Connect
   remote (`sc://host:port`). With `placement: auto` (the default) a plan small enough for the run worker runs
   in-process and only larger ones go to Spark, as on the command line; `spark` / `local` force one side. Nothing
@@ -18,9 +19,10 @@ from typing import Any, Literal, Optional, Sequence
 from dagster import ConfigurableResource, Failure
 from pydantic import Field
 
+from paimon_ops.catalog import Catalog, open_catalog
 from paimon_ops.errors import PaimonOpsError, UnreachableError
 from paimon_ops.execution.runner import LazySparkRunner, Placed, local_spark, make_runner, place
-from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
+from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger("paimon_ops.dagster")
 
@@ -33,11 +35,16 @@ def matches(identifier: str, include: Sequence[str] | None, exclude: Sequence[st
 
 
 class PaimonWarehouse(ConfigurableResource):
-    """A Paimon filesystem warehouse (`<uri>/<db>.db/<table>`): local path, `file://`, `s3://`, `gs://`, `hdfs://`."""
+    """A Paimon warehouse (`<uri>/<db>.db/<table>`: local path, `file://`, `s3://`, `gs://`, `hdfs://`), or the
+    catalog `catalog_options` name (a Hive Metastore, a JDBC database, a REST server)."""
 
     uri: str = Field(description="Warehouse location, e.g. ./demo-warehouse or s3://bucket/warehouse")
+    catalog_options: dict[str, str] = Field(
+        default_factory=dict, description="Catalog options (metastore=hive|jdbc|rest, uri, lock.enabled, catalog-key, "
+                                          "jdbc.user, token, …) and object-store settings (s3.endpoint, …)")
     include: list[str] = Field(default_factory=list,
-                               description="fnmatch patterns on 'db.table' to maintain (empty: every table)")
+                               description="fnmatch patterns on 'db.table' to maintain (empty: every table); "
+                                           "'db.table$branch_NAME' patterns select branches")
     exclude: list[str] = Field(default_factory=list, description="fnmatch patterns on 'db.table' to leave alone")
     options_override: dict[str, str] = Field(
         default_factory=dict, description="Table options applied on top of every table's own options")
@@ -45,19 +52,26 @@ class PaimonWarehouse(ConfigurableResource):
         default_factory=dict, description="Per table ('db.table') options applied on top of options_override")
 
     # ------------------------------------------------------------------ engine access (raise PaimonOpsError)
-    def catalog(self) -> FileSystemCatalog:
-        return FileSystemCatalog(self.uri)
+    def catalog(self) -> Catalog:
+        return open_catalog(self.uri, self.catalog_options)
 
     def selected(self, identifier: str) -> bool:
         return matches(identifier, self.include, self.exclude)
 
-    def table_identifiers(self, catalog: FileSystemCatalog | None = None) -> list[str]:
-        return [t for t in (catalog or self.catalog()).all_tables() if self.selected(t)]
+    def table_identifiers(self, catalog: Catalog | None = None) -> list[str]:
+        """The tables selected; branches (`db.t$branch_b`) where an include pattern names them (`db.*$branch_wap`,
+        `Catalog.matching`)."""
+        catalog = catalog or self.catalog()
+        found = catalog.all_tables()
+        for pattern in self.include:
+            if "$" in pattern:
+                found += catalog.matching(pattern)
+        return [t for t in dict.fromkeys(found) if self.selected(t)]
 
     def overrides_for(self, identifier: str) -> dict[str, str]:
         return {**self.options_override, **self.table_options_override.get(identifier, {})}
 
-    def get_table(self, identifier: str, catalog: FileSystemCatalog | None = None) -> FileStoreTable:
+    def get_table(self, identifier: str, catalog: Catalog | None = None) -> FileStoreTable:
         """The table with this code location's option overrides (TableNotFoundError names the known tables)."""
         return (catalog or self.catalog()).get_table(identifier, options_override=self.overrides_for(identifier))
 

@@ -62,6 +62,7 @@ import paimon_ops.dagster.checks as checks_mod
 import paimon_ops.dagster.due as due
 import paimon_ops.health as health
 from paimon_ops.api import health_signals
+from paimon_ops.catalog import Catalog as EngineCatalog
 from paimon_ops.dagster.instance import POOL_WARNING, unlimited_pools
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.observe import (
@@ -84,7 +85,7 @@ from paimon_ops.lifecycle.partition_expiry import partition_expiry_due
 from paimon_ops.operations.model import Health
 from paimon_ops.options import Options
 from paimon_ops.table.fileio import FileIO
-from paimon_ops.table.table import LATEST, FileStoreTable, FileSystemCatalog, SnapshotManager, TagManager
+from paimon_ops.table.table import LATEST, FileStoreTable, SnapshotManager, TagManager
 
 ACTIVE = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
           DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
@@ -236,7 +237,7 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
     order = refs[start:] + refs[:start]
     done = 0
     io = catalog.io
-    for ref, latest in probed(order, lambda r: latest_snapshot_id(io, catalog.table_path(r.ident)),
+    for ref, latest in probed(order, lambda r: latest_snapshot_id(*catalog.table_files(r.ident)),
                               parallel=not io.is_local):
         if done and time.monotonic() - started > budget_s:  # at least one table a tick
             notes.append(f"time budget of {budget_s:g} s used; {len(order) - done} table(s) next tick")
@@ -425,7 +426,7 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
             context.log.warning(POOL_WARNING.format(pool=missing[0], table=refs[0].ident) + " (every table pool)")
             notes.append("WARNING: table pools have no limit on this instance (see the sensor log)")
     try:
-        catalog: Optional[FileSystemCatalog] = warehouse.catalog()
+        catalog: Optional[EngineCatalog] = warehouse.catalog()
         unreachable: Optional[BaseException] = None
     except READ_ERRORS as e:
         catalog, unreachable = None, e
@@ -435,7 +436,7 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
             return None
         if catalog is None:
             raise unreachable  # type: ignore[misc]
-        return observed_state(catalog.io, catalog.table_path(ref.ident))
+        return observed_state(*catalog.table_files(ref.ident))
 
     def failed(ref: TableRef, e: BaseException) -> None:
         state = f"error:{type(e).__name__}: {e}"

@@ -25,7 +25,7 @@ from paimon_ops.options import (
     TAG_CREATE_TIME_ZONE,
     Options,
 )
-from paimon_ops.table.table import FileStoreTable
+from paimon_ops.table.table import FileStoreTable, Identifier
 
 log = logging.getLogger("paimon_ops.dagster")
 
@@ -86,6 +86,11 @@ class TableSpec:
     columns: tuple[Column, ...] = ()
     comment: str | None = None
     error: str | None = None
+
+    @property
+    def branch(self) -> str:
+        """The branch it is (`db.t$branch_b`, Paimon's identifier), main for a table."""
+        return Identifier.parse(self.identifier).branch
 
     @property
     def is_primary_key(self) -> bool:
@@ -161,8 +166,8 @@ def _type_text(t) -> str:
 
 def load_spec(table: FileStoreTable) -> TableSpec:
     """Read what the factory needs from a table; never raises (errors go into `error`)."""
-    ident = table.identifier
-    db, _, name = ident.partition(".")
+    ident = table.full_name  # db.t, or db.t$branch_b for a branch
+    db, _, name = table.identifier.partition(".")
     try:
         schema = table.schema
         opts = table.options

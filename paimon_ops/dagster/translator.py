@@ -83,7 +83,9 @@ class PaimonTranslator:
         )
 
     def get_asset_key(self, table: TableSpec) -> AssetKey:
-        return AssetKey(["paimon", *([self.name] if self.name else []), table.database, table.table])
+        """`paimon/<db>/<table>`; a branch (`db.t$branch_b`) is `paimon/<db>/<table>/branch_<b>`."""
+        branch = [safe_name(f"branch_{table.branch}")] if table.branch != "main" else []
+        return AssetKey(["paimon", *([self.name] if self.name else []), table.database, table.table, *branch])
 
     def get_group_name(self, table: TableSpec) -> str:
         return safe_name(f"paimon_{self.name}_{table.database}" if self.name else f"paimon_{table.database}")

@@ -34,11 +34,14 @@ from typing import Iterable, Sequence
 from paimon_ops.errors import PaimonOpsError, PreflightError, UnsafeOperationError
 from paimon_ops.execution.files import FileAction, FileList
 from paimon_ops.execution.model import (
+    BRANCH_DIRECTORY,
     CHANGELOG,
+    CONSUMER,
     CONTENT_KINDS,
     DATA,
     DIRECTORY,
     EXTRA,
+    HINT,
     INDEX,
     INDEX_MANIFEST,
     JOURNAL,
@@ -48,6 +51,7 @@ from paimon_ops.execution.model import (
     MANIFEST_LIST,
     ORPHAN,
     OWNER_KINDS,
+    SCHEMA,
     SNAPSHOT,
     STATISTICS,
     TAG,
@@ -68,8 +72,10 @@ from paimon_ops.table.removal import allowed_roots, check_paths
 from paimon_ops.table.table import (
     BRANCH_PREFIX,
     CHANGELOG_PREFIX,
+    CONSUMER_PREFIX,
     EARLIEST,
     LATEST,
+    SCHEMA_PREFIX,
     SNAPSHOT_PREFIX,
     TAG_PREFIX,
     FileStoreTable,
@@ -96,7 +102,10 @@ OBJECT_KEY_MAX = 1024
 LISTING_THRESHOLD = 32  # a directory holding more of the files to delete is listed once instead of lstat per file
 JOURNAL_DIR = ".paimon-ops"
 _BUCKET = re.compile(r"^bucket-(\d+|postpone)$")
-_ID_FILE = re.compile(r"^(snapshot|changelog)-\d+$")
+_ID_FILE = re.compile(r"^(snapshot|changelog|schema)-\d+$")
+# A branch's metadata directories (branch life cycle: created, renamed and deleted with the branch).
+BRANCH_SUBDIRS = ("snapshot", "tag", "schema", "consumer", "changelog")
+METADATA_SUBDIRS = BRANCH_SUBDIRS  # where an atomic create (a commit, a tag, a branch's copy) may leave a temp file
 
 
 def bad_name(name: str) -> str | None:
@@ -129,6 +138,17 @@ class Layout:
             return True
         parent, name = posixpath.split(d)
         return parent == posixpath.join(self.root, "branch") and name.startswith(BRANCH_PREFIX)
+
+    def _branch_dir(self, d: str) -> bool:
+        """A branch's own directory (`branch/branch-<name>`) or one of its metadata directories."""
+        if d != self.root and self._branch_root(d):
+            return True
+        parent, name = posixpath.split(d)
+        if name == "tag-success-file":
+            parent, name = posixpath.split(parent)
+            if name != "tag":
+                return False
+        return name in BRANCH_SUBDIRS and parent != self.root and self._branch_root(parent)
 
     def _bucket_dir(self, d: str) -> bool:
         for base in [self.data_root] + self.external:
@@ -186,11 +206,19 @@ class Layout:
         elif kind == LEFTOVER:  # (temporary files of atomic creates also in metadata dirs: `leftover_problem`)
             ok = d in (posixpath.join(self.root, "manifest"), posixpath.join(self.root, "index"),
                        posixpath.join(self.root, "statistics")) or self._bucket_dir(d) or\
-                any(self._meta_dir(d, sub) for sub in ("snapshot", "tag", "changelog"))
+                any(self._meta_dir(d, sub) for sub in METADATA_SUBDIRS)
         elif kind == TEMP:
             ok = self._meta_dir(d, "snapshot") or self._meta_dir(d, "changelog")
         elif kind == JOURNAL:
             ok = d == posixpath.join(self.root, JOURNAL_DIR)
+        elif kind == SCHEMA:
+            ok = self._meta_dir(d, "schema")
+        elif kind == CONSUMER:
+            ok = self._meta_dir(d, "consumer")
+        elif kind == HINT:
+            ok = self._meta_dir(d, "snapshot") or self._meta_dir(d, "changelog")
+        elif kind == BRANCH_DIRECTORY:  # `d` is the directory itself: never main's, never the table root
+            ok = self._branch_dir(d)
         elif kind == DIRECTORY:  # `d` is the directory itself: a bucket or partition directory of the data
             ok = self._data_dir(d) or (d.startswith(self.data_root.rstrip("/") + "/") and all(
                 "=" in p for p in d[len(self.data_root.rstrip("/")) + 1:].split("/")))
@@ -199,10 +227,10 @@ class Layout:
         return None if ok else f"a {kind} file cannot be in {d}"
 
     def leftover_problem(self, directory: str, name: str) -> str | None:
-        """A leftover of an interrupted run: a content file of its directory, or — in snapshot/, tag/, changelog/ —
-        only a hidden temporary file of an atomic create (never a snapshot, tag or hint)."""
+        """A leftover of an interrupted run: a content file of its directory, or — in snapshot/, tag/, changelog/,
+        schema/, consumer/ — only a hidden temporary file of an atomic create (never a snapshot, tag or hint)."""
         problem = self.where_problem(LEFTOVER, directory)
-        if problem is None and posixpath.basename(directory) in ("snapshot", "tag", "changelog") and\
+        if problem is None and posixpath.basename(directory) in METADATA_SUBDIRS and\
                 not (name.startswith(".") and name.endswith(".tmp")):
             return f"only temporary files are leftovers in {directory}"
         return problem
@@ -218,6 +246,15 @@ class Layout:
             return "a snapshot, changelog or hint file is not a temporary file"
         if kind == JOURNAL and not name.startswith(("journal-", "cancel-")):
             return "not a journal file name"
+        if kind == SCHEMA and not (name.startswith(SCHEMA_PREFIX) and _ID_FILE.match(name)):
+            return "not a schema file name"
+        if kind == CONSUMER and not name.startswith(CONSUMER_PREFIX):
+            return "not a consumer file name"
+        if kind == HINT and name not in (EARLIEST, LATEST):
+            return "not a hint file name"
+        if kind == BRANCH_DIRECTORY and not (name.startswith(BRANCH_PREFIX) or name in BRANCH_SUBDIRS
+                                             or name == "tag-success-file"):
+            return "not a branch directory"
         return None
 
 
@@ -279,7 +316,7 @@ def _check_one(layout: Layout, ident: str, a: FileAction, limit: int) -> str:
     d, name = posixpath.split(norm)
     why = bad_name(name) or layout.name_problem(a.kind, name) or (
         layout.leftover_problem(d, name) if a.kind == LEFTOVER else
-        layout.where_problem(a.kind, norm if a.kind == DIRECTORY else d))
+        layout.where_problem(a.kind, norm if a.kind in (DIRECTORY, BRANCH_DIRECTORY) else d))
     if why is None and len(norm.encode("utf-8", "surrogateescape")) > limit:
         why = "the path is too long for the file system"
     if why is not None:
@@ -380,13 +417,14 @@ def _check_local_dir(io: FileIO, ident: str, d: str, parts: Sequence[Sequence[Fi
                     if e.errno == errno.ENAMETOOLONG:
                         raise PreflightError(ident, a.path, "the name is too long for the file system") from None
                     raise PreflightError(ident, a.path, e.strerror or str(e)) from None
-            want = _stat.S_IFDIR if a.kind == DIRECTORY else _stat.S_IFREG
+            want = _stat.S_IFDIR if a.kind in (DIRECTORY, BRANCH_DIRECTORY) else _stat.S_IFREG
             if mode == want:
                 continue
             if mode == _stat.S_IFLNK:
                 raise PreflightError(ident, a.path, "it is a symbolic link (never followed, never deleted)")
             raise PreflightError(ident, a.path, "it is a directory, not a file" if mode == _stat.S_IFDIR else
-                                 "it is a file, not a directory" if a.kind == DIRECTORY else "not a regular file")
+                                 "it is a file, not a directory" if a.kind in (DIRECTORY, BRANCH_DIRECTORY) else
+                                 "not a regular file")
     finally:
         os.close(fd)
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import paimon_ops.execution.journal as journal
 import paimon_ops.features as features
+from paimon_ops.catalog import catalog_of, notify_tags, open_catalog
 from paimon_ops.errors import (
     CancelledError,
     CommitConflictError,
@@ -39,13 +40,14 @@ from paimon_ops.errors import (
     UnsafeOperationError,
 )
 from paimon_ops.execution.deleter import Deleter, preflight
-from paimon_ops.execution.files import FileAction, FileParts
+from paimon_ops.execution.files import FileAction, FileList, FileParts
 from paimon_ops.execution.model import (
     DELETE_DIRS,
     DELETE_FILES,
     DELETE_ORDERED,
     ENSURE_HINTS,
     HINT,
+    TAG,
     WRITE_FILES,
     WRITE_HINT,
     Step,
@@ -57,16 +59,12 @@ from paimon_ops.execution.model import (
 from paimon_ops.execution.planning import plan_again, replan
 from paimon_ops.execution.report import Report
 from paimon_ops.execution.runner import Progress, Runner, place
-from paimon_ops.format.snapshot import parse_hint
-from paimon_ops.options import affects_files
+from paimon_ops.format.snapshot import Tag, parse_hint
+from paimon_ops.options import CATALOG_WAREHOUSE, affects_files
+from paimon_ops.table import hints
 from paimon_ops.table.fileio import ensure_within
 from paimon_ops.table.removal import allowed_roots
-from paimon_ops.table.table import (
-    CHANGELOG_PREFIX,
-    SNAPSHOT_PREFIX,
-    FileStoreTable,
-    _ids_in,
-)
+from paimon_ops.table.table import TAG_PREFIX, FileStoreTable
 
 if TYPE_CHECKING:
     from paimon_ops.execution.plan import Plan
@@ -125,14 +123,66 @@ class Execution:
 
     # ------------------------------------------------------------------ primitives used by handlers
     def delete(self, actions: Sequence[FileAction]) -> None:
-        done, missing = self.deleter.delete(actions)
+        actions = self._tags_through_catalog(actions)
+        tags = self._tag_files(actions)
+        try:
+            done, missing = self.deleter.delete(actions)
+        finally:
+            self._tags_gone(tags)
         self.done += done
         self.missing += missing
 
     def delete_ordered(self, actions: Sequence[FileAction]) -> None:
-        done, missing = self.deleter.delete_ordered(actions)
+        actions = self._tags_through_catalog(actions)
+        tags = self._tag_files(actions)
+        try:
+            done, missing = self.deleter.delete_ordered(actions)
+        finally:
+            self._tags_gone(tags)
         self.done += done
         self.missing += missing
+
+    def _tag_files(self, actions: Sequence[FileAction]) -> list[str]:
+        """The tags whose files `actions` write or delete, when the table's catalog keeps its metastore in step with
+        them (tag-to-partition); nothing is looked at otherwise."""
+        cat = catalog_of(self.table)
+        if cat is None or not cat.syncs_metastore:
+            return []
+        tags_dir = self.table.tags.dir
+        found = actions.where_kind([TAG]) if isinstance(actions, FileList) else [a for a in actions if a.kind == TAG]
+        return [posixpath.basename(a.path)[len(TAG_PREFIX):] for a in found
+                if posixpath.dirname(a.path) == tags_dir and posixpath.basename(a.path).startswith(TAG_PREFIX)]
+
+    def _tag_name(self, action: FileAction) -> str | None:
+        name = posixpath.basename(action.path)
+        if action.kind == TAG and posixpath.dirname(action.path) == self.table.tags.dir and name.startswith(TAG_PREFIX):
+            return name[len(TAG_PREFIX):]
+        return None
+
+    def _catalog_writing_tags(self) -> Any:
+        cat = catalog_of(self.table)
+        return cat if cat is not None and cat.writes_tags(self.table) else None
+
+    def _tags_through_catalog(self, actions: Sequence[FileAction]) -> Sequence[FileAction]:
+        """Tags the catalog deletes itself (a REST server's tag endpoints) are deleted through it, in order; what is
+        left (every other file) goes to the deleter."""
+        found = actions.where_kind([TAG]) if isinstance(actions, FileList) else [a for a in actions if a.kind == TAG]
+        named = [(a, n) for a in found if (n := self._tag_name(a)) is not None]
+        cat = self._catalog_writing_tags() if named else None
+        if cat is None:
+            return actions
+        for a, name in named:
+            if cat.delete_tag(self.table, name):
+                self.done += [a]
+            else:
+                self.missing += 1
+        through = {a.path for a, _ in named}
+        return [a for a in actions if a.path not in through]
+
+    def _tags_gone(self, names: list[str]) -> None:
+        """After deleting tag files (also when the delete failed part way): the catalog hears of each one gone."""
+        gone = [n for n in names if not self.table.tags.exists(n)]
+        notify_tags(self.table, deleted=gone)
 
     def journal_writes(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Record, before writing, that files named with a token will appear in a directory (crash leftovers)."""
@@ -143,7 +193,11 @@ class Execution:
 
     def write(self, action: FileAction, data: bytes, create: bool = False) -> bool:
         ensure_within(self.table.root, action.path)
-        if create:
+        name = self._tag_name(action)
+        cat = self._catalog_writing_tags() if name is not None else None
+        if cat is not None:  # a REST server's tag endpoints: it writes the tag
+            created = cat.write_tag(self.table, name, Tag.from_json(data, action.path), replace=not create)
+        elif create:
             token = str(uuid.uuid4())  # names the temporary file: a run killed mid-write leaves one the next finds
             self.journal_writes([(posixpath.dirname(action.path), token)])
             created = self.table.io.write_atomic_if_absent(action.path, data, tmp_token=token)
@@ -152,10 +206,21 @@ class Execution:
             created = True
         if created:
             self.written.append(FileAction(action.path, action.kind, action.reason, len(data)))
+            notify_tags(self.table, created=self._tag_files([action]))
         return created
+
+    def _hint_owned_by_catalog(self, path: str) -> bool:
+        """A catalog that owns the table's history (REST) keeps its snapshot hints: paimon-ops writes none."""
+        cat = catalog_of(self.table)
+        return cat is not None and cat.owns_history(self.table) and \
+            posixpath.dirname(path) == self.table.snapshots.dir
 
     def write_hint(self, path: str, value: int, reason: str) -> None:
         """Hints are advisory (readers verify them, maintenance.md §0.3): a failed hint write is logged, not fatal."""
+        if self._hint_owned_by_catalog(path):
+            log.info("%s: not writing %s = %s (the catalog owns the table's history)", self.table.identifier,
+                     posixpath.basename(path), value)
+            return
         try:
             self.write(FileAction(path, HINT, reason), str(int(value)).encode())
         except OSError as e:
@@ -164,7 +229,7 @@ class Execution:
     def ensure_hint(self, path: str, value: int | None, reason: str) -> None:
         """Write a hint only if it does not already say `value`: a rerun after an interrupted run repairs what the
         interrupted run could not write, so every run converges to the same files."""
-        if value is None:
+        if value is None or self._hint_owned_by_catalog(path):
             return
         try:
             current = parse_hint(self.table.io.read_bytes(path))
@@ -189,11 +254,29 @@ class Execution:
                       deleted_as=removal_words(plan, dry_run=False))
 
 
-def open_plan_table(plan: Plan) -> FileStoreTable:
+def open_plan_table(plan: Plan, catalog_options: Any = None) -> FileStoreTable:
+    """The plan's table: by its location, or — a plan made through a catalog (`plan.catalog`) — through that catalog,
+    whose location for the table must be the plan's (`catalog_options`: more options for it, e.g. secrets)."""
     for name in ("table", "location", "branch"):
         if not isinstance(getattr(plan, name), str) or not getattr(plan, name):
             raise PaimonOpsError(f"the {plan.operation} plan names no {name}")
-    return FileStoreTable(plan.location, identifier=plan.table, branch=plan.branch, options_override=plan.options_override)
+    planned_on = plan.planned_on
+    if planned_on is not None and catalog_options is None:
+        # a fresh plan runs on the table it was made on, through the same catalog — on the plan's branch (a plan
+        # made through a branch may be the table's: orphan removal, a branch's deletion)
+        return planned_on.refresh() if planned_on.branch == plan.branch else planned_on.for_branch(plan.branch)
+    if not plan.catalog:
+        return FileStoreTable(plan.location, identifier=plan.table, branch=plan.branch,
+                              options_override=plan.options_override)
+    options = {**plan.catalog, **(catalog_options or {})}
+    catalog = open_catalog(options.get(CATALOG_WAREHOUSE.key), options)
+    table = catalog.get_table(plan.table, branch=plan.branch, options_override=plan.options_override)
+    if table.location != plan.location:
+        catalog.close()
+        raise PaimonOpsError(f"the {plan.operation} plan is for {plan.table} at {plan.location}, but its catalog "
+                             f"{catalog.endpoint} now places it at {table.location}; refusing (was the plan edited, or "
+                             "the table moved?)")
+    return table
 
 
 def check_preconditions(plan: Plan, table: FileStoreTable, skip_covered: bool = False) -> None:
@@ -209,7 +292,8 @@ def check_identity(plan: Plan, table: FileStoreTable) -> None:
     base = posixpath.basename(posixpath.normpath(table.root))
     parent = posixpath.basename(posixpath.dirname(posixpath.normpath(table.root)))
     names = {base} | ({f"{parent[:-3]}.{base}"} if parent.endswith(".db") else set())
-    if plan.table not in names:
+    located = plan.catalog and catalog_of(table) is not None and table.identifier == plan.table
+    if plan.table not in names and not located:  # (a catalog places a table where it says: Hive's external tables)
         raise PaimonOpsError(f"the {plan.operation} plan is for table {plan.table!r}, but {plan.location} holds "
                              f"{sorted(names)[-1]!r}; refusing (was the plan edited?)")
     if plan.is_fresh:
@@ -264,6 +348,8 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
     started = time.time()
     if table is None:
         table = open_plan_table(plan)
+    elif (table.identifier, table.location) == (plan.table, plan.location) and table.branch != plan.branch:
+        table = table.for_branch(plan.branch)  # a plan made through one branch for another (orphan removal, a branch's deletion)
     elif (table.identifier, table.branch, table.location) != (plan.table, plan.branch, plan.location):
         raise PaimonOpsError(f"plan for {plan.table} ({plan.location}, branch {plan.branch}) cannot be executed on "
                              f"{table.identifier} ({table.location}, branch {table.branch})")
@@ -364,18 +450,18 @@ def _write_hint(ex: Execution, step: Step) -> None:
 
 @register_step(ENSURE_HINTS)
 def _ensure_hints(ex: Execution, step: Step) -> None:
-    """Hints from a listing at run time: EARLIEST / LATEST of snapshot/ or changelog/ (params.hints: [{dir, name,
-    which: first|last}]). Rerun after a crash converges to the right hints."""
+    """Hints from a listing at run time (`table.hints` decides what each must say): EARLIEST / LATEST of snapshot/ or
+    changelog/ (params.hints: [{dir, name, default?, only_if_exists?}]; `default`: the value when the directory holds
+    no file of its kind). Rerun after a crash converges to the right hints."""
     for h in step.params.get("hints", ()):
-        d = h["dir"]
-        prefix = CHANGELOG_PREFIX if posixpath.basename(d) == "changelog" else SNAPSHOT_PREFIX
-        ids = _ids_in(ex.table.io, d, prefix)
-        value = (ids[0] if h["which"] == "first" else ids[-1]) if ids else h.get("default")
+        mgr = hints.manager_of(ex.table.io, h["dir"])
+        decided = hints.decide(mgr, names=[h["name"]])[0]
+        value = decided.wanted if decided.wanted is not None else h.get("default")
         if value is None:
             continue
-        if h.get("only_if_exists") and not ex.table.io.exists(posixpath.join(d, h["name"])) and not ids:
+        if h.get("only_if_exists") and decided.wanted is None and not ex.table.io.exists(decided.path):
             continue
-        ex.ensure_hint(posixpath.join(d, h["name"]), value, f"{h['name'].lower()} {prefix.rstrip('-')}")
+        ex.ensure_hint(decided.path, value, f"{h['name'].lower()} {decided.kind}")
 
 
 def step_actions() -> list[str]:

@@ -33,6 +33,9 @@ TEMP = "temp"
 ORPHAN = "orphan"
 LEFTOVER = "leftover"  # a file an interrupted run left unreferenced (its journal lists it)
 JOURNAL = "journal"    # the record of an interrupted run (.paimon-ops/journal-*)
+SCHEMA = "schema"      # a branch's schema file (branch life cycle: create, delete, rename, fast-forward)
+CONSUMER = "consumer"  # a consumer's progress file (consumer/consumer-<id>)
+BRANCH_DIRECTORY = "branch-directory"  # a branch's directory or one of its metadata directories
 
 # Files that hold the table's history (their deletion removes a snapshot, tag or changelog) and files that hold its
 # content (deleted only when no remaining owner keeps them).
@@ -282,6 +285,7 @@ def bytes_by_kind(actions: Iterable[FileAction]) -> dict[str, int]:
 
 __all__ = ["DATA", "CHANGELOG", "EXTRA", "MANIFEST", "MANIFEST_LIST", "INDEX_MANIFEST", "INDEX", "STATISTICS",
            "SNAPSHOT", "LONG_CHANGELOG", "TAG", "HINT", "DIRECTORY", "TEMP", "ORPHAN", "LEFTOVER", "JOURNAL",
+           "SCHEMA", "CONSUMER", "BRANCH_DIRECTORY",
            "OWNER_KINDS", "CONTENT_KINDS", "DELETE_FILES", "DELETE_ORDERED", "DELETE_DIRS", "WRITE_FILES", "WRITE_HINT",
            "ENSURE_HINTS", "DELETED", "Workload", "Step", "declare_step_action", "removal_words", "removal_code",
            "Precondition", "LatestSnapshotIs", "SnapshotIs", "EarliestSnapshotIs", "TagIs", "precondition_kinds",

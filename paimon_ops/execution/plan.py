@@ -90,11 +90,22 @@ class Plan:
     # The operation whose planner made it (a compaction of a postpone-bucket table makes a postpone compaction plan):
     # what re-plans it. None (plans saved by older versions): the planner of its plan type.
     planned_by: str | None = None
+    # The catalog the table was opened through (its options, no secret; empty: the filesystem catalog): a saved plan
+    # re-opens its table through it, so that its commits take the catalog's lock or go to its server.
+    catalog: Mapping[str, str] = field(default_factory=dict)
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if cls.operation:
             _PLANS[cls.operation] = cls
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_table"}  # (a table holds its catalog's connections)
+
+    @property
+    def planned_on(self) -> Any:
+        """The table object a fresh plan was made on (None for a loaded or copied plan)."""
+        return self.__dict__.get("_table") if self.is_fresh else None
 
     @property
     def is_fresh(self) -> bool:

@@ -150,7 +150,8 @@ class PlanBuilder:
         return cls(table=table.identifier, location=table.location, branch=table.branch, base_snapshot=base,
                    planned_at=iso(now_ms()), preconditions=tuple(self.preconditions), steps=tuple(self.steps),
                    details=dict(details), warnings=tuple(self.warnings) + tuple(warnings),
-                   options_override=_plan_options(table.options_override))
+                   options_override=_plan_options(table.options_override),
+                   catalog=table.catalog.recorded_options() if getattr(table, "catalog", None) is not None else {})
 
 
 # ---------------------------------------------------------------------------------------------- planners
@@ -249,6 +250,7 @@ class Planner(Generic[_P, _R]):
         op = self.operation
         plan = dataclasses.replace(plan, planned_with=recorded, planned_by=op.name if op is not None else None)
         object.__setattr__(plan, "_fresh", FRESH)
+        object.__setattr__(plan, "_table", table)  # executed on (a refresh of) it: the same catalog
         if sum(len(s.files) for s in plan.steps) >= _LARGE_PLAN:
             _release_memory()
         return plan
@@ -319,7 +321,8 @@ def plan_again(plan: Plan, table: Any, saved: bool = False) -> Plan:
 
 
 # What an execution does is decided by these parts of a plan (details, warnings and times are for people).
-_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with", "planned_by")
+# (catalog: how the table is reached, not what the operation decides)
+_NOT_DECISION = ("planned_at", "details", "warnings", "planned_with", "planned_by", "catalog")
 
 
 def decision(plan: Plan) -> dict[str, Any]:

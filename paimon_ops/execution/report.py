@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Report:
+    """What an execution (or the dry run of a plan) did: files and bytes written and deleted by kind, the snapshot it
+    committed, where it ran and why, the operation's details and warnings. `to_json()` is the CLI's `--json` report
+    (`paimon-ops-report/1`)."""
+
     operation: str
     table: str
     dry_run: bool

@@ -157,6 +157,10 @@ def run_rows(dotted: str, table_location: str, task_json: str, options_json: str
 
 
 class Runner(Protocol):
+    """Where a plan's tasks run: `LocalRunner` (this process), `SparkRunner` (a given SparkSession) or
+    `LazySparkRunner` (a session started only when a plan needs it). `run` applies the named task function to each
+    task and returns the results in order."""
+
     def run(self, function: str, table_location: str, tasks: Sequence[dict], progress: Progress | None = None,
             options: dict[str, str] | None = None) -> list[dict]:
         ...

@@ -490,7 +490,7 @@ def parse_partition_spec(
 
 
 def partition_json(values: Sequence[Any], names: Sequence[str], types: Sequence[DataType]) -> dict[str, Any]:
-    """Partition values as typed JSON for plans, reports and --json (the JSON contract, README "JSON output"):
+    """Partition values as typed JSON for plans, reports and --json (the JSON contract, docs/guides/json-and-upgrading.md):
     numbers and booleans as JSON numbers / booleans, DATE as "2026-11-24", TIME as "10:30:00", TIMESTAMP as ISO 8601
     ("2026-11-24T10:30:00", zone-less like the type; TIMESTAMP_LTZ with "Z"), DECIMAL as exact text, strings and
     binaries as text, null as null — never the directory's text (a DATE's legacy name is its day number)."""

@@ -64,6 +64,7 @@ from typing import Any, Sequence
 
 import pendulum
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import InvalidArgumentError, PeriodCannotBeTaggedError, PeriodNotDueError, arg
 from paimon_ops.execution.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.execution.report import Report
@@ -367,6 +368,7 @@ def plan_auto_tags(table: FileStoreTable, *, periods: list[str] | None = None, n
     `periods`: None = every due period since the last auto tag (or the first snapshot); else period names (dates,
     date-times, Period objects and epoch ms are read too: a backfill).
     """
+    check_sync(table, "auto_tag")
     now_ms = now_millis_or_clock(now)
     sched = tag_schedule(table)
     b = PlanBuilder()

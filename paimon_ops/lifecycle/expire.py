@@ -40,6 +40,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 import pyarrow.compute as pc
 
 import paimon_ops.format.manifest as mf
+from paimon_ops.catalog import catalog_of
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -686,7 +687,8 @@ def plan_expire_snapshots(table: FileStoreTable, *, retain_min: int | None = Non
             b, table, store, scanner, cfg, tags, {i: snaps[i] for i in excl}, latest,
             end_snap if excl else None, consumer_min, others, spark)
     # Hints end up right even if an interrupted earlier run could not write them (reruns converge).
-    hints = [{"dir": table.snapshots.dir, "name": EARLIEST, "which": "first"}]
+    # (a catalog owning the table's history, REST, keeps its snapshot hints: none of ours)
+    hints = [] if _catalog_owns_history(table) else [{"dir": table.snapshots.dir, "name": EARLIEST, "which": "first"}]
     if cfg.decoupled:
         hints += [{"dir": table.changelogs.dir, "name": EARLIEST, "which": "first"},
                   {"dir": table.changelogs.dir, "name": LATEST, "which": "last"}]
@@ -763,7 +765,13 @@ def _plan_snapshot_stage(b: PlanBuilder, table: FileStoreTable, store: ManifestS
         if cfg.decoupled:
             b.creates(FileAction(_changelog_path(table, sid), LONG_CHANGELOG,
                                  f"snapshot {sid} kept as long-lived changelog"))
-    b.creates(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {end}"))
+    if not _catalog_owns_history(table):
+        b.creates(FileAction(posixpath.join(table.snapshots.dir, EARLIEST), HINT, f"earliest snapshot = {end}"))
+
+
+def _catalog_owns_history(table: FileStoreTable) -> bool:
+    cat = catalog_of(table)
+    return cat is not None and cat.owns_history(table)
 
 
 def _plan_added_in(b: PlanBuilder, table: FileStoreTable, store: ManifestStore, scanner: TableScanner, list_name: str,

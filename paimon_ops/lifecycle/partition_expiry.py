@@ -61,7 +61,10 @@ Differences from Java 0.9 (proven in tests/lifecycle/test_partition_expiry_java.
 * update-time uses the newest creation time of the partition's *live* files; Java 0.9 also counts files whose DELETE
   entries are still in unmerged manifests (a compacted-away file newer than every live one — rare).
 * formatters with text fields (`MMM`, `EEE`, `a`) are refused (InvalidOptionError) rather than parsed.
-* Java also drops the partitions from a metastore (`metastore.partitioned-table`); we only warn.
+
+A `metastore.partitioned-table` table drops the partitions from its metastore first (the Hive catalog; with their
+`.done` partitions), as Java does; through a catalog without a metastore the run is refused
+(`metastore.allow-out-of-sync=true` overrides; paimon_ops.catalog.check_sync).
 """
 from __future__ import annotations
 
@@ -71,6 +74,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 import paimon_ops.format.manifest as mf
+from paimon_ops.catalog import catalog_of, check_sync
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, arg
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.journal import plan_pending
@@ -462,6 +466,7 @@ def plan_expire_partitions(table: FileStoreTable, *, expiration_time: _dt.timede
                            timestamp_pattern: str | None = None, max_expires: int | None = None,
                            now: InstantMs | None = None) -> PartitionExpiryPlan:
     """Which partitions expire and why, and the OVERWRITE commit dropping them (see the module docstring)."""
+    check_sync(table, "expire_partitions")
     cfg = resolve_partition_settings(table, now, expiration_time, strategy, timestamp_formatter,
                                      timestamp_pattern, max_expires)
     scanner = TableScanner(table)
@@ -492,9 +497,6 @@ def plan_expire_partitions(table: FileStoreTable, *, expiration_time: _dt.timede
                "left for the next run")
     for v in unparseable:
         b.warn(f"partition {v.path.rstrip('/')} of {table.identifier} has no time and is never expired: {v.reason}")
-    if table.options.get(METASTORE_PARTITIONED_TABLE):
-        b.warn("metastore.partitioned-table is set: paimon-ops drops the partitions' files from the table but does "
-               "not remove them from the metastore")
     if chosen:
         index = [ie for ie in scanner.index_entries(latest) if ie.partition in {v.partition for v in chosen}]
         b.step("drop expired partitions (one OVERWRITE commit)", PARTITION_DROP,
@@ -557,6 +559,15 @@ def _drop_partitions(ex: Execution, step: Step) -> None:
     index = [ie for ie in scanner.index_entries(latest) if ie.partition in parts]
     changes = CommitChanges(data=tuple(sorted(deletes, key=lambda e: (e.partition, e.bucket, e.file.file_name))),
                             index_deleted=tuple(index), emptied_partitions=tuple(sorted(parts)))
+    catalog = catalog_of(table)
+    if catalog is not None and catalog.syncs_metastore and table.options.get(METASTORE_PARTITIONED_TABLE):
+        # as Java's partition expiry: out of the metastore first (with their .done partitions), then the commit
+        schema, opts = table.schema, table.options
+        keys = list(schema.partition_keys)
+        types = [f.type for f in schema.fields_of(keys)]
+        catalog.drop_partitions(table, [partition_spec(scanner.partition_values(p), keys, types,
+                                                       opts.partition_legacy_name, opts.partition_default_name)
+                                        for p in sorted(parts)])
     snap = FileStoreCommit(table, commit_user=ex.state.get("commit_user"), journal=ex.journal_writes).commit(
         changes, "OVERWRITE", plan.base_snapshot, now_millis=ex.state.get("commit_time_millis"))
     ex.snapshot_id = snap.id

@@ -16,6 +16,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError, UnsafeNameError
 from paimon_ops.execution.journal import pending, plan_pending
 from paimon_ops.execution.plan import (
@@ -64,6 +65,7 @@ def plan_delete_tags(table: FileStoreTable, names: list[TagName], *, missing_ok:
     given order. Raises InvalidArgumentError for an unknown tag (unless missing_ok) and CorruptMetadataError if a
     neighbour that protects shared files cannot be read — nothing is deleted then. (`plan_type`, `details`: the
     plan of another operation deleting tags, tag expiry.)"""
+    check_sync(table, "delete_tags")
     if isinstance(names, str):
         names = [TagName(names)]
     names = list(dict.fromkeys(names))

@@ -14,6 +14,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.execution.journal import plan_pending
 from paimon_ops.execution.plan import Plan, PlanBuilder, planner
 from paimon_ops.lifecycle.protection import TagsAre
@@ -114,6 +115,7 @@ def plan_expire_tags(table: FileStoreTable, *, older_than: InstantMs | None = No
                      now: InstantMs | None = None) -> ExpireTagsPlan:
     """Tags to expire (by retention, tag.num-retained-max, and created before `older_than` or more than `min_age` ago)
     and the files their deletion reclaims."""
+    check_sync(table, "expire_tags")
     now_ms = now_millis_or_clock(now)
     check_history(table, "tag expiry")
     older = _older_than_millis(table, older_than) if min_age is None else now_ms - age_ms(min_age, "min_age")

@@ -23,7 +23,9 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from dataclasses import dataclass
+from typing import Any, Mapping, TypeVar
 
+from paimon_ops.catalog import check_sync
 from paimon_ops.errors import InvalidArgumentError, arg
 from paimon_ops.execution.plan import DELETE_ORDERED, TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.format.snapshot import Snapshot, Tag
@@ -32,11 +34,13 @@ from paimon_ops.lifecycle.timeline import check_existing_tag_name, find_snapshot
 from paimon_ops.operations.create_tag import OPERATION as CREATE_TAG
 from paimon_ops.operations.model import InstantMs, TagName
 from paimon_ops.operations.rename_tag import OPERATION as RENAME_TAG
+from paimon_ops.operations.replace_tag import OPERATION as REPLACE_TAG
 from paimon_ops.options import TAG_AUTOMATIC_CREATION, format_duration, parse_duration
 from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
+_P = TypeVar("_P", bound=Plan)
 
 
 class CreateTagPlan(Plan):
@@ -46,7 +50,7 @@ class CreateTagPlan(Plan):
 
 class ReplaceTagPlan(Plan):
     operation = "replace_tag"
-    op = CREATE_TAG  # its operation (the feature gate, the planner's parameters)
+    op = REPLACE_TAG  # its operation (the feature gate, the planner's parameters)
 
 
 class RenameTagPlan(Plan):
@@ -137,31 +141,39 @@ def _new_tag(table: FileStoreTable, snap: Snapshot, time_retained: _dt.timedelta
 
 
 # ---------------------------------------------------------------------------------------------- create / replace
-@planner(CreateTagPlan, ReplaceTagPlan, hidden=("ignore_if_exists",))
+@planner(CreateTagPlan, hidden=("ignore_if_exists",))
 def plan_create_tag(table: FileStoreTable, name: TagName, *, snapshot_id: int | None = None,
                     timestamp: InstantMs | None = None, time_retained: _dt.timedelta | None = None,
                     replace: bool = False, now: InstantMs | None = None, ignore_if_exists: bool = False) -> Plan:
     """Tag the latest snapshot, `snapshot_id`, or the snapshot current at `timestamp` (the operation's Params);
-    `replace` moves an existing tag of that name instead of refusing (a ReplaceTagPlan). `ignore_if_exists`: an
-    existing tag is no error (nothing to do)."""
+    `replace` moves an existing tag of that name instead of refusing. `ignore_if_exists`: an existing tag is no
+    error (nothing to do)."""
+    validate_tag_name(name)
+    snap, source = _resolve_source(table, snapshot_id, timestamp)
+    return plan_tag_on(table, name, snap, source, time_retained=time_retained, replace=replace, now=now,
+                       ignore_if_exists=ignore_if_exists, plan_type=CreateTagPlan)
+
+
+def plan_tag_on(table: FileStoreTable, name: str, snap: Snapshot, source: str, *,
+                time_retained: _dt.timedelta | None, replace: bool, now: int | None, plan_type: type[Plan],
+                ignore_if_exists: bool = False, details: Mapping[str, Any] | None = None) -> Plan:
+    """The plan of a `plan_type` tagging `snap` (found by `source`, in words) as `name`: created, or — with `replace`
+    and an existing tag — moved; an existing tag at another snapshot is refused without `replace`. `details`: what
+    the calling operation adds to the plan's."""
+    check_sync(table, "create_tag")
     validate_tag_name(name)
     if replace and table.tags.exists(name):
-        if snapshot_id is not None and timestamp is not None:
-            raise InvalidArgumentError(f"give either {arg('snapshot_id')} or {arg('timestamp')}, not both")
-        if timestamp is not None:
-            snapshot_id = snapshot_current_at(table, int(timestamp)).id
-        return plan_replace_tag(table, name, snapshot_id, time_retained, now)
+        return _plan_replace(table, name, snap, source, time_retained, now, plan_type, details)
     retained = _retention(time_retained)
-    snap, source = _resolve_source(table, snapshot_id, timestamp)
     details = {"tag": name, "snapshot_id": snap.id, "source": source,
-               "time_retained_s": retained.total_seconds() if retained else None}
+               "time_retained_s": retained.total_seconds() if retained else None, **(details or {})}
     b = PlanBuilder()
     if table.tags.exists(name):
         existing = table.tags.tag(name)
         if ignore_if_exists or existing.id == snap.id:
             b.warn(f"tag {name!r} already exists (snapshot {existing.id}); nothing to do")
             b.require(TagIs(name, existing.id))
-            return b.build(CreateTagPlan, table, {**details, "existing_snapshot_id": existing.id})
+            return b.build(plan_type, table, {**details, "existing_snapshot_id": existing.id})
         raise InvalidArgumentError(f"tag {name!r} of {table.identifier} already exists (snapshot {existing.id}); "
                                    f"use {arg('replace', True)} to move it")
     _validate_no_auto_tag(table, name, snap.id)
@@ -170,20 +182,29 @@ def plan_create_tag(table: FileStoreTable, name: TagName, *, snapshot_id: int | 
     b.add(FileAction(table.tags.path(name), TAG, f"tag {name!r} -> {source}"
                      + (f", retained {format_duration(retained)}" if retained else "")))
     b.require(TagIs(name, None))
-    return b.build(CreateTagPlan, table, details)
+    return b.build(plan_type, table, details)
 
 
-def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None = None,
-                     time_retained: _dt.timedelta | str | None = None, now_millis: int | None = None
-                     ) -> ReplaceTagPlan:
-    """Moving the existing tag `name` (`plan_create_tag` with `replace` when the tag exists)."""
+@planner(ReplaceTagPlan, renamed={"now_millis": "now"})
+def plan_replace_tag(table: FileStoreTable, name: TagName, *, snapshot_id: int | None = None,
+                     time_retained: _dt.timedelta | None = None, now: InstantMs | None = None) -> ReplaceTagPlan:
+    """Moving the existing tag `name` to `snapshot_id` (default: the latest snapshot), as Java's replace_tag: a tag
+    that does not exist is refused."""
     validate_tag_name(name)
-    retained = _retention(time_retained)
     if not table.tags.exists(name):
         raise InvalidArgumentError(f"tag {name!r} of {table.identifier} does not exist; use "
                                    f"{arg('create', True, python='tags.create()')}")
-    old = table.tags.tag(name)
     snap, source = _resolve_source(table, snapshot_id, None)
+    return _plan_replace(table, name, snap, source, time_retained, now, ReplaceTagPlan)
+
+
+def _plan_replace(table: FileStoreTable, name: str, snap: Snapshot, source: str,
+                  time_retained: _dt.timedelta | str | None, now: int | None, plan_type: type[_P],
+                  details: Mapping[str, Any] | None = None) -> _P:
+    """Moving the existing tag `name` to `snap` (no reclamation, as Java's replace_tag)."""
+    check_sync(table, "replace_tag")
+    retained = _retention(time_retained)
+    old = table.tags.tag(name)
     b = PlanBuilder()
     shared = [n for n, t in table.tags.tags() if t.id == old.id and n != name]
     if old.id != snap.id and not table.snapshots.exists(old.id) and not shared:
@@ -191,13 +212,15 @@ def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None =
                "it used become orphans, not reclaimed (like Java's replace_tag); remove_orphan_files "
                "reclaims them, or delete the tag (which reclaims) and create it again instead")
     _validate_no_auto_tag(table, name, snap.id)
-    tag = _new_tag(table, snap, retained, now_millis)
+    tag = _new_tag(table, snap, retained, now)
     b.step("tag file", WRITE_FILES, contents=[tag.to_json()], mode="overwrite")
     b.add(FileAction(table.tags.path(name), TAG, f"replace tag {name!r}: snapshot {old.id} -> {source}"
                      + (f", retained {format_duration(retained)}" if retained else "")))
     b.require(TagIs(name, old.id))
-    return b.build(ReplaceTagPlan, table, {"tag": name, "old_snapshot_id": old.id, "snapshot_id": snap.id,
-                                           "time_retained_s": retained.total_seconds() if retained else None})
+    return b.build(plan_type, table, {"tag": name, "old_snapshot_id": old.id, "snapshot_id": snap.id,
+                                      "source": source,
+                                      "time_retained_s": retained.total_seconds() if retained else None,
+                                      **(details or {})})
 
 
 # ---------------------------------------------------------------------------------------------- rename / delete
@@ -205,6 +228,7 @@ def plan_replace_tag(table: FileStoreTable, name: str, snapshot_id: int | None =
 def plan_rename_tag(table: FileStoreTable, old: TagName, new: TagName, *, resume: bool = False) -> RenameTagPlan:
     """Write `new` with `old`'s exact content (retention included), then delete `old`. With `resume`, finish a
     rename interrupted between the two (both names exist with the same content)."""
+    check_sync(table, "rename_tag")
     check_existing_tag_name(old)
     validate_tag_name(new)
     b = PlanBuilder()
@@ -240,6 +264,7 @@ def plan_rename_tag(table: FileStoreTable, old: TagName, new: TagName, *, resume
 
 
 __all__ = [
-    "TagInfo", "list_tags", "plan_create_tag", "plan_replace_tag", "plan_rename_tag", "write_new_tag", "CreateTagPlan",
+    "TagInfo", "list_tags", "plan_create_tag", "plan_replace_tag", "plan_rename_tag", "plan_tag_on", "write_new_tag",
+    "CreateTagPlan",
     "ReplaceTagPlan", "RenameTagPlan",
 ]

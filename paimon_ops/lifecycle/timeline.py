@@ -12,6 +12,7 @@ set ``sink.process-time-zone`` to the JVM zone of Java writers when both expire 
 from __future__ import annotations
 
 import datetime as _dt
+from typing import Callable
 
 import pendulum
 
@@ -166,6 +167,47 @@ class SnapshotTimeline:
                 break
             i -= 1
         return self.OK, hit
+
+    def first_where(self, holds: Callable[[Snapshot], bool]) -> tuple[str, Snapshot | None]:
+        """The first snapshot (by id) for which `holds` is true, `holds` being monotonic over the history (false,
+        then true: a commit time or a watermark reaching a value): 'ok' with it when certain, 'none' when no known
+        snapshot qualifies, 'expired' when the snapshot before it expired untagged (an unknown one might be the
+        first). Live snapshots are binary-searched (O(log n) snapshot files read, as Java's SnapshotManager does);
+        older tag-held ones come first."""
+        hit = next((i for i in self._older_tagged() if holds(self.tagged[i])), None)
+        if hit is None and self.earliest is not None and self.latest is not None and holds(self.get(self.latest)):
+            lo, hi = self.earliest, self.latest
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if holds(self.get(mid)):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            hit = lo
+        if hit is None:
+            return self.NONE, None
+        if hit == 1 or self.known(hit - 1):
+            return self.OK, self.get(hit)
+        return self.UNKNOWN, None
+
+    def last_where(self, holds: Callable[[Snapshot], bool]) -> tuple[str, Snapshot | None]:
+        """The last snapshot (by id) for which `holds` is true, `holds` monotonic (true, then false): 'ok' with it
+        when certain (it is the latest, or its successor is known), 'none' when no known snapshot qualifies and the
+        history starts at snapshot 1, else 'expired'."""
+        if self.earliest is not None and self.latest is not None and holds(self.get(self.earliest)):
+            lo, hi = self.earliest, self.latest
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if holds(self.get(mid)):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return self.OK, self.get(lo)
+        older = [i for i in self._older_tagged() if holds(self.tagged[i])]
+        if older:
+            c = older[-1]
+            return (self.OK, self.tagged[c]) if self.known(c + 1) else (self.UNKNOWN, None)
+        return (self.NONE, None) if self.min_known() in (1, None) else (self.UNKNOWN, None)
 
     def max_watermark(self) -> int | None:
         ws = [w for w in (valid_watermark(s) for s in self.all()) if w is not None]

@@ -31,6 +31,7 @@ _INSTANT_MS = "an instant as epoch milliseconds"
 _POSITIONAL_NAME = "a name given positionally"
 InstantMs = Annotated[int, _INSTANT_MS]  # given as ISO 8601 with a zone, an aware datetime or epoch ms
 TagName = Annotated[str, _POSITIONAL_NAME]  # tag names
+Name = TagName  # any other name given positionally: a branch, a consumer
 Partitions = list[dict[str, str]]      # partition specs, each {key: value}
 
 # Kinds of parameter: how a value is given as text (CLI flags, Dagster config, Airflow templates) and what the facade
@@ -436,7 +437,7 @@ class Operation:
         return self.params_type(**self.coerce(values, words, from_text))
 
 
-__all__ = ["Param", "Params", "param", "now_param", "kind_of", "InstantMs", "TagName", "Partitions", "Operation",
-           "Mode", "Health", "ALL_TABLES", "DV_TABLES", "EXPIRING_TABLES", "partition_spec", "INT",
+__all__ = ["Param", "Params", "param", "now_param", "kind_of", "InstantMs", "TagName", "Name", "Partitions",
+           "Operation", "Mode", "Health", "ALL_TABLES", "DV_TABLES", "EXPIRING_TABLES", "partition_spec", "INT",
            "FLOAT", "BOOL", "STR", "CHOICE", "AGE", "INSTANT", "PARTITIONS", "STRINGS", "INTS", "NAME", "NAMES",
            "TASKS", "METADATA", "KINDS"]

@@ -1,4 +1,4 @@
-"""The JSON contract of paimon-ops (README "JSON output"): every JSON document the CLI prints, a plan saves or a
+"""The JSON contract of paimon-ops (docs/guides/json-and-upgrading.md): every JSON document the CLI prints, a plan saves or a
 report records carries `format` (what it is, `paimon-ops-<kind>/<major>`) and `version` (the package's). One
 envelope per kind of output, each described by a JSON Schema (draft 2020-12) shipped beside this module:
 

@@ -22,12 +22,21 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from functools import cached_property
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import paimon_ops.format.manifest as mf
-from paimon_ops.errors import CommitConflictError, InvalidArgumentError, InvalidOptionError, PaimonOpsError, UnsupportedError
+from paimon_ops.errors import (
+    CommitConflictError,
+    CommitOutcomeUnknownError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    PaimonOpsError,
+    UnsupportedError,
+)
 from paimon_ops.format.binary_row import deserialize_row, serialize_row
 from paimon_ops.format.manifest import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats
+from paimon_ops.format.partition import partition_spec
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.options import COMMIT_MAX_RETRIES, MANIFEST_MERGE_MIN_COUNT
 from paimon_ops.table.removal import remove_written
@@ -55,6 +64,70 @@ class CommitChanges:
     @property
     def is_empty(self) -> bool:
         return not (self.data or self.index_added or self.index_deleted or self.changelog)
+
+
+@dataclass(frozen=True)
+class PartitionStatistics:
+    """What one commit changed in one partition (Java's PartitionStatistics, the REST commit's `statistics`): sums
+    over the delta's entries, ADD positive and DELETE negative."""
+
+    spec: Mapping[str, str]          # key -> value as in the partition directory
+    record_count: int
+    file_size_in_bytes: int
+    file_count: int
+    last_file_creation_time: int     # epoch millis of the newest file the delta names
+    total_buckets: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": dict(self.spec), "recordCount": self.record_count, "fileSizeInBytes": self.file_size_in_bytes,
+                "fileCount": self.file_count, "lastFileCreationTime": self.last_file_creation_time,
+                "totalBuckets": self.total_buckets}
+
+
+@dataclass(frozen=True)
+class SnapshotCommit:
+    """One snapshot to make visible, with its preconditions (the design anchor is pyiceberg's
+    `commit_table(table, requirements, updates)`): `base_snapshot` is the latest snapshot the attempt was built on
+    (its successor id is `snapshot.id`; REST sends its uuid as `baseSnapshotUuid`). `delta` are the data entries the
+    snapshot adds and deletes, from which `statistics` and `added_partitions` are derived — only when a backend asks
+    (the filesystem backend never does, so a commit costs nothing per file there). `tmp_token` names the temporary
+    file of a create-if-absent (crash leftovers, see table.commit)."""
+
+    snapshot: Snapshot
+    base_snapshot: Snapshot | None
+    table: FileStoreTable = field(repr=False, compare=False)
+    delta: Sequence[ManifestEntry] = field(default=(), repr=False, compare=False)
+    tmp_token: str | None = None
+
+    @cached_property
+    def statistics(self) -> tuple[PartitionStatistics, ...]:
+        """One PartitionStatistics per partition the delta touches (Java's `PartitionEntry.merge` of the delta)."""
+        sums: dict[bytes, list[int]] = {}
+        for e in self.delta:
+            sign = 1 if e.kind == FileKind.ADD else -1
+            s = sums.setdefault(e.partition, [0, 0, 0, 0, 0])
+            s[0] += sign * e.file.row_count
+            s[1] += sign * e.file.file_size
+            s[2] += sign
+            s[3] = max(s[3], e.file.creation_time or 0)  # (the millis Paimon writes: local time)
+            s[4] = max(s[4], e.total_buckets)
+        return tuple(PartitionStatistics(self._spec(p), *v) for p, v in sums.items())
+
+    @cached_property
+    def added_partitions(self) -> tuple[Mapping[str, str], ...]:
+        """The partitions with ADD entries (Java's AddPartitionCommitCallback registers these in the metastore)."""
+        seen = dict.fromkeys(e.partition for e in self.delta if e.kind == FileKind.ADD)
+        return tuple(self._spec(p) for p in seen)
+
+    def _spec(self, partition: bytes) -> Mapping[str, str]:
+        schema = self.table.schema
+        keys = list(schema.partition_keys)
+        if not keys:
+            return {}
+        types = [f.type.with_nullable(True) for f in schema.fields_of(keys)]
+        opts = self.table.options
+        return partition_spec(deserialize_row(partition, types, "partition"), keys, types, opts.partition_legacy_name,
+                              opts.partition_default_name)
 
 
 @dataclass
@@ -89,20 +162,24 @@ class FileStoreCommit:
     # ------------------------------------------------------------------ public
     def commit(self, changes: CommitChanges, kind: str, base_snapshot_id: int | None,
                identifier: int = BATCH_COMMIT_IDENTIFIER, properties: dict[str, str] | None = None,
-               now_millis: int | None = None) -> Snapshot:
-        """Commit `changes` planned against `base_snapshot_id`; retries lost races, raises on conflicts."""
+               now_millis: int | None = None, watermark: int | None = None) -> Snapshot:
+        """Commit `changes` planned against `base_snapshot_id`; retries lost races, raises on conflicts. `watermark`:
+        the writer's, kept as Java keeps it (the larger of it and the latest snapshot's)."""
         if kind not in ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE"):
             raise InvalidArgumentError(f"unknown commit kind {kind}")
         return self.commit_snapshot(
             lambda latest: self.check_conflicts(changes, latest, base_snapshot_id, kind),
             lambda latest, written: self._build_snapshot(changes, kind, latest, identifier, properties, written,
-                                                         now_millis),
-            base_snapshot_id)
+                                                         now_millis, watermark),
+            base_snapshot_id, delta=changes.data)
 
     def commit_snapshot(self, check: Callable[[Snapshot | None], None],
-                        build: Callable[[Snapshot | None, _Written], Snapshot], base_snapshot_id: int | None) -> Snapshot:
+                        build: Callable[[Snapshot | None, _Written], Snapshot], base_snapshot_id: int | None,
+                        delta: Sequence[ManifestEntry] = ()) -> Snapshot:
         """The one commit loop (see the module docstring): `check(latest)` raises on a conflict; `build(latest,
-        written)` writes the attempt's manifests (recording each in `written`) and returns the snapshot to create."""
+        written)` writes the attempt's manifests (recording each in `written`) and returns the snapshot to create;
+        `delta` are its data entries (per-partition statistics and metastore partitions for the catalog). The
+        snapshot is made visible by the table's catalog (`_make_visible`)."""
         attempt = 0
         while True:
             latest = self.table.snapshots.latest()
@@ -114,16 +191,18 @@ class FileStoreCommit:
             except BaseException:
                 self._cleanup(written)
                 raise
+            if snapshot.uuid is None:  # every attempt is a new snapshot: catalogs name it as the next one's base
+                snapshot = snapshot.with_(uuid=str(uuid.uuid4()))
             try:
-                won = self.table.snapshots.commit(snapshot, tmp_token=self._uuid if self._journaled else None)
+                won = self._make_visible(snapshot, latest, delta)
             except BaseException as e:
                 # Ambiguous (an I/O error, an interrupt mid-write) or refused (a store without conditional put): our
                 # snapshot is either there — committed — or not, and then nothing references what we wrote.
                 ours = self._is_ours(snapshot)
                 if ours is None:  # cannot tell: keep everything (orphans at worst, never a broken snapshot)
-                    raise PaimonOpsError(f"commit of snapshot {snapshot.id} on {self.table.identifier} failed ({e}) "
-                                         "and whether it was written cannot be read now; its new files are kept "
-                                         "(orphans if it was not)") from e
+                    raise CommitOutcomeUnknownError(f"commit of snapshot {snapshot.id} on {self.table.identifier} "
+                                                    f"failed ({e}) and whether it was written cannot be read now; its "
+                                                    "new files are kept (orphans if it was not)") from e
                 if ours:
                     self.committed = snapshot
                     if not isinstance(e, Exception):
@@ -149,17 +228,33 @@ class FileStoreCommit:
             # Exponential back-off with jitter, as Java 1.3+ does.
             time.sleep(min(0.01 * 2 ** attempt, 2.0) * (1 + random.random() * 0.2))
 
+    def _make_visible(self, snapshot: Snapshot, base: Snapshot | None, delta: Sequence[ManifestEntry]) -> bool:
+        """Through the table's catalog (its lock, its server, its metastore partitions); a table opened by location
+        alone commits by create-if-absent of snapshot-<id>, as the filesystem catalog does."""
+        token = self._uuid if self._journaled else None
+        catalog = self.table.catalog
+        if catalog is None:
+            return self.table.snapshots.commit(snapshot, tmp_token=token)
+        return catalog.commit_snapshot(self.table, SnapshotCommit(snapshot, base, self.table, delta, token))
+
     def _is_ours(self, snapshot: Snapshot) -> bool | None:
-        """Whether the snapshot file now under our id is ours; None when it cannot be read."""
+        """Whether the snapshot file now under our id is ours; None when it cannot be read. A catalog that owns the
+        history (REST) says itself (a request may still be in flight on its server: unknown)."""
+        catalog = self.table.catalog
+        if catalog is not None and catalog.owns_history(self.table):
+            return catalog.is_committed(self.table, snapshot)
         try:
             stored = self.table.snapshots.try_snapshot(snapshot.id)
         except Exception:  # noqa: BLE001 - unreadable now: unknown
             return None
-        return stored is not None and stored.commit_user == snapshot.commit_user and\
+        return stored is not None and stored.uuid == snapshot.uuid and stored.commit_user == snapshot.commit_user and\
             stored.commit_identifier == snapshot.commit_identifier and stored.commit_kind == snapshot.commit_kind\
             and stored.base_manifest_list == snapshot.base_manifest_list
 
     def _hint(self, snapshot: Snapshot) -> None:
+        catalog = self.table.catalog
+        if catalog is not None and catalog.owns_history(self.table):
+            return  # the catalog owns the history: paimon-ops writes no hint of it
         try:
             self.table.snapshots.write_latest_hint(snapshot.id)
         except Exception as e:  # noqa: BLE001 - committed: a hint is advisory, never a reason to undo
@@ -425,7 +520,8 @@ class FileStoreCommit:
         return name
 
     def _build_snapshot(self, changes: CommitChanges, kind: str, latest: Snapshot | None, identifier: int,
-                        properties: dict[str, str] | None, written: _Written, now_millis: int | None) -> Snapshot:
+                        properties: dict[str, str] | None, written: _Written, now_millis: int | None,
+                        watermark: int | None = None) -> Snapshot:
         base_metas = self._base_metas(latest, written)
         base_name, base_size = self._write_list(base_metas, latest, written)
         delta_metas = self.write_manifests(list(changes.data), latest, written) if changes.data else []
@@ -458,11 +554,19 @@ class FileStoreCommit:
             total_record_count=prev_total + delta_rows,
             delta_record_count=delta_rows,
             changelog_record_count=changelog_rows,
-            watermark=latest.watermark if latest else None,
+            watermark=_max_watermark(watermark, latest.watermark if latest else None),
             statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
             properties=properties or None,
             next_row_id=latest.next_row_id if latest else None,
         )
 
 
-__all__ = ["CommitChanges", "FileStoreCommit", "BATCH_COMMIT_IDENTIFIER", "LATEST"]
+def _max_watermark(given: int | None, latest: int | None) -> int | None:
+    """Java's FileStoreCommitImpl: the commit's watermark, never below the latest snapshot's."""
+    if given is None or latest is None:
+        return latest if given is None else given
+    return max(given, latest)
+
+
+__all__ = ["CommitChanges", "FileStoreCommit", "SnapshotCommit", "PartitionStatistics", "BATCH_COMMIT_IDENTIFIER",
+           "LATEST"]

@@ -73,7 +73,12 @@ def owners_of(table: FileStoreTable, removed: Iterable[str] = ()) -> list[Owner]
     main = table if table.branch == "main" else table.for_branch("main")
     out: list[Owner] = []
     for b in ["main"] + main.branches():
-        bt = main if b == "main" else main.for_branch(b)
+        try:
+            bt = main if b == "main" else main.for_branch(b)
+        except TableNotFoundError:
+            if main.branch_holds_history(b):
+                raise
+            continue  # what an interrupted branch deletion leaves (no schema/, no history): it keeps nothing alive
         prefix = "" if b == "main" else f"branch {b} "
         for mgr, kind in ((bt.snapshots, "snapshot"), (bt.changelogs, "changelog")):
             for sid in mgr.list_ids():

@@ -1,14 +1,16 @@
 """A Paimon table on a file system: catalog, table, schema / snapshot / tag / consumer managers."""
 from __future__ import annotations
 
+import fnmatch
 import logging
 import posixpath
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from paimon_ops.errors import (
+    BranchNotFoundError,
     CorruptMetadataError,
     InvalidArgumentError,
     MissingFileError,
@@ -94,10 +96,13 @@ class SchemaManager:
 class SnapshotManager:
     """Snapshots of one branch (or long-lived changelogs, with prefix 'changelog-')."""
 
-    def __init__(self, io: FileIO, branch_root: str, subdir: str = "snapshot", prefix: str = SNAPSHOT_PREFIX):
+    def __init__(self, io: FileIO, branch_root: str, subdir: str = "snapshot", prefix: str = SNAPSHOT_PREFIX,
+                 latest_loader: Callable[[], Snapshot | None] | None = None):
         self.io = io
         self.dir = posixpath.join(branch_root, subdir)
         self.prefix = prefix
+        # A catalog that owns the table's history (REST) says which snapshot is the latest; None: the files say.
+        self.latest_loader = latest_loader
 
     def path(self, snapshot_id: int) -> str:
         return posixpath.join(self.dir, f"{self.prefix}{snapshot_id}")
@@ -135,6 +140,13 @@ class SnapshotManager:
             return None
 
     def latest_id(self) -> int | None:
+        """The latest snapshot's id: the catalog's when it owns the history, else from the files."""
+        if self.latest_loader is not None:
+            s = self.latest_loader()
+            return s.id if s is not None else None
+        return self.latest_id_from_files()
+
+    def latest_id_from_files(self) -> int | None:
         """Hint first, verified: trusted only if positive and its successor does not exist (format.md §3.3)."""
         hint = self._hint(LATEST)
         if hint is not None and hint > 0 and self.exists(hint) and not self.exists(hint + 1):
@@ -155,7 +167,12 @@ class SnapshotManager:
         return ids[0] if ids else None
 
     def latest(self) -> Snapshot | None:
-        i = self.latest_id()
+        if self.latest_loader is not None:
+            return self.latest_loader()
+        return self.latest_from_files()
+
+    def latest_from_files(self) -> Snapshot | None:
+        i = self.latest_id_from_files()
         return self.snapshot(i) if i is not None else None
 
     def earliest(self) -> Snapshot | None:
@@ -246,43 +263,138 @@ class TagManager:
         return self.io.delete_file(self.path(name))
 
 
+def validate_consumer_id(consumer_id: object) -> str:
+    """A consumer id becomes a file name (`consumer/consumer-<id>`): a plain name only."""
+    if not isinstance(consumer_id, str) or not consumer_id.strip():
+        raise InvalidArgumentError("consumer id must not be empty or blank")
+    if "/" in consumer_id or "\\" in consumer_id or consumer_id in (".", "..") or ".." in consumer_id:
+        raise InvalidArgumentError(f"consumer id {consumer_id!r} must be a plain name: no '/', '\\' or '..'")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in consumer_id):
+        raise InvalidArgumentError(f"consumer id {consumer_id!r} must not contain control characters")
+    return consumer_id
+
+
 class ConsumerManager:
+    """Consumers of one branch: `consumer/consumer-<id>` holding `{"nextSnapshot": n}` (maintenance.md §2.6)."""
+
     def __init__(self, io: FileIO, branch_root: str):
         self.io = io
         self.dir = posixpath.join(branch_root, "consumer")
 
+    def path(self, consumer_id: str) -> str:
+        return posixpath.join(self.dir, f"{CONSUMER_PREFIX}{consumer_id}")
+
     def consumers(self) -> dict[str, tuple[Consumer, int]]:
-        """consumer id -> (consumer, file mtime millis)."""
+        """consumer id -> (consumer, file mtime millis). Fails closed: a consumer file that cannot be read raises
+        (CorruptMetadataError), a symbolic link named like one is refused — a consumer pins snapshots, so an unread
+        one could let expiry delete what a reader still needs."""
         out = {}
-        for st in self.io.list_status(self.dir):
+        for st in list_metadata_dir(self.io, self.dir, CONSUMER_PREFIX):
             if st.is_dir or not st.name.startswith(CONSUMER_PREFIX):
                 continue
-            out[st.name[len(CONSUMER_PREFIX):]] = (Consumer.from_json(self.io.read_bytes(st.path), st.path), st.mtime_millis)
+            try:
+                data = self.io.read_bytes(st.path)
+            except FileNotFoundError:
+                continue  # removed while listed (a reset or expiry elsewhere)
+            out[st.name[len(CONSUMER_PREFIX):]] = (Consumer.from_json(data, st.path), st.mtime_millis)
         return out
+
+    def consumer(self, consumer_id: str) -> Consumer | None:
+        p = self.path(consumer_id)
+        try:
+            return Consumer.from_json(self.io.read_bytes(p), p)
+        except FileNotFoundError:
+            return None
+
+
+BRANCH_SPLITTER = "$"        # Paimon's identifier: `db.table$branch_<name>` names a branch of db.table
+BRANCH_MARK = "branch_"
+MAIN_BRANCH = "main"
+BRANCH_NAME_MAX = 200
+
+
+def validate_branch_name(name: object, what: str = "branch name") -> str:
+    """A branch name becomes a directory name (`branch/branch-<name>`) and part of Paimon's identifier
+    (`table$branch_<name>`): refuse anything that is not a plain name — empty or blank, `main`, all digits (Java's
+    rules), a path separator, `.`/`..`, `$` (it would split the identifier), whitespace at either end, control
+    characters, more than 200 characters."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgumentError(f"{what} must not be empty or blank")
+    if name == MAIN_BRANCH:
+        raise InvalidArgumentError(f"{what} {name!r} is the main branch (the table itself), not a branch")
+    if name != name.strip():
+        raise InvalidArgumentError(f"{what} {name!r} must not start or end with whitespace")
+    if _ID.match(name):
+        raise InvalidArgumentError(f"{what} {name!r} is all digits, which Paimon does not allow")
+    if "/" in name or "\\" in name or name in (".", "..") or ".." in name:
+        raise InvalidArgumentError(f"{what} {name!r} must be a plain name: no '/', '\\' or '..'")
+    if BRANCH_SPLITTER in name:
+        raise InvalidArgumentError(f"{what} {name!r} must not contain '$' (it separates the branch in "
+                                   "'db.table$branch_<name>')")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        raise InvalidArgumentError(f"{what} {name!r} must not contain control characters")
+    if len(name) > BRANCH_NAME_MAX:
+        raise InvalidArgumentError(f"{what} {name[:20]!r}… is longer than {BRANCH_NAME_MAX} characters")
+    return name
 
 
 @dataclass(frozen=True)
 class Identifier:
+    """`database.table`, or `database.table$branch_<name>` for a branch (Paimon's identifier). The one parser of
+    table names: the CLI, the facade, Dagster and Airflow all name tables through it."""
+
     database: str
     table: str
+    branch: str = MAIN_BRANCH
 
     @staticmethod
     def parse(text: str) -> Identifier:
-        parts = text.split(".")
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"table identifier {text!r} must be text like 'database.table'")
+        name, sep, suffix = text.partition(BRANCH_SPLITTER)
+        parts = name.split(".")
         if len(parts) != 2 or not all(parts):
-            raise InvalidArgumentError(f"table identifier {text!r} must look like 'database.table'")
-        return Identifier(parts[0], parts[1])
+            raise InvalidArgumentError(f"table identifier {text!r} must look like 'database.table' "
+                                       "(or 'database.table$branch_<name>' for a branch)")
+        if not sep:
+            return Identifier(parts[0], parts[1])
+        if not suffix.startswith(BRANCH_MARK) or BRANCH_SPLITTER in suffix:
+            raise InvalidArgumentError(
+                f"table identifier {text!r}: after '$' comes a branch as 'branch_<name>' "
+                f"({name}$branch_<name>); system tables such as {name}$snapshots are not tables to maintain")
+        branch = suffix[len(BRANCH_MARK):]
+        if branch == MAIN_BRANCH:
+            return Identifier(parts[0], parts[1])
+        validate_branch_name(branch, f"table identifier {text!r}: branch name")
+        return Identifier(parts[0], parts[1], branch)
+
+    @property
+    def table_name(self) -> str:
+        """`database.table` (without the branch)."""
+        return f"{self.database}.{self.table}"
+
+    def on_branch(self, branch: str) -> Identifier:
+        return Identifier(self.database, self.table, branch)
 
     def __str__(self) -> str:
-        return f"{self.database}.{self.table}"
+        return self.table_name + ("" if self.branch == MAIN_BRANCH else f"{BRANCH_SPLITTER}{BRANCH_MARK}{self.branch}")
+
+
+def full_name(table_name: str, branch: str) -> str:
+    """`db.table`, or `db.table$branch_<name>` for another branch than main."""
+    return table_name if branch == MAIN_BRANCH else f"{table_name}{BRANCH_SPLITTER}{BRANCH_MARK}{branch}"
 
 
 class FileStoreTable:
-    """One Paimon table (one branch of it). Cheap to construct; reads metadata lazily."""
+    """One Paimon table (one branch of it). Cheap to construct; reads metadata lazily.
+
+    `catalog`: the `paimon_ops.catalog.Catalog` it was opened through, which every snapshot and schema commit goes
+    through (its lock, metastore partitions, a server owning the history); None — opened by its location alone —
+    means its files are the whole truth (create-if-absent commits, as the filesystem catalog makes them)."""
 
     def __init__(self, location: str, identifier: str | None = None, branch: str = "main",
                  options_override: Mapping[str, str] | None = None, fault_hook: FaultHook | None = None,
-                 io: FileIO | None = None):
+                 io: FileIO | None = None, catalog: Any = None):
         if io is None:
             io, root = FileIO.resolve(location, fault_hook, dict(options_override) if options_override else None)
         else:
@@ -292,25 +404,47 @@ class FileStoreTable:
         self.location = io.uri(root)
         self.identifier = identifier or posixpath.basename(root)
         self.branch = branch
-        self.branch_root = root if branch == "main" else posixpath.join(root, "branch", f"{BRANCH_PREFIX}{branch}")
+        self.branch_root = self.branch_path(branch)
         self.options_override = dict(options_override or {})
+        self.catalog = catalog
         self.schemas = SchemaManager(io, self.branch_root)
-        self.snapshots = SnapshotManager(io, self.branch_root)
+        self.snapshots = SnapshotManager(io, self.branch_root, latest_loader=self._catalog_latest()
+                                         if catalog is not None and catalog.supports_version_management else None)
         self.changelogs = SnapshotManager(io, self.branch_root, "changelog", CHANGELOG_PREFIX)
         self.tags = TagManager(io, self.branch_root)
         self.consumers = ConsumerManager(io, self.branch_root)
         if not io.is_dir(posixpath.join(self.branch_root, "schema")):
+            if branch != MAIN_BRANCH and io.is_dir(posixpath.join(root, "schema")):
+                if io.is_dir(self.branch_root):
+                    raise TableNotFoundError(self.full_name, self.location, f"branch {branch!r} has no schema/ "
+                                             "directory (an interrupted create or delete: delete-branch finishes it)")
+                known = self.for_branch(MAIN_BRANCH).branches()
+                raise BranchNotFoundError(self.full_name, self.location, branch, known)
             raise TableNotFoundError(self.identifier, self.location, "no schema/ directory (is this a Paimon table?)")
+
+    @property
+    def full_name(self) -> str:
+        """The identifier with the branch, as Paimon spells it: `db.t`, or `db.t$branch_b`."""
+        return full_name(self.identifier, self.branch)
+
+    def branch_path(self, branch: str) -> str:
+        """Where a branch's metadata lives (`<root>/branch/branch-<name>`; the table root for main)."""
+        return self.root if branch == MAIN_BRANCH else posixpath.join(self.root, "branch", f"{BRANCH_PREFIX}{branch}")
+
+    def _catalog_latest(self) -> Callable[[], Snapshot | None]:
+        return lambda: self.catalog.latest_snapshot(self)
 
     @classmethod
     def open(cls, location: str, **kw) -> FileStoreTable:
         return cls(location, **kw)
 
     def with_fault_hook(self, hook: FaultHook | None) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io.with_fault_hook(hook))
+        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override,
+                              io=self.io.with_fault_hook(hook), catalog=self.catalog)
 
     def for_branch(self, branch: str) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, branch, self.options_override, io=self.io)
+        return FileStoreTable(self.root, self.identifier, branch, self.options_override, io=self.io,
+                              catalog=self.catalog)
 
     @cached_property
     def schema(self) -> TableSchema:
@@ -320,7 +454,8 @@ class FileStoreTable:
         return s
 
     def refresh(self) -> FileStoreTable:
-        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io)
+        return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io,
+                              catalog=self.catalog)
 
     @property
     def options(self) -> Options:
@@ -362,11 +497,54 @@ class FileStoreTable:
         return self.path(sub) if sub else self.root
 
     def branches(self) -> list[str]:
-        return sorted(st.name[len(BRANCH_PREFIX):] for st in self.io.list_status(self.path("branch"))
-                      if st.is_dir and st.name.startswith(BRANCH_PREFIX))
+        """The table's branches besides main (directories `branch/branch-<name>`, as Java lists them)."""
+        return _branch_dirs(self.io, self.root)
+
+    def branch_exists(self, branch: str) -> bool:
+        return branch == MAIN_BRANCH or self.io.is_dir(self.branch_path(branch))
+
+    def branch_holds_history(self, branch: str) -> bool:
+        """Whether a branch directory holds any snapshot, tag or long-lived changelog file (a directory without
+        schema/ and without history is what an interrupted create or delete leaves: it keeps nothing alive)."""
+        root = self.branch_path(branch)
+        return any(not st.is_dir and st.name.startswith(prefix)
+                   for sub, prefix in (("snapshot", SNAPSHOT_PREFIX), ("tag", TAG_PREFIX),
+                                       ("changelog", CHANGELOG_PREFIX))
+                   for st in list_metadata_dir(self.io, posixpath.join(root, sub), prefix))
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r} at {self.location!r}, branch={self.branch!r})"
+
+
+def match_identifiers(tables: Sequence[str], pattern: str, exclude: Sequence[str],
+                      branches_of: Callable[[str], list[str]]) -> list[str]:
+    """Identifiers matching a table pattern (fnmatch), sorted — the one meaning of table patterns, for every
+    catalog. Without '$' a pattern matches tables (their main branch): `db.*`, `*.*`, `shop.ord*`.
+    `TABLES$branch_BRANCHES` matches the branches (never main) whose name matches BRANCHES of the tables matching
+    TABLES: `db.t$branch_wap`, `db.*$branch_wap` (every table of db that has a branch wap), `*.*$branch_*` (every
+    branch of every table). `exclude` patterns are matched against the whole identifier (`db.t` excludes main of db.t
+    only, `db.t$branch_*` its branches). `branches_of(table)`: the table's branches."""
+    tables_part, sep, suffix = pattern.partition(BRANCH_SPLITTER)
+    if sep and (not suffix.startswith(BRANCH_MARK) or not suffix[len(BRANCH_MARK):]):
+        raise InvalidArgumentError(f"table pattern {pattern!r}: after '$' comes 'branch_<name or pattern>', "
+                                   f"e.g. {tables_part}$branch_wap or {tables_part}$branch_*")
+    chosen = [t for t in tables if fnmatch.fnmatchcase(t, tables_part)]
+    if not sep:
+        found = chosen
+    else:
+        branch_pattern = suffix[len(BRANCH_MARK):]
+        found = [full_name(t, b) for t in chosen for b in branches_of(t) if fnmatch.fnmatchcase(b, branch_pattern)]
+    return sorted(x for x in found if not any(fnmatch.fnmatchcase(x, e) for e in exclude))
+
+
+def branch_names(io: FileIO, table_root: str) -> list[str]:
+    """The branches of the table at `table_root` (directories `branch/branch-<name>`, as Java lists them)."""
+    return _branch_dirs(io, table_root)
+
+
+def _branch_dirs(io: FileIO, table_root: str) -> list[str]:
+    return sorted(st.name[len(BRANCH_PREFIX):] for st in io.list_status(posixpath.join(table_root, "branch"))
+                  if st.is_dir and st.name.startswith(BRANCH_PREFIX))
 
 
 class FileSystemCatalog:
@@ -394,17 +572,33 @@ class FileSystemCatalog:
         ident = identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
         return posixpath.join(self.root, f"{ident.database}.db", ident.table)
 
-    def get_table(self, identifier: str | Identifier, **kw) -> FileStoreTable:
+    def get_table(self, identifier: str | Identifier, branch: str | None = None, **kw) -> FileStoreTable:
+        """The table (`db.t`), or one of its branches (`db.t$branch_b`, or `branch=`); an unknown branch raises
+        BranchNotFoundError naming the branches there are."""
         ident = identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
+        if branch is not None and branch != ident.branch:
+            if ident.branch != MAIN_BRANCH:
+                raise InvalidArgumentError(f"{ident} names branch {ident.branch!r}, but branch {branch!r} was asked "
+                                           "for as well")
+            if branch != MAIN_BRANCH:
+                validate_branch_name(branch)
+            ident = ident.on_branch(branch)
         path = self.table_path(ident)
         if not self.io.is_dir(path):
             known = ", ".join(f"{d}.{t}" for d in self.databases() for t in self.tables(d)) or "none"
             raise TableNotFoundError(str(ident), self.io.uri(path), f"tables in this warehouse: {known}")
-        return FileStoreTable(path, identifier=str(ident), io=self.io, **kw)
+        return FileStoreTable(path, identifier=ident.table_name, branch=ident.branch, io=self.io, **kw)
+
+    def matching(self, pattern: str, exclude: Sequence[str] = ()) -> list[str]:
+        """Identifiers matching a table pattern (`match_identifiers`)."""
+        return match_identifiers(self.all_tables(), pattern, exclude,
+                                 lambda t: _branch_dirs(self.io, self.table_path(t)))
 
     def all_tables(self) -> list[str]:
         return [f"{d}.{t}" for d in self.databases() for t in self.tables(d)]
 
 
-__all__ = ["FileSystemCatalog", "FileStoreTable", "Identifier", "SnapshotManager", "TagManager", "SchemaManager", "ConsumerManager",
-           "validate_tag_name", "CorruptMetadataError"]
+__all__ = ["FileSystemCatalog", "FileStoreTable", "Identifier", "validate_branch_name", "full_name", "MAIN_BRANCH",
+           "match_identifiers", "branch_names",
+           "SnapshotManager", "TagManager", "SchemaManager", "ConsumerManager", "validate_tag_name",
+           "validate_consumer_id", "CorruptMetadataError"]

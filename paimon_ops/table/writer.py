@@ -244,11 +244,14 @@ class TableWriter:
             out.append(ManifestEntry(FileKind.ADD, partition, bucket, total_buckets, meta))
         return out
 
-    def commit(self, properties: dict[str, str] | None = None, now_millis: int | None = None) -> Snapshot | None:
+    def commit(self, properties: dict[str, str] | None = None, now_millis: int | None = None,
+               watermark: int | None = None) -> Snapshot | None:
+        """Commit what was written (None if nothing); `watermark`: the writer's event-time watermark (epoch ms)."""
         if not self.entries:
             return None
         snap = self.committer.commit(CommitChanges(data=tuple(self.entries)), "APPEND",
-                                     self.base.id if self.base else None, properties=properties, now_millis=now_millis)
+                                     self.base.id if self.base else None, properties=properties, now_millis=now_millis,
+                                     watermark=watermark)
         self.entries = []
         self.base = snap
         return snap

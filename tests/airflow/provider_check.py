@@ -57,4 +57,30 @@ for name in OPERATIONS:
     fn = getattr({"maintenance": api.Maintenance, "tags": api.Tags}[owner], method)
     facade[name] = sorted(p for p in inspect.signature(fn).parameters if p != "self")
 out["facade"] = facade
+
+# a connection carrying catalog options (a JDBC catalog on a SQLite file): the hook lists exactly its tables
+import sqlite3  # noqa: E402
+import tempfile  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from paimon_ops.airflow.hooks import PaimonHook  # noqa: E402
+from paimon_ops.table.writer import create_table  # noqa: E402
+
+with tempfile.TemporaryDirectory() as tmp:
+    for name in ("shop.orders", "shop.ghost"):
+        create_table(f"{tmp}/wh", name, [("k", "INT")])
+    db = sqlite3.connect(f"{tmp}/catalog.db", isolation_level=None)
+    db.execute("CREATE TABLE paimon_tables(catalog_key VARCHAR(255) NOT NULL,database_name VARCHAR(255) NOT NULL,"
+               "table_name VARCHAR(255) NOT NULL, PRIMARY KEY (catalog_key, database_name, table_name))")
+    db.execute("INSERT INTO paimon_tables VALUES ('jdbc', 'shop', 'orders')")
+    db.close()
+    conn = SimpleNamespace(conn_id="jdbc_conn", host=f"{tmp}/wh", login=None, password=None, extra_dejson={
+        "options": {"metastore": "jdbc", "uri": f"jdbc:sqlite:{tmp}/catalog.db", "jdbc.password": "not-printed",
+                    "snapshot.num-retained.min": "4"}, "connect_timeout": 3})
+    hook = PaimonHook("jdbc_conn", connection=conn)
+    catalog = hook.get_conn()
+    out["jdbc_connection"] = {"tables": catalog.tables(), "metastore": catalog.metastore,
+                              "table_option": catalog.get_table("shop.orders").options["snapshot.num-retained.min"],
+                              "settings_repr": repr(hook.settings)}
+    catalog.close()
 print("PROVIDER_CHECK " + json.dumps(out))

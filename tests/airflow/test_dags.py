@@ -162,3 +162,23 @@ def test_daily_tag_of_one_day(airflow_bin, tmp_path):
     assert tags[day].id == expected
     java = jh.JavaTable(wh, "shop", "orders")
     assert java.snapshots()["tags"][day] == expected and java.read(tag=day)["rows"]
+
+
+def test_write_audit_publish_on_a_branch(airflow_bin, tmp_path):
+    """A branch's whole life in one DAG run of a real Airflow on a table Java Paimon 0.9 wrote; Java reads main
+    afterwards: the branch's write published, the branch gone, nothing referenced missing."""
+    from tests.airflow.conftest import java_or_fail
+    java_or_fail()
+    wh = str(tmp_path / "wh")
+    wap = jh.JavaTable(wh, "shop", "wap")
+    wap.create([("k", "INT NOT NULL"), ("v", "STRING")], primary_keys=["k"], options={"bucket": 1})
+    wap.write([{"rows": [[k, f"v{i}"] for k in range(i, i + 3)]} for i in range(3)])
+    rows = wap.rows()
+    ah = make_home(airflow_bin, tmp_path / "af", wh, [TEST_DAGS / "paimon_branch_publish.py"])
+    ah.extra_env["PAIMON_WAP_TABLE"] = "shop.wap"
+    ah.run("dags", "test", "paimon_branch_publish", timeout=300)
+    states = _states(ah, "paimon_branch_publish")
+    assert set(states.values()) == {"success"} and len(states) == 6, states
+    assert sorted(wap.rows()) == sorted(rows + [[100, "wap"], [101, "wap"]])
+    assert wap.branches() == [] and wap.check_files() == [] and set(wap.snapshots()["tags"]) == {"base"}
+

@@ -62,6 +62,10 @@ def test_provider_metadata_and_operators_in_airflow(airflow_bin):
         assert o["pool"] == "paimon.db.t"  # the table's pool, by default
         assert OPERATIONS[name].summary.split("`")[0][:20] in o["doc"], name
     assert ops["compact"]["class"] == "PaimonCompactOperator"
+    # a connection's options extra carries catalog options: the hook's catalog is the JDBC one, secrets unprinted
+    jdbc = out["jdbc_connection"]
+    assert jdbc["tables"] == ["shop.orders"] and jdbc["metastore"] == "jdbc" and jdbc["table_option"] == "4"
+    assert "not-printed" not in jdbc["settings_repr"]
     assert ops["create_auto_tags"]["class"] == "PaimonCreateAutoTagsOperator"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -183,3 +184,30 @@ def test_deferred_sensor_resumes_when_another_process_makes_work(stack):
     _wait("the AssetWatcher's runs", event_runs_done, 300, procs)
     states = ah.sql("select run_id, run_type, state from dag_run where dag_id = 'paimon_compact_on_event'")
     assert all(s == "success" for _, _, s in states), states
+
+
+def test_dags_in_the_airflow_ui(stack):
+    """The Airflow 3 UI, in headless Chromium, lists the example DAGs and shows the daily tags DAG's runs (after the
+    backfill above): the documentation's pictures (docs/images/screenshots/airflow-*.png), taken once the elements
+    they are about are on the page."""
+    from tests.dagster import ui_util as ui
+    reason = ui.browser_missing()
+    if reason:
+        pytest.skip(reason)  # fails under CI=true
+    ah, _, procs = stack
+    port = ah.extra_env["AIRFLOW__API__PORT"]
+    shots_dir = ui.ARTIFACTS / "airflow_ui"
+    shutil.rmtree(shots_dir, ignore_errors=True)
+    browser = ui.Browser(ah.home / "chromium", ah.home / "chromedriver.log")
+    try:
+        driver = browser.driver
+        shots = ui.Shots(driver, shots_dir)
+        driver.get(f"http://127.0.0.1:{port}/dags")
+        shots.take_checked("dags", {d: f"//*[normalize-space(text())='{d}']"
+                                    for d in ("paimon_daily_tags", "paimon_compact_when_needed")},
+                           timeout=120, docs="airflow-dags")
+        driver.get(f"http://127.0.0.1:{port}/dags/paimon_daily_tags/runs")
+        shots.take_checked("daily-tags-runs", {"a backfill run": "//*[contains(text(), 'backfill__')]"},
+                           timeout=120, docs="airflow-daily-tags-runs")
+    finally:
+        browser.close()

@@ -25,7 +25,7 @@ def errors(document: Any) -> list[str]:
     return out
 
 
-# The executor's input in a plan keeps Paimon's and the planner's own encodings (README "JSON output"); the
+# The executor's input in a plan keeps Paimon's and the planner's own encodings (docs/guides/json-and-upgrading.md); the
 # partition expiry's `timestamp_string` is the raw text handed to the formatter.
 _OPAQUE = frozenset({"planned_with", "tasks", "index_entries", "params", "preconditions", "timestamp_string"})
 _ZONELESS = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?")

@@ -1,4 +1,4 @@
-"""The JSON contract (README "JSON output"): every command's --json output — success, dry run and error — is
+"""The JSON contract (docs/guides/json-and-upgrading.md): every command's --json output — success, dry run and error — is
 validated against the JSON Schema shipped in the package for the kind it declares (`format`), on the sample
 warehouse (our writer) plus a postpone-bucket table written by pypaimon 2.1.0; the Java-written tables are validated
 the same way in tests/interop/test_cli_proof.py. Every registered operation has its case here (a test says so), and
@@ -34,10 +34,25 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "compact-manifests": ([], ["shop.orders"]),
     "remove-orphans": ([], ["shop.orders", "--min-age", "1 d"]),
     "create-tag": ([], ["shop.orders", "t1", "--time-retained", "7 d"]),
+    "create-tag-from-timestamp": ([], ["logs.events", "t1", "--timestamp", "0"]),  # the first snapshot
+    "create-tag-from-watermark": ([], ["logs.events", "t1", "--watermark", "1970-01-01T00:00:00Z"]),
+    "replace-tag": ([["create-tag", "shop.orders", "t1", "--snapshot", "1"]], ["shop.orders", "t1"]),
     "delete-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1"]),
     "rename-tag": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "t1", "t2"]),
     "auto-tag": ([], ["shop.daily_sales"]),
     "rollback": ([], ["shop.customers", "--snapshot", "2", "--yes"]),
+    "mark-partition-done": ([], ["logs.events", "--partition", "dt=marked-by-the-test"]),  # (no such day: a warning)
+    "remove-unexisting-files": ([lambda wh: _lose_a_data_file(wh, "shop.orders")], ["shop.orders", "--yes"]),
+    "repair": ([lambda wh: _stale_latest_hint(wh, "shop.orders")], ["shop.orders"]),
+    "rewrite-file-index": ([lambda wh: _index_options(wh, "logs.events", "user_id")], ["logs.events"]),
+    "create-branch": ([["create-tag", "shop.orders", "t1"]], ["shop.orders", "b1", "--tag", "t1"]),
+    "delete-branch": ([["create-tag", "shop.orders", "t1"], ["create-branch", "shop.orders", "b1", "--tag", "t1"]],
+                      ["shop.orders", "b1"]),
+    "rename-branch": ([["create-branch", "shop.orders", "b1"]], ["shop.orders", "b1", "b2"]),
+    "fast-forward": ([["create-tag", "shop.orders", "t1"], ["create-branch", "shop.orders", "b1", "--tag", "t1"],
+                      ["compact", "shop.orders$branch_b1", "--local"]], ["shop.orders", "b1", "--yes"]),
+    "reset-consumer": ([], ["shop.customers", "reader", "--snapshot", "2"]),
+    "clear-consumers": ([], ["shop.customers", "--including", "read.*"]),
 }
 DEBUG_DUMPS = re.compile(r"\b(dict|list|tuple|set) of \d+|\{'|\[\{|\bNone\b|\bTrue\b|\bFalse\b|task_pids")
 
@@ -68,6 +83,30 @@ def _partitions(table_dir) -> list:
     return found
 
 
+def _lose_a_data_file(warehouse, ident: str) -> None:
+    """A live data file of the table deleted by hand (a bucket lifecycle rule)."""
+    from paimon_ops.table.scan import TableScanner
+    from paimon_ops.table.table import FileSystemCatalog
+    table = FileSystemCatalog(str(warehouse)).get_table(ident)
+    os.unlink(TableScanner(table).scan_latest().files[0].path)
+
+
+def _stale_latest_hint(warehouse, ident: str) -> None:
+    """The LATEST hint a crashed writer left behind: an older snapshot."""
+    db, name = ident.split(".")
+    (warehouse / f"{db}.db" / name / "snapshot" / "LATEST").write_text("1")
+
+
+def _index_options(warehouse, ident: str, column: str) -> None:
+    """The file-index options set (a new schema, as ALTER TABLE SET writes it): a bitmap on `column`."""
+    import dataclasses
+
+    from paimon_ops.table.table import FileSystemCatalog
+    table = FileSystemCatalog(str(warehouse)).get_table(ident)
+    s = table.schema
+    table.schemas.commit(dataclasses.replace(s, id=s.id + 1, options={**s.options, "file-index.bitmap.columns": column}))
+
+
 def _a_partition(table_dir):
     return _partitions(table_dir)[0]
 
@@ -82,6 +121,9 @@ def warehouse(sample):
     orphan.write_bytes(b"not referenced")
     old = time.time() - 2 * 86_400
     os.utime(orphan, (old, old))
+    consumers = sample / "shop.db" / "customers" / "consumer"
+    consumers.mkdir()
+    (consumers / "consumer-reader").write_text('{"nextSnapshot":3}')  # a streaming reader's progress
     return sample
 
 
@@ -93,6 +135,9 @@ def test_every_registered_operation_has_a_case():
 def test_dry_run_run_and_error_follow_the_schemas(warehouse, capsys, command):
     setup, args = CASES[command]
     for line in setup:
+        if callable(line):  # (a change no command makes: a file lost, a hint left behind)
+            line(warehouse)
+            continue
         assert run(capsys, line[0], warehouse, *line[1:])[0] == 0
     if command == "expire-tags":
         time.sleep(0.01)  # the tag's 1 ms retention is over
@@ -133,7 +178,9 @@ def test_text_report_leads_with_what_was_written_and_replaced(warehouse, capsys)
 
 def test_list_commands_follow_the_schema(warehouse, capsys):
     for argv in (["tables"], ["snapshots", "shop.orders"], ["tags", "shop.orders"], ["files", "shop.orders"],
-                 ["files", "logs.events"], ["options", "shop.orders"]):
+                 ["files", "logs.events"], ["files", "shop.orders", "--check"], ["options", "shop.orders"],
+                 ["branches", "shop.orders"],
+                 ["consumers", "shop.customers"]):
         doc = run_json(capsys, argv[0], warehouse, *argv[1:])
         assert doc["format"] == "paimon-ops-list/1" and doc["command"] == argv[0]
         readable(run(capsys, argv[0], warehouse, *argv[1:])[1])

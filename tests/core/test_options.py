@@ -1,5 +1,5 @@
 """The options catalogue (paimon_ops/options.py): every option is declared once, read only through it, validated in
-one line naming the option and the table, and the README's option tables are generated from it."""
+one line naming the option and the table, and the docs' options reference is generated from it."""
 from __future__ import annotations
 
 import ast
@@ -210,31 +210,38 @@ def test_registry_parameters_default_from_catalogue_entries():
     assert strategy.choices == o.PARTITION_EXPIRATION_STRATEGY.choices
 
 
-def _readme() -> str:
-    return (ROOT / "README.md").read_text()
+def _options_page() -> str:
+    """docs/reference/options.md as the docs build generates it (docs/hooks/reference.py)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+    import reference
+    return reference.options_page()
 
 
-def test_readme_option_tables_are_the_catalogue():
-    m = re.search(r"<!-- options:begin -->\n(.*)<!-- options:end -->", _readme(), re.S)
-    assert m, "README.md lost its options markers"
-    assert m.group(1) == render_readme_tables(), (
-        "README option tables differ from the catalogue: regenerate them with "
-        "paimon_ops.options.render_readme_tables()")
+def test_options_reference_is_the_catalogue():
+    page = _options_page()
+    tables = render_readme_tables()
+    missing = [line for line in tables.splitlines() if line.startswith("| `") and line not in page]
+    assert not missing, f"the options reference page lacks catalogue rows: {missing[:3]}"
     for opt in CATALOGUE.values():  # every option the engine reads is documented, with its default
-        row = next(line for line in m.group(1).splitlines() if line.startswith(f"| `{opt.key}`"))
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{opt.key}`"))
         assert opt.default_text in row, opt.key
 
 
-# Option names the README mentions that paimon-ops does not read (with why).
-README_NOT_READ = {"postpone.batch-write-fixed-bucket": "how Paimon's writers fill postpone buckets"}
+# Option names the documentation mentions that paimon-ops does not read (with why).
+NOT_READ = {"postpone.batch-write-fixed-bucket": "how Paimon's writers fill postpone buckets"}
+# The hand-written pages (the specs cite Java's own options, read or not) and the README.
+_DOCUMENTED = [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").rglob("*.md") if "hooks" not in p.parts and
+                                            p.name not in ("format.md", "maintenance.md", "design.md"))
 
 
-def test_every_option_the_readme_names_is_in_the_catalogue():
+@pytest.mark.parametrize("page", _DOCUMENTED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_option_the_docs_name_is_in_the_catalogue(page):
     prefixes = {k.split(".")[0] for k in KEYS if "." in k}
-    named = set(re.findall(r"`([a-z][a-z0-9]*(?:[.-][a-zA-Z0-9]+)+)[^`]*`", _readme()))
+    named = set(re.findall(r"`([a-z][a-z0-9]*(?:[.-][a-zA-Z0-9]+)+)[^`]*`", page.read_text()))
     unknown = sorted(t for t in named if "." in t and t.split(".")[0] in prefixes and t not in KEYS
-                     and t not in README_NOT_READ)
-    assert not unknown, f"README names options the catalogue does not declare: {unknown}"
+                     and t not in NOT_READ)
+    assert not unknown, f"{page.relative_to(ROOT)} names options the catalogue does not declare: {unknown}"
 
 
 def test_feature_detection_reads_java_fallback_keys_and_types():

@@ -46,7 +46,7 @@ OPERATIONS = {
     "remove_orphans": lambda t: t.maintenance.remove_orphans(min_age=dt.timedelta(days=3)),
     "auto_tag": lambda t: t.maintenance.create_auto_tags(now=LATER),
     "create_tag": lambda t: t.tags.create("v1", snapshot_id=5),
-    "replace_tag": lambda t: t.tags.create("t2", snapshot_id=4, replace=True),
+    "replace_tag": lambda t: t.tags.replace("t2", snapshot_id=4),
     "rename_tag": lambda t: t.tags.rename("t2", "two"),
     "rollback": lambda t: t.maintenance.rollback(tag="t3"),
     "expire_partitions": lambda t: t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=1), now=LATER),

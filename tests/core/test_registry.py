@@ -209,8 +209,13 @@ def tables(tmp_path_factory):
         w = TableWriter(pk)
         w.write(pa.table({"dt": ["2026-05-01", "2026-05-28"], "id": pa.array([i, i], pa.int32()),
                           "v": [f"v{i}", f"w{i}"]}))
-        w.commit(now_millis=T0 + i * 60_000)
+        w.commit(now_millis=T0 + i * 60_000, watermark=T0 + i * 60_000 - 1000)
+    pk.io.write_bytes(pk.consumers.path("reader"), b'{"nextSnapshot":3}')  # a streaming reader's progress
     create_table(wh, "db.pp", [("id", "INT"), ("v", "STRING")], primary_keys=["id"], options={"bucket": "-2"})
+    ap = create_table(wh, "db.ap", [("id", "INT"), ("v", "STRING")], options={"file-index.bitmap.columns": "id"})
+    w = TableWriter(ap)
+    w.write(pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["a", "b"]}))
+    w.commit(now_millis=T0)
     return po.Catalog(wh)
 
 
@@ -219,7 +224,17 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("create_tag", "db.pk", ("t1",), {"snapshot_id": 2}),
     ("rename_tag", "db.pk", ("t1", "t2"), {}),
     ("rollback", "db.pk", (), {"snapshot_id": 2}),
-    ("delete_tags", "db.pk", (["t2"],), {}),
+    ("create_branch", "db.pk", ("b1",), {"tag": "t2"}),
+    ("rename_branch", "db.pk", ("b1", "b2"), {}),
+    ("fast_forward", "db.pk", ("b2",), {}),
+    ("create_branch", "db.pk", ("b3",), {"snapshot_id": 2}),
+    ("delete_branch", "db.pk", ("b3",), {}),
+    ("reset_consumer", "db.pk", ("reader",), {"snapshot_id": 1}),
+    ("clear_consumers", "db.pk", (), {"including": "read.*"}),
+    ("create_tag_from_timestamp", "db.pk", ("t3",), {"timestamp": T0 + 1}),
+    ("create_tag_from_watermark", "db.pk", ("t4",), {"watermark": T0}),
+    ("replace_tag", "db.pk", ("t3",), {"snapshot_id": 1}),
+    ("delete_tags", "db.pk", (["t2", "t3", "t4"],), {}),
     ("create_auto_tags", "db.pk", (), {"now": NOW}),
     ("compact", "db.pk", (), {"mode": "full", "now": NOW}),
     ("compact_manifests", "db.pk", (), {}),
@@ -229,6 +244,10 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
     ("rescale", "db.pk", (), {"bucket_num": 2}),
     ("expire_partitions", "db.pk", (), {"expiration_time": dt.timedelta(days=7), "now": NOW}),
     ("compact_postpone", "db.pp", (), {}),
+    ("mark_partition_done", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}], "now": NOW}),
+    ("remove_unexisting_files", "db.pk", (), {"partitions": [{"dt": "2026-05-28"}]}),
+    ("repair", "db.pk", (), {}),
+    ("rewrite_file_index", "db.ap", (), {}),
 ]
 
 

@@ -73,13 +73,14 @@ def test_definitions_are_constant_in_the_number_of_tables(fleet):
     assert structure == _structure(build_paimon_definitions(small))
     assert structure["ops"] == ["paimon_append_tables", "paimon_append_tables_checks", "paimon_daily_tags",
                                 "paimon_primary_key_tables", "paimon_primary_key_tables_checks"]
-    assert len(structure["jobs"]) == 9 and len(structure["sensors"]) == 7 and structure["schedules"] == [
+    assert len(structure["jobs"]) == 11 and len(structure["sensors"]) == 7 and structure["schedules"] == [
         "paimon_nightly_schedule"]
     assert structure["jobs"]["paimon_compaction"] == ["paimon_append_tables", "paimon_primary_key_tables"]
     # one optional section per Dagster operation (a run of a paimon_* job fills its own: jobs.job_config)
     assert structure["config"]["paimon_primary_key_tables"] == ["compact", "compact_manifests", "create_tags",
                                                                 "dry_run", "expire_partitions", "expire_snapshots",
-                                                                "expire_tags", "observe_only", "remove_orphans"]
+                                                                "expire_tags", "observe_only", "remove_orphans",
+                                                                "repair", "rewrite_file_index"]
     # each spec keeps its own daily partitions and its tag time
     tags = repo.asset_graph.get(AssetKey(["paimon", "db0", "pk_0000", "tags"]))
     assert tags.partitions_def.timezone == "Asia/Shanghai"

@@ -235,7 +235,7 @@ def _launch_backfill_and_check(port, procs, steps, driver, wh, shots, all_days, 
     stats = ui.graphql(port, ui.ASSET_QUERY, {"path": ASSET_PATH})["assetNodeOrError"]["partitionStats"]
     assert stats["numMaterialized"] == 1 + len(want) and stats["numFailed"] == 0, stats
     driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(ASSET_PATH)}?view=partitions")
-    final = shots.take_checked("tags-partitions", {
+    final = shots.take_checked("tags-partitions", docs="dagster-tags-partitions", expect={
         f"'Materialized ({1 + len(want)})'": f"//*[normalize-space(text())='Materialized ({1 + len(want)})']",
         "'Missing (1)'": "//*[normalize-space(text())='Missing (1)']",
         "the first (existing) day": f"//*[normalize-space(text())='{all_days[0]}']",
@@ -274,7 +274,9 @@ def _backfill_from_the_dialog(port, steps, driver, shots, first: str, last: str,
     label = f"{n} partitions" if n > 1 else "1 partition"
     ui.wait_for(driver, f"'{label}' selected",
                 lambda: ui.visible(driver, DIALOG + f"//*[normalize-space(text())='{label}']"), timeout=20)
-    shots.take(f"{step}partitions-selected")
+    selected = shots.take(f"{step}partitions-selected")
+    if not step:  # the first backfill's dialog, its range selected (waited for above): the docs' picture of it
+        ui.docs_screenshot(selected, "dagster-tags-backfill-dialog")
     ui.click(driver, DIALOG + "//button[normalize-space(.)='Launch backfill']", "the Launch backfill button")
     toast = ui.wait_for(driver, "the 'Created backfill' toast",
                         lambda: ui.visible(driver, "//*[starts-with(normalize-space(.), 'Created backfill ')]"))
@@ -359,7 +361,7 @@ def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
         return f"//*[normalize-space(text())='{t}']"
 
     driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(TABLE_PATH)}")
-    shots.take_checked("table-after-dry-run", {
+    shots.take_checked("table-after-dry-run", docs="dagster-table-asset", expect={
         "'Never materialized'": text("Never materialized"), "'Row count'": text("Row count"),
         "'Columns'": text("Columns"), "column id": text("id"), "column amount": text("amount"),
         "type BIGINT": text("BIGINT"), "'Latest check results'": text("Latest check results"),
@@ -387,11 +389,11 @@ def _table_asset_and_dry_run(port, procs, steps, driver, wh, shots, all_days):
     plots = {k: text(k) for k in ("bytes", "files", "level0_files", "snapshots", "tags", "dv_ratio",
                                   "bytes_reclaimed_total", "compact/would_delete")}
     ui.wait_for(driver, "the plots", lambda: visible_or_scrolled(driver, plots["bytes"]))
-    shots.take_checked("table-plots", plots)
+    shots.take_checked("table-plots", plots, docs="dagster-table-plots")
     assert len(driver.find_elements("xpath", "//canvas")) >= len(plots), "one chart per plotted key"
     driver.get(f"http://127.0.0.1:{port}/assets/{'/'.join(TABLE_PATH)}?view=checks")
     shots.take_checked("table-checks", {n: text(n) for n in (
-        "metadata_readable", "small_files", "snapshot_retention", "referenced_files_present")})
+        "metadata_readable", "small_files", "snapshot_retention", "referenced_files_present")}, docs="dagster-table-checks")
     steps.mark("table asset page: schema, row count, plots, checks, events")
     _compaction_shows_its_work(port, procs, steps, driver, shots, table_events)
 
@@ -419,7 +421,7 @@ def _compaction_shows_its_work(port, procs, steps, driver, shots, table_events):
     box = ui.wait_for(driver, "the run log's filter", lambda: ui.visible(driver, "//input[starts-with(@placeholder, "
                                                                                  "'Filter')]")[0])
     box.send_keys(f"on {ui.ORDERS}: ")  # the run's own lines: plan, progress, report
-    shots.take_checked("compaction-run-plan-and-progress", {
+    shots.take_checked("compaction-run-plan-and-progress", docs="dagster-run-plan-progress", expect={
         "the plan": f"//*[starts-with(normalize-space(text()), '{prefix}planned on snapshot')]",
         "the progress": f"//*[starts-with(normalize-space(text()), '{messages[progress[-1]][:len(prefix) + 12]}')]",
         "the report line": f"//*[starts-with(normalize-space(text()), 'compact on {ui.ORDERS}: wrote ')]"})
@@ -448,12 +450,14 @@ def _long_compaction_seen_while_running(port, procs, steps, driver, shots):
         driver, f"//*[starts-with(normalize-space(text()), '{prefix}') and contains(text(), '%)')]"), timeout=120,
         poll=0.1)
     shot = shots.take("long-compaction-mid-run")
+    mid_run = shot
     status = ui.graphql(port, ui.RUN_QUERY, {"runId": run_id})["runOrError"]["status"]
     done = [m for m in messages() if m.startswith(f"compact on {ui.BIG}: wrote ")]
     assert status == "STARTED" and not done, (
         f"the screenshot {shot} was to be taken while the run was going; it is {status} (report {done})")
     progress = [m for m in messages() if re.match(re.escape(prefix) + r"\d+/16 \(\d+%\)", m)]
     assert progress and not progress[-1].startswith(prefix + "16/16"), progress
+    ui.docs_screenshot(mid_run, "dagster-run-mid-run")  # checked: taken while the run was going
     steps.mark(f"long compaction seen mid-run ({progress[-1]})")
     ui.wait_for_run(port, run_id, procs, timeout=300)
     steps.mark("long compaction succeeded")

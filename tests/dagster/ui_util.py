@@ -29,6 +29,9 @@ from tests.net import patient
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 ARTIFACTS = REPO / "tests" / "artifacts"
+# Screenshots the documentation shows (docs/getting-started/*.md): every run of a UI test that takes one replaces it,
+# so the pictures stay what the current UI shows.
+DOCS_SCREENSHOTS = REPO / "docs" / "images" / "screenshots"
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -634,9 +637,10 @@ class Shots:
         self.n = 0
         directory.mkdir(parents=True, exist_ok=True)
 
-    def take_checked(self, step: str, expect: Mapping[str, str], timeout: float = 45) -> Path:
+    def take_checked(self, step: str, expect: Mapping[str, str], timeout: float = 45, docs: str | None = None) -> Path:
         """Wait until every element of `expect` (what -> xpath) is visible, then take the screenshot and check it is a
-        real page image (PNG, full window) — the screenshot shows what the test asserted."""
+        real page image (PNG, full window) — the screenshot shows what the test asserted. `docs`: also the
+        documentation's picture of that name (`docs_screenshot`)."""
         for what, xpath in expect.items():
             wait_for(self.driver, what, lambda xpath=xpath: visible(self.driver, xpath), timeout)
         path = self.take(step)
@@ -646,6 +650,8 @@ class Shots:
         assert width >= 1200 and height >= 700, (width, height)
         missing = [what for what, xpath in expect.items() if not visible(self.driver, xpath)]
         assert not missing, f"gone from the page when the screenshot was taken: {missing}"
+        if docs is not None:
+            docs_screenshot(path, docs)
         return path
 
     def take(self, step: str, source: bool = False) -> Path:
@@ -658,6 +664,14 @@ class Shots:
             self.copy_to.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, self.copy_to / path.name)
         return path
+
+
+def docs_screenshot(shot: Path, name: str) -> Path:
+    """Keep a checked screenshot as the documentation's picture `docs/images/screenshots/<name>.png`."""
+    DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    target = DOCS_SCREENSHOTS / f"{name}.png"
+    shutil.copyfile(shot, target)
+    return target
 
 
 def wait_for(driver, what: str, fn: Callable[[], Any], timeout: float = 60, poll: float = 0.25) -> Any:

@@ -137,9 +137,13 @@ def table_files(table: FileStoreTable) -> dict[str, int]:
 
 # ---------------------------------------------------------------------------------------------- Dagster helpers
 def table_key(identifier: str):
+    """The asset of a table (`db.t`: paimon/db/t) or of a branch (`db.t$branch_b`: paimon/db/t/branch_b)."""
     from dagster import AssetKey
-    db, _, name = identifier.partition(".")
-    return AssetKey(["paimon", db, name])
+
+    from paimon_ops.table.table import Identifier
+    ident = Identifier.parse(identifier)
+    return AssetKey(["paimon", ident.database, ident.table, *([f"branch_{ident.branch}"] if ident.branch != "main"
+                                                               else [])])
 
 
 def everything(defs) -> list:

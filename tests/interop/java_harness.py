@@ -20,18 +20,22 @@ on stdin; the JSON answer comes back on stdout, logs go to stderr. A non-zero ex
 :class:`JavaHarnessError` (a ``RuntimeError``) carrying the tail of stderr. :func:`run_many` runs
 several commands in one JVM (command ``multi``).
 
-Every payload names the table with ``warehouse`` + ``database`` + ``table`` (FileSystemCatalog) or
-with ``table_path``; optional ``dynamic_options`` (dict) are applied with ``table.copy``.
+Every payload names the table with ``warehouse`` + ``database`` + ``table`` (a catalog: the FileSystemCatalog, or the
+one optional ``catalog_options`` name — ``metastore``, ``uri``, ``lock.enabled`` …) or with ``table_path``; optional
+``dynamic_options`` (dict) are applied with ``table.copy``. A catalog's client jars (a JDBC driver, the Hive
+metastore client) go on the classpath with ``extra_classpath`` (``run``, ``JavaTable``); a Hive catalog's (pyspark's
+Hive 2.3 jars, ``hive_jars``) is added by ``run`` itself.
 
 Commands (payload -> result):
 
 * ``create_table`` {schema: {fields: [{name, type[, comment]}], partition_keys, primary_keys, options}}
   -> {table_path, schema_id, bucket_mode}. ``type`` is a Paimon type string ("INT NOT NULL",
   "DECIMAL(10, 2)", "ARRAY<INT>", "MAP<STRING, BIGINT>", "ROW<a INT, b STRING>") or a schema-JSON node.
-* ``write`` {batches: [{rows, kinds?, compact?, full?=true, wait_compaction?=true, commit_identifier?}],
+* ``write`` {batches: [{rows, kinds?, compact?, full?=true, wait_compaction?=true, commit_identifier?, watermark?}],
   commit_user?, first_commit_identifier?=1} -> {commit_user, batches: [{commit_identifier,
   snapshot_ids}], latest_snapshot_id}. One stream writer for all batches; each batch is
-  ``prepareCommit(wait_compaction, id)`` + ``commit(id)``; ``compact`` calls
+  ``prepareCommit(wait_compaction, id)`` + ``commit(id)`` (with ``watermark``: a ``ManifestCommittable`` carrying
+  it, as a streaming sink commits); ``compact`` calls
   ``write.compact(partition, bucket, full)`` for every bucket the batch touched.
 * ``scan`` {snapshot_id? | tag?, dv_positions?=true} -> {snapshot_id, schema_id, commit_kind,
   files: [{partition, partition_path, bucket, level, file_name, file_path, row_count, file_size,
@@ -39,7 +43,9 @@ Commands (payload -> result):
   creation_time_ms, extra_files, min_key, max_key}], index_files: [{partition, partition_path,
   bucket, index_type, file_name, file_size, row_count, dv_ranges: null | [{data_file, offset,
   length, cardinality, positions}]}]}. Store-level scan: every live file, level 0 included.
-* ``read`` {snapshot_id? | tag?, projection?: [names]} -> {rows, row_kinds, columns, splits}.
+* ``read`` {snapshot_id? | tag?, projection?: [names], tag_snapshot?} -> {rows, row_kinds, columns, splits}.
+  ``tag_snapshot``: the tag resolved by the table's own (branch-aware) TagManager and read through its snapshot
+  reader — 0.9's ``scan.tag-name`` looks a branch table's tags up in main's tag directory.
 * ``snapshots`` {} -> {snapshots: [snapshot JSON as Java writes it], tags: {name: id},
   tag_snapshots: {name: snapshot JSON}, earliest, latest}.
 * ``create_tag`` {tag, snapshot_id?, time_retained_ms?} -> {tag, snapshot_id};
@@ -59,10 +65,30 @@ Commands (payload -> result):
 * ``expire_partitions`` {now: local date-time "YYYY-MM-DDTHH:MM[:SS]", expiration_time_ms?, strategy?,
   timestamp_formatter?, timestamp_pattern?} (unset: the table's options; a JSON null removes the option) ->
   {expired: [{key: value}], error?, snapshot_id}: 0.9's ``PartitionExpire`` with check interval 0 (what the
-  ``expire_partitions`` procedure builds), its package-private ``expire(now, Long.MAX_VALUE)`` called so that
+  ``expire_partitions`` procedure builds; in a Hive catalog with ``metastore.partitioned-table`` it drops the
+  metastore partitions first and commits under the catalog lock), its package-private ``expire(now, Long.MAX_VALUE)`` called so that
   "now" is the test's; a Java exception comes back as ``error`` ("Class: message"), nothing expired.
+* ``expire_tags`` {} -> {expired: [names]}: 0.9's ``TagTimeExpire`` (wall clock) with the table's tag callbacks
+  (a Hive catalog's ``metastore.tag-to-partition`` drops the tags' partitions).
+* ``create_tag_from`` {tag, timestamp? | watermark?, time_retained_ms?} -> {tag, snapshot_id, commit_time,
+  watermark} | {error}: what the ``create_tag_from_timestamp`` / ``create_tag_from_watermark`` procedures do, with
+  0.9's ``SnapshotManager.laterOrEqualTimeMills`` / ``laterOrEqualWatermark`` and the tag loop, then ``createTag``.
+* ``rollback`` {snapshot_id? | tag?} -> {latest}: 0.9's ``rollbackTo`` (it deletes the newer snapshots, tags and
+  changelogs and the files only they used).
+* ``mark_partition_done`` {partitions: [{key: value}]} -> {partition_paths}: the ``mark_partition_done`` procedure
+  of 0.9 — ``PartitionMarkDoneAction.createActions`` (the table's ``partition.mark-done-action``: ``_SUCCESS``
+  files, ``.done`` partitions and LOAD_DONE events through a Hive catalog's metastore client) on each partition.
+* ``success_file`` {path} -> {creationTime, modificationTime}: 0.9's ``SuccessFile.fromPath``.
+* ``list_tables`` {warehouse, catalog_options?, database} -> {tables: [names], locations: {name: location}}: the
+  catalog's ``listTables`` (a Hive catalog: the metastore's Paimon tables) and each table's location.
 * ``partition_times`` {cases: [{keys, values, pattern?, formatter?}]} -> {results: [{time, error}]}: 0.9's
   ``PartitionTimeExtractor.extract`` per case (``time`` as ``LocalDateTime.toString()``, or the exception).
+* ``create_branch`` {branch, tag?} -> {branch, created}: 0.9's ``createBranch`` on the table's branch, from a tag or
+  empty; ``delete_branch`` {branch}; ``fast_forward`` {branch} (the table's branch takes ``branch``'s state);
+  ``branches`` {} -> {branches: [names]}. A branch itself is named as Paimon does: ``table: "t$branch_b"``.
+* ``consumers`` {} -> {consumers: {id: nextSnapshot}, min_next_snapshot}; ``reset_consumer`` {consumer_id,
+  next_snapshot?, unchecked?} (no next_snapshot: delete; the snapshot must exist unless ``unchecked``), 0.9's
+  ``ConsumerManager`` on the table's branch.
 * ``ping`` {} -> {ok, paimon_version}.
 
 Values use the same JSON conventions both ways: numbers/bools/strings as JSON, DECIMAL as a plain
@@ -84,6 +110,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -330,10 +357,14 @@ def ensure_built() -> str:
         build = base / f"build-{key}"
         jar = build / "paimon-harness.jar"
         if not jar.is_file():
-            for old in base.glob("build-*"):  # stale builds of older sources
-                shutil.rmtree(old, ignore_errors=True)
+            # builds of other sources stay a week: worktrees of several branches may share one cache, and removing
+            # the build another process is running from fails it
+            for old in base.glob("build-*"):
+                if time.time() - old.stat().st_mtime > 7 * 86_400:
+                    shutil.rmtree(old, ignore_errors=True)
             build.mkdir(parents=True, exist_ok=True)
             _compile(srcs, libs, jar)
+        os.utime(build)  # in use: kept by other sources' builds (above)
         cp = os.pathsep.join(str(p) for p in [jar, *libs])
         archive = build / "paimon-harness.jsa"
         if os.environ.get("PAIMON_HARNESS_CDS", "1") != "0":
@@ -344,9 +375,29 @@ def ensure_built() -> str:
     return cp
 
 
-def jvm_command(command: str) -> list[str]:
-    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`)."""
-    cp = ensure_built()
+def hive_jars() -> str:
+    """pyspark's ``jars/*``: the Hive 2.3 metastore client classes Java's HiveCatalog links against (unshaded in
+    the bridge jar), appended after the harness' own classpath so the bridge's classes win."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise JavaHarnessError("pyspark is not installed; its jars/ dir provides the Hive metastore client")
+    return str(Path(list(spec.submodule_search_locations)[0]) / "jars" / "*")
+
+
+def _uses_hive(payload: Any) -> bool:
+    """Whether a payload (or a `multi` payload's commands) opens a Hive catalog (`catalog_options` metastore=hive):
+    then `run` appends `hive_jars()` itself."""
+    if not isinstance(payload, dict):
+        return False
+    if str((payload.get("catalog_options") or {}).get("metastore", "")).lower() == "hive":
+        return True
+    return any(_uses_hive(c.get("payload")) for c in payload.get("commands") or [] if isinstance(c, dict))
+
+
+def jvm_command(command: str, extra_classpath: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """The full ``java ...`` argv for one harness command (after :func:`ensure_built`); `extra_classpath` is appended
+    (a JDBC driver, the Hive client jars: the class-data archive allows appended entries)."""
+    cp = os.pathsep.join([ensure_built(), *map(os.fspath, extra_classpath)])
     opts = list(JVM_OPTS)
     if _cds_archive is not None:
         opts.append(f"-XX:SharedArchiveFile={_cds_archive}")
@@ -381,13 +432,16 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"cannot send {type(o).__name__} to the Java harness: {o!r}")
 
 
-def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
+        extra_classpath: Sequence[str | os.PathLike] = ()) -> Any:
     """Run one harness command and return its decoded JSON result.
 
     ``payload`` may contain ``pathlib.Path``, ``bytes`` (sent base64), ``datetime``/``date`` and
     ``Decimal`` values; they are converted to the harness' JSON conventions.
     """
-    cmd = jvm_command(command)
+    if _uses_hive(payload) and hive_jars() not in map(os.fspath, extra_classpath):
+        extra_classpath = [*extra_classpath, hive_jars()]
+    cmd = jvm_command(command, extra_classpath)
     data = json.dumps(payload or {}, default=_json_default)
     try:
         proc = subprocess.run(cmd, input=data, capture_output=True, text=True, timeout=timeout)
@@ -411,12 +465,13 @@ def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_T
         ) from None
 
 
-def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S) -> list[Any]:
+def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S,
+             extra_classpath: Sequence[str | os.PathLike] = ()) -> list[Any]:
     """Run several commands in one JVM (saves ~0.5-1 s of start-up per command). Stops at the first failure."""
     return run(
         "multi",
         {"commands": [{"command": c, "payload": p} for c, p in commands]},
-        timeout=timeout,
+        timeout=timeout, extra_classpath=extra_classpath,
     )
 
 
@@ -438,6 +493,8 @@ class JavaTable:
         *,
         table_path: str | os.PathLike | None = None,
         dynamic_options: dict[str, str] | None = None,
+        catalog_options: dict[str, str] | None = None,
+        extra_classpath: Sequence[str | os.PathLike] = (),
     ):
         if table_path is not None:
             self.base: dict[str, Any] = {"table_path": os.fspath(table_path)}
@@ -447,12 +504,15 @@ class JavaTable:
             self.base = {"warehouse": os.fspath(warehouse), "database": database, "table": table}
         if dynamic_options:
             self.base["dynamic_options"] = dict(dynamic_options)
+        if catalog_options:
+            self.base["catalog_options"] = dict(catalog_options)
+        self.extra_classpath = list(extra_classpath)
 
     @property
     def path(self) -> Path:
         if "table_path" in self.base:
             return Path(self.base["table_path"])
-        return Path(self.base["warehouse"]) / f"{self.base['database']}.db" / self.base["table"]
+        return Path(self.base["warehouse"]) / f"{self.base['database']}.db" / self.base["table"].split("$", 1)[0]
 
     def payload(self, **extra: Any) -> dict:
         p = dict(self.base)
@@ -460,7 +520,7 @@ class JavaTable:
         return p
 
     def call(self, command: str, **extra: Any) -> Any:
-        return run(command, self.payload(**extra))
+        return run(command, self.payload(**extra), extra_classpath=self.extra_classpath)
 
     def create(
         self,
@@ -490,9 +550,11 @@ class JavaTable:
         snapshot_id: int | None = None,
         tag: str | None = None,
         projection: Sequence[str] | None = None,
+        tag_snapshot: bool | None = None,
     ) -> dict:
         return self.call(
-            "read", snapshot_id=snapshot_id, tag=tag, projection=list(projection) if projection else None
+            "read", snapshot_id=snapshot_id, tag=tag, projection=list(projection) if projection else None,
+            tag_snapshot=tag_snapshot,
         )
 
     def rows(self, snapshot_id: int | None = None, tag: str | None = None) -> list[list]:
@@ -532,9 +594,39 @@ class JavaTable:
     def remove_orphans(self, older_than_ms: int, dry_run: bool = False) -> list[str]:
         return self.call("remove_orphans", older_than_ms=older_than_ms, dry_run=dry_run)["deleted"]
 
+    def branch(self, name: str) -> JavaTable:
+        """The same table's branch `name`, named as Paimon does (`t$branch_<name>`, through the catalog)."""
+        if "table_path" in self.base:
+            raise ValueError("a branch is opened through the catalog: JavaTable(warehouse, database, table)")
+        return JavaTable(self.base["warehouse"], self.base["database"], f"{self.base['table']}$branch_{name}",
+                         dynamic_options=self.base.get("dynamic_options"))
+
+    def create_branch(self, branch: str, tag: str | None = None) -> dict:
+        return self.call("create_branch", branch=branch, tag=tag)
+
+    def delete_branch(self, branch: str) -> dict:
+        return self.call("delete_branch", branch=branch)
+
+    def fast_forward(self, branch: str) -> dict:
+        return self.call("fast_forward", branch=branch)
+
+    def branches(self) -> list[str]:
+        return self.call("branches")["branches"]
+
+    def consumers(self) -> dict:
+        return self.call("consumers")
+
+    def reset_consumer(self, consumer_id: str, next_snapshot: int | None = None, unchecked: bool = False) -> dict:
+        return self.call("reset_consumer", consumer_id=consumer_id, next_snapshot=next_snapshot,
+                         unchecked=unchecked or None)
+
     def expire_partitions(self, now: str, **kw: Any) -> dict:
         """Java's own partition expiry at the local date-time `now` (see the module docstring)."""
         return self.call("expire_partitions", now=now, **kw)
+
+    def expire_tags(self) -> list[str]:
+        """Java's TagTimeExpire (tags past their time retained, by the wall clock); the tags it deleted."""
+        return self.call("expire_tags")["expired"]
 
 
 __all__ = [

@@ -134,7 +134,9 @@ def retained_refs(table: FileStoreTable, cache: bool = True) -> Refs:
     caller on disk."""
     refs = Refs()
     main = table.for_branch("main") if table.branch != "main" else table
-    for bt in [main] + [main.for_branch(b) for b in main.branches()]:
+    for bt in [main] + [_branch_or_none(main, b) for b in main.branches()]:
+        if bt is None:
+            continue  # what an interrupted branch creation or deletion leaves: no schema, no history
         store = _STORES.get(bt.root) if cache else None
         if store is None:
             store = ManifestStore(bt, capacity=100_000)
@@ -164,6 +166,18 @@ def retained_refs(table: FileStoreTable, cache: bool = True) -> Refs:
         for cid in bt.changelogs.list_ids():
             snapshot_refs(bt, scanner, bt.changelogs.snapshot(cid), f"{lab}changelog {cid}", refs, "changelog")
     return refs
+
+
+def _branch_or_none(main: FileStoreTable, branch: str) -> FileStoreTable | None:
+    """The branch, or None when it has no schema file and no history (an interrupted create or delete)."""
+    root = posixpath.join(main.root, "branch", f"branch-{branch}")
+    if os.path.isdir(os.path.join(root, "schema")) and any(n.startswith("schema-")
+                                                            for n in os.listdir(os.path.join(root, "schema"))):
+        return main.for_branch(branch)
+    history = [n for sub in ("snapshot", "tag", "changelog") if os.path.isdir(os.path.join(root, sub))
+               for n in os.listdir(os.path.join(root, sub)) if n.startswith(("snapshot-", "tag-", "changelog-"))]
+    assert not history, f"branch {branch} holds {history} but no schema"
+    return None
 
 
 def all_files(root: str) -> set[str]:

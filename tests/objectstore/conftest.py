@@ -181,10 +181,25 @@ class S3Proxy:
             def log_message(self, *a):  # quiet
                 pass
 
-            def _do(self):
+            def _body(self) -> bytes:
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():  # pyarrow's uploads
+                    out = b""
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        chunk = self.rfile.read(size + 2)[:size]  # (each chunk ends with CRLF)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                                pass
+                            return out
+                        out += chunk
                 n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
-                headers = {k.lower(): v for k, v in self.headers.items()}
+                return self.rfile.read(n) if n else b""
+
+            def _do(self):
+                body = self._body()
+                headers = {k.lower(): v for k, v in self.headers.items() if k.lower() != "transfer-encoding"}
+                if body:
+                    headers["content-length"] = str(len(body))
                 rec = Recorded(self.command, self.path, headers)
                 proxy.requests.append(rec)
                 answer = proxy.inject(self.command, self.path, headers, body) if proxy.inject else None
@@ -208,7 +223,9 @@ class S3Proxy:
                 for k, v in r.getheaders():
                     if k.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                # a HEAD answer has no body but says the object's size
+                self.send_header("Content-Length", r.getheader("Content-Length", "0") if self.command == "HEAD"
+                                 else str(len(data)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)

@@ -54,7 +54,8 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
     out: list[tuple[str, list[str], str]] = []
     table_commands = ["snapshots", "tags", "files", "options", "compact", "expire-snapshots", "expire-tags",
                       "expire-partitions", "compact-manifests", "remove-orphans", "auto-tag", "rollback",
-                      "compact-postpone", "rescale"]
+                      "compact-postpone", "rescale", "repair", "remove-unexisting-files", "rewrite-file-index",
+                      "branches", "consumers", "clear-consumers"]
     for c in table_commands:
         extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"]}.get(c, [])
         out.append((f"{c}-no-warehouse", [c, missing, T, *extra], "no-such-warehouse"))
@@ -62,13 +63,16 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
         out.append((f"{c}-bad-identifier", [c, w, "nodot", *extra], "nodot"))
         out.append((f"{c}-unknown-flag", [c, w, T, "--bogus", *extra], "--bogus"))
         # (these never read the damaged snapshot; postpone compaction and rescale refuse a fixed-bucket table first)
-        if c not in ("tags", "options", "expire-tags", "rollback", "compact-postpone", "rescale"):
+        if c not in ("tags", "options", "expire-tags", "rollback", "compact-postpone", "rescale", "branches",
+                     "consumers", "clear-consumers"):
             out.append((f"{c}-damaged-table", [c, w, "shop.broken", *extra], "snapshot-"))
     damaged = max(int(p.name.split("-")[1]) for p in (wh / "shop.db" / "broken" / "snapshot").glob("snapshot-*"))
     out.append(("compact-postpone-not-postpone", ["compact-postpone", w, T], "bucket"))
     out.append(("rollback-to-damaged", ["rollback", w, "shop.broken", "--snapshot", str(damaged), "--yes"],
                 f"snapshot-{damaged}"))
-    for c, args in (("create-tag", ["v1"]), ("delete-tag", ["t"]), ("rename-tag", ["a", "b"])):
+    for c, args in (("create-tag", ["v1"]), ("delete-tag", ["t"]), ("rename-tag", ["a", "b"]),
+                    ("create-branch", ["b1"]), ("delete-branch", ["b1"]), ("rename-branch", ["a", "b"]),
+                    ("fast-forward", ["b1", "--yes"]), ("reset-consumer", ["c", "--snapshot", "1"])):
         out.append((f"{c}-no-warehouse", [c, missing, T, *args], "no-such-warehouse"))
         out.append((f"{c}-no-table", [c, w, "shop.nope", *args], "shop.nope"))
         out.append((f"{c}-unknown-flag", [c, w, T, *args, "--bogus"], "--bogus"))
@@ -126,6 +130,17 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
         ("apply-types", ["apply", os.path.join(root, "types.json")], "types.json"),
         ("apply-nested", ["apply", os.path.join(root, "nested.json")], "nested.json"),
         ("apply-not-utf8", ["apply", os.path.join(root, "notutf8.json")], "notutf8.json"),
+        ("create-branch-path", ["create-branch", w, T, "../x"], "'../x' must be a plain name"),
+        ("create-branch-main", ["create-branch", w, T, "main"], "main branch"),
+        ("create-branch-unknown-tag", ["create-branch", w, T, "b1", "--tag", "nosuch"], "nosuch"),
+        ("create-branch-tag-and-snapshot", ["create-branch", w, T, "b1", "--tag", "t", "--snapshot", "1"], "--tag"),
+        ("delete-branch-unknown", ["delete-branch", w, T, "nosuch"], "branch 'nosuch' of shop.orders does not exist"),
+        ("fast-forward-unknown", ["fast-forward", w, T, "nosuch", "--yes"], "nosuch"),
+        ("branch-identifier-unknown", ["expire-snapshots", w, f"{T}$branch_nosuch"], "nosuch"),
+        ("branch-identifier-system-table", ["files", w, f"{T}$files"], "system tables"),
+        ("reset-consumer-unknown", ["reset-consumer", w, T, "ghost", "--delete"], "consumer 'ghost' does not exist"),
+        ("reset-consumer-no-target", ["reset-consumer", w, T, "ghost"], "--snapshot"),
+        ("clear-consumers-bad-regex", ["clear-consumers", w, T, "--excluding", "[z"], "--excluding"),
         ("sample-over-a-directory", ["sample", root], root),
         ("sample-bad-rounds", ["sample", os.path.join(root, "s2"), "--rounds", "x"], "--rounds"),
     ]

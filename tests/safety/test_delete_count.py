@@ -68,4 +68,4 @@ def test_java_trusts_the_count(table, tmp_path):
     jt = JavaTable(table_path=str(copy / "db.db" / "t"))
     _, read = jh.run_many([("compact", jt.payload(full=False)), ("read", jt.payload())])
     ids = sorted(r[0] for r in read["rows"])
-    assert ids != list(range(5, 10)), "Java 0.9 no longer trusts the count: update the README"
+    assert ids != list(range(5, 10)), "Java 0.9 no longer trusts the count: update docs/guides/safety.md"

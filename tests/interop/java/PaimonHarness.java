@@ -23,6 +23,8 @@ import org.apache.paimon.append.UnawareAppendTableCompactionCoordinator;
 import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.CatalogContext;
 import org.apache.paimon.catalog.CatalogFactory;
+import org.apache.paimon.metastore.MetastoreClient;
+import org.apache.paimon.tag.TagTimeExpire;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.BinaryString;
@@ -44,6 +46,7 @@ import org.apache.paimon.index.IndexFileMeta;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.io.DataFilePathFactory;
 import org.apache.paimon.manifest.FileKind;
+import org.apache.paimon.manifest.ManifestCommittable;
 import org.apache.paimon.manifest.IndexManifestEntry;
 import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.manifest.ManifestFile;
@@ -55,6 +58,8 @@ import org.apache.paimon.operation.OrphanFilesClean;
 import org.apache.paimon.operation.PartitionExpire;
 import org.apache.paimon.partition.PartitionExpireStrategy;
 import org.apache.paimon.partition.PartitionTimeExtractor;
+import org.apache.paimon.partition.actions.PartitionMarkDoneAction;
+import org.apache.paimon.partition.file.SuccessFile;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
@@ -88,6 +93,7 @@ import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
 import org.apache.paimon.utils.FileStorePathFactory;
 import org.apache.paimon.utils.Pair;
+import org.apache.paimon.utils.PartitionPathUtils;
 
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -188,6 +194,60 @@ public class PaimonHarness {
                 return expirePartitions(p);
             case "partition_times":
                 return partitionTimes(p);
+            case "create_branch":
+                return createBranch(p);
+            case "delete_branch":
+                return deleteBranch(p);
+            case "fast_forward":
+                return fastForward(p);
+            case "branches":
+                return branches(p);
+            case "consumers":
+                return consumers(p);
+            case "reset_consumer":
+                return resetConsumer(p);
+            case "expire_tags":
+                return expireTags(p);
+            case "create_tag_from":
+                return createTagFrom(p);
+            case "rollback":
+                {
+                    // {snapshot_id? | tag?} -> {latest}: 0.9's rollbackTo (RollbackHelper: newer snapshots, tags,
+                    // changelogs and their files removed)
+                    FileStoreTable t = table(p);
+                    if (p.hasNonNull("tag")) {
+                        t.rollbackTo(p.get("tag").asText());
+                    } else {
+                        t.rollbackTo(p.get("snapshot_id").asLong());
+                    }
+                    return NF.objectNode().put("latest", t.snapshotManager().latestSnapshotId());
+                }
+            case "mark_partition_done":
+                return markPartitionDone(p);
+            case "success_file":
+                {
+                    // {path} -> {creationTime, modificationTime}: 0.9's own SuccessFile reader
+                    Path path = new Path(p.get("path").asText());
+                    SuccessFile f = SuccessFile.fromPath(FileIO.get(path, CatalogContext.create(new Options())), path);
+                    return NF.objectNode().put("creationTime", f.creationTime())
+                            .put("modificationTime", f.modificationTime());
+                }
+            case "file_index":
+                return fileIndex(p);
+            case "list_tables":
+                {
+                    // {warehouse, catalog_options, database} -> {tables: [...], locations: {name: path}}
+                    Catalog c = catalog(p);
+                    String db = p.get("database").asText();
+                    ArrayNode names = NF.arrayNode();
+                    ObjectNode locations = NF.objectNode();
+                    for (String name : c.listTables(db)) {
+                        names.add(name);
+                        locations.put(name, ((FileStoreTable) c.getTable(Identifier.create(db, name)))
+                                .location().toString());
+                    }
+                    return NF.objectNode().<ObjectNode>set("tables", names).set("locations", locations);
+                }
             default:
                 throw new IllegalArgumentException("unknown command: " + command);
         }
@@ -205,6 +265,9 @@ public class PaimonHarness {
         Options o = new Options();
         o.set("warehouse", p.get("warehouse").asText());
         o.set("cache-enabled", "false");
+        for (Map.Entry<String, String> e : stringMap(p.get("catalog_options")).entrySet()) {
+            o.set(e.getKey(), e.getValue()); // metastore, uri, lock.enabled, ... (a Hive / JDBC catalog)
+        }
         return CatalogFactory.createCatalog(CatalogContext.create(o));
     }
 
@@ -758,7 +821,15 @@ public class PaimonHarness {
                 nextIdentifier = identifier + 1;
                 boolean wait = batch.path("wait_compaction").asBoolean(true);
                 List<CommitMessage> msgs = w.prepare(wait, identifier);
-                w.commit.commit(identifier, msgs);
+                if (batch.hasNonNull("watermark")) {
+                    // a streaming commit carrying the writer's watermark (Flink's committable)
+                    ManifestCommittable committable =
+                            new ManifestCommittable(identifier, batch.get("watermark").asLong());
+                    msgs.forEach(committable::addFileCommittable);
+                    w.commit.commit(committable);
+                } else {
+                    w.commit.commit(identifier, msgs);
+                }
                 ObjectNode bo = NF.objectNode();
                 bo.put("commit_identifier", identifier);
                 bo.set("snapshot_ids", newSnapshotIds(t, before));
@@ -1075,7 +1146,18 @@ public class PaimonHarness {
             rt = rt.project(idx);
         }
         final RowType outType = rt;
-        TableScan.Plan plan = rb.newScan().plan();
+        if (p.hasNonNull("filter_equal")) {
+            // [column, value]: the reader plans and reads with this filter (file indexes skip files)
+            RowType full = read.rowType();
+            int i = full.getFieldNames().indexOf(p.get("filter_equal").get(0).asText());
+            rb = rb.withFilter(new org.apache.paimon.predicate.PredicateBuilder(full)
+                    .equal(i, toInternal(full.getTypeAt(i), p.get("filter_equal").get(1))));
+        }
+        // tag_snapshot: the tag as the table's own (branch-aware) TagManager resolves it. 0.9's scan.tag-name looks
+        // the tag up in main's tag directory even on a branch table.
+        TableScan.Plan plan = p.path("tag_snapshot").asBoolean(false) && p.hasNonNull("tag")
+                ? t.newSnapshotReader().withSnapshot(t.tagManager().taggedSnapshot(p.get("tag").asText())).read()
+                : rb.newScan().plan();
         if (p.path("digest").asBoolean(false)) {
             // Row count and an order-independent digest (sum of mixed 64-bit hashes of each row's JSON): compares
             // large tables without shipping their rows.
@@ -1112,6 +1194,11 @@ public class PaimonHarness {
         }
         out.set("columns", cols);
         out.put("splits", plan.splits().size());
+        int planned = 0;
+        for (org.apache.paimon.table.source.Split sp : plan.splits()) {
+            planned += ((org.apache.paimon.table.source.DataSplit) sp).dataFiles().size();
+        }
+        out.put("files", planned);
         return out;
     }
 
@@ -1174,11 +1261,103 @@ public class PaimonHarness {
         return NF.objectNode().put("tag", name).put("snapshot_id", id);
     }
 
+    /**
+     * What the create_tag_from_timestamp / create_tag_from_watermark procedures do, with 0.9's classes: the live
+     * snapshot from SnapshotManager.laterOrEqualTimeMills / laterOrEqualWatermark, an earlier tag-held one if a tag
+     * qualifies first, then createTag.
+     */
+    static JsonNode createTagFrom(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("tag").asText();
+        boolean byWatermark = p.hasNonNull("watermark");
+        long value = byWatermark ? p.get("watermark").asLong() : p.get("timestamp").asLong();
+        Snapshot snapshot = byWatermark
+                ? t.snapshotManager().laterOrEqualWatermark(value)
+                : t.snapshotManager().laterOrEqualTimeMills(value);
+        for (Snapshot tagged : t.tagManager().tags().keySet()) {
+            if (byWatermark) {
+                if (tagged.watermark() != null && value <= tagged.watermark()) {
+                    if (snapshot == null || snapshot.watermark() == null
+                            || tagged.watermark() < snapshot.watermark()) {
+                        snapshot = tagged;
+                    }
+                    break;
+                }
+            } else if (value <= tagged.timeMillis()) {
+                if (snapshot == null || tagged.timeMillis() < snapshot.timeMillis()) {
+                    snapshot = tagged;
+                }
+                break;
+            }
+        }
+        if (snapshot == null) {
+            return NF.objectNode().put("error", "Could not find any snapshot later than " + value);
+        }
+        if (p.hasNonNull("time_retained_ms")) {
+            t.createTag(name, snapshot.id(), Duration.ofMillis(p.get("time_retained_ms").asLong()));
+        } else {
+            t.createTag(name, snapshot.id());
+        }
+        ObjectNode out = NF.objectNode().put("tag", name).put("snapshot_id", snapshot.id())
+                .put("commit_time", snapshot.timeMillis());
+        if (snapshot.watermark() == null) {
+            out.putNull("watermark");
+        } else {
+            out.put("watermark", snapshot.watermark());
+        }
+        return out;
+    }
+
+    /**
+     * The mark_partition_done procedure of 0.9: the table's partition.mark-done-action actions
+     * (PartitionMarkDoneAction.createActions: success-file, done-partition, mark-event through the catalog's
+     * metastore client) on each partition {key: value}, as a partition path of the partition type's order.
+     */
+    static JsonNode markPartitionDone(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        List<Map<String, String>> specs = new ArrayList<>();
+        for (JsonNode spec : p.get("partitions")) {
+            specs.add(stringMap(spec));
+        }
+        List<String> paths = PartitionPathUtils.generatePartitionPaths(specs, t.schema().logicalPartitionType());
+        List<PartitionMarkDoneAction> actions = PartitionMarkDoneAction.createActions(t, t.coreOptions());
+        try {
+            for (String path : paths) {
+                for (PartitionMarkDoneAction action : actions) {
+                    action.markDone(path);
+                }
+            }
+        } finally {
+            for (PartitionMarkDoneAction action : actions) {
+                action.close();
+            }
+        }
+        ArrayNode out = NF.arrayNode();
+        paths.forEach(out::add);
+        return NF.objectNode().set("partition_paths", out);
+    }
+
     static JsonNode deleteTag(JsonNode p) throws Exception {
         FileStoreTable t = table(p);
         String name = p.get("tag").asText();
         t.deleteTag(name);
         return NF.objectNode().put("tag", name).put("deleted", true);
+    }
+
+    /** 0.9's TagTimeExpire (tags past their creation time + time retained), with the table's tag callbacks. */
+    static JsonNode expireTags(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        List<String> before = t.tagManager().allTagNames();
+        TagTimeExpire.create(t.snapshotManager(), t.tagManager(), t.store().newTagDeletion(),
+                t.store().createTagCallbacks()).run();
+        List<String> after = t.tagManager().allTagNames();
+        ArrayNode expired = NF.arrayNode();
+        for (String name : before) {
+            if (!after.contains(name)) {
+                expired.add(name);
+            }
+        }
+        return NF.objectNode().set("expired", expired);
     }
 
     static JsonNode expireSnapshots(JsonNode p) throws Exception {
@@ -1270,6 +1449,87 @@ public class PaimonHarness {
             out.put("latest", latest);
         }
         return out;
+    }
+
+    // ------------------------------------------------------------------ branches and consumers
+
+    /** Java's create_branch on the table's branch: from a tag, or empty (0.9 has no other form). */
+    static JsonNode createBranch(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        if (p.hasNonNull("tag")) {
+            t.createBranch(name, p.get("tag").asText());
+        } else {
+            t.createBranch(name);
+        }
+        return NF.objectNode().put("branch", name).put("created", true);
+    }
+
+    static JsonNode deleteBranch(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        t.deleteBranch(name);
+        return NF.objectNode().put("branch", name).put("deleted", true);
+    }
+
+    /** Java's fast_forward: the table's branch (main for db.t) takes the state of `branch`. */
+    static JsonNode fastForward(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String name = p.get("branch").asText();
+        t.fastForward(name);
+        return NF.objectNode().put("branch", name).put("fast_forwarded", true);
+    }
+
+    static JsonNode branches(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        ArrayNode out = NF.arrayNode();
+        List<String> names = new ArrayList<>(t.branchManager().branches());
+        Collections.sort(names);
+        for (String n : names) {
+            out.add(n);
+        }
+        return NF.objectNode().set("branches", out);
+    }
+
+    static org.apache.paimon.consumer.ConsumerManager consumerManager(FileStoreTable t) {
+        return new org.apache.paimon.consumer.ConsumerManager(t.fileIO(), t.location(), t.coreOptions().branch());
+    }
+
+    /** The consumers Java sees on the table's branch: {id: nextSnapshot}, and the minimum expiry honours. */
+    static JsonNode consumers(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        org.apache.paimon.consumer.ConsumerManager cm = consumerManager(t);
+        ObjectNode ids = NF.objectNode();
+        for (Map.Entry<String, Long> e : new TreeMap<>(cm.consumers()).entrySet()) {
+            ids.put(e.getKey(), e.getValue());
+        }
+        ObjectNode out = NF.objectNode();
+        out.set("consumers", ids);
+        java.util.OptionalLong min = cm.minNextSnapshot();
+        if (min.isPresent()) {
+            out.put("min_next_snapshot", min.getAsLong());
+        } else {
+            out.putNull("min_next_snapshot");
+        }
+        return out;
+    }
+
+    /** Java's reset_consumer: set a consumer's next snapshot (checked to exist, as the procedure does), or delete it
+     *  (no next_snapshot). */
+    static JsonNode resetConsumer(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        String id = p.get("consumer_id").asText();
+        org.apache.paimon.consumer.ConsumerManager cm = consumerManager(t);
+        if (p.hasNonNull("next_snapshot")) {
+            long n = p.get("next_snapshot").asLong();
+            if (!p.path("unchecked").asBoolean(false)) {
+                t.snapshotManager().snapshot(n);
+            }
+            cm.resetConsumer(id, new org.apache.paimon.consumer.Consumer(n));
+        } else {
+            cm.deleteConsumer(id);
+        }
+        return NF.objectNode().put("consumer_id", id);
     }
 
     // ------------------------------------------------------------------ check_files
@@ -1454,10 +1714,15 @@ public class PaimonHarness {
         ObjectNode out = NF.objectNode();
         ArrayNode expired = NF.arrayNode();
         try {
+            // As AbstractFileStore.newPartitionExpire and TableCommitImpl build it: the metastore client when
+            // metastore.partitioned-table is set in a catalog that has one, and the catalog's lock on the commit.
+            MetastoreClient.Factory msFactory = t.catalogEnvironment().metastoreClientFactory();
+            MetastoreClient ms = co.partitionedTableInMetastore() && msFactory != null ? msFactory.create() : null;
             PartitionExpire pe = new PartitionExpire(
                     exp, Duration.ZERO,
                     PartitionExpireStrategy.createPartitionExpireStrategy(co, store.partitionType()),
-                    store.newScan(), store.newCommit(UUID.randomUUID().toString()), null);
+                    store.newScan(), store.newCommit(UUID.randomUUID().toString()), ms)
+                    .withLock(t.catalogEnvironment().lockFactory().create());
             Method m = PartitionExpire.class.getDeclaredMethod("expire", LocalDateTime.class, long.class);
             m.setAccessible(true);
             LocalDateTime now = LocalDateTime.parse(p.get("now").asText());
@@ -1506,5 +1771,81 @@ public class PaimonHarness {
             results.add(r);
         }
         return NF.objectNode().set("results", results);
+    }
+
+    // ------------------------------------------------------------------ file_index
+
+    /**
+     * {queries: [[column, value]], snapshot_id?} -> {files: [{file_name, index: "embedded" | file name | null,
+     * columns: {column: [index types]}, results: [true (may contain) | false (skip)]}]}: every live data file's index
+     * opened with 0.9's own FileIndexFormat reader and asked each equality query through FileIndexPredicate.
+     */
+    static JsonNode fileIndex(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        Snapshot snap = resolveSnapshot(t, p);
+        FileStore<?> store = t.store();
+        FileStorePathFactory pf = store.pathFactory();
+        SchemaManager sm = new SchemaManager(t.fileIO(), t.location());
+        ArrayNode files = NF.arrayNode();
+        for (ManifestEntry e : store.newScan().withSnapshot(snap).plan().files()) {
+            DataFileMeta f = e.file();
+            RowType fileType = sm.schema(f.schemaId()).logicalRowType();
+            ObjectNode fo = NF.objectNode().put("file_name", f.fileName());
+            org.apache.paimon.fileindex.FileIndexPredicate pred = null;
+            Path indexPath = null;
+            if (f.embeddedIndex() != null) {
+                pred = new org.apache.paimon.fileindex.FileIndexPredicate(f.embeddedIndex(), fileType);
+                fo.put("index", "embedded");
+            } else {
+                for (String x : f.extraFiles()) {
+                    if (x.endsWith(".index")) {
+                        indexPath = new Path(pf.createDataFilePathFactory(e.partition(), e.bucket())
+                                .toPath(f.fileName()).getParent(), x);
+                        pred = new org.apache.paimon.fileindex.FileIndexPredicate(indexPath, t.fileIO(), fileType);
+                        fo.put("index", x);
+                    }
+                }
+                if (pred == null) {
+                    fo.putNull("index");
+                }
+            }
+            ObjectNode cols = NF.objectNode();
+            if (pred != null) {
+                byte[] bytes = f.embeddedIndex();
+                if (bytes == null) {
+                    try (org.apache.paimon.fs.SeekableInputStream in = t.fileIO().newInputStream(indexPath)) {
+                        bytes = in.readAllBytes();
+                    }
+                }
+                try (org.apache.paimon.fileindex.FileIndexFormat.Reader r =
+                        org.apache.paimon.fileindex.FileIndexFormat.createReader(
+                                new org.apache.paimon.fs.ByteArraySeekableStream(bytes), fileType)) {
+                    for (Map.Entry<String, Map<String, byte[]>> c : r.readAll().entrySet()) {
+                        ArrayNode types = NF.arrayNode();
+                        new java.util.TreeSet<>(c.getValue().keySet()).forEach(types::add);
+                        cols.set(c.getKey(), types);
+                    }
+                }
+            }
+            fo.set("columns", cols);
+            ArrayNode results = NF.arrayNode();
+            for (JsonNode q : p.path("queries")) {
+                int i = fileType.getFieldNames().indexOf(q.get(0).asText());
+                if (pred == null || i < 0) {
+                    results.add(true);
+                    continue;
+                }
+                results.add(pred.testPredicate(new org.apache.paimon.predicate.PredicateBuilder(fileType)
+                        .equal(i, toInternal(fileType.getTypeAt(i), q.get(1)))));
+            }
+            fo.set("results", results);
+            if (pred != null) {
+                pred.close();
+            }
+            files.add(fo);
+        }
+        ObjectNode out = NF.objectNode();
+        out.set("files", files);
+        return out;
     }
 }

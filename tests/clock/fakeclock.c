@@ -1,11 +1,11 @@
-/* Test tool: file times that agree with a shifted clock.
+/* Test tool: a wall clock moved by PAIMON_FAKE_CLOCK_OFFSET seconds, consistently for the clock and for file times.
  *
- * libfaketime (Debian's `faketime`) shifts what the clock says but not the times the kernel stamps on files, and its
- * stat wrappers miss the calls glibc 2.3x programs make (fstatat, statx, the *64 names). Under a clock moved 40 days
- * ahead every file written a second ago then looks 40 days old, which is not what a real machine does on that day.
- * This preload library adds PAIMON_FAKE_STAT_OFFSET seconds to every time stat reports and takes them off times a
- * program sets explicitly (utime*), so files read back as written "now" on the shifted clock. Used only by
- * tests/clock/run-shifted (see there).
+ * Every way a program reads the wall clock (clock_gettime on a realtime clock, gettimeofday, time) reports the moved
+ * time; every file time stat reports is moved alike and times a program sets explicitly (utime*) are moved back, so
+ * a file written a second ago reads as a second old on the moved clock, as on a real machine on that day. Monotonic
+ * clocks are left alone: timeouts, sleeps and condition waits keep working (libfaketime, tried first, either breaks
+ * Python's time.sleep or makes absolute monotonic waits never end, and does not move file times at all).
+ * Used only by tests/clock/run-shifted (see there).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,13 +19,24 @@
 static long offset(void) {
     static long cached = -1;
     if (cached == -1) {
-        const char *s = getenv("PAIMON_FAKE_STAT_OFFSET");
+        const char *s = getenv("PAIMON_FAKE_CLOCK_OFFSET");
         cached = s ? atol(s) : 0;
     }
     return cached;
 }
 
+static int is_wall_clock(clockid_t c) {
+    return c == CLOCK_REALTIME || c == CLOCK_REALTIME_COARSE || c == CLOCK_TAI;
+}
+
 #define REAL(name) static __typeof__(&name) real_##name; if (!real_##name) real_##name = dlsym(RTLD_NEXT, #name)
+
+int clock_gettime(clockid_t c, struct timespec *ts) { REAL(clock_gettime);
+    int r = real_clock_gettime(c, ts); if (r == 0 && is_wall_clock(c)) ts->tv_sec += offset(); return r; }
+int gettimeofday(struct timeval *restrict tv, void *restrict tz) { REAL(gettimeofday);
+    int r = real_gettimeofday(tv, tz); if (r == 0) tv->tv_sec += offset(); return r; }
+time_t time(time_t *t) { REAL(time);
+    time_t now = real_time(NULL) + offset(); if (t) *t = now; return now; }
 
 static void shift_stat(struct stat *st) {
     long o = offset();
