@@ -57,7 +57,8 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
                       "compact-postpone", "rescale", "repair", "remove-unexisting-files", "rewrite-file-index",
                       "branches", "consumers", "clear-consumers", "expire-changelogs", "mark-partition-done"]
     for c in table_commands:
-        extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"]}.get(c, [])
+        extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"],
+                 "mark-partition-done": ["--partition", "dt=2020-01-01"]}.get(c, [])
         out.append((f"{c}-no-warehouse", [c, missing, T, *extra], "no-such-warehouse"))
         out.append((f"{c}-no-table", [c, w, "shop.nope", *extra], "shop.nope"))
         out.append((f"{c}-bad-identifier", [c, w, "nodot", *extra], "nodot"))
