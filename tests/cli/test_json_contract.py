@@ -29,6 +29,9 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "compact-postpone": ([], ["shop.postponed", "--local"]),
     "rescale": ([], ["shop.customers", "--bucket-num", "3", "--local"]),
     "expire-snapshots": ([], ["shop.orders", "--retain-min", "1", "--retain-max", "2"]),
+    # (snapshots expired with a longer changelog retention leave long-lived changelogs: the decoupled life cycle)
+    "expire-changelogs": ([["expire-snapshots", "shop.orders", "--retain-min", "1", "--retain-max", "2", "-o",
+                            "changelog.num-retained.max=50"]], ["shop.orders", "--retain-min", "1", "--retain-max", "2"]),
     "expire-tags": ([["create-tag", "shop.orders", "brief", "--time-retained", "1 ms"]], ["shop.orders"]),
     "expire-partitions": ([], ["logs.events", "--expiration-time", "1 d"]),
     "compact-manifests": ([], ["shop.orders"]),
