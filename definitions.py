@@ -11,6 +11,10 @@ Environment:
   PAIMON_OPS_AUTOMATION     'running' to start sensors, the nightly schedule and the tag automation by default
   PAIMON_OPS_OBSERVATION_INTERVAL / PAIMON_OPS_SENSOR_INTERVAL   minimum sensor intervals in s (60 / 300)
   PAIMON_OPS_SENSOR_TICK_BUDGET   seconds a sensor tick measures tables before leaving the rest to the next (20)
+  PAIMON_OPS_NIGHTLY_CRON   cron of the nightly schedule (default 0 3 * * *, UTC)
+  PAIMON_OPS_SHARD_SIZE     tables per run of the nightly schedule and of a sensor's tick, per database (500)
+  PAIMON_OPS_DEFS_STATE     build from this warehouse description (no table read at load; written on first load,
+                            refreshed by `python -m paimon_ops.dagster.state refresh --warehouse … --state …`)
 
 Concurrency: everything that changes a table runs in the pool `paimon/<db>.<table>`; the repository's dagster.yaml
 gives every pool limit 1 (`dagster dev` reads it from the working directory when DAGSTER_HOME is unset).

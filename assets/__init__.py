@@ -31,6 +31,9 @@ def location() -> PaimonDefinitions:
         observation_interval_seconds=int(os.environ.get("PAIMON_OPS_OBSERVATION_INTERVAL") or 60),
         sensor_interval_seconds=int(os.environ.get("PAIMON_OPS_SENSOR_INTERVAL") or 300),
         sensor_tick_budget_seconds=float(os.environ.get("PAIMON_OPS_SENSOR_TICK_BUDGET") or 20),
+        shard_size=int(os.environ.get("PAIMON_OPS_SHARD_SIZE") or 500),
+        nightly_cron=os.environ.get("PAIMON_OPS_NIGHTLY_CRON") or "0 3 * * *",
+        state_path=os.environ.get("PAIMON_OPS_DEFS_STATE") or None,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 _WHERE = {
     "PaimonHook": "hooks", "PaimonSettings": "hooks",
     "PaimonApplyPlanOperator": "operators", "PaimonOperationOperator": "operators", "OPERATORS": "operators",
+    "PaimonMaintainTablesOperator": "operators",
     "PaimonTableHealthSensor": "sensors",
     "PaimonTableHealthTrigger": "triggers", "PaimonTableNeedsWorkTrigger": "triggers",
     "PaimonPartitionDoneSensor": "partition_done", "PaimonPartitionDoneTrigger": "partition_done",

@@ -159,6 +159,18 @@ class PaimonHook(BaseHook):
         return [t for t in dict.fromkeys(found)
                 if any(fnmatch.fnmatchcase(t, p) for p in include) and not any(fnmatch.fnmatchcase(t, p) for p in skip)]
 
+    def shards(self, pattern: str | list[str] = "*", exclude: str | list[str] | tuple[str, ...] = (),
+               size: int = 500) -> list[list[str]]:
+        """The matching tables in shards — by database, each split into lists of at most `size` tables — for a
+        task per shard (`PaimonMaintainTablesOperator.partial(…).expand(tables=hook.shards(…))`). Lists names only:
+        no table is opened."""
+        if size < 1:
+            raise InvalidArgumentError(f"shard size must be at least 1, got {size}")
+        by_db: dict[str, list[str]] = {}
+        for ident in self.tables(pattern, exclude):
+            by_db.setdefault(ident.partition(".")[0], []).append(ident)
+        return [tables[i:i + size] for tables in by_db.values() for i in range(0, len(tables), size)]
+
     def maintenance_targets(self, pattern: str | list[str] = "*", exclude: str | list[str] | tuple[str, ...] = ()) -> dict[str, list[str]]:
         """The matching tables per nightly step: `all`, `auto_tags` (tables with automatic tags), `partition_expiry`
         (partitioned, with `partition.expiration-time`); tables that cannot be read are listed in `unreadable` (and

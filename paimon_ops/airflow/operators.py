@@ -177,6 +177,119 @@ class PaimonApplyPlanOperator(_PaimonBase):
             raise AirflowFailException(one_line(e)) from None
 
 
+NIGHTLY_STEPS = ("create_auto_tags", "expire_partitions", "expire_snapshots", "expire_tags", "remove_orphans")
+TABLE_ASSETS_ALIAS = "paimon-tables-{conn_id}"  # the alias a shard task's per-table asset events go through
+
+
+def table_assets_alias(conn_id: str = DEFAULT_CONN_ID) -> Any:
+    """The asset alias (`paimon-tables-<conn_id>`) through which a shard task records an asset event per table."""
+    from airflow.sdk import AssetAlias
+    return AssetAlias(TABLE_ASSETS_ALIAS.format(conn_id=conn_id))
+
+
+def _step_applies(step: str, raw: Any) -> bool:
+    """Whether a nightly step applies to the table (its own options decide, as the single-table DAG's lists do)."""
+    if step == "create_auto_tags":
+        from paimon_ops.lifecycle.schedule import tag_schedule
+        return tag_schedule(raw) is not None
+    if step == "expire_partitions":
+        from paimon_ops.options import PARTITION_EXPIRATION_TIME
+        return bool(raw.schema.partition_keys) and bool(raw.options.text(PARTITION_EXPIRATION_TIME))
+    return True
+
+
+class PaimonMaintainTablesOperator(BaseOperator):
+    """Maintains a shard of tables in one task: for each table in turn, each of `steps` that applies to it (by
+    default the nightly chain: the due automatic tags, partition expiry, snapshot expiry, tag expiry, orphan removal —
+    each with the table's own options), planned, checked against the live table at the moment of acting and
+    journalled, as the single-table operators do. Map it over shards (`.expand(tables=…)`, see
+    `example_paimon_nightly`) rather than tables × steps: one task process per shard, not one per table and step.
+
+    Per-table results: the return value (XCom) is `{"tables": [{"table", "status": done | failed, "steps": {step:
+    figures}, "error"}], "done": n, "failed": [names]}`, also pushed as XCom `tables` before the task ends either
+    way; each table the task changed gets an asset event of its own (`paimon://<conn_id>/<db>.<table>`, through the
+    asset alias `paimon-tables-<conn_id>`, with its figures as extra). A table that fails is recorded as failed and
+    the others go on; the task then fails naming the failed tables (its per-table XCom tells the rest: Airflow
+    records a task's asset events only when it succeeds)."""
+
+    template_fields = ("tables", "conn_id", "dry_run")
+    ui_color = "#e3f1fb"
+
+    @classmethod
+    def partial(cls, **kwargs: Any) -> Any:
+        """As `BaseOperator.partial`, with the per-table asset alias as default outlet: a mapped task's outlets are
+        those of its `.partial()` — what Airflow records asset events against — never a default `__init__` sets."""
+        kwargs.setdefault("outlets", [table_assets_alias(kwargs.get("conn_id", DEFAULT_CONN_ID))])
+        return super().partial(**kwargs)
+
+    def __init__(self, *, tables: Any, conn_id: str = DEFAULT_CONN_ID, steps: tuple[str, ...] | list[str] = NIGHTLY_STEPS,
+                 dry_run: bool | str = False, **kwargs: Any) -> None:
+        unknown = [s for s in steps if s not in OPERATIONS]
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown steps {unknown}; steps are operations: "
+                            + ", ".join(OPERATIONS))
+        kwargs.setdefault("outlets", [table_assets_alias(conn_id)])
+        super().__init__(**kwargs)
+        self.tables = tables
+        self.conn_id = conn_id
+        self.steps = tuple(steps)
+        self.dry_run = dry_run
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from airflow.sdk import AssetAlias
+
+        from paimon_ops.airflow.assets import paimon_table_asset
+        dry_run = _truthy(self.dry_run, "dry_run")
+        tables = [self.tables] if isinstance(self.tables, str) else list(self.tables or [])
+        hook = PaimonHook(self.conn_id)
+        alias = next((o for o in self.outlets if isinstance(o, AssetAlias)), None)
+        results: list[dict[str, Any]] = []
+        for ident in tables:
+            entry: dict[str, Any] = {"table": ident, "status": "done", "steps": {}}
+            try:
+                table = hook.get_table(ident)
+                changed_any = False
+                totals = {"deleted": 0, "deleted_bytes": 0, "written": 0}
+                for step in self.steps:
+                    if not _step_applies(step, table.raw):
+                        continue
+                    plan = OPERATIONS[step].plan(table, {})
+                    if dry_run:
+                        report = plan.dry_run_report()
+                    else:
+                        report = plan.execute(table=table.raw, runner=hook.runner_for(plan))
+                        table = hook.get_table(ident)
+                    entry["steps"][step] = {k: v for k, v in asset_extra(report).items() if k not in ("table",)}
+                    if changed(report):
+                        changed_any = True
+                        totals["deleted"] += int(report.total_deleted)
+                        totals["deleted_bytes"] += int(report.total_deleted_bytes)
+                        totals["written"] += sum(report.written.values())
+                self.log.info("%s: %s", ident, ", ".join(f"{s} {_figures(f)}" for s, f in entry["steps"].items())
+                              or "nothing applies")
+                if changed_any and alias is not None:
+                    context["outlet_events"][alias].add(paimon_table_asset(ident, self.conn_id),
+                                                        extra={"table": ident, **totals,
+                                                               "steps": sorted(entry["steps"])})
+            except (PaimonOpsError, OSError) as e:
+                entry.update(status="failed", error=one_line(e))
+                self.log.error("%s: failed: %s", ident, entry["error"])
+            results.append(entry)
+        failed = [r["table"] for r in results if r["status"] == "failed"]
+        out = {"tables": results, "done": len(results) - len(failed), "failed": failed}
+        context["ti"].xcom_push(key="tables", value=out)
+        if failed:
+            raise AirflowFailException(f"{len(failed)} of {len(results)} tables failed: "
+                                       + "; ".join(f"{r['table']}: {r['error']}" for r in results
+                                                   if r["status"] == "failed")[:2000]
+                                       + f"; the other {len(results) - len(failed)} are done (XCom 'tables')")
+        return out
+
+
+def _figures(f: dict[str, Any]) -> str:
+    return f"(deleted {f.get('total_deleted', 0)}, written {sum((f.get('written') or {}).values())})"
+
+
 def _operator_doc(op: Operation) -> str:
     lines = [op.doc or op.name, "", f"Facade: `paimon_ops.api.Table.{op.facade}`. Common parameters: `table`, "
              "`conn_id`, `dry_run` (see paimon_ops.airflow.operators).", "", "Parameters:"]
@@ -203,5 +316,6 @@ globals().update({cls.__name__: cls for cls in OPERATORS.values()})
 if TYPE_CHECKING:  # the generated classes (one per operation, OPERATORS) are Paimon…Operator names to type checkers
     def __getattr__(name: str) -> type[PaimonOperationOperator]: ...
 
-__all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
+__all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "PaimonMaintainTablesOperator", "NIGHTLY_STEPS",
+           "TABLE_ASSETS_ALIAS", "table_assets_alias", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",
            "changed", "asset_extra", *(cls.__name__ for cls in OPERATORS.values())]

@@ -1,8 +1,10 @@
 """Deletion-vector bookkeeping of a compaction commit (driver side).
 
-Files compacted away lose their DV entries (maintenance.md §5.10). Every DV index file that holds a vector of
-a rewritten file is replaced by a new index file with the vectors of the remaining files only, or simply
-removed when none remain; a PK bucket therefore keeps at most one DV index file (format.md §8.3).
+Files compacted away lose their DV entries (maintenance.md §5.10). The DV index files that hold a vector of a
+rewritten file are replaced by a new index file with the vectors of the remaining files only, or simply removed when
+none remain: per bucket for bucketed tables (a bucket keeps ONE DV index file, format.md §8.3: Java never rolls them
+— its writer is given an unlimited target size unless the table is unaware-bucket — and its index manifest keeps one
+entry per bucket), per index file for unaware-bucket append tables.
 """
 from __future__ import annotations
 
@@ -67,33 +69,41 @@ def write_dv_index(table: FileStoreTable, scanner: TableScanner, partition: byte
 
 def rewrite_dv_indexes(table: FileStoreTable, scanner: TableScanner, index_entries: list[IndexManifestEntry],
                        removed: set[tuple[bytes, str]], token: str | None = None) -> DvChanges:
-    """Replace every DV index file that points at a removed (partition, data file name). `token` (a UUID the
-    caller's journal records) names the new files."""
+    """Replace the DV index files that hold a vector of a removed (partition, data file name) by new files without it.
+    `token` (a UUID the caller's journal records) names the new files.
+
+    A bucketed table's bucket is rewritten as a whole: ALL its DV index files (`index_entries` must hold every one of
+    a touched bucket) are replaced by one file with every remaining vector — Paimon keeps one DV index file per
+    bucket and replaces it by bucket, so a rewrite of only one of several would drop the others' vectors. An
+    unaware-bucket table's index files are keyed by name: each is replaced by one holding its other vectors (never
+    larger, so within deletion-vector.index-file.target-size as the original was)."""
     out = DvChanges()
+    groups: dict[object, list[IndexManifestEntry]] = {}
+    by_name = table.is_bucket_unaware
+    for ie in index_entries:
+        if ie.index_type == DELETION_VECTORS:
+            groups.setdefault(ie.file_name if by_name else (ie.partition, ie.bucket), []).append(ie)
     with_card = None
     n = 0
     prefix = f"index-{token or uuid.uuid4()}-"
-    for ie in index_entries:
-        if ie.index_type != DELETION_VECTORS or not ie.dv_ranges:
-            continue
-        gone = [r for r in ie.dv_ranges if (ie.partition, r.data_file) in removed]
+    for group in groups.values():
+        ranges = [(ie, r) for ie in group for r in ie.dv_ranges or ()]
+        gone = [r for ie, r in ranges if (ie.partition, r.data_file) in removed]
         if not gone:
             continue
-        out.deleted.append(ie)
+        out.deleted += group
         out.dropped_vectors += len(gone)
-        keep = [r for r in ie.dv_ranges if (ie.partition, r.data_file) not in removed]
-        if not keep:
+        dvs: dict[str, DeletionVector] = {r.data_file: scanner.deletion_vector(ie, r) for ie, r in ranges
+                                          if (ie.partition, r.data_file) not in removed}
+        if not dvs:
             continue
-        dvs: dict[str, DeletionVector] = {r.data_file: scanner.deletion_vector(ie, r) for r in keep}
         if with_card is None:
             with_card = _supports_cardinality(scanner)
-        try:
-            entry, path = write_dv_index(table, scanner, ie.partition, ie.bucket, dvs, with_card, f"{prefix}{n}")
-        except BaseException:
-            out.written_paths.append(dv_index_path(table, scanner, ie.partition, ie.bucket, f"{prefix}{n}"))
-            raise
+        first = group[0]
+        name = f"{prefix}{n}"
         n += 1
-        out.written_paths.append(path)
+        out.written_paths.append(dv_index_path(table, scanner, first.partition, first.bucket, name))
+        entry, _ = write_dv_index(table, scanner, first.partition, first.bucket, dvs, with_card, name)
         out.added.append(entry)
     return out
 

@@ -10,9 +10,12 @@
 | `manifest_count` | table | WARN | manifest compaction is due: the latest snapshot reads `manifest.compaction-trigger` manifests |
 | `partition_expiry` | table (expiring) | WARN / ERROR | WARN: partitions are due to expire; ERROR: a partition time is unreadable |
 | `latest_tag_present` | tags | WARN | a tag of the retained window is missing (deleted or expired, snapshot still known) |
+| `maintenance_succeeded` | table | ERROR | its last maintenance run failed on it (recorded by that run, table by table) |
 
-Needs-compaction and needs-expiry are routine states, hence WARN; ERROR is for what needs a person. Every check
-turns an unreadable table into an ERROR result, never a crash. Checks run inside the table asset's runs (after
+`maintenance_succeeded` is what lets a table failing in a run of many tables show failed while the others show done
+(the run itself does not fail: see `table_asset.run_each`). Needs-compaction and needs-expiry are routine states,
+hence WARN; ERROR is for what needs a person. Every check turns an unreadable table into an ERROR result, never a
+crash. Checks run inside the table asset's runs (after
 every maintenance run), and the observation sensor evaluates the cheap ones whenever the table changed.
 """
 from __future__ import annotations
@@ -50,6 +53,7 @@ MANIFESTS = health.MANIFEST_COUNT
 PARTITION_EXPIRY = health.PARTITION_EXPIRY
 LATEST_TAG = "latest_tag_present"
 FEATURES = "features_supported"
+MAINTAINED = "maintenance_succeeded"  # evaluated by the run maintaining the table, never by the checks' op
 # what the observation sensor evaluates on every change
 CHEAP = (METADATA_READABLE, *(h.check for _, h in health_signals()), LATEST_TAG, FEATURES)
 
@@ -73,6 +77,8 @@ _DESCRIPTIONS = {
     FEATURES: "Every maintenance operation can run on {ident}: the table uses no feature (row tracking, data "
               "evolution, BLOB, postpone bucket, ...) that paimon-ops refuses for an operation (WARN otherwise: that "
               "operation's work is not done).",
+    MAINTAINED: "The last maintenance run of {ident} succeeded on it (ERROR otherwise: the run's observation of the "
+                "table says what failed). Recorded by the maintaining run, table by table.",
     LATEST_TAG: "Every tag of {ident}'s retained window exists — the latest period that ended and each earlier one "
                 "the tag retention keeps whose snapshot is still known (WARN otherwise: backfill the "
                 "missing days).",
@@ -96,6 +102,12 @@ class Outcome:
                                     description=self.description, metadata=dict(self.metadata))
 
 
+def maintenance_outcome(passed: bool, description: str) -> Outcome:
+    """The `maintenance_succeeded` evaluation of a table a run maintained (or failed to)."""
+    return Outcome(MAINTAINED, passed, AssetCheckSeverity.ERROR, description,
+                   {} if passed else {"error": description})
+
+
 def has_signal(spec: TableSpec, signal: Health) -> bool:
     """Whether a table has a health signal of the operation registry (its check, its sensor)."""
     return (signal.tables == ALL_TABLES or (signal.tables == DV_TABLES and spec.dv_enabled)
@@ -109,7 +121,12 @@ def table_check_names(spec: TableSpec) -> list[str]:
     names = [METADATA_READABLE, REFERENCED_FILES] + [h.check for _, h in health_signals() if has_signal(spec, h)]
     if spec.gated:
         names.append(FEATURES)
-    return names
+    return names + [MAINTAINED]
+
+
+def evaluated_names(spec: TableSpec) -> list[str]:
+    """The table's checks an evaluation measures (`maintenance_succeeded` is the maintaining run's record)."""
+    return [n for n in table_check_names(spec) if n != MAINTAINED]
 
 
 def tags_check_names(spec: TableSpec) -> list[str]:

@@ -14,6 +14,14 @@
         group_name: "lake_{{ table.database }}"    # them ({{ table }}: the TableSpec; {{ spec }}: the default spec)
         tags: {team: data-platform}
 
+State: the component is state-backed (Dagster's `StateBackedComponent`, as dagster-dbt's is with its manifest): the
+definitions are built from a description of the warehouse (every table's spec, `paimon_ops.dagster.state`), not
+by reading every table at each load. `dg utils refresh-defs-state` writes it (run it on a schedule, or when tables
+are added; `dg dev` refreshes it when it starts) — into the project (`LOCAL_FILESYSTEM`, the default: run it when
+building the deployed image) or the instance's defs state storage (`defs_state: {management_type:
+VERSIONED_STATE_STORAGE}`) — and no load reads the warehouse: not the code server, not a run worker. Never
+refreshed, the component reads the warehouse at load, as a plain `build_paimon_definitions` does.
+
 Several warehouses in one project: one component each, every one but one with a `name:` (`name: archive` gives
 resources `paimon_archive` / `spark_archive`, jobs `paimon_archive_compaction` …, sensors
 `paimon_archive_observation_sensor` …, default asset keys `paimon/archive/<db>/<table>`); the unnamed one keeps the
@@ -24,15 +32,19 @@ that validates as it is: the warehouse given, or `{{ env.PAIMON_OPS_WAREHOUSE }}
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Optional, Union
 
 from dagster import AssetSpec, ComponentLoadContext, Definitions
-from dagster.components import Component, Model, Resolvable, Scaffolder, ScaffoldRequest, scaffold_with
+from dagster.components import Model, Resolvable, Scaffolder, ScaffoldRequest, StateBackedComponent, scaffold_with
 from dagster.components.component_scaffolding import scaffold_component
+from dagster.components.utils.defs_state import DefsStateConfig, DefsStateConfigArgs, ResolvedDefsStateConfig
 from dagster.components.utils.translation import TranslationFnResolver
 from pydantic import BaseModel, Field
 
 from paimon_ops.dagster.factory import build_paimon_definitions
+from paimon_ops.dagster.refs import DEFAULT_SHARD_SIZE
+from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.dagster.translator import PaimonTranslator
 
@@ -83,7 +95,7 @@ class _TranslatedTables(PaimonTranslator):
 
 
 @scaffold_with(PaimonScaffolder)
-class PaimonComponent(Component, Model, Resolvable):
+class PaimonComponent(StateBackedComponent, Model, Resolvable):
     """Maintenance of every table of a Paimon warehouse: one asset per table (observed, with checks), daily tags
     assets, maintenance jobs, sensors and the nightly schedule."""
 
@@ -113,6 +125,13 @@ class PaimonComponent(Component, Model, Resolvable):
     nightly_timezone: str = Field(default="UTC", description="time zone of nightly_cron")
     sensor_interval_seconds: int = Field(default=300, description="minimum interval of the compaction / expiry sensors")
     observation_interval_seconds: int = Field(default=60, description="minimum interval of the observation sensor")
+    shard_size: int = Field(default=DEFAULT_SHARD_SIZE, ge=1, description="tables maintained in one run of the nightly "
+                            "schedule or of a sensor's tick (per database; larger databases are split)")
+    defs_state: ResolvedDefsStateConfig = Field(
+        default_factory=DefsStateConfigArgs.local_filesystem,
+        description="where the warehouse description `dg utils refresh-defs-state` writes is kept: LOCAL_FILESYSTEM "
+                    "(default, in the project), VERSIONED_STATE_STORAGE (the instance's defs state storage) or "
+                    "LEGACY_CODE_SERVER_SNAPSHOTS (read when the code server starts)")
     sensor_tick_budget_seconds: float = Field(default=20.0, description="time a sensor tick spends measuring tables "
                                               "before leaving the rest to its next ticks (Dagster's timeout is 60 s)")
     translation: Optional[Annotated[
@@ -121,13 +140,26 @@ class PaimonComponent(Component, Model, Resolvable):
     ]] = Field(default=None, description="asset attributes of each table asset (key, group_name, tags, owners, "
                                          "description, metadata, deps …), templated with {{ table }}")
 
-    def build_defs(self, context: ComponentLoadContext) -> Definitions:
+    @property
+    def defs_state_config(self) -> DefsStateConfig:
+        return DefsStateConfig.from_args(self.defs_state, default_key=f"PaimonComponent[{self.name or self.warehouse}]")
+
+    def _warehouse(self) -> PaimonWarehouse:
+        return PaimonWarehouse(uri=self.warehouse, include=list(self.include), exclude=list(self.exclude),
+                               catalog_options=options_text(self.catalog_options),
+                               options_override=options_text(self.options),
+                               table_options_override={t: options_text(o) for t, o in self.table_options.items()})
+
+    def write_state_to_path(self, state_path: Path) -> None:
+        from paimon_ops.dagster.state import write_state
+        write_state(self._warehouse(), state_path)
+
+    def build_defs_from_state(self, context: ComponentLoadContext, state_path: Optional[Path]) -> Definitions:
+        """From the description when there is one; without (never refreshed), from the warehouse itself."""
         translator: Any = _TranslatedTables(self.translation, self.name) if self.translation is not None else None
         return build_paimon_definitions(
-            self.warehouse, translator, name=self.name, include=self.include, exclude=self.exclude,
-            catalog_options=options_text(self.catalog_options),
-            options_override=options_text(self.options),
-            table_options_override={t: options_text(o) for t, o in self.table_options.items()},
+            self._warehouse(), translator, name=self.name,
+            state_path=str(state_path) if state_path is not None else None, shard_size=self.shard_size,
             spark_master=self.spark_master, spark_remote=self.spark_remote, spark_conf=options_text(self.spark_conf),
             spark_placement=self.spark_placement, automation_running=self.automation,
             nightly_cron=self.nightly_cron, nightly_timezone=self.nightly_timezone,

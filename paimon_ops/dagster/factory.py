@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import gc
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, ParamSpec, Sequence, TypeVar
 
@@ -33,45 +32,19 @@ from dagster import (
 
 from paimon_ops.api import health_signals
 from paimon_ops.dagster.jobs import JOBS, build_jobs, job_for
-from paimon_ops.dagster.refs import Member, Names, TableRef, group_by_op
+from paimon_ops.dagster.refs import DEFAULT_SHARD_SIZE, Member, Names, TableRef, group_by_op
 from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse
 from paimon_ops.dagster.schedules import build_nightly_schedule
 from paimon_ops.dagster.sensors import DEFAULT_BUDGET_S, build_sensors
-from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, WAREHOUSE_PLACEHOLDER, TableSpec, load_spec
+from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec, load_specs
 from paimon_ops.dagster.table_asset import build_table_assets
 from paimon_ops.dagster.tags_asset import build_tag_automation_sensor, build_tags_assets, tags_asset_spec
 from paimon_ops.dagster.translator import PaimonTranslator
-from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
+from paimon_ops.errors import InvalidArgumentError
 
 log = logging.getLogger("paimon_ops.dagster")
 
 FREEZE_OVER_TABLES = 1000
-LOAD_THREADS = 16  # tables read at once from an object store
-
-
-def load_specs(warehouse: PaimonWarehouse) -> list[TableSpec]:
-    """A spec per selected table; broken tables (and an unlistable warehouse) come back with `error` set."""
-    try:
-        catalog = warehouse.catalog()
-        identifiers = warehouse.table_identifiers(catalog)
-    except (PaimonOpsError, OSError) as e:
-        log.warning("paimon: warehouse %s cannot be listed: %s", warehouse.uri, e)
-        db, _, name = WAREHOUSE_PLACEHOLDER.partition(".")
-        return [TableSpec(identifier=WAREHOUSE_PLACEHOLDER, database=db, table=name, location=warehouse.uri,
-                          error=f"warehouse {warehouse.uri} cannot be listed: {type(e).__name__}: {e}")]
-
-    def one(ident: str) -> TableSpec:
-        try:
-            return load_spec(warehouse.get_table(ident, catalog))
-        except (PaimonOpsError, OSError) as e:
-            log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
-            db, _, name = ident.partition(".")
-            return TableSpec(identifier=ident, database=db, table=name, error=f"{type(e).__name__}: {e}")
-
-    if catalog.io.is_local:  # a local disk answers faster than threads hand work around
-        return [one(ident) for ident in identifiers]
-    with ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="paimon-load") as pool:  # a request per read
-        return list(pool.map(one, identifiers))
 
 
 @dataclass
@@ -137,6 +110,8 @@ def build_paimon_parts(
     sensor_tick_budget_seconds: float = DEFAULT_BUDGET_S,
     automation_running: bool = False,
     name: str | None = None,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    state_path: str | None = None,
 ) -> PaimonDefinitions:
     """The parts `build_paimon_definitions` assembles — table assets, checks, jobs, sensors, schedules, resources —
     before they become one `Definitions` (`.definitions()`): for code locations that combine them with their own.
@@ -154,7 +129,14 @@ def build_paimon_parts(
             raise InvalidArgumentError(f"spark_placement must be auto, spark or local, got {spark_placement!r}")
         spark = PaimonSpark(master=spark_master, remote=spark_remote, conf=dict(spark_conf or {}),
                             placement=spark_placement)  # type: ignore[arg-type]  # checked above
-    parts = PaimonDefinitions(specs=load_specs(warehouse), refs=[],
+    if shard_size < 1:
+        raise InvalidArgumentError(f"shard_size must be at least 1, got {shard_size}")
+    if state_path is None:
+        specs = load_specs(warehouse)
+    else:
+        from paimon_ops.dagster.state import state_specs  # (the module also runs as `python -m`)
+        specs = state_specs(state_path, warehouse)
+    parts = PaimonDefinitions(specs=specs, refs=[],
                               resources={names.warehouse_key: warehouse, names.spark_key: spark})
     tables: list[Member[tuple[TableRef, AssetSpec]]] = []
     tags: list[Member[tuple[TableRef, AssetSpec]]] = []
@@ -196,12 +178,14 @@ def build_paimon_parts(
         schedule_status = DefaultScheduleStatus.RUNNING if automation_running else DefaultScheduleStatus.STOPPED
         jobs = {op.name: names(job_for(op.dagster_key)) for op, _ in health_signals()}  # what the health sensors request
         parts.sensors = build_sensors(parts.refs, jobs, sensor_interval_seconds, observation_interval_seconds,
-                                      sensor_status, sensor_tick_budget_seconds, names)
-        nightly = build_nightly_schedule(parts.refs, nightly_cron, nightly_timezone, schedule_status, names)
+                                      sensor_status, sensor_tick_budget_seconds, names, shard_size)
+        nightly = build_nightly_schedule(parts.refs, nightly_cron, nightly_timezone, schedule_status, names,
+                                         shard_size)
         if nightly is not None:
             parts.schedules.append(nightly)
     tag_sensor = build_tag_automation_sensor(
-        parts.refs, DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED, names=names)
+        parts.refs, DefaultSensorStatus.RUNNING if automation_running else DefaultSensorStatus.STOPPED, names=names,
+        shard_size=shard_size)
     if tag_sensor is not None:
         parts.sensors.append(tag_sensor)
     if len(parts.refs) >= FREEZE_OVER_TABLES:
@@ -224,7 +208,8 @@ def _translate(spec: TableSpec, translator: PaimonTranslator
     asset_spec = translator.get_asset_spec(spec)
     tags_spec = tags_asset_spec(spec, translator) if spec.has_expected_tags and not spec.broken else None
     ref = TableRef(spec=spec, key=asset_spec.key, op_name="", tags_key=tags_spec.key if tags_spec else None,
-                   tags=dict(translator.get_tags(spec)), pool=translator.get_pool(spec))
+                   tags=dict(translator.get_tags(spec)), pool=translator.get_pool(spec),
+                   shard=translator.get_shard(spec))
     return (ref, asset_spec, tags_spec, translator.get_op_name(spec),
             translator.get_tags_op_name(spec) if tags_spec is not None else "")
 
@@ -246,7 +231,10 @@ def build_paimon_definitions(warehouse: str | PaimonWarehouse, translator: Paimo
     catalog: metastore, uri, …), `options_override`, `table_options_override`,
     `spark` (a `PaimonSpark`) or `spark_master` / `spark_remote` / `spark_conf` / `spark_placement` (auto: in-process
     within the tables' execution.local.* thresholds, Spark beyond; spark; local), `nightly_cron` /
-    `nightly_timezone`, `sensor_interval_seconds`, `observation_interval_seconds`, `sensor_tick_budget_seconds`
+    `nightly_timezone`, `shard_size` (tables per run of the nightly schedule and of a sensor's tick, per shard: the
+    translator's `get_shard`, the database by default), `state_path` (build from the warehouse description written
+    there by `paimon_ops.dagster.state` — no storage read at load — instead of reading every table's metadata),
+    `sensor_interval_seconds`, `observation_interval_seconds`, `sensor_tick_budget_seconds`
     (time a sensor tick spends measuring tables before leaving the rest to the next tick), `automation_running` (start
     sensors, the nightly schedule and the daily tag automation; default stopped), `name` (several warehouses in one
     code location: each build but one named, so resource keys, ops, jobs, sensors and schedules do not clash —

@@ -69,7 +69,7 @@ def job_config(operations: Sequence[str], table_ops: Mapping[str, Any]) -> Confi
     ops_fields = {}
     for op_name, schema in table_ops.items():
         fields = schema.config_type.fields
-        shape = {"dry_run": fields["dry_run"]}
+        shape = {"dry_run": fields["dry_run"], "due_checks": fields["due_checks"]}
         for name in operations:
             section = fields[name]
             inner = section.config_type.inner_type if isinstance(section.config_type, Noneable) else section.config_type
@@ -81,10 +81,14 @@ def job_config(operations: Sequence[str], table_ops: Mapping[str, Any]) -> Confi
     def to_op_config(given: Mapping[str, Any]) -> Mapping[str, Any]:
         out: dict[str, Any] = {k: given[k] for k in _PASSED_ON if given.get(k)}
         given_ops = given.get("ops") or {}
-        # a job without operations observes (a run naming no section would do what the table needs now)
+        # a job without operations observes (a run naming no section would do what the table needs now); a run naming
+        # `due_checks` (a sensor's run of many tables) does what those signals make due, table by table, within the
+        # job's operations. Only the ops the run config names: a run selecting some tables holds only their ops, and
+        # an op given no config does what its job does with the default sections (table_asset.job_defaults)
         out["ops"] = {op_name: {"config": {"dry_run": bool(cfg.get("dry_run")), "observe_only": not operations,
-                                           **{name: dict(cfg.get(name) or {}) for name in operations}}}
-                      for op_name in table_ops
+                                           **({"due_checks": list(cfg["due_checks"])} if cfg.get("due_checks") else
+                                              {name: dict(cfg.get(name) or {}) for name in operations})}}
+                      for op_name in table_ops if op_name in given_ops
                       for cfg in [(given_ops.get(op_name) or {}).get("config") or {}]}
         return out
 

@@ -89,6 +89,24 @@ def reclaimed_total(instance: Any, key: AssetKey) -> int:
     return 0
 
 
+def reclaimed_totals(instance: Any, keys: list[AssetKey]) -> dict[AssetKey, int]:
+    """`reclaimed_total` of many tables in one query (the latest observation of each, from its asset record)."""
+    out: dict[AssetKey, int] = {}
+    if instance is None or not keys:
+        return out
+    try:
+        records = instance.get_asset_records(keys)
+    except Exception:  # noqa: BLE001 - one by one then
+        return {k: reclaimed_total(instance, k) for k in keys}
+    for record in records:
+        entry = record.asset_entry
+        obs = entry.last_observation.asset_observation if entry.last_observation is not None else None
+        v = obs.metadata.get(RECLAIMED_TOTAL) if obs is not None else None
+        if v is not None:
+            out[entry.asset_key] = int(v.value)
+    return out
+
+
 MAX_WALK_BACK = 100  # snapshots read to find the latest writer commit behind a run of compactions
 
 

@@ -112,6 +112,11 @@ class TableConfig(Config):
     observe_only: bool = Field(default=False, description="only observe the tables and evaluate their checks, even "
                                                           "when maintenance is due (without a section, a run does "
                                                           "the operations the table's health signals make due)")
+    due_checks: list[str] = Field(default_factory=list, description="without a section: do only what these health "
+                                                                    "signals (checks: dv_ratio, small_files, …) make "
+                                                                    "due, each table as its sensor would request it "
+                                                                    "(what a sensor's run of many tables sets); empty: "
+                                                                    "every signal")
 
 
 def _table_config(kind: str | None) -> type[TableConfig]:

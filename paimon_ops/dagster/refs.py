@@ -66,10 +66,38 @@ class TableRef:
     tags_key: Optional[AssetKey] = None
     tags: Any = None         # the translator's tags (run tags of every run launched for the table)
     pool: str = ""           # the table's pool, paimon/<db>.<table> by default (claimed per table: instance.table_slot)
+    shard: str = ""          # the tables maintained together (the translator's get_shard: its database by default)
 
     @property
     def ident(self) -> str:
         return self.spec.identifier
+
+
+DEFAULT_SHARD_SIZE = 500  # tables in one run of the nightly schedule or of a sensor's tick
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Tables maintained together in one run: `name` (the shard, `#2` … when split) and its tables."""
+
+    name: str
+    refs: tuple[TableRef, ...]
+
+
+def shards(refs: Iterable[TableRef], size: int = DEFAULT_SHARD_SIZE) -> list[Shard]:
+    """The tables by shard (`TableRef.shard`), in first-seen order, each split into runs of at most `size` tables
+    (`db0`, or `db0#1`, `db0#2` … when split)."""
+    if size < 1:
+        raise InvalidArgumentError(f"shard_size must be at least 1, got {size}")
+    by: dict[str, list[TableRef]] = {}
+    for r in refs:
+        by.setdefault(r.shard or r.spec.database, []).append(r)
+    out = []
+    for name, members in by.items():
+        parts = [members[i:i + size] for i in range(0, len(members), size)]
+        for i, part in enumerate(parts):
+            out.append(Shard(name if len(parts) == 1 else f"{name}#{i + 1}", tuple(part)))
+    return out
 
 
 T = TypeVar("T")

@@ -32,6 +32,7 @@ selection) — the sensors wait for it (the table's cursor is not advanced).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import posixpath
 import time
@@ -75,7 +76,7 @@ from paimon_ops.dagster.observe import (
     table_state,
 )
 from paimon_ops.dagster.operations import now_millis
-from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
+from paimon_ops.dagster.refs import DEFAULT_NAMES, DEFAULT_SHARD_SIZE, Names, TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import partition_key_of
 from paimon_ops.dagster.tags_asset import TAG_REMOVED, tags_partitions
@@ -216,9 +217,12 @@ def new_snapshot(ref: TableRef, latest: int, seen: Optional[str]) -> tuple[Optio
 
 def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs: Sequence[TableRef],
              decide: Decide, budget_s: float = DEFAULT_BUDGET_S, due: Due = new_snapshot,
-             not_due: str = "without a new snapshot") -> SensorResult:
+             not_due: str = "without a new snapshot", check: Optional[str] = None,
+             shard_size: int = DEFAULT_SHARD_SIZE) -> SensorResult:
     """Per table: skip unless due (by default: a new snapshot, from its hint), wait while a run changes it, else open
-    and measure it (via `decide`) while the tick's time budget lasts."""
+    and measure it (via `decide`) while the tick's time budget lasts. The tables found due in a tick are maintained
+    in few runs (`batched`: one per `shard_size` tables, each doing what `check` makes due on its tables); a tick that
+    finds one table due requests exactly its run."""
     cursor = _load_cursor(context.cursor)
     seen: dict[str, str] = cursor["tables"]
     refs = [r for r in refs if not r.spec.broken]
@@ -274,6 +278,8 @@ def evaluate(context: SensorEvaluationContext, warehouse: PaimonWarehouse, refs:
     cursor["next"] = (start + done) % len(refs)
     new_cursor = _dump_cursor(cursor)
     if requests:
+        if check is not None:
+            requests = batched(requests, {r.key: r for r in refs}, check, shard_size)
         return SensorResult(run_requests=requests, cursor=new_cursor)
     if unchanged and len(refs) > 1:
         notes.insert(0, f"{unchanged} of {len(refs)} tables {not_due}")
@@ -312,13 +318,49 @@ def compaction_requests(ref: TableRef, kind: str, snapshot_id: int, job_name: st
     return out
 
 
+def batched(requests: list[RunRequest], refs: dict[Any, TableRef], check: str, shard_size: int) -> list[RunRequest]:
+    """The per-table requests of a tick as runs of up to `shard_size` tables each (one request: itself, unchanged):
+    each run selects its tables (without their checks: it records the checks its work changes itself) and does on
+    each what `check` makes due now, as the table's own request would (compaction: exactly the buckets over the
+    threshold), re-measured by the run at the moment it acts. Run key: the tick's per-table run keys (kind, table,
+    snapshot), hashed, so the same findings are requested once."""
+    if len(requests) <= 1:
+        return requests
+    by_job: dict[str, list[RunRequest]] = {}
+    for r in requests:
+        by_job.setdefault(r.job_name or "", []).append(r)
+    out = []
+    for job, reqs in by_job.items():
+        seen: dict[Any, RunRequest] = {}
+        for r in reqs:  # one entry per table (a compaction due in several groups of buckets: the table once)
+            for k in r.asset_selection or ():
+                seen.setdefault(k, r)
+        keys = list(seen)
+        for i in range(0, len(keys), max(1, shard_size)):
+            chunk = keys[i:i + max(1, shard_size)]
+            members = [refs[k] for k in chunk]
+            digest = hashlib.sha1("\n".join(sorted(seen[k].run_key or "" for k in chunk)).encode()).hexdigest()[:16]
+            first = seen[chunk[0]].tags
+            trigger = first.get("paimon/trigger", "")
+            out.append(RunRequest(
+                run_key=f"{trigger}:batch:{digest}", job_name=job or None, asset_selection=chunk,
+                asset_check_keys=[],
+                run_config={"ops": {op: {"config": {"due_checks": [check]}}
+                                    for op in dict.fromkeys(m.op_name for m in members)}},
+                tags={"paimon/trigger": trigger, "paimon/tables": str(len(chunk)),
+                      "paimon/reason": _truncate(f"{check} due on {len(chunk)} table(s): "
+                                                 + ", ".join(m.ident for m in members), MAX_TAG_LEN)}))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- the sensors
 def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: int = 300,
                   observation_interval_s: int = 60, status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
-                  budget_s: float = DEFAULT_BUDGET_S, names: Names = DEFAULT_NAMES) -> list[SensorDefinition]:
+                  budget_s: float = DEFAULT_BUDGET_S, names: Names = DEFAULT_NAMES,
+                  shard_size: int = DEFAULT_SHARD_SIZE) -> list[SensorDefinition]:
     """The observation sensor, and one sensor per health signal of the operation registry (`Operation.health`),
-    requesting that operation's job; `jobs`: operation -> job name; `names`: the build's sensor names and
-    resource keys (`refs.Names`)."""
+    requesting that operation's job for the tables it finds due (runs of up to `shard_size` tables); `jobs`: operation
+    -> job name; `names`: the build's sensor names and resource keys (`refs.Names`)."""
     job_of = {h.check: jobs[op.name] for op, h in health_signals()}
 
     def decide_dv(ref: TableRef, table: Any, sid: int):
@@ -393,7 +435,8 @@ def build_sensors(refs: Sequence[TableRef], jobs: dict[str, str], interval_s: in
             paimon = warehouse(context)
             if not chosen and none:
                 return SensorResult(skip_reason=SkipReason(none))
-            return evaluate(context, paimon, chosen, decide, budget_s, **when)
+            return evaluate(context, paimon, chosen, decide, budget_s, **when, check=signal.check,
+                            shard_size=shard_size)
 
         return health_sensor
 

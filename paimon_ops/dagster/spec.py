@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import re
-import re as _re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from paimon_ops.errors import InvalidOptionError, PaimonOpsError
@@ -26,6 +26,9 @@ from paimon_ops.options import (
     Options,
 )
 from paimon_ops.table.table import FileStoreTable, Identifier
+
+if TYPE_CHECKING:
+    from paimon_ops.dagster.resources import PaimonWarehouse
 
 log = logging.getLogger("paimon_ops.dagster")
 
@@ -225,7 +228,7 @@ def _partitions_start(table: FileStoreTable, schema, zone: str) -> str:
     start = _date_in_zone(min(times), zone) if times else _dt.date.today() - _dt.timedelta(days=30)
     floor = start - _dt.timedelta(days=3660)  # a stray name ('0001-01-01') must not make millions of partitions
     for name in table.tags.names():  # a day-named tag (either formatter) before that day: start there
-        m = _re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", name)
+        m = re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", name)
         if m:
             try:
                 day = _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
@@ -240,7 +243,7 @@ def partition_key_of(spec: TableSpec, tag_name: str) -> str | None:
     """The daily partition (yyyy-MM-dd) a tag name stands for, or None (not a daily tag of this table)."""
     if not spec.daily_tags:
         return None
-    m = _re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", tag_name)
+    m = re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", tag_name)
     if not m:
         return None
     key = f"{m.group(1)}-{m.group(2)}-{m.group(3)}"
@@ -249,3 +252,31 @@ def partition_key_of(spec: TableSpec, tag_name: str) -> str | None:
     except ValueError:
         return None
     return key if spec.period_name(key) == tag_name else None
+
+
+LOAD_THREADS = 16  # tables read at once from an object store
+
+
+def load_specs(warehouse: PaimonWarehouse) -> list[TableSpec]:
+    """A spec per selected table; broken tables (and an unlistable warehouse) come back with `error` set."""
+    try:
+        catalog = warehouse.catalog()
+        identifiers = warehouse.table_identifiers(catalog)
+    except (PaimonOpsError, OSError) as e:
+        log.warning("paimon: warehouse %s cannot be listed: %s", warehouse.uri, e)
+        db, _, name = WAREHOUSE_PLACEHOLDER.partition(".")
+        return [TableSpec(identifier=WAREHOUSE_PLACEHOLDER, database=db, table=name, location=warehouse.uri,
+                          error=f"warehouse {warehouse.uri} cannot be listed: {type(e).__name__}: {e}")]
+
+    def one(ident: str) -> TableSpec:
+        try:
+            return load_spec(warehouse.get_table(ident, catalog))
+        except (PaimonOpsError, OSError) as e:
+            log.warning("paimon: table %s cannot be maintained until fixed: %s", ident, e)
+            db, _, name = ident.partition(".")
+            return TableSpec(identifier=ident, database=db, table=name, error=f"{type(e).__name__}: {e}")
+
+    if catalog.io.is_local:  # a local disk answers faster than threads hand work around
+        return [one(ident) for ident in identifiers]
+    with ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="paimon-load") as pool:  # a request per read
+        return list(pool.map(one, identifiers))

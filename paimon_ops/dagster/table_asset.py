@@ -41,11 +41,13 @@ from dagster import (
     multi_asset,
     op,
 )
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from pydantic import ValidationError
 
 import paimon_ops as po
 import paimon_ops.dagster.checks as checks_mod
 import paimon_ops.dagster.due as due
+from paimon_ops.api import health_signals
 from paimon_ops.dagster.instance import PRIORITY_TAG, table_slot
 from paimon_ops.dagster.jobs import JOBS
 from paimon_ops.dagster.metadata import (
@@ -56,11 +58,12 @@ from paimon_ops.dagster.metadata import (
     report_markdown,
     report_metadata,
 )
-from paimon_ops.dagster.observe import RECLAIMED_TOTAL, reclaimed_total, table_state
+from paimon_ops.dagster.observe import RECLAIMED_TOTAL, reclaimed_total, reclaimed_totals, table_state
 from paimon_ops.dagster.operations import (
     CONFIG_BY_KIND,
     CREATE_TAGS,
     DAGSTER_OPERATIONS,
+    EXPIRE_SNAPSHOTS,
     applies,
     now_millis,
     operations_of,
@@ -129,7 +132,7 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
 
     `names`: the build's resource keys and job names (see `refs.Names`)."""
     refs = {ref.key: ref for ref, _ in members}
-    job_names = {names(job) for job in JOBS}
+    job_names = {names(job): job for job in JOBS}  # this build's job names -> the jobs' own names
     order = {ref.key: i for i, (ref, _) in enumerate(members)}
     cfg_cls = CONFIG_BY_KIND[kind]
 
@@ -139,7 +142,8 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
                  required_resource_keys={names.warehouse_key, names.spark_key})
     def _tables(context: AssetExecutionContext, config: cfg_cls) -> Iterator[Any]:  # type: ignore[valid-type]
         paimon, spark = names.resources(context)
-        yield from run_tables(context, refs, order, config, paimon, spark, job_names)
+        yield from run_tables(context, refs, order, job_defaults(context.job_name, job_names, kind, config), paimon,
+                              spark, job_names)
 
     specs = {spec.get_python_identifier(): spec for ref, _ in members
              for spec in checks_mod.check_specs(ref.spec, ref.key, checks_mod.table_check_names(ref.spec))}
@@ -157,7 +161,7 @@ def build_table_assets(op_name: str, kind: str | None, members: Sequence[tuple[T
             by_table.setdefault(ck.asset_key, set()).add(ck.name)
 
         def one(ref: TableRef) -> Iterator[AssetCheckResult]:
-            wanted = [n for n in checks_mod.table_check_names(ref.spec) if n in by_table[ref.key]]
+            wanted = [n for n in checks_mod.evaluated_names(ref.spec) if n in by_table[ref.key]]
             for outcome in checks_mod.evaluate(ref.spec, lambda: paimon.get_table(ref.ident), wanted, now_millis()):
                 yield outcome.result(ref.key)
 
@@ -180,9 +184,14 @@ def selected_tables(context: AssetExecutionContext, refs: Mapping[Any, TableRef]
 
 
 def run_each(context: Any, refs: Mapping[AssetKey, TableRef], keys: Sequence[AssetKey],
-             body: Callable[[TableRef], Optional[Iterable[Any]]]) -> Iterator[Any]:
+             body: Callable[[TableRef], Optional[Iterable[Any]]],
+             on_failure: Optional[Callable[[TableRef, Failure], None]] = None) -> Iterator[Any]:
     """`body` for each table in its pool slot. One table: its failure is the run's. Several: a failing table does not
-    stop the others; the run fails at the end naming each."""
+    stop the others. Without `on_failure` (assets a run materialises: a failed run leaves exactly the assets it did
+    not materialise failed) the run fails at the end naming each. With it (the table assets, which maintenance
+    observes and never materialises, so a failed run would mark every table it selected failed) `on_failure` records
+    the failure on the table's own asset, and the run ends without failing, naming the failed tables in its log and
+    its tags (`paimon/failed_tables`, `paimon/failed_count`)."""
     failures: list[tuple[str, str]] = []
     for key in keys:
         ref = refs[key]
@@ -192,13 +201,87 @@ def run_each(context: Any, refs: Mapping[AssetKey, TableRef], keys: Sequence[Ass
             except Failure as e:
                 if len(keys) == 1:
                     raise
-                context.log.error(f"{ref.ident}: {e.description}")
                 failures.append((ref.ident, e.description or ""))
-    if failures:
-        raise Failure(description=f"{len(failures)} of {len(keys)} tables failed: "
-                                  + "; ".join(f"{t}: {d}" for t, d in failures[:10])
-                                  + (f" … (+{len(failures) - 10})" if len(failures) > 10 else ""),
-                      metadata={"failed_tables": MetadataValue.json([t for t, _ in failures])}, allow_retries=False)
+                context.log.error(f"{ref.ident}: {e.description}")
+                if on_failure is not None:
+                    on_failure(ref, e)
+    if not failures:
+        return
+    summary = (f"{len(failures)} of {len(keys)} tables failed: " + "; ".join(f"{t}: {d}" for t, d in failures[:10])
+               + (f" … (+{len(failures) - 10})" if len(failures) > 10 else ""))
+    if on_failure is None:
+        raise Failure(description=summary, metadata={"failed_tables": MetadataValue.json([t for t, _ in failures])},
+                      allow_retries=False)
+    context.log.error(f"{summary}; the other {len(keys) - len(failures)} are done")
+    failed = ",".join(t for t, _ in failures)
+    try:
+        context.instance.add_run_tags(context.run_id, {
+            FAILED_TABLES_TAG: failed if len(failed) <= MAX_TAG_LEN else failed[:MAX_TAG_LEN - 1] + "…",
+            FAILED_COUNT_TAG: str(len(failures))})
+    except Exception as e:  # noqa: BLE001 - the run's log names them in any case
+        log.warning("paimon: cannot tag run %s with its failed tables: %s", context.run_id, e)
+
+
+QUIET_OVER = 10  # tables in a run over which the lines about each table go to the step's output, not the event log
+FAILED_TABLES_TAG = "paimon/failed_tables"
+FAILED_COUNT_TAG = "paimon/failed_count"
+MAX_TAG_LEN = 200
+
+
+class RunLog:
+    """Where the lines about one table go. A run of one table: the run's log, every line an event of the run. A batch
+    (many tables in one run): Python's logging — the step's captured output, the run's stdout/stderr — so that a table
+    costs one observation in the instance's storage rather than a dozen events (each a write); its observation
+    carries its report either way. Events go to the run at once."""
+
+    def __init__(self, context: Any, quiet: bool):
+        self.context, self.quiet = context, quiet
+        self.log = log if quiet else context.log
+
+    def event(self, event: Any) -> None:
+        self.context.log_event(event)
+
+
+class KnownChecks:
+    """What the instance last recorded of a batch's tables — each check's outcome and each table's
+    `bytes_reclaimed_total` — fetched once (two queries, not two per table), so that a batch records a check
+    evaluation only where it changes what Dagster shows."""
+
+    def __init__(self, instance: Any, refs: Sequence[TableRef]):
+        self.passed: dict[AssetCheckKey, bool] = {}
+        self.unknown = False
+        keys = [AssetCheckKey(r.key, n) for r in refs for n in checks_mod.table_check_names(r.spec)]
+        try:
+            summaries = instance.event_log_storage.get_asset_check_summary_records(keys)
+        except Exception as e:  # noqa: BLE001 - a storage that cannot tell: record every evaluation
+            log.warning("paimon: latest check outcomes unavailable (%s); recording every evaluation", e)
+            self.unknown = True
+            summaries = {}
+        for key, summary in summaries.items():
+            record = summary.last_completed_check_execution_record if summary is not None else None
+            if record is not None:
+                self.passed[key] = record.status == AssetCheckExecutionRecordStatus.SUCCEEDED
+        self.totals = reclaimed_totals(instance, [r.key for r in refs])
+
+    def changed(self, key: AssetKey, outcome: checks_mod.Outcome) -> bool:
+        return self.unknown or self.passed.get(AssetCheckKey(key, outcome.name)) is not outcome.passed
+
+    def was_failed(self, key: AssetKey, name: str) -> bool:
+        return self.unknown or self.passed.get(AssetCheckKey(key, name)) is False
+
+
+def job_defaults(job_name: str, job_names: Mapping[str, str], kind: str | None, config: Any) -> Any:
+    """The op's config in a run of a paimon_* job that gave the op none (a run selecting only tables of other ops, or
+    a launch without config): the job's operations with their default sections (`paimon_observe`: observe only), as
+    the job's run config would set them — the job's config mapping fills only the ops its run config names, since a
+    run selecting some tables holds only their ops."""
+    job = job_names.get(job_name)
+    if job is None or operations_of(config) or config.due_checks or config.observe_only:
+        return config
+    operations, _ = JOBS[job]
+    if not operations:
+        return config.model_copy(update={"observe_only": True})
+    return config.model_copy(update={n: section_class(DAGSTER_OPERATIONS[n], kind)() for n in operations})
 
 
 def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef], order: Mapping[AssetKey, int],
@@ -206,92 +289,139 @@ def run_tables(context: AssetExecutionContext, refs: Mapping[AssetKey, TableRef]
                ) -> Iterator[Any]:
     names = operations_of(config)
     keys, _, _ = selected_tables(context, refs, order)
+    batch = len(keys) > 1
+    quiet = len(keys) > QUIET_OVER
     # The paimon_* jobs hold no checks (see build_table_assets). A run of one selecting tables has their checks
     # added by Dagster (they run in the checks' op, after this one); a run of a whole job has none: it evaluates the
-    # table's checks after maintaining it and records the evaluations itself.
+    # table's checks after maintaining it and records the evaluations itself. A batch (the schedule's shards, a
+    # sensor's tick: runs selecting many tables, without their checks) records the checks of the signals its work
+    # addresses, where the outcome changed — a fleet's night must not be spent writing events.
     in_run = context.op_execution_context.job_def.asset_layer.asset_graph.asset_check_keys
+    known = KnownChecks(context.instance, [refs[k] for k in keys]) if batch else None
 
     def unchecked(ref: TableRef) -> list[str]:
         if context.job_name not in job_names:  # the asset page, a job of your own: the checks it selected, as selected
             return []
-        return [n for n in checks_mod.table_check_names(ref.spec) if AssetCheckKey(ref.key, n) not in in_run]
+        return [n for n in checks_mod.table_check_names(ref.spec)
+                if n != checks_mod.MAINTAINED and AssetCheckKey(ref.key, n) not in in_run]
+
+    def failed(ref: TableRef, e: Failure) -> None:
+        """A table of a batch failed: its asset shows it (an observation saying what failed, its
+        `maintenance_succeeded` check failed); the other tables' results stand."""
+        description = e.description or "failed"
+        total = known.totals.get(ref.key, 0) if known is not None else 0
+        context.log_event(AssetObservation(asset_key=ref.key, description=f"maintenance failed: {description}",
+                                           metadata={"failed": True, "error": description,
+                                                     "run_tables": MetadataValue.int(len(keys)),
+                                                     RECLAIMED_TOTAL: MetadataValue.int(total)}))
+        if not ref.spec.broken:
+            context.log_event(checks_mod.maintenance_outcome(False, description).evaluation(ref.key))
 
     yield from run_each(context, refs, keys,
-                        lambda ref: run_table(context, ref, names, config, paimon, spark, unchecked(ref)))
+                        lambda ref: run_table(RunLog(context, quiet=quiet), ref, names, config, paimon, spark,
+                                              unchecked(ref), known),
+                        failed if batch else None)
 
 
-def run_table(context: AssetExecutionContext, ref: TableRef, names: list[str], config: Any, paimon: PaimonWarehouse,
-              spark: PaimonSpark, record_checks: list[str]) -> None:
+def run_table(out: RunLog, ref: TableRef, names: list[str], config: Any, paimon: PaimonWarehouse, spark: PaimonSpark,
+              record_checks: list[str], known: Optional[KnownChecks] = None) -> None:
+    """Maintain one table (`known`: in a batch, what the instance last recorded of it), then record the checks the
+    run does not evaluate itself (`record_checks`): a run of one table, all of them and its `maintenance_succeeded`; a
+    batch, those of the signals its operations address and `maintenance_succeeded`, each where the outcome
+    changed."""
     spec, key = ref.spec, ref.key
     if spec.broken:
         raise Failure(description=f"Paimon table {spec.identifier} could not be loaded when the code location "
                                   f"was built: {spec.error}. Fix it, then reload the code location.",
                       metadata={"table": spec.identifier, "error": spec.error or ""}, allow_retries=False)
-    _maintain(context, spec, key, ref.tags_key, names, config, paimon, spark)
-    if record_checks:
-        for outcome in checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier), record_checks,
-                                           now_millis()):
-            context.log_event(outcome.evaluation(key))
+    done = _maintain(out, spec, key, ref.tags_key, names, config, paimon, spark, known)
+    outcomes: list[checks_mod.Outcome] = []
+    if known is not None:
+        addressed = {h.check for op, h in health_signals() if op.dagster_key in {d.split(".")[0] for d in done}}
+        wanted = [n for n in record_checks if n in addressed]
+        if wanted and not config.dry_run:
+            outcomes = checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier), wanted, now_millis())
+        outcomes = [o for o in outcomes if known.changed(key, o)]
+        if known.was_failed(key, checks_mod.MAINTAINED):
+            outcomes.append(checks_mod.maintenance_outcome(True, f"maintained: {', '.join(done) or 'observed'}"))
+    else:
+        if record_checks:
+            outcomes = checks_mod.evaluate(spec, lambda: paimon.get_table(spec.identifier), record_checks,
+                                           now_millis())
+        outcomes.append(checks_mod.maintenance_outcome(True, f"maintained: {', '.join(done) or 'observed'}"))
+    for outcome in outcomes:
+        out.event(outcome.evaluation(key))
 
 
-def due_work(context: AssetExecutionContext, spec: TableSpec, raw: Any, names: list[str], config: Any
+def _due_order(name: str) -> tuple[bool, int]:
+    """Due work runs in the registry's stage order (partitions expire before anything is compacted), except snapshot
+    expiry, last: it then expires by the table's retention the snapshots the run itself committed too, and the table
+    holds no more snapshots than its retention allows when the run ends."""
+    return name == EXPIRE_SNAPSHOTS, DAGSTER_OPERATIONS[name].stage
+
+
+def due_work(out: RunLog, spec: TableSpec, raw: Any, names: list[str], config: Any
              ) -> tuple[list[tuple[str, str, Any]], dict[str, Any]]:
     """What a run does on the table: (label, operation, its config section) in run order, and metadata saying why.
     The sections the config gives; none: what the table needs now — each operation its health signals make due,
-    with the section its sensor would request (`due.needs`); `observe_only` (or nothing due): nothing."""
+    with the section its sensor would request (`due.needs`) — only the signals `due_checks` names, when it names any
+    (a sensor's batch: the signal it sensed); `observe_only` (or nothing due): nothing."""
     if names:
         return [(name, name, getattr(config, name)) for name in names], {}
     if config.observe_only:
-        context.log.info(f"{spec.identifier}: observe only (observe_only is set)")
+        out.log.info(f"{spec.identifier}: observe only (observe_only is set)")
         return [], {"due": "not assessed (observe_only)"}
-    found = call_engine(spec, "assessing what is due", lambda: due.needs(spec, raw, now_millis()))
+    checks = list(getattr(config, "due_checks", None) or []) or None
+    found = call_engine(spec, "assessing what is due", lambda: due.needs(spec, raw, now_millis(), checks))
     for need in found:
-        context.log.info(("due: " if need.due else "not due: ") + need.figure)
+        out.log.info(("due: " if need.due else "not due: ") + need.figure)
     md: dict[str, Any] = {"health": MetadataValue.md(md_table(
         ["signal", "due", "figure"], [(n.check, "yes" if n.due else "no", n.figure.split(": ", 1)[-1]) for n in found],
         "lll"))} if found else {}
     work: list[tuple[str, str, Any]] = []
     not_run: list[str] = []
-    for name in DAGSTER_OPERATIONS:  # in the engine's run order (the operations' stages)
+    for name in sorted(DAGSTER_OPERATIONS, key=_due_order):  # the engine's run order, snapshot expiry last
         sections = [s for n in found if n.due and n.operation == name for s in n.sections]
         for i, section in enumerate(sections):
             label = name if len(sections) == 1 else f"{name}.{i + 1}"
             try:
                 work.append((label, name, section_class(DAGSTER_OPERATIONS[name], spec.kind)(**section)))
             except ValidationError as e:  # e.g. a mode this kind of table is not offered: its job could not run it either
-                context.log.warning(f"{spec.identifier}: {label} is due but cannot run here: {e}")
+                out.log.warning(f"{spec.identifier}: {label} is due but cannot run here: {e}")
                 not_run.append(f"{label}: {str(e).splitlines()[0]}")
     if not any(n.due for n in found):
-        context.log.info(f"{spec.identifier}: nothing due; observing it")
+        out.log.info(f"{spec.identifier}: nothing due; observing it")
         md["due"] = "nothing due"
         return work, md
     md["due"] = ", ".join(f"{n.operation} ({n.check})" for n in found if n.due)
     if not_run:
         md["not_run"] = "; ".join(not_run)
-    context.log.info(f"{spec.identifier}: due: {md['due']}; running "
+    out.log.info(f"{spec.identifier}: due: {md['due']}; running "
                      + (", ".join(label for label, _, _ in work) or "nothing (see not_run)"))
     return work, md
 
 
-def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, tags_key: AssetKey | None,
-              names: list[str], config: Any, paimon: PaimonWarehouse, spark: PaimonSpark) -> None:
+def _maintain(out: RunLog, spec: TableSpec, key: AssetKey, tags_key: AssetKey | None, names: list[str], config: Any,
+              paimon: PaimonWarehouse, spark: PaimonSpark, known: Optional[KnownChecks] = None) -> list[str]:
+    """Maintain one table: plan each operation (metadata only), execute it unless a dry run, then record ONE
+    observation of the table. Returns the operations it ran (labels)."""
     raw = paimon.open_table(spec.identifier)
     dry = bool(config.dry_run)
     run_md: dict[str, Any] = {}
     sections: list[str] = []
     done: list[str] = []
     reclaimed = deleted = written = written_bytes = 0
-    work, due_md = due_work(context, spec, raw, names, config)
+    work, due_md = due_work(out, spec, raw, names, config)
     for label, name, section in work:
         op = DAGSTER_OPERATIONS[name]
         if not applies(name, spec, section):
-            context.log.info(f"{spec.identifier}: {op.title} does not apply to this table; skipped")
+            out.log.info(f"{spec.identifier}: {op.title} does not apply to this table; skipped")
             continue
         table = po.Table(raw)
         plan = call_engine(spec, op.title, partial(plan_operation, name, table, section, now_millis()))
         done.append(label)
         if dry:
-            context.log.info(f"dry run of {op.title} on {spec.identifier}:\n{plan.summary()}")
+            out.log.info(f"dry run of {op.title} on {spec.identifier}:\n{plan.summary()}")
             run_md.update(plan_metadata(plan, prefix=f"{label}/"))
             sections.append(plan_markdown(plan))
             continue
@@ -299,14 +429,15 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
         progress = None
         if plan_has_work(plan):  # the plan before the work, then progress while it runs
             observation, line = plan_event(key, op.title, plan, placement(plan, runner, raw.options))
-            context.log.info(line)
-            context.log_event(observation)
-            progress = RunProgress(context.log, f"{op.title} on {spec.identifier}", plan)
+            out.log.info(line)
+            if not out.quiet:  # a batch records the table once, when it is done
+                out.event(observation)
+            progress = RunProgress(out.log, f"{op.title} on {spec.identifier}", plan)
         else:
-            context.log.info(f"{op.title} on {spec.identifier}: nothing to do (planned on snapshot "
+            out.log.info(f"{op.title} on {spec.identifier}: nothing to do (planned on snapshot "
                              f"{plan.base_snapshot})")
         report = call_engine(spec, op.title, partial(plan.execute, table=raw, runner=runner, progress=progress))
-        context.log.info(report_line(report))
+        out.log.info(report_line(report))
         run_md.update(report_metadata(report, prefix=f"{label}/"))
         sections.append(report_markdown(report))
         if op.reclaims:
@@ -317,7 +448,7 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
         if name == CREATE_TAGS:
             for event in tag_partition_events(spec, tags_key, list(report.details.get("created", [])),
                                               {"created_by": "paimon_nightly", "synced_from_table": False}):
-                context.log_event(event)
+                out.event(event)
         raw = raw.refresh()
     try:
         state = table_state(raw)
@@ -325,7 +456,7 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
         state = {"state_error": f"{type(e).__name__}: {e}"}
     # what the run did first (effects, then the report), then the table's figures, then per-operation figures
     md: dict[str, Any] = {"operations": ", ".join(done) or "observe", "dry_run": dry, **due_md}
-    previous_total = reclaimed_total(context.instance, key)
+    previous_total = known.totals.get(key, 0) if known is not None else reclaimed_total(out.context.instance, key)
     if dry:
         for k in ("would_delete", "would_delete_bytes", "would_write", "would_write_bytes"):
             md[k] = MetadataValue.int(sum(int(v.value) for kk, v in run_md.items() if kk.endswith("/" + k)))
@@ -339,4 +470,5 @@ def _maintain(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, ta
     md.update(run_md)
     what = ("dry run of " if dry else "") + (", ".join(done) or "observation") + (
         " (nothing due)" if due_md.get("due") == "nothing due" else "")
-    context.log_event(AssetObservation(asset_key=key, metadata=md, description=f"{what} of {spec.identifier}"))
+    out.event(AssetObservation(asset_key=key, metadata=md, description=f"{what} of {spec.identifier}"))
+    return done

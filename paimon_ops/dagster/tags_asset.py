@@ -5,13 +5,15 @@ its own partitions (first day, zone).
 
 Daily tags are created on time by one sensor, `paimon_tag_automation`: at each table's `tag.create-time` in its tag
 zone (Dagster's cron, DST-correct, as a schedule ticks) it requests the tags partition of the day that ended, one run
-per table — no schedule or job per table. It works per tag time, not per table (the tables sharing one are requested
-together), so a tick costs the same for 5 tables or 5,000; declarative automation conditions, one per tags asset,
-cost seconds per tick over thousands of tables. Tags that exist in the table without a run (Java / Flink, or before
-this code location) are reported as materialised by the observation sensor.
+per shard of tables (runs of up to `shard_size`) — no schedule or job per table. It works per tag time, not per
+table (the tables sharing one are requested together), so a tick costs the same for 5 tables or 5,000;
+declarative automation conditions, one per tags asset, cost seconds per tick over thousands of tables. Tags that
+exist in the table without a run (Java / Flink, or before this code location) are reported as materialised by the observation sensor.
 
-A backfill of many days (a month of a new table, the gaps after tags were deleted) is one run per table: the daily
-tags' multi-asset has a single-run backfill policy, and its run creates the tag of each day of the range in turn.
+A backfill of many days (a month of a new table, the gaps after tags were deleted) is one run for all the tables it
+selects that share a partitions definition (Dagster groups a single-run backfill by it): the daily tags' multi-asset
+has a single-run backfill policy, and its run creates, table by table, the tag of each day of the range in turn; a
+table that fails fails its own partitions (the run fails naming it), the others' partitions are materialised.
 """
 # No `from __future__ import annotations`: Dagster reads the resource types from the annotations.
 import datetime
@@ -45,7 +47,7 @@ import paimon_ops.lifecycle.autotag as autotag
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.metadata import report_line, report_metadata
 from paimon_ops.dagster.operations import now_millis
-from paimon_ops.dagster.refs import DEFAULT_NAMES, Names, TableRef
+from paimon_ops.dagster.refs import DEFAULT_NAMES, DEFAULT_SHARD_SIZE, Names, TableRef, shards
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.dagster.table_asset import call_engine, run_each, selected_tables
@@ -79,9 +81,13 @@ def latest_tick(cron: str, zone: str, at: float) -> Optional[datetime.datetime]:
 
 
 def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorStatus,
-                                interval_s: int = 60, names: Names = DEFAULT_NAMES) -> Optional[SensorDefinition]:
+                                interval_s: int = 60, names: Names = DEFAULT_NAMES,
+                                shard_size: int = DEFAULT_SHARD_SIZE) -> Optional[SensorDefinition]:
     """`paimon_tag_automation`: at each tag time, the tags partition of the day that ended, for every table tagging at
-    that time (run key tags:<db.table>:<day>, so a day is requested once)."""
+    that time — one run per shard of those tables sharing a partitions definition (first day and zone: a run has
+    one), at most `shard_size` tables each (run key tags:<shard>:<day>, or tags:<db.table>:<day> for a run of one
+    table, so a day is requested once). Each table's tag is its own partition's materialisation; a table failing
+    fails only its own partition."""
     groups: dict[tuple[str, str], list[tuple[TableRef, AssetKey]]] = {}
     labels: dict[tuple[str, str], str] = {}
     for ref in refs:
@@ -97,7 +103,7 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
     @sensor(name=names(TAG_AUTOMATION_SENSOR), minimum_interval_seconds=interval_s, default_status=status,
             job_name=IMPLICIT_ASSET_JOB_NAME,
             description="Creates each table's daily tag at its tag.create-time (in its tag zone): requests the tags "
-                        "partition of the day that ended, one run per table.")
+                        "partition of the day that ended, one run per shard of tables.")
     def tag_automation(context: SensorEvaluationContext) -> SensorResult:
         now = now_millis() / 1000
         try:
@@ -117,12 +123,26 @@ def build_tag_automation_sensor(refs: Sequence[TableRef], status: DefaultSensorS
                 continue
             day = (tick.astimezone(ZoneInfo(zone)).date() - datetime.timedelta(days=1)).isoformat()
             due.append(f"{labels[(cron, zone)]}: {day} for {len(members)} table(s)")
-            for ref, key in members:
-                if day < ref.spec.partitions_start:
-                    continue
-                requests.append(RunRequest(
-                    run_key=f"tags:{ref.ident}:{day}", asset_selection=[key], partition_key=day,
-                    tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": names(TAG_AUTOMATION_SENSOR)}))
+            same_partitions: dict[tuple[str, str], list[TableRef]] = {}
+            for ref, _ in members:
+                if day >= ref.spec.partitions_start:
+                    same_partitions.setdefault((ref.spec.partitions_start, ref.spec.tag_zone), []).append(ref)
+            key_of = {r.ident: key for r, key in members}
+            for group in same_partitions.values():
+                for shard in shards(group, shard_size):
+                    trigger = names(TAG_AUTOMATION_SENSOR)
+                    if len(shard.refs) == 1:
+                        (ref,) = shard.refs
+                        requests.append(RunRequest(
+                            run_key=f"tags:{ref.ident}:{day}", asset_selection=[key_of[ref.ident]], partition_key=day,
+                            tags={**dict(ref.tags or {}), "paimon/table": ref.ident, "paimon/trigger": trigger}))
+                        continue
+                    first = shard.refs[0].spec
+                    requests.append(RunRequest(
+                        run_key=f"tags:{shard.name}:{first.partitions_start}:{first.tag_zone}:{day}",
+                        asset_selection=[key_of[r.ident] for r in shard.refs], partition_key=day,
+                        tags={"paimon/shard": shard.name, "paimon/tables": str(len(shard.refs)),
+                              "paimon/trigger": trigger}))
         if not requests:
             times = ", ".join(sorted(labels.values())[:10]) + (" …" if len(labels) > 10 else "")
             context.log.info(f"no tag time passed since the last evaluation ({times})")  # in the tick log too
@@ -144,7 +164,7 @@ def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]
                    for c in checks_mod.check_specs(ref.spec, s.key, checks_mod.tags_check_names(ref.spec))]
 
     daily = any(s.partitions_def is not None for _, s in members)
-    # a backfill of many days is one run per table (a range of partitions), not a run per day
+    # a backfill of many days is one run (a range of partitions), not a run per day and table
     @multi_asset(specs=[s for _, s in members], name=op_name, can_subset=True, check_specs=check_specs,
                  backfill_policy=BackfillPolicy.single_run() if daily else None,
                  allow_arbitrary_check_specs=True,  # ours target our specs; Dagster's check of that is O(n²)

@@ -133,6 +133,12 @@ class PaimonTranslator:
         (the repository's dagster.yaml does) so two runs never maintain one table at once."""
         return f"paimon/{self.name}/{table.identifier}" if self.name else f"paimon/{table.identifier}"
 
+    def get_shard(self, table: TableSpec) -> str:
+        """The shard of the table: the tables of a shard are maintained together, in one run of up to the build's
+        `shard_size` tables (the nightly schedule requests a run per shard, larger shards split). By default the
+        table's database; return a team, a tier, a pool of your own … to run them together instead."""
+        return table.database
+
     def get_op_name(self, table: TableSpec) -> str:
         """Name of the op of the multi-asset holding the table asset (its run config sits under
         `ops: {<name>: {config: …}}`). Tables with the same name share the op: by default one op per kind of table,

@@ -40,7 +40,7 @@ from paimon_ops.format.partition import partition_spec
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.options import COMMIT_MAX_RETRIES, MANIFEST_MERGE_MIN_COUNT
 from paimon_ops.table.removal import remove_written
-from paimon_ops.table.scan import DELETION_VECTORS, ManifestStore, TableScanner, merge_entries
+from paimon_ops.table.scan import DELETION_VECTORS, HASH, ManifestStore, TableScanner, merge_entries
 from paimon_ops.table.table import LATEST, FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -368,14 +368,14 @@ class FileStoreCommit:
             if ie.file_name not in live_index:
                 raise conflict(f"index file {ie.file_name} ({ie.index_type}, bucket {ie.bucket}) was replaced "
                                "concurrently; our deletion vectors would drop another writer's deletes")
-        bucketed = table.options.bucket != -1 or table.is_primary_key
-        if bucketed:
-            for ie in changes.index_added:
-                for cur in live_index.values():
-                    if (cur.partition, cur.bucket, cur.index_type) == (ie.partition, ie.bucket, ie.index_type)\
-                            and cur.file_name not in deleted_names:
-                        raise conflict(f"bucket {ie.bucket} got a new {ie.index_type} index file {cur.file_name} "
-                                       "concurrently")
+        for ie in changes.index_added:
+            key = self._bucket_key(ie)
+            if key is None:
+                continue
+            for cur in live_index.values():
+                if self._bucket_key(cur) == key and cur.file_name not in deleted_names:
+                    raise conflict(f"bucket {ie.bucket} got a new {ie.index_type} index file {cur.file_name} "
+                                   "concurrently")
         # Rows of the files we delete may have been marked deleted concurrently: our rewrite, made from the
         # base snapshot's vectors, would bring them back. The DV files of every bucket we delete from must be
         # exactly those of the base snapshot.
@@ -506,18 +506,42 @@ class FileStoreCommit:
         current = self.scanner.index_entries(latest) if latest else []
         deleted = {ie.file_name for ie in changes.index_deleted}
         out = [ie for ie in current if ie.file_name not in deleted]
-        bucketed = self.table.options.bucket != -1 or self.table.is_primary_key
+        # Java's IndexManifestFileHandler: a bucketed table's DV and hash index files are keyed by (partition, bucket,
+        # type) — the added file replaces the bucket's previous one (check_conflicts made sure we delete it) — and a
+        # bucket holds ONE: Java never rolls them (deletion-vector.index-file.target-size is for unaware-bucket
+        # tables only) and its combiner keeps only the last of several. A second file for one bucket would lose the
+        # first one's vectors: refused. Other index files are keyed by file name.
+        replaced: set[tuple[bytes, int, str]] = set()
         for ie in changes.index_added:
-            if bucketed or ie.index_type != DELETION_VECTORS:
-                out = [c for c in out if (c.partition, c.bucket, c.index_type) != (ie.partition, ie.bucket, ie.index_type)
-                       or ie.index_type not in (DELETION_VECTORS, "HASH")]
-            out.append(replace(ie, kind=FileKind.ADD))
+            key = self._bucket_key(ie)
+            if key is None:
+                continue
+            if key in replaced:
+                raise PaimonOpsError(
+                    f"{self.table.identifier}: a commit may not add two {ie.index_type} index files for bucket "
+                    f"{ie.bucket} of partition {self.scanner.partition_json(ie.partition)} (the bucket keeps one; "
+                    "the other's entries would be lost); nothing was committed")
+            replaced.add(key)
+        left = next((c for c in out if self._bucket_key(c) in replaced), None)
+        if left is not None:  # check_conflicts refuses this first; kept here for callers that build their own check
+            raise PaimonOpsError(
+                f"{self.table.identifier}: this commit adds a {left.index_type} index file for bucket {left.bucket} "
+                f"of partition {self.scanner.partition_json(left.partition)} but does not delete its live index "
+                f"file {left.file_name}, whose entries would be lost; nothing was committed")
+        out += [replace(ie, kind=FileKind.ADD) for ie in changes.index_added]
         if not out:
             return None
         name = self._new_name("index-manifest")
         field_set = self.store.field_set("index_manifest", latest)
         self._write(name, mf.write_index_manifest(out, field_set, self.codec, self.codec_level), written)
         return name
+
+    def _bucket_key(self, ie: IndexManifestEntry) -> tuple[bytes, int, str] | None:
+        """(partition, bucket, type) when index files of this type are kept one per bucket, else None."""
+        if ie.index_type not in (DELETION_VECTORS, HASH) or (ie.index_type == DELETION_VECTORS
+                                                             and self.table.is_bucket_unaware):
+            return None
+        return ie.partition, ie.bucket, ie.index_type
 
     def _build_snapshot(self, changes: CommitChanges, kind: str, latest: Snapshot | None, identifier: int,
                         properties: dict[str, str] | None, written: _Written, now_millis: int | None,

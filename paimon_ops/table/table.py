@@ -467,6 +467,13 @@ class FileStoreTable:
     def is_primary_key(self) -> bool:
         return bool(self.schema.primary_keys)
 
+    @property
+    def is_bucket_unaware(self) -> bool:
+        """An append table with `bucket = -1` (Paimon's BUCKET_UNAWARE mode): its deletion-vector index files are keyed
+        by file name and roll at deletion-vector.index-file.target-size. Every other table keeps its DV and hash
+        index files by (partition, bucket): one file of each per bucket (format.md §4.6, §8.3)."""
+        return not self.is_primary_key and self.options.bucket == -1
+
     # ------------------------------------------------------------------ paths
     def path(self, *parts: str) -> str:
         return posixpath.join(self.root, *parts)

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.airflow.conftest import EXAMPLE_DAGS, TEST_DAGS, make_home
+from tests.airflow.conftest import EXAMPLE_DAGS, TEST_DAGS, java_or_fail, make_home
 from tests.interop import java_harness as jh
 
 SECRET = "sekrit-never-shown-4711"
@@ -83,6 +83,22 @@ def _xcoms(home, dag_id: str) -> list[tuple[str, str, str]]:
             for t, k, v in home.sql("select task_id, key, value from xcom where dag_id = ?", dag_id)]
 
 
+def _asset_events(home, dag_id: str) -> dict[str, list[dict]]:
+    """The asset events a DAG's tasks recorded, by asset URI (their extra)."""
+    rows = home.sql("select a.uri, e.extra from asset_event e join asset a on a.id = e.asset_id "
+                    "where e.source_dag_id = ?", dag_id)
+    out: dict[str, list[dict]] = {}
+    for uri, extra in rows:
+        out.setdefault(uri, []).append(json.loads(extra) if isinstance(extra, (str, bytes)) else extra)
+    return out
+
+
+def _changed(entry: dict) -> bool:
+    """Whether a table's nightly entry changed it (a commit, files deleted or written: the operators' `changed`)."""
+    return any(f.get("snapshot_id") is not None or f.get("total_deleted") or any((f.get("written") or {}).values())
+               for f in entry["steps"].values())
+
+
 def test_nightly_maintenance_on_java_tables(home, java_wh):
     orders = jh.JavaTable(java_wh, "shop", "orders")
     before = orders.snapshots()
@@ -91,11 +107,23 @@ def test_nightly_maintenance_on_java_tables(home, java_wh):
 
     proc = home.run("dags", "test", "paimon_nightly", timeout=240)
     states = _states(home, "paimon_nightly")
-    assert states and all(s in ("success", "skipped") for s in states.values()), states
-    assert states["expire_snapshots[0]"] == states["expire_partitions[0]"] == "success"
-    assert "create_due_tags" in states and states["create_due_tags"] == "skipped"  # no table asks for auto tags
+    assert states == {"shards": "success", "maintain[0]": "success"}, states  # one shard: one task for both tables
+    result = json.loads(next(v for t, k, v in _xcoms(home, "paimon_nightly") if t == "maintain" and k == "tables"))
+    by_table = {r["table"]: r for r in result["tables"]}
+    assert set(by_table) == {"shop.events", "shop.orders"} and result["failed"] == []
+    assert list(by_table["shop.events"]["steps"]) == ["expire_partitions", "expire_snapshots", "expire_tags",
+                                                      "remove_orphans"]  # no automatic tags asked for
+    assert by_table["shop.orders"]["steps"]["remove_orphans"]["total_deleted"] == 1
+    # each table the shard changed has an asset event of its own, with its own figures
+    events = _asset_events(home, "paimon_nightly")
+    changed = {t for t, r in by_table.items() if _changed(r)}
+    assert "shop.orders" in changed and set(events) == {f"paimon://paimon_default/{t}" for t in changed}, events
+    for t in changed:
+        (extra,) = events[f"paimon://paimon_default/{t}"]
+        assert extra["table"] == t and sorted(extra["steps"]) == sorted(by_table[t]["steps"]), extra
+    assert events["paimon://paimon_default/shop.orders"][0]["deleted"] >= 1
     log = proc.stdout + proc.stderr
-    assert "expire_snapshots on shop.orders" in log and "\n  kind " in log  # the readable report (its effects table) in the task log
+    assert "shop.orders: expire_snapshots (deleted" in log  # a line per table in the task log
     assert SECRET not in log and SECRET not in json.dumps(_xcoms(home, "paimon_nightly"))
 
     after, events = jh.run_many([("snapshots", _t(java_wh, "orders")), ("snapshots", _t(java_wh, "events"))])
@@ -106,6 +134,49 @@ def test_nightly_maintenance_on_java_tables(home, java_wh):
     ev = jh.JavaTable(java_wh, "shop", "events")
     assert sorted(r[1] for r in ev.rows()) == [2, 3] and ev.check_files() == []  # 2020-01-01 dropped
     assert events["snapshots"][-1]["commitKind"] in ("OVERWRITE", "COMPACT")
+
+
+def test_nightly_shard_with_a_failing_table(airflow_bin, tmp_path):
+    """A table made to fail (a corrupt manifest) in a shard: its entry fails and the task fails naming it; the other
+    tables of the shard are maintained and recorded done (Java reads them after), and another shard is untouched
+    by it."""
+    from paimon_ops.table.writer import create_table
+    from tests.dagster.util import ms, write
+    java_or_fail()
+    wh = str(tmp_path / "wh")
+    for ident in ("a.t1", "a.t2", "a.t3", "b.t4"):
+        t = create_table(wh, ident, [("id", "BIGINT"), ("v", "STRING")],
+                         options={"bucket": "-1", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2",
+                                  "snapshot.time-retained": "1 min"})
+        for i in range(4):
+            write(t, {"id": [i], "v": [f"v{i}"]}, ms(2026, 3, 27, 8 + i))
+    for f in (tmp_path / "wh" / "a.db" / "t2" / "manifest").glob("manifest-*"):
+        if not f.name.startswith("manifest-list-"):
+            f.write_bytes(b"not an avro file")
+    ah = make_home(airflow_bin, tmp_path, wh, [EXAMPLE_DAGS / "example_paimon_nightly.py"])
+    ah.extra_env["PAIMON_NIGHTLY_SHARD_SIZE"] = "3"
+    proc = ah.run("dags", "test", "paimon_nightly", timeout=300, check=False)
+    states = _states(ah, "paimon_nightly")
+    assert states == {"shards": "success", "maintain[0]": "failed", "maintain[1]": "success"}, states
+    shard_results = [json.loads(v) for t, k, v in _xcoms(ah, "paimon_nightly") if k == "tables"]
+    assert len(shard_results) == 2  # pushed by the failed task too
+    (failing,) = [v for v in shard_results if v["failed"]]
+    assert failing["failed"] == ["a.t2"] and failing["done"] == 2
+    entry = {r["table"]: r for r in failing["tables"]}
+    assert entry["a.t2"]["status"] == "failed" and "not a readable Avro manifest" in entry["a.t2"]["error"]
+    assert entry["a.t1"]["status"] == entry["a.t3"]["status"] == "done"
+    assert "1 of 3 tables failed: a.t2" in proc.stdout + proc.stderr
+    assert [r["status"] for r in next(v for v in shard_results if not v["failed"])["tables"]] == ["done"]
+    # asset events per table: b.t4's own (its shard succeeded); Airflow records none of a failed task's
+    events = _asset_events(ah, "paimon_nightly")
+    assert set(events) == {"paimon://paimon_default/b.t4"}, events
+    assert events["paimon://paimon_default/b.t4"][0]["table"] == "b.t4"
+    assert events["paimon://paimon_default/b.t4"][0]["deleted"] >= 2
+    for ident in ("a.t1", "a.t3", "b.t4"):  # maintained; Java reads them
+        db, name = ident.split(".")
+        java = jh.JavaTable(wh, db, name)
+        assert len(java.snapshots()["snapshots"]) < 4 and sorted(r[0] for r in java.rows()) == [0, 1, 2, 3]
+        assert java.check_files() == []
 
 
 def test_review_then_apply(home, java_wh):

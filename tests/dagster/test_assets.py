@@ -289,7 +289,9 @@ def test_a_whole_job_run_evaluates_the_checks_itself(warehouse, fresh_instance):
     steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
     assert sorted(steps) == ["paimon_append_tables", "paimon_primary_key_tables"]
     evals = [(e.asset_key, e.check_name) for e in result.get_asset_check_evaluations()]
-    assert len(evals) == len(set(evals)) == 6 + 5  # orders' six checks, events' five, once each
+    # orders' six checks, events' five, once each, and each table's maintenance_succeeded (its run's own record)
+    assert len(evals) == len(set(evals)) == 6 + 5 + 2
+    assert {n for k, n in evals if n == "maintenance_succeeded"} == {"maintenance_succeeded"}
     assert {k for k, _ in evals} == {ORDERS_KEY, EVENTS_KEY}
     assert not materializations(result)
 

@@ -63,7 +63,8 @@ def test_the_table_is_the_asset(full_warehouse, caplog):
         ("paimon/shop/orders/tags", "latest_tag_present"), ("paimon/shop/events", "manifest_count"),
         ("paimon/shop/events", "metadata_readable"), ("paimon/shop/events", "referenced_files_present"),
         ("paimon/shop/events", "small_files"), ("paimon/shop/events", "snapshot_retention"),
-        ("paimon/shop/broken", "metadata_readable"), ("paimon/shop/badtime", "metadata_readable")}
+        ("paimon/shop/broken", "metadata_readable"), ("paimon/shop/badtime", "metadata_readable"),
+        ("paimon/shop/orders", "maintenance_succeeded"), ("paimon/shop/events", "maintenance_succeeded")}
 
     # constant automation: jobs, sensors, one schedule
     assert {j.name for j in repo.get_all_jobs()} == JOBS
@@ -83,7 +84,7 @@ def test_the_table_is_the_asset(full_warehouse, caplog):
         assert sorted(n.name for n in job.graph.nodes) == ["paimon_append_tables", "paimon_primary_key_tables"]
         op_fields = job.run_config_schema.config_type.fields["ops"].config_type.fields
         for op in ("paimon_append_tables", "paimon_primary_key_tables"):
-            assert sorted(op_fields[op].config_type.fields["config"].config_type.fields) == sorted(["dry_run", *ops])
+            assert sorted(op_fields[op].config_type.fields["config"].config_type.fields) == sorted(["dry_run", "due_checks", *ops])
     compaction = repo.get_job("paimon_compaction")
     assert {k.to_user_string() for k in compaction.asset_layer.executable_asset_keys} == {
         "paimon/shop/orders", "paimon/shop/events"}  # broken tables are in no job

@@ -69,8 +69,9 @@ def test_definitions_are_constant_in_the_number_of_tables(fleet):
     defs = build_paimon_definitions(big)
     repo = defs.get_repository_def()
     assert len(repo.asset_graph.get_all_asset_keys()) == N_TABLES + N_TABLES // 2  # a tags asset per PK table
-    # PK tables with DVs: 6 checks and latest_tag_present on the tags asset; partitioned append tables: 5
-    assert len(repo.asset_graph.asset_check_keys) == N_TABLES // 2 * 7 + N_TABLES // 2 * 5
+    # PK tables with DVs: 6 checks, maintenance_succeeded and latest_tag_present on the tags asset; partitioned
+    # append tables: 5 and maintenance_succeeded
+    assert len(repo.asset_graph.asset_check_keys) == N_TABLES // 2 * 8 + N_TABLES // 2 * 6
     structure = _structure(defs)
     assert structure == _structure(build_paimon_definitions(small))
     assert structure["ops"] == ["paimon_append_tables", "paimon_append_tables_checks", "paimon_daily_tags",
@@ -82,7 +83,8 @@ def test_definitions_are_constant_in_the_number_of_tables(fleet):
         "paimon_nightly_schedule"]
     assert structure["jobs"]["paimon_compaction"] == ["paimon_append_tables", "paimon_primary_key_tables"]
     # one optional section per Dagster operation (a run of a paimon_* job fills its own: jobs.job_config)
-    assert structure["config"]["paimon_primary_key_tables"] == sorted([*DAGSTER_OPERATIONS, "dry_run", "observe_only"])
+    assert structure["config"]["paimon_primary_key_tables"] == sorted([*DAGSTER_OPERATIONS, "dry_run", "due_checks",
+                                                                       "observe_only"])
     assert {"compact", "create_tags", "expire_changelogs", "mark_partition_done", "repair"} <= set(DAGSTER_OPERATIONS)
     # each spec keeps its own daily partitions and its tag time
     tags = repo.asset_graph.get(AssetKey(["paimon", "db0", "pk_0000", "tags"]))
@@ -101,7 +103,8 @@ def test_a_run_for_one_table_touches_that_table_only(fleet, fresh_instance):
     assert observed == {table_key(ident)}
     # its checks, once each, in the checks' op after the tables' op (Dagster adds a selected table's checks)
     checks = [(e.asset_key, e.check_name) for e in result.get_asset_check_evaluations()]
-    assert {k for k, _ in checks} == {table_key(ident)} and len(checks) == len(set(checks)) == 6
+    # (maintenance_succeeded: the tables' op records it)
+    assert {k for k, _ in checks} == {table_key(ident)} and len(checks) == len(set(checks)) == 7
     steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
     assert steps == ["paimon_primary_key_tables", "paimon_primary_key_tables_checks"]
     # the table's pool was claimed by the run and is free again

@@ -1,6 +1,6 @@
 """Daily tags at tag.create-time in the table's zone — the paimon_tag_automation sensor, ticking around HH:mm and
 across both DST changes of Europe/Berlin in 2026, its requests run as the daemon would — and the nightly schedule
-(one run per table)."""
+(one run per shard of tables: a database, split into runs of at most shard_size tables)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -129,12 +129,18 @@ def test_requested_tag_then_nightly_chain(warehouse, spark_res, instance, monkey
     assert checks["referenced_files_present"] and checks["metadata_readable"]
 
 
-def test_nightly_schedule_requests_one_run_per_table(orders_defs, instance):
-    _, defs = orders_defs
+def test_nightly_schedule_requests_one_run_per_shard(orders_defs, instance):
+    warehouse, defs = orders_defs
     sched = defs.get_repository_def().get_schedule_def("paimon_nightly_schedule")
     assert (sched.cron_schedule, sched.execution_timezone, sched.job_name) == ("0 3 * * *", "UTC", "paimon_nightly")
-    reqs = sched(build_schedule_context(instance=instance,
-                                        scheduled_execution_time=dt.datetime(2026, 3, 29, 3, 0, tzinfo=UTC)))
+    when = build_schedule_context(instance=instance, scheduled_execution_time=dt.datetime(2026, 3, 29, 3, 0, tzinfo=UTC))
+    (req,) = sched(when)  # one database: one run selecting its tables, without their checks
+    assert req.run_key == "nightly:shop:2026-03-29" and req.tags["paimon/shard"] == "shop"
+    assert set(req.asset_selection) == {table_key(ORDERS), table_key(EVENTS)} and req.asset_check_keys == []
+    assert "paimon/table" not in req.tags  # the run queue's one-run-per-table limit is for runs of one table
+    # shards of at most one table: a run per table, with the table's run tags, as before
+    small = build_paimon_definitions(warehouse, shard_size=1).get_repository_def()
+    reqs = small.get_schedule_def("paimon_nightly_schedule")(when)
     assert sorted(r.run_key for r in reqs) == ["nightly:shop.events:2026-03-29", "nightly:shop.orders:2026-03-29"]
     for r in reqs:
         ident = r.tags["paimon/table"]

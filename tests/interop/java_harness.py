@@ -89,6 +89,10 @@ Commands (payload -> result):
 * ``consumers`` {} -> {consumers: {id: nextSnapshot}, min_next_snapshot}; ``reset_consumer`` {consumer_id,
   next_snapshot?, unchecked?} (no next_snapshot: delete; the snapshot must exist unless ``unchecked``), 0.9's
   ``ConsumerManager`` on the table's branch.
+* ``delete_positions`` {positions: {data file name: [row positions]}} -> {snapshot_ids, index_files_added,
+  index_files_deleted}: an unaware-bucket append table's rows deleted as 0.9's Spark DELETE does with deletion
+  vectors (``AppendDeletionFileMaintainer.forUnawareAppend(...).persist()``: new vectors merged with the old ones,
+  written rolling at ``deletion-vector.index-file.target-size``, the touched index files' other vectors rewritten).
 * ``ping`` {} -> {ok, paimon_version}.
 
 Values use the same JSON conventions both ways: numbers/bools/strings as JSON, DECIMAL as a plain

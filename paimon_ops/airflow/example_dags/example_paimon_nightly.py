@@ -1,14 +1,19 @@
-"""Nightly maintenance of every table matching a pattern, one mapped task instance per table and step: the due
-automatic tags → partition expiry (tables with `partition.expiration-time`) → snapshot expiry → tag expiry → orphan
-removal — the order of the Dagster integration's `paimon_nightly` job. Each step uses the table's own options
-(retention, expiration time, …); tables listed when the run starts.
+"""Nightly maintenance of every table matching a pattern, one mapped task per shard of tables (a database, split
+into shards of at most PAIMON_NIGHTLY_SHARD_SIZE tables): each task maintains its tables in one process, table by
+table — the due automatic tags → partition expiry (tables with `partition.expiration-time`) → snapshot expiry → tag
+expiry → orphan removal, the order of the Dagster integration's `paimon_nightly` job, each step with the table's own
+options (retention, expiration time, …). Tables listed when the run starts (names only).
 
-Airflow gives every instance of a mapped task the pool of `.partial()`: give one here (e.g. a `paimon.nightly` pool
-bounding how many tables are maintained at once); the per-table pools (`paimon.<db>.<table>`) apply to operators
-whose table is known when the DAG is parsed.
+Per-table results: each shard task's XCom holds every table's outcome and figures; each table it changed gets an
+asset event of its own (`paimon://<conn_id>/<db>.<table>`, through the asset alias `paimon-tables-<conn_id>`). A
+table that fails is recorded as failed, the other tables of its shard are still maintained, and its task fails
+naming it; the other shards are untouched by it.
+
+Give `.partial()` a pool (e.g. `paimon.nightly`, sized to the workers you give maintenance) to bound how many
+shards run at once.
 
 Settings (environment): PAIMON_CONN_ID (default paimon_default), PAIMON_NIGHTLY_TABLES (fnmatch on db.table,
-default *), PAIMON_NIGHTLY_SCHEDULE (default 0 3 * * *, UTC).
+default *), PAIMON_NIGHTLY_SHARD_SIZE (default 500), PAIMON_NIGHTLY_SCHEDULE (default 0 3 * * *, UTC).
 """
 from __future__ import annotations
 
@@ -18,16 +23,11 @@ import pendulum
 from airflow.sdk import DAG, task
 
 from paimon_ops.airflow.hooks import PaimonHook
-from paimon_ops.airflow.operators import (
-    PaimonCreateAutoTagsOperator,
-    PaimonExpirePartitionsOperator,
-    PaimonExpireSnapshotsOperator,
-    PaimonExpireTagsOperator,
-    PaimonRemoveOrphansOperator,
-)
+from paimon_ops.airflow.operators import PaimonMaintainTablesOperator
 
 CONN_ID = os.environ.get("PAIMON_CONN_ID", "paimon_default")
 PATTERN = os.environ.get("PAIMON_NIGHTLY_TABLES", "*")
+SHARD_SIZE = int(os.environ.get("PAIMON_NIGHTLY_SHARD_SIZE", "500"))
 
 with DAG(
     dag_id="paimon_nightly",
@@ -39,18 +39,8 @@ with DAG(
     doc_md=__doc__,
 ):
     @task
-    def tables(step: str) -> list[str]:
-        """The matching tables of a step (auto tags / partition expiry only where the table asks for them)."""
-        return PaimonHook(CONN_ID).maintenance_targets(PATTERN)[step]
+    def shards() -> list[list[str]]:
+        """The matching tables, by database, in shards of at most PAIMON_NIGHTLY_SHARD_SIZE."""
+        return PaimonHook(CONN_ID).shards(PATTERN, size=SHARD_SIZE)
 
-    every_table = tables.override(task_id="tables")("all")
-    tagged = tables.override(task_id="tables_with_auto_tags")("auto_tags")
-    expiring = tables.override(task_id="tables_with_partition_expiry")("partition_expiry")
-    # a step with no table (an empty map) is skipped; the next steps still run
-    step = {"conn_id": CONN_ID, "trigger_rule": "none_failed"}
-    tags = PaimonCreateAutoTagsOperator.partial(task_id="create_due_tags", **step).expand(table=tagged)
-    partitions = PaimonExpirePartitionsOperator.partial(task_id="expire_partitions", **step).expand(table=expiring)
-    snapshots = PaimonExpireSnapshotsOperator.partial(task_id="expire_snapshots", **step).expand(table=every_table)
-    tag_expiry = PaimonExpireTagsOperator.partial(task_id="expire_tags", **step).expand(table=every_table)
-    orphans = PaimonRemoveOrphansOperator.partial(task_id="remove_orphans", **step).expand(table=every_table)
-    tags >> partitions >> snapshots >> tag_expiry >> orphans
+    PaimonMaintainTablesOperator.partial(task_id="maintain", conn_id=CONN_ID).expand(tables=shards())

@@ -234,6 +234,8 @@ public class PaimonHarness {
                 }
             case "file_index":
                 return fileIndex(p);
+            case "delete_positions":
+                return deletePositions(p);
             case "list_tables":
                 {
                     // {warehouse, catalog_options, database} -> {tables: [...], locations: {name: path}}
@@ -1846,6 +1848,72 @@ public class PaimonHarness {
         }
         ObjectNode out = NF.objectNode();
         out.set("files", files);
+        return out;
+    }
+
+    // ------------------------------------------------------------------ delete_positions
+
+    /**
+     * {positions: {data file name: [row positions]}} -> {snapshot_ids, index_files_added, index_files_deleted}:
+     * marks rows of an unaware-bucket append table's files deleted the way 0.9's Spark DELETE does in
+     * deletion-vector mode (PaimonSparkWriter.persistDeletionVectors): one
+     * AppendDeletionFileMaintainer.forUnawareAppend per partition, its persist() writing the new vectors with
+     * DeletionVectorsIndexFile.writeWithRolling (deletion-vector.index-file.target-size) and rewriting the other
+     * vectors of every index file it touched; committed as one APPEND snapshot.
+     */
+    static JsonNode deletePositions(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        if (t.bucketMode() != BucketMode.BUCKET_UNAWARE) {
+            throw new IllegalArgumentException("delete_positions needs an unaware-bucket append table");
+        }
+        String user = p.hasNonNull("commit_user") ? p.get("commit_user").asText() : UUID.randomUUID().toString();
+        Snapshot latest = t.snapshotManager().latestSnapshot();
+        JsonNode positions = p.get("positions");
+        Map<BinaryRow, List<String>> byPartition = new LinkedHashMap<>();
+        for (ManifestEntry e : t.store().newScan().withSnapshot(latest).plan().files()) {
+            if (positions.has(e.file().fileName())) {
+                byPartition.computeIfAbsent(e.partition(), k -> new ArrayList<>()).add(e.file().fileName());
+            }
+        }
+        IndexFileHandler handler = t.store().newIndexFileHandler();
+        List<CommitMessage> msgs = new ArrayList<>();
+        int added = 0;
+        int deleted = 0;
+        for (Map.Entry<BinaryRow, List<String>> e : byPartition.entrySet()) {
+            org.apache.paimon.deletionvectors.append.UnawareAppendDeletionFileMaintainer m =
+                    org.apache.paimon.deletionvectors.append.AppendDeletionFileMaintainer.forUnawareAppend(
+                            handler, latest.id(), e.getKey());
+            for (String file : e.getValue()) {
+                DeletionVector dv = new org.apache.paimon.deletionvectors.BitmapDeletionVector();
+                for (JsonNode pos : positions.get(file)) {
+                    dv.delete(pos.asLong());
+                }
+                DeletionVector old = m.getDeletionVector(file);
+                if (old != null) {
+                    dv.merge(old); // the rows deleted before stay deleted
+                }
+                m.notifyNewDeletionVector(file, dv);
+            }
+            List<IndexFileMeta> newFiles = new ArrayList<>();
+            List<IndexFileMeta> oldFiles = new ArrayList<>();
+            for (IndexManifestEntry ie : m.persist()) {
+                (ie.kind() == FileKind.ADD ? newFiles : oldFiles).add(ie.indexFile());
+            }
+            added += newFiles.size();
+            deleted += oldFiles.size();
+            msgs.add(new org.apache.paimon.table.sink.CommitMessageImpl(e.getKey(), 0,
+                    org.apache.paimon.io.DataIncrement.emptyIncrement(),
+                    org.apache.paimon.io.CompactIncrement.emptyIncrement(),
+                    new org.apache.paimon.io.IndexIncrement(newFiles, oldFiles)));
+        }
+        long before = latestId(t);
+        try (TableCommitImpl commit = t.newCommit(user)) {
+            commit.commit(msgs);
+        }
+        ObjectNode out = NF.objectNode();
+        out.set("snapshot_ids", newSnapshotIds(t, before));
+        out.put("index_files_added", added);
+        out.put("index_files_deleted", deleted);
         return out;
     }
 }
