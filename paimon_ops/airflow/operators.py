@@ -26,11 +26,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from paimon_ops.airflow.assets import paimon_table_asset
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
 from paimon_ops.airflow.names import operator_class_name, table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
 from paimon_ops.api import load_plan
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.lifecycle.schedule import tag_schedule
+from paimon_ops.options import PARTITION_EXPIRATION_TIME
 from paimon_ops.table.table import full_name
 
 PLAN_XCOM_KEY = "plan"
@@ -190,10 +193,8 @@ def table_assets_alias(conn_id: str = DEFAULT_CONN_ID) -> Any:
 def _step_applies(step: str, raw: Any) -> bool:
     """Whether a nightly step applies to the table (its own options decide, as the single-table DAG's lists do)."""
     if step == "create_auto_tags":
-        from paimon_ops.lifecycle.schedule import tag_schedule
         return tag_schedule(raw) is not None
     if step == "expire_partitions":
-        from paimon_ops.options import PARTITION_EXPIRATION_TIME
         return bool(raw.schema.partition_keys) and bool(raw.options.text(PARTITION_EXPIRATION_TIME))
     return True
 
@@ -238,7 +239,6 @@ class PaimonMaintainTablesOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow.sdk import AssetAlias
 
-        from paimon_ops.airflow.assets import paimon_table_asset
         dry_run = _truthy(self.dry_run, "dry_run")
         tables = [self.tables] if isinstance(self.tables, str) else list(self.tables or [])
         hook = PaimonHook(self.conn_id)
