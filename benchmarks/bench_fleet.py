@@ -1,4 +1,4 @@
-"""Fleets in Dagster: a warehouse of 500 and of 5,000 small tables, measured in one run.
+"""Fleets: a warehouse of 500 and of 5,000 small tables, through the command line and in Dagster, measured in one run.
 
 Two template tables are written by Java Paimon 0.9 through the project's harness (tests/interop/java_harness.py;
 `--writer ours` uses our own writer instead): a deletion-vector primary-key table with daily tags (tag.create-time,
@@ -14,9 +14,17 @@ copy is a table of its own). Per size, each part in a fresh process:
    the tag automation sensor likewise (it works per tag time: a first tick and a steady one);
 3. a run launched for one table: `dagster api execute_run`, the run worker the daemon starts, on this repository's
    code location (definitions.py) — from the process start to RUN_START (the code location loaded, the job
-   resolved and subset to the table) and to the run's end.
+   resolved and subset to the table) and to the run's end;
+4. the nightly chain through the command line on a fresh copy of the warehouse, each step over every table it
+   applies to with `--parallel N` (`--parallel 1,2` compares): auto-tag, expire-partitions (the partitioned
+   tables), expire-snapshots, expire-tags, remove-orphans — per step and in total the wall time, the CPU time of the
+   command and its worker processes, and the peak memory of the whole process tree (the sum of its processes'
+   RSS, and of their PSS, which counts pages the forked workers share once), sampled every 50 ms.
 
 Run: .venv/bin/python benchmarks/bench_fleet.py [--sizes 500,5000] [--writer java|ours] [--keep DIR]
+     [--parts cli,dagster] [--parallel 2]
+e.g. the CLI chain alone on 5,000 tables with two workers:
+     .venv/bin/python benchmarks/bench_fleet.py --sizes 5000 --parts cli --parallel 2
 """
 from __future__ import annotations
 
@@ -81,10 +89,26 @@ def templates_ours(root: Path) -> dict[str, Path]:
 
 def build_fleet(root: Path, n: int, templates: dict[str, Path]) -> Path:
     warehouse = root / f"warehouse-{n}"
+    writer = templates["pk"].parent.parent.name  # (templates-java or templates-ours)
+    if (warehouse / ".complete").exists() and (warehouse / ".complete").read_text() == writer:
+        return warehouse  # (--keep: built by an earlier run)
+    shutil.rmtree(warehouse, ignore_errors=True)
     for i in range(n):
         kind = "pk" if i % 2 == 0 else "ap"
         shutil.copytree(templates[kind], warehouse / f"db{i % DATABASES}.db" / f"{kind}_{i:05d}")
+    (warehouse / ".complete").write_text(writer)
     return warehouse
+
+
+def template_tables(root: Path, writer: str) -> dict[str, Path]:
+    """The two template tables (written once; with --keep, reused by later runs)."""
+    done = root / f".complete-{writer}"
+    if done.exists():
+        return {"pk": root / "t.db" / "pk", "ap": root / "t.db" / "ap"}
+    shutil.rmtree(root, ignore_errors=True)
+    made = (templates_java if writer == "java" else templates_ours)(root)
+    done.write_text("")
+    return made
 
 
 # ---------------------------------------------------------------------------------------------- measurements
@@ -210,6 +234,97 @@ def measure(warehouse: Path, home: Path) -> dict:
     }
 
 
+# ---------------------------------------------------------------------------------------------- the CLI chain
+CHAIN = (("auto-tag", ()), ("expire-partitions", ("--exclude", "*.pk_*")), ("expire-snapshots", ()),
+         ("expire-tags", ()), ("remove-orphans", ()))
+
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _kib(pid: int, path: str, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/{path}") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_measured(cmd: list[str]) -> dict:
+    """Wall and CPU seconds of a command (its worker processes included), the peak of its process tree's summed
+    RSS and PSS (MiB), its exit status and output lines."""
+    import resource
+    import threading
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = {"rss": 0, "pss": 0, "procs": 0}
+
+    def sample() -> None:
+        while p.poll() is None:
+            pids = _tree(p.pid)
+            peak["rss"] = max(peak["rss"], sum(_kib(q, "status", "VmRSS") for q in pids))
+            peak["pss"] = max(peak["pss"], sum(_kib(q, "smaps_rollup", "Pss") for q in pids))
+            peak["procs"] = max(peak["procs"], len(pids))
+            time.sleep(0.05)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = p.communicate()
+    wall = time.perf_counter() - t
+    sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak["rss"] / 1024, "peak_pss_mib": peak["pss"] / 1024,
+            "processes": peak["procs"], "exit": p.returncode, "lines": out.count("\n"),
+            "failed": sum(" FAILED: " in ln for ln in out.splitlines()), "stderr": err[-2000:] if p.returncode else ""}
+
+
+def cli_chain(warehouse: Path, parallel: int) -> dict:
+    """The nightly chain on a copy of `warehouse` (each step changes it), `parallel` tables at a time."""
+    copy = warehouse.parent / f"{warehouse.name}-chain-{parallel}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(warehouse, copy, symlinks=True)
+    steps = {}
+    try:
+        load = os.getloadavg()[0]
+        for command, extra in CHAIN:
+            steps[command] = run_measured([sys.executable, "-m", "paimon_ops.cli", command, str(copy), "*.*",
+                                           *extra, "--parallel", str(parallel)])
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    return {"parallel": parallel, "steps": steps, "load_before": load, "load_after": os.getloadavg()[0]}
+
+
+def report_chain(n: int, c: dict) -> None:
+    steps = c["steps"]
+    print(f"\n== the nightly chain through the CLI, {n:,} tables, --parallel {c['parallel']} "
+          f"({os.cpu_count()} CPUs; load average {c['load_before']:.1f} before, {c['load_after']:.1f} after) ==")
+    print(f"{'step':<18} {'wall':>8} {'CPU':>8} {'peak RSS':>9} {'peak PSS':>9} {'procs':>6} {'tables':>7} "
+          f"{'failed':>7} {'exit':>5}")
+    for command, r in steps.items():
+        print(f"{command:<18} {r['wall_s']:>7.1f}s {r['cpu_s']:>7.1f}s {r['peak_rss_mib']:>6.0f}MiB "
+              f"{r['peak_pss_mib']:>6.0f}MiB {r['processes']:>6} {r['lines'] - 1:>7} {r['failed']:>7} {r['exit']:>5}")
+        if r["stderr"] and r["exit"] not in (0, 2):
+            print(r["stderr"])
+    wall = sum(r["wall_s"] for r in steps.values())
+    cpu = sum(r["cpu_s"] for r in steps.values())
+    print(f"{'chain':<18} {wall:>7.1f}s {cpu:>7.1f}s {max(r['peak_rss_mib'] for r in steps.values()):>6.0f}MiB "
+          f"{max(r['peak_pss_mib'] for r in steps.values()):>6.0f}MiB   ({wall / n * 1000:.1f} ms a table)")
+
+
 # ---------------------------------------------------------------------------------------------- report
 def report(n: int, m: dict) -> None:
     d = m["definitions"]
@@ -235,25 +350,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="500,5000")
     p.add_argument("--writer", choices=("java", "ours"), default="java")
     p.add_argument("--keep", help="build the warehouses here and keep them")
+    p.add_argument("--parts", default="cli,dagster", help="what to measure: cli (the nightly chain), dagster")
+    p.add_argument("--parallel", default="2", help="--parallel of the CLI chain; several (1,2) compare")
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    parts = set(args.parts.split(","))
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-fleet-"))
     root.mkdir(parents=True, exist_ok=True)
     try:
         t0 = time.perf_counter()
-        templates = (templates_java if args.writer == "java" else templates_ours)(root / "templates")
+        made = template_tables(root / f"templates-{args.writer}", args.writer)
         print(f"templates written by {'Java Paimon 0.9' if args.writer == 'java' else 'paimon-ops'} in "
               f"{time.perf_counter() - t0:.1f} s; {os.cpu_count()} CPUs")
         results = {}
         for n in sizes:
             t0 = time.perf_counter()
-            warehouse = build_fleet(root, n, templates)
-            home = root / f"dagster-home-{n}"
-            home.mkdir(exist_ok=True)
-            (home / "dagster.yaml").write_text(DAGSTER_YAML)
+            warehouse = build_fleet(root, n, made)
             print(f"\n{n:,} tables copied in {time.perf_counter() - t0:.1f} s; measuring …", flush=True)
-            results[n] = measure(warehouse, home)
-            report(n, results[n])
+            results[n] = {}
+            if "cli" in parts:
+                results[n]["cli"] = []
+                for parallel in (int(x) for x in args.parallel.split(",")):
+                    results[n]["cli"].append(cli_chain(warehouse, parallel))
+                    report_chain(n, results[n]["cli"][-1])
+            if "dagster" in parts:
+                home = root / f"dagster-home-{n}"
+                home.mkdir(exist_ok=True)
+                (home / "dagster.yaml").write_text(DAGSTER_YAML)
+                results[n]["dagster"] = measure(warehouse, home)
+                report(n, results[n]["dagster"])
         print("\n" + json.dumps({str(k): v for k, v in results.items()}, default=str))
     finally:
         if not args.keep:

@@ -14,8 +14,9 @@ Measured, each side in a fresh process (wall time from start to exit, peak RSS f
      the harness (`OrphanFilesClean`, what its remove_orphan_files procedure runs), paimon-ops through its CLI
      (`remove-orphans --dry-run`);
   2. expire all but 10 snapshots: Java `ExpireSnapshots` through the harness, paimon-ops `expire-snapshots`
-     through its CLI (default path: in-process); afterwards both copies must hold the same data files and Java's
-     own file check (`check_files`) must pass on the copy paimon-ops expired;
+     through its CLI on its default path (in-process at these sizes) and with `--spark-master local[2]` (planned
+     and deleted on Spark; `--no-spark` leaves it out); afterwards every copy must hold the same data files and
+     Java's own file check (`check_files`) must pass on the copies paimon-ops expired;
   3. delete rate: the data-file phase of the expiry plan on a third copy through paimon-ops' delete path
      (`Deleter.delete`, the one verified path, preflight excluded), against `os.unlink` of the same paths in the
      same order on a fourth copy;
@@ -25,7 +26,9 @@ Measured, each side in a fresh process (wall time from start to exit, peak RSS f
      sensor ticks and one run's code-location load, printed after the summary above.
 
 Run: .venv/bin/python benchmarks/bench_scale.py [--files 100000 --files 1000000] [--entries 10000000]
-     [--workdir DIR] [--no-java] [--work orphans|rate|expiry ...] [--keep-built DIR] [--fleet 500,5000]
+     [--workdir DIR] [--no-java] [--no-spark] [--work orphans|rate|expiry ...] [--keep-built DIR] [--fleet 500,5000]
+     .venv/bin/python benchmarks/bench_scale.py --smoke     (= --files 20000 --entries 0 --fleet '': every
+     contender end to end in a few minutes; the figures mean little at this size)
      .venv/bin/python benchmarks/bench_scale.py --plan /work/bench-data/meta-1m/db.db/meta [--placement spark]
      (plans only, in-process vs Spark local[2]: driver wall, CPU, peak RSS and a hash of the plan)
 (2 shared cores: the 1M-file table takes ~10 min to build, the 10M-entry table ~15 min to write.)
@@ -148,10 +151,10 @@ def built_table(n_files: int, workdir: str, snapshots: int, keep: str | None) ->
 
 
 def run_files(n_files: int, workdir: str, java: bool, results: list[str], snapshots: int = 1000,
-              work: tuple[str, ...] = WORK, keep: str | None = None) -> None:
+              work: tuple[str, ...] = WORK, keep: str | None = None, spark: bool = True) -> None:
     b, kept = built_table(n_files, workdir, snapshots, keep)
     src = b["root"]
-    sides = ["ours"] + (["java"] if java else [])
+    sides = ["ours"] + (["spark"] if spark and "expiry" in work else []) + (["java"] if java else [])
     roots = {s: copy_table(src, os.path.join(workdir, s)) for s in sides}
     whs = {s: os.path.dirname(os.path.dirname(r)) for s, r in roots.items()}
     now_ms = int(time.time() * 1000) + 1000
@@ -192,23 +195,35 @@ def orphan_scan(b: dict, roots: dict, whs: dict, now_ms: int, java: bool, result
 def expiry(b: dict, roots: dict, whs: dict, java: bool, results: list[str]) -> None:
     row = {}
     before = len(data_files(roots["ours"]))
-    w, rss, out, code = measure(ours_cmd("expire-snapshots", whs["ours"], IDENT, "--retain-min", str(RETAIN_MIN),
-                                         "--min-age", "0 ms"), env=env())  # (text: the default output)
-    deleted = before - len(data_files(roots["ours"]))  # (counted on disk: the report's text is for people)
-    row["ours"] = (w, rss)
-    print(f"  expiry paimon-ops: {w:.1f} s, peak RSS {rss:.0f} MiB, {deleted:,} data files deleted", flush=True)
+    for side, flags, label in (("ours", (), "paimon-ops (default path)"),
+                               ("spark", ("--spark-master", "local[2]"), "paimon-ops on Spark local[2]")):
+        if side not in roots:
+            continue
+        w, rss, out, code = measure(ours_cmd("expire-snapshots", whs[side], IDENT, "--retain-min", str(RETAIN_MIN),
+                                             "--min-age", "0 ms", *flags), env=env())  # (text: the default output)
+        deleted = before - len(data_files(roots[side]))  # (counted on disk: the report's text is for people)
+        row[side] = (w, rss)
+        print(f"  expiry {label}: {w:.1f} s, peak RSS {rss:.0f} MiB (driver), {deleted:,} data files deleted"
+              + ("" if code == 0 else f", EXIT {code}"), flush=True)
+    if "spark" in roots:
+        same = data_files(roots["ours"]) == data_files(roots["spark"])
+        print(f"  same data files left by the default path and Spark: {same}", flush=True)
     if java:
         payload = json.dumps({"table_path": roots["java"], "retain_min": RETAIN_MIN, "time_retained_ms": 0,
                               "max_deletes": 2000}).encode()
         w, rss, out, code = measure(java_cmd("expire_snapshots"), payload)
         row["java"] = (w, rss)
         print(f"  expiry Java 0.9:   {w:.1f} s, peak RSS {rss:.0f} MiB ({out.strip()[:120]})", flush=True)
-        same = data_files(roots["ours"]) == data_files(roots["java"])
-        _, _, chk, code = measure(java_cmd("check_files"), json.dumps({"table_path": roots["ours"]}).encode())
-        check = json.loads(chk) if code == 0 else {"error": chk}
-        ok = same and not check.get("missing")
-        print(f"  same data files left: {same}; Java's check_files on paimon-ops' copy: "
-              f"{'passes' if not check.get('missing') else check}", flush=True)
+        same = all(data_files(roots[s]) == data_files(roots["java"]) for s in ("ours", "spark") if s in roots)
+        ok = same
+        for s in ("ours", "spark"):
+            if s not in roots:
+                continue
+            _, _, chk, code = measure(java_cmd("check_files"), json.dumps({"table_path": roots[s]}).encode())
+            check = json.loads(chk) if code == 0 else {"error": chk}
+            ok = ok and code == 0 and not check.get("missing")
+            print(f"  same data files left as Java: {same}; Java's check_files on paimon-ops' copy ({s}): "
+                  f"{'passes' if code == 0 and not check.get('missing') else check}", flush=True)
         results.append(_line(f"expiry, {b['data_files']:,} files", row) + f"; same files left: {same}, "
                        f"Java check_files: {'pass' if ok else 'FAIL'}")
     else:
@@ -216,11 +231,17 @@ def expiry(b: dict, roots: dict, whs: dict, java: bool, results: list[str]) -> N
 
 
 def _line(what: str, row: dict) -> str:
+    """The summary line of one measurement: each contender's wall time and peak RSS, and Java's wall time over each
+    paimon-ops path's (the speed-up)."""
     ours = row["ours"]
     text = f"{what}: paimon-ops {ours[0]:.1f} s / {ours[1]:.0f} MiB"
+    if "spark" in row:
+        text += f"; paimon-ops on Spark local[2] {row['spark'][0]:.1f} s / {row['spark'][1]:.0f} MiB (driver)"
     if "java" in row:
         java = row["java"]
         text += f"; Java 0.9 {java[0]:.1f} s / {java[1]:.0f} MiB; speed-up {java[0] / ours[0]:.2f}x"
+        if "spark" in row:
+            text += f" (Spark: {java[0] / row['spark'][0]:.2f}x)"
     return text
 
 
@@ -228,31 +249,55 @@ def delete_rate_child(src: str, workdir: str, out: mp.Queue) -> None:
     out.put({"line": delete_rate(src, workdir)})
 
 
+def unlink_loop(paths: list[str], threads: int) -> float:
+    """Files/s of a bare unlink loop over `paths` (the limit of any delete path): one thread, or `threads` threads
+    each deleting contiguous slices of the list (most in one directory), a few slices a thread."""
+    t = time.perf_counter()
+    if threads <= 1:
+        for p in paths:
+            os.unlink(p)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+        size = max(16, min(4096, -(-len(paths) // (threads * 4))))
+
+        def loop(i: int) -> None:
+            for p in paths[i:i + size]:
+                os.unlink(p)
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(loop, range(0, len(paths), size)))
+    return len(paths) / (time.perf_counter() - t)
+
+
 def delete_rate(src: str, workdir: str) -> str:
-    """The expiry plan's data-file phase deleted through Deleter.delete vs os.unlink of the same paths."""
+    """The expiry plan's data-file phase deleted through Deleter.delete (its delete threads) vs a serial and a
+    concurrent os.unlink loop of the same paths (as many threads), each on a copy of its own."""
     from paimon_ops.execution.deleter import Deleter
     from paimon_ops.execution.plan import DATA
     from paimon_ops.lifecycle.expire import plan_expire_snapshots
     from paimon_ops.table.table import FileStoreTable
     a = copy_table(src, os.path.join(workdir, "rate-a"))
-    r = copy_table(src, os.path.join(workdir, "rate-b"))
     plan = plan_expire_snapshots(FileStoreTable(a, IDENT), retain_min=RETAIN_MIN, min_age="0 ms")
-    actions = [f for f in plan.deletes if f.kind == DATA]
-    raw_paths = [os.path.join(r, os.path.relpath(f.path, a)) for f in actions]
+    actions = plan.deletes.where_kind((DATA,))
     del plan
-    t = time.perf_counter()
-    for p in raw_paths:
-        os.unlink(p)
-    raw = len(raw_paths) / (time.perf_counter() - t)
     deleter = Deleter(FileStoreTable(a, IDENT))
+    rel = [os.path.relpath(p, a) for p in actions.paths()]
+    raw = {}
+    for threads in (1, deleter.threads):
+        r = copy_table(src, os.path.join(workdir, f"rate-raw{threads}"))
+        raw[threads] = unlink_loop([os.path.join(r, p) for p in rel], threads)
+        shutil.rmtree(os.path.join(workdir, f"rate-raw{threads}"), ignore_errors=True)
+    os.sync()
     t = time.perf_counter()
     done, missing = deleter.delete(actions)
     ours = len(done) / (time.perf_counter() - t)
-    print(f"  delete rate: paimon-ops {ours:,.0f} files/s, raw os.unlink loop {raw:,.0f} files/s "
-          f"({ours / raw:.0%}; {len(done):,} files, {missing} missing)", flush=True)
+    load = os.getloadavg()[0]
+    print(f"  delete rate: paimon-ops {ours:,.0f} files/s ({deleter.threads} threads); unlink loop "
+          f"{raw[deleter.threads]:,.0f} files/s with {deleter.threads} threads, {raw[1]:,.0f} files/s serial "
+          f"({len(done):,} files, {missing} missing; load {load:.1f})", flush=True)
     shutil.rmtree(os.path.join(workdir, "rate-a"), ignore_errors=True)
-    shutil.rmtree(os.path.join(workdir, "rate-b"), ignore_errors=True)
-    return f"delete rate ({len(done):,} data files): paimon-ops {ours:,.0f}/s vs raw unlink {raw:,.0f}/s = {ours / raw:.0%}"
+    return (f"delete rate ({len(done):,} data files, {deleter.threads} threads): paimon-ops {ours:,.0f}/s = "
+            f"{ours / raw[deleter.threads]:.0%} of a concurrent unlink loop ({raw[deleter.threads]:,.0f}/s) and "
+            f"{ours / raw[1]:.0%} of a serial one ({raw[1]:,.0f}/s); load average {load:.1f}")
 
 
 # ---------------------------------------------------------------------------------------------- metadata-only
@@ -406,6 +451,9 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=10_000_000, help="manifest entries of the metadata-only table")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--no-java", action="store_true", help="paimon-ops only")
+    ap.add_argument("--no-spark", action="store_true", help="no expiry on Spark local[2]")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a small end-to-end run: --files 20000 --entries 0 --fleet '' (unless given)")
     ap.add_argument("--work", action="append", choices=WORK,
                     help="what to measure on the file tables (repeatable; default: all)")
     ap.add_argument("--keep-built", metavar="DIR",
@@ -419,6 +467,12 @@ def main() -> None:
     ap.add_argument("--placement", action="append", choices=("in-process", "spark"), help="with --plan (repeatable)")
     ap.add_argument("--plan-work", action="append", choices=("expire", "orphans"), help="with --plan (repeatable)")
     args = ap.parse_args()
+    if args.smoke:
+        args.files = args.files or [20_000]
+        if "--entries" not in sys.argv:
+            args.entries = 0
+        if "--fleet" not in sys.argv:
+            args.fleet = ""
     if args.plan:
         run_plans(args.plan, args.placement or ["in-process", "spark"], args.plan_work or ["expire", "orphans"])
         return
@@ -427,7 +481,7 @@ def main() -> None:
     try:
         for n in args.files or [100_000]:
             run_files(n, workdir, not args.no_java, results, args.snapshots, tuple(args.work or WORK),
-                      args.keep_built)
+                      args.keep_built, spark=not args.no_spark)
         if args.entries:
             run_entries(args.entries, workdir, results)
     finally:

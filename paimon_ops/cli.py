@@ -13,8 +13,10 @@ import signal
 import sys
 import threading
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Callable, NoReturn, Sequence
 
+import paimon_ops.execution.fleet as fleet
 from paimon_ops import __version__
 from paimon_ops.api import OPERATIONS, Catalog, by_plan_type, plan_operation
 from paimon_ops.catalog import Catalog as EngineCatalog
@@ -30,6 +32,7 @@ from paimon_ops.errors import (
     cli_words,
 )
 from paimon_ops.execution.executor import open_plan_table
+from paimon_ops.execution.fleet import Spool
 from paimon_ops.execution.plan import Plan, human_bytes
 from paimon_ops.execution.runner import make_runner, planning_on, stuck_start
 from paimon_ops.health import missing_files
@@ -361,9 +364,9 @@ class _Listing:
     def __str__(self) -> str:
         return "\n".join(self.plan.summary_lines(self.limit, self.files))
 
-    def write(self, end: str = "\n") -> None:
-        """As print(str(self), end=end)."""
-        out = sys.stdout
+    def write(self, end: str = "\n", out: Any = None) -> None:
+        """As print(str(self), end=end, file=out)."""
+        out = out or sys.stdout
         lines = self.plan.summary_lines(self.limit, self.files)
         sep = ""
         while chunk := list(itertools.islice(lines, 4096)):  # (a few writes per thousand lines)
@@ -372,11 +375,11 @@ class _Listing:
         out.write(end)
 
 
-def _say(text: str | _Listing, end: str = "\n") -> None:
+def _say(text: str | _Listing, end: str = "\n", out: Any = None) -> None:
     if isinstance(text, _Listing):
-        text.write(end)
+        text.write(end, out)
     else:
-        print(text, end=end)
+        print(text, end=end, file=out)
 
 
 def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True,
@@ -393,10 +396,13 @@ def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = Tru
         require_confirmation(plan, False)
     if runner is None and hasattr(args, "local"):
         runner = _runner(args)
-    report = plan.execute(table=table, runner=runner,
-                          progress=_Progress(label, not args.json or args.progress))
-    # text output: the report's figures only (the JSON of a million deleted files is made when it is printed)
-    return report.to_dict(files=bool(args.json)), report.summary()
+    # (a fleet run's text is a line a table: progress of each table's files only when asked for)
+    shown = args.progress or args.verbose if getattr(args, "fleet", False) else not args.json or args.progress
+    report = plan.execute(table=table, runner=runner, progress=_Progress(label, shown))
+    if not args.json:  # text: the report's own words, and the figures of a table pattern's summary line
+        return {"snapshot_id": report.snapshot_id, "deleted": dict(report.deleted),
+                "written": dict(report.written)}, report.summary()
+    return report.to_dict(files=True), report.summary()
 
 
 def _run(args: argparse.Namespace, plan: Any, label: str, confirm: bool = True, table: Any = None) -> None:
@@ -429,6 +435,8 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
             raise PaimonOpsError(f"{'--summary' if args.summary else '--limit'} shortens a dry run: add --dry-run")
         if args.limit is not None and args.limit < 0:
             raise PaimonOpsError(f"--limit must be at least 0, got {args.limit}")
+        if args.parallel is not None and args.parallel < 1:
+            raise PaimonOpsError(f"--parallel must be at least 1, got {args.parallel}")
         if not is_pattern(args.table):
             if args.exclude:
                 raise PaimonOpsError(f"--exclude needs a table pattern (db.*, *.*), not the table {args.table!r}")
@@ -443,39 +451,138 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
 
 def _each_table(args: argparse.Namespace, op: Operation,
                 one: Callable[[argparse.Namespace, str], tuple[dict[str, Any], str | _Listing]]) -> int:
-    """Plan / run `op` on every table matching the pattern in turn: a failing table is reported and the others still
-    run. Text: each table's output, then one summary line per table; --json: one envelope listing every table.
-    Exit status 2 if any table failed (named on stderr)."""
-    tables = matching_tables(_catalog(args), args.table, args.exclude or ())
-    results: list[dict[str, Any]] = []
-    for name in tables:
-        try:
-            payload, text = one(args, name)
-        except (PaimonOpsError, OSError) as e:
-            if isinstance(e, CancelledError):
-                raise
-            err = e if isinstance(e, PaimonOpsError) else _in_table(args, e, name)
-            results.append({"table": name, "status": "failed", **_error_payload(err)})
-            if not args.json:
-                print(f"{name}: failed: {_one_line(err)}\n")
-            continue
-        results.append({"table": name, "status": "ok", "result": payload})
-        if not args.json:
-            _say(text, "\n\n")
-    failed = [r["table"] for r in results if r["status"] == "failed"]
+    """Plan / run `op` on every table matching the pattern, `--parallel` tables at a time (each in a worker process,
+    execution/fleet.py; 1: one after the other here). A failing table is reported and the others still run. Text:
+    a summary line per table as the tables finish, in the tables' order (with --verbose, each table's whole output
+    first, then the summary); --json: one envelope listing every table, written as they finish. Exit status 2 if
+    any table failed (named on stderr), 130 if interrupted (no further table starts; the ones in progress stop as
+    a run on that table alone stops)."""
+    spark = getattr(args, "spark_master", None) or getattr(args, "spark_remote", None)
+    if spark and (args.parallel or 1) > 1:
+        raise PaimonOpsError(f"--parallel {args.parallel} runs tables in worker processes of this machine; with "
+                             f"{'--spark-master' if args.spark_master else '--spark-remote'} the tables run one at a "
+                             "time on that Spark (each table's work in parallel there): leave --parallel out")
+    parallel = 1 if spark else args.parallel or fleet.default_processes()
+    args.fleet = True
+    work = partial(_table_outcome, args, op, one)
+    # the workers are forked before anything here touches storage (fleet.py) or opens the catalog: each worker opens
+    # its own connection (a Hive, JDBC or REST catalog's connection is never shared between processes)
+    if getattr(args, "_po_catalog", None) is not None and parallel > 1:
+        raise PaimonOpsError("internal error: the catalog was opened before the table workers were started")
+    pool = fleet.Workers(work, parallel) if parallel > 1 else None
+    try:
+        tables = matching_tables(_catalog(args), args.table, args.exclude or ())
+        if pool is not None and len(tables) > 1:
+            for w in pool.workers[len(tables):]:  # (more workers than tables: the spare ones end now)
+                w.conn.send(None)
+            outcomes = pool.run(tables)
+        else:
+            outcomes = fleet.run_here(work, tables, lambda v: v["status"] == "interrupted")
+        return _report_tables(args, op, tables, outcomes, pool)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _table_outcome(args: argparse.Namespace, op: Operation,
+                   one: Callable[[argparse.Namespace, str], tuple[dict[str, Any], str | _Listing]],
+                   name: str) -> dict[str, Any]:
+    """One table of a fleet run (in a worker process, or here): {status ok | failed | interrupted, line: the summary
+    line, error: its error payload, out: what it prints (--json: its envelope entry; --verbose: its whole text)}."""
+    out = Spool() if args.json or args.verbose else None
+    try:
+        payload, text = one(args, name)
+    except (CancelledError, KeyboardInterrupt) as e:
+        err: BaseException = e if isinstance(e, CancelledError) else\
+            CancelledError(f"{op.command} of {name} interrupted before it changed anything")
+        return _failed_entry(args, name, err, out, "interrupted")
+    except Exception as e:  # noqa: BLE001 - a failing table fails alone; the others still run
+        if isinstance(e, PaimonOpsError):
+            err = e
+        elif isinstance(e, OSError):
+            err = _in_table(args, e, name)
+        else:  # a fault of ours: worded as the command's internal error, the stack in the log with -v
+            logging.getLogger("paimon_ops.cli").info("%s failed", name, exc_info=True)
+            err = _in_table(args, e, name)
+            err = err if args.verbose else PaimonOpsError(f"internal error: {err} (-v shows the stack trace)")
+        return _failed_entry(args, name, err, out, "failed")
     if args.json:
-        print(json.dumps(envelope(TABLES, command=op.command, pattern=args.table, exclude=list(args.exclude or ()),
-                                  dry_run=bool(args.dry_run), tables=results, failed=failed),
-                         indent=2, default=_json_default))
-    else:
-        print(f"{op.command} on {len(results)} table(s) matching {args.table!r}"
-              + (f" (excluding {', '.join(args.exclude)})" if args.exclude else "") + ":")
-        width = max(len(r["table"]) for r in results)
-        for r in results:
-            line = _table_line(args, r["result"]) if r["status"] == "ok" else f"FAILED: {r['error']['message']}"
-            print(f"  {r['table']:<{width}}  {line}")
+        assert out is not None
+        for piece in json.JSONEncoder(indent=2, default=_json_default).iterencode(
+                {"table": name, "status": "ok", "result": payload}):
+            out.write(piece.replace("\n", _ENTRY_BREAK))
+    elif out is not None:
+        _say(text, "\n\n", out)
+    return {"status": "ok", "line": _table_line(args, payload), "out": out}
+
+
+_ENTRY_BREAK = "\n    "  # (an entry of the envelope's "tables" list, as json.dumps(indent=2) indents it)
+
+
+def _failed_entry(args: argparse.Namespace, name: str, err: BaseException, out: Any, status: str) -> dict[str, Any]:
+    error = _error_payload(err)
+    if out is not None:
+        if args.json:
+            out.write(json.dumps({"table": name, "status": "failed", **error}, indent=2).replace("\n", _ENTRY_BREAK))
+        else:
+            out.write(f"{name}: {status}: {error['error']['message']}\n\n")
+    what = "FAILED" if status == "failed" else "INTERRUPTED"
+    return {"status": status, "line": f"{what}: {error['error']['message']}", "error": error, "out": out}
+
+
+def _report_tables(args: argparse.Namespace, op: Operation, tables: Sequence[str], outcomes: Any,
+                   pool: Any) -> int:
+    """Print each table's outcome in the tables' order as it comes (module docstring of `_each_table`); the exit
+    status."""
+    head = (f"{op.command} on {len(tables)} table(s) matching {args.table!r}"
+            + (f" (excluding {', '.join(args.exclude)})" if args.exclude else "") + ":")
+    width = max(map(len, tables))
+    lines: list[str] = []  # (--verbose: the summary comes after every table's text)
+    failed: list[str] = []
+    stopped: list[str] = []  # interrupted, or not started
+    progress = _Progress(f"{op.command} {args.table}", bool(args.progress))
+    out = sys.stdout
+    if args.json:
+        doc = json.dumps(envelope(TABLES, command=op.command, pattern=args.table, exclude=list(args.exclude or ()),
+                                  dry_run=bool(args.dry_run), tables=None), indent=2)
+        out.write(doc[:doc.rindex("null")] + "[")  # the envelope up to its "tables", then each table as it comes
+    elif not args.verbose:
+        print(head, flush=True)
+    for n, o in enumerate(outcomes):
+        r = o.value if o.status == fleet.OK else _failed_entry(
+            args, o.item, CancelledError(f"{op.command} of {o.item}: {o.message}") if o.status != fleet.ERROR else
+            PaimonOpsError(f"{o.item}: internal error: {o.message}"), fleet.Spool() if args.json or args.verbose else None,
+            "failed" if o.status in (fleet.ERROR, fleet.LOST) else "interrupted")
+        if r["status"] != "ok":
+            (failed if r["status"] == "failed" else stopped).append(o.item)
+        if r.get("out") is not None:
+            if args.json:
+                out.write(("\n    " if n == 0 else ",\n    "))
+            r["out"].copy_to(out)
+        line = f"  {o.item:<{width}}  {r['line']}"
+        if args.json:
+            pass
+        elif args.verbose:
+            lines.append(line)
+        else:
+            print(line)
+        out.flush()
+        progress(n + 1, len(tables))
+    if args.json:
+        failed_all = [t for t in tables if t in set(failed) | set(stopped)]
+        out.write(("\n  ]" if tables else "]") + ',\n  "failed": '
+                  + json.dumps(failed_all, indent=2).replace("\n", "\n  ") + "\n}\n")
+    elif args.verbose:
+        print(head)
+        print("\n".join(lines))
+    interrupted = bool(stopped) or (pool is not None and pool.interrupted)
+    if interrupted:
+        print(f"paimon-ops: interrupted: {op.command} on {len(tables)} table(s): {len(tables) - len(failed) - len(stopped)}"
+              f" done, {len(failed)} failed, {len(stopped)} interrupted or not started; nothing listed is left "
+              "unreadable and the next run finishes what is left", file=sys.stderr)
+        return 130
     if failed:
-        print(f"paimon-ops: error: {op.command} failed on {len(failed)} of {len(results)} table(s): "
+        print(f"paimon-ops: error: {op.command} failed on {len(failed)} of {len(tables)} table(s): "
               f"{', '.join(failed)}", file=sys.stderr)
         return 2
     return 0
@@ -647,7 +754,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --dry-run: counts and bytes per kind of file instead of the file list")
         sp.add_argument("--limit", type=int, metavar="N",
                         help="with --dry-run: list the first N files, then how many more")
-        sp.add_argument("--progress", action="store_true", help="progress on stderr even with --json")
+        sp.add_argument("--progress", action="store_true", help="progress on stderr even with --json (with a "
+                        "table pattern: the tables done so far)")
+        sp.add_argument("--parallel", type=int, metavar="N",
+                        help="with a table pattern: maintain N tables at a time, each in a worker process (default: "
+                             "one per CPU core; 1: one after the other in this process)")
+        sp.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log progress to stderr; with a table pattern also each table's whole output")
         sp.add_argument("--now-ms", type=int, help=argparse.SUPPRESS)  # tests drive time
         if spark:
             execution(sp)

@@ -18,6 +18,8 @@ data files of a scan say (row ids, column-update files, BLOB files, unknown form
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -255,8 +257,33 @@ def metadata_uses(table: FileStoreTable, scanner: TableScanner | None = None, sn
     snap = snapshot if snapshot is not None else table.snapshots.latest()
     if snap is None:
         return []
-    scanner = scanner or TableScanner(table)
-    out = snapshot_uses(snap)
+    if scanner is not None:  # (its field sets are those of whatever it read first)
+        return snapshot_uses(snap) + _manifest_uses(table, scanner, snap)
+    # What the manifests say depends only on files named by the snapshot, which are never rewritten under their
+    # name: remembered per (table, names), so that the gate at execution reads only the snapshot again (the plan's
+    # gate read the rest moments before; a new snapshot names new files and is read afresh).
+    key = (table.root, snap.base_manifest_list, snap.delta_manifest_list, snap.index_manifest)
+    with _SEEN_LOCK:
+        seen = _SEEN.get(key)
+        if seen is not None:
+            _SEEN.move_to_end(key)
+    if seen is None:
+        seen = _manifest_uses(table, TableScanner(table), snap)
+        with _SEEN_LOCK:
+            _SEEN[key] = seen
+            if len(_SEEN) > _SEEN_MAX:
+                _SEEN.popitem(last=False)
+    return snapshot_uses(snap) + seen
+
+
+_SEEN: OrderedDict[tuple[str, str, str, str | None], list[Use]] = OrderedDict()
+_SEEN_LOCK = threading.Lock()
+_SEEN_MAX = 256
+
+
+def _manifest_uses(table: FileStoreTable, scanner: TableScanner, snap: Snapshot) -> list[Use]:
+    """`metadata_uses` of the manifest list, manifest and index manifest the snapshot names."""
+    out: list[Use] = []
     for kind in (mf.MANIFEST_LIST, mf.MANIFEST, mf.INDEX_MANIFEST):
         try:
             fs = scanner.store.field_set(kind, snap)

@@ -558,6 +558,10 @@ EXECUTION_LOCAL_MAX_MANIFESTS = Option("execution.local.max-manifests", INT, 10_
 EXECUTION_LOCAL_MAX_FILES = Option("execution.local.max-files", INT, 2_000_000,
                                    "orphan removal listing (expiry deleting) more files than this runs on Spark by "
                                    "default", "execution", ours=True, minimum=1)
+FILE_OPERATION_THREAD_NUM: Option[int | None] = Option(
+    "file-operation.thread-num", INT, None, "threads deleting a phase's files at once on local and HDFS-like file "
+    "systems (object stores: `s3.delete.concurrency`)", "execution", fallback_keys=("delete-file.thread-num",),
+    minimum=1, default_doc="8", paimon_defaults=(("0.9", "the CPU count"),))
 
 # ------------------------------------------------------------------------------------------------------ catalogs
 # Catalog options (Java's CatalogOptions, JdbcCatalogOptions, RESTCatalogOptions): they configure where tables live

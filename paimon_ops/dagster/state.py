@@ -81,8 +81,13 @@ def read_state(path: str | os.PathLike, warehouse: Any = None) -> list[TableSpec
     where = os.fspath(path)
     try:
         with open(where) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
+            text = f.read()
+    except OSError as e:
+        raise InvalidArgumentError(f"Paimon warehouse description {where} cannot be read: {e}; write it again with "
+                                   "'python -m paimon_ops.dagster.state refresh'") from None
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
         raise InvalidArgumentError(f"Paimon warehouse description {where} cannot be read: {e}; write it again with "
                                    "'python -m paimon_ops.dagster.state refresh'") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -123,10 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         options = json.loads(args.catalog_options)
-        if not isinstance(options, dict):
-            raise ValueError("not an object")
     except ValueError as e:
-        print(f"paimon-ops: --catalog-options {args.catalog_options!r}: expected a JSON object ({e})", file=sys.stderr)
+        options = e
+    if not isinstance(options, dict):
+        why = f" ({options})" if isinstance(options, ValueError) else ""
+        print(f"paimon-ops: --catalog-options {args.catalog_options!r}: expected a JSON object{why}", file=sys.stderr)
         return 2
     warehouse = PaimonWarehouse(uri=args.warehouse, include=args.include, exclude=args.exclude,
                                 catalog_options={str(k): str(v) for k, v in options.items()})

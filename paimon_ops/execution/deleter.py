@@ -13,11 +13,16 @@ refusal leaves the table exactly as it was and names the path):
 * whether it is still needed: no snapshot, tag or long-lived changelog of any branch that stays keeps a content file
   the plan deletes alive (`references.kept_names`, read now from the live table).
 
-Then the phases run in the caller's order, one at a time, each inline (small, or under fault injection) or in
-batches on a runner (Spark executors); each executor checks its paths against the roots again, and the FileIO
-underneath never deletes through a symlink. Deletes are quiet about missing files, so a rerun after a crash is
-idempotent. The checks cost a few string operations per file and a system call per directory (or per file in
-directories holding few of them); `delete_task` is the executor side.
+Then the phases run in the caller's order, one at a time, each complete before the next starts (the crash-safe
+order of maintenance.md §2.3–2.4 is the order of the phases: data files, then manifests, then manifest lists, …).
+Within a phase the order does not matter, so its files are deleted concurrently: on a local or HDFS-like file
+system by `file-operation.thread-num` threads of this process, in batches per directory (each batch opens its
+directory once, without following a link; one listing per directory serves all its batches); on an object store in
+bulk requests, several in flight; or in batches on Spark executors when the plan was placed there. Each executor
+checks its paths against the roots again, and the FileIO underneath never deletes through a symlink. A failure or
+an interrupt stops every batch at its next file and the phase raises: no later phase starts. Deletes are quiet
+about missing files, so a rerun after a crash is idempotent. The checks cost a few string operations per file and a
+system call per directory (or per file in directories holding few of them); `delete_task` is the executor side.
 """
 from __future__ import annotations
 
@@ -27,12 +32,15 @@ import os
 import posixpath
 import re
 import stat as _stat
+import sys
+import threading
 from array import array
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from paimon_ops.errors import PaimonOpsError, PreflightError, UnsafeOperationError
-from paimon_ops.execution.files import FileAction, FileList
+from paimon_ops.execution.files import FileAction, FileList, FileParts
 from paimon_ops.execution.model import (
     BRANCH_DIRECTORY,
     CHANGELOG,
@@ -60,6 +68,7 @@ from paimon_ops.execution.model import (
 )
 from paimon_ops.execution.runner import Progress, Runner
 from paimon_ops.format.names import first_unplain
+from paimon_ops.options import FILE_OPERATION_THREAD_NUM
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, entry_types
 from paimon_ops.table.references import (
@@ -84,11 +93,18 @@ from paimon_ops.table.table import (
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 1000
-# Below this many files a Spark job costs more than it saves. On a local disk a delete takes microseconds and the
-# driver beats executors at any size (benchmarks/bench_expiry.py: 70k deletes/s inline vs 5k/s on local[2]);
-# on object stores and HDFS each delete is a round trip, which is what executors parallelise.
+# Below this many files a Spark job costs more than it saves (a plan placed on Spark). On a local disk a delete takes
+# microseconds and the driver beats executors at any size (benchmarks/bench_expiry.py: 70k deletes/s inline vs 5k/s
+# on local[2]); on HDFS each delete is a round trip, which the driver's delete threads overlap as well.
 PARALLEL_THRESHOLD = 500
-LOCAL_PARALLEL_THRESHOLD = 1_000_000
+# Delete threads on local and HDFS-like file systems when `file-operation.thread-num` is unset (Java: the CPU
+# count). An unlink is a system call the GIL is released for, and on a busy journaling file system mostly waiting:
+# benchmarks/bench_scale.py measured 8 threads at 3-10x one on this 2-core machine under load, and no worse than 2
+# when it was quiet. Threads beyond what a phase's batches can use are not started.
+DELETE_THREADS = 8
+CONCURRENT_MIN_FILES = 64   # a phase with fewer files is deleted inline, one file after the other
+PREFLIGHT_THREADS = 2  # directories checked at once (each holds its listing: ~13 MB for 100,000 files)
+BATCH_MIN, BATCH_MAX = 16, 4096  # files per concurrent batch (about four batches per thread, within these bounds)
 # Object stores with bulk deletes (1,000 keys per request, several in flight) delete ~10k files/s from the driver
 # (benchmarks/bench_expiry_s3.py); executors pay off only for very large phases.
 BULK_PARALLEL_THRESHOLD = 200_000
@@ -263,7 +279,7 @@ class Checked:
     """What `preflight` found: the owner files the plan removes and the content files it deletes."""
 
     owners: list[str] = field(default_factory=list)
-    content: FileList = field(default_factory=FileList)
+    content: FileParts = field(default_factory=FileParts)  # (in parts, as the steps hold them: never copied)
     files: int = 0
 
 
@@ -293,12 +309,12 @@ def preflight(table: FileStoreTable, steps: Iterable[Step], check_references: bo
             check_paths(roots, list(actions.paths()))
         except UnsafeOperationError as e:
             raise PreflightError(ident, _first_outside(roots, actions), str(e)) from None
-        by_dir = {d: [FileList(g)] for d, g in groups.items()}
+        by_dir = {d: [(FileList(g), None)] for d, g in groups.items()}
     out.owners = [posixpath.normpath(p) for files in removing for p in files.where_kind(OWNER_KINDS).paths()]
-    out.content = FileList.concat(files.where_kind(CONTENT_KINDS) for files in removing)
+    for files in removing:
+        out.content += files.where_kind(CONTENT_KINDS)
     if local and io.roots:
-        for d, parts in by_dir.items():
-            _check_local_dir(io, ident, d, parts)
+        _check_local_dirs(io, ident, by_dir, table.options.get(FILE_OPERATION_THREAD_NUM) or DELETE_THREADS)
     if check_references and out.content:
         check_history(table, "deleting files")
         check_unreferenced(table, out.content, out.owners, runner)
@@ -329,16 +345,25 @@ def _check_one(layout: Layout, ident: str, a: FileAction, limit: int) -> str:
 _BULK_KINDS = frozenset((DATA, EXTRA, CHANGELOG, MANIFEST, MANIFEST_LIST, INDEX_MANIFEST, INDEX, STATISTICS, ORPHAN))
 
 
+# One step's files in one directory: the step's list and their positions in it (None: all of them). The groups of a
+# large plan are made one directory at a time (`_group`), never all at once.
+_Part = tuple[FileList, Sequence[int] | None]
+
+
+def _group(parts: Sequence[_Part]) -> FileList:
+    return FileList.concat(files if ix is None else files.take(ix) for files, ix in parts)
+
+
 def _bulk_checked(layout: Layout, roots: Sequence[str], removing: Sequence[FileList],
-                  limit: int) -> dict[str, list[FileList]] | None:
+                  limit: int) -> dict[str, list[_Part]] | None:
     """The checks of `_check_one` and `check_paths` for every file, done per directory (normalised, inside a root,
     the right place for the kind) and per directory's names (one join and a few C-level scans: plain, printable,
     short enough): the files grouped by directory, or None when anything may fail, so that the exact per-path loop
     names the first offending path. Certifies nothing it did not check: on any doubt, None."""
-    by_dir: dict[str, list[FileList]] = {}
+    by_dir: dict[str, list[_Part]] = {}
     for files in removing:
-        for d, group in files.by_directory():
-            by_dir.setdefault(d, []).append(group)
+        for d, ix in files.directory_indices():
+            by_dir.setdefault(d, []).append((files, ix))
     ident = layout.table.identifier
     norm_roots = [posixpath.normpath(r) for r in roots]
     exact = set(norm_roots)
@@ -347,7 +372,8 @@ def _bulk_checked(layout: Layout, roots: Sequence[str], removing: Sequence[FileL
         if not d or d == "/" or posixpath.normpath(d) != d or ".." in d.split("/") or "\x00" in d or\
                 not d.isascii() or not (d in exact or (d + "/").startswith(prefixes)):
             return None
-        for group in parts:
+        for part in parts:
+            group = _group([part])
             names = group.names
             joined = "".join(names)
             if first_unplain(names) is not None or not joined.isprintable() or not joined.isascii():
@@ -377,10 +403,27 @@ def _first_outside(roots: Sequence[str], actions: Sequence[FileAction]) -> str:
     return actions[0].path
 
 
-def _check_local_dir(io: FileIO, ident: str, d: str, parts: Sequence[Sequence[FileAction]]) -> None:
+def _check_local_dirs(io: FileIO, ident: str, by_dir: dict[str, list[_Part]], threads: int) -> None:
+    """`_check_local_dir` of every directory; many files: several directories at once (listing a directory of 100,000
+    files is mostly the kernel's work, done without the GIL). The first refusal in the directories' order is raised."""
+    if threads < 2 or len(by_dir) < 2 or\
+            sum(len(f) if ix is None else len(ix) for parts in by_dir.values() for f, ix in parts) < CONCURRENT_MIN_FILES:
+        for d, parts in by_dir.items():
+            _check_local_dir(io, ident, d, parts)
+        return
+    pool = ThreadPoolExecutor(min(threads, PREFLIGHT_THREADS, len(by_dir)), thread_name_prefix="paimon-ops-preflight")
+    try:
+        futures = [pool.submit(_check_local_dir, io, ident, d, parts) for d, parts in by_dir.items()]
+        for fut in futures:
+            fut.result()
+    finally:  # (a refusal or an interrupt: the checks not started are dropped, the running ones finish)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _check_local_dir(io: FileIO, ident: str, d: str, parts: Sequence[_Part]) -> None:
     """The directory reached without a symlink and writable; each file a regular file (a directory for DIRECTORY
     actions) or already gone."""
-    items = FileList.concat(parts)
+    items = _group(parts)
     try:
         fd = io._open_dir(d, "delete")
     except UnsafeOperationError as e:
@@ -402,8 +445,10 @@ def _check_local_dir(io: FileIO, ident: str, d: str, parts: Sequence[Sequence[Fi
         listing: dict[str, int] | None = None
         if len(items) > LISTING_THRESHOLD:
             listing = entry_types(fd)
-        for a in items:
-            name = posixpath.basename(posixpath.normpath(a.path))
+        # (the names column: the part after the last '/'; a path ending in '/' has none and is taken apart whole)
+        for i, (name, kind) in enumerate(zip(items.names, items.kind_iter())):
+            if not name:
+                name = posixpath.basename(posixpath.normpath(items[i].path))
             if listing is not None:
                 mode = listing.get(name)
                 if mode is None:
@@ -415,44 +460,48 @@ def _check_local_dir(io: FileIO, ident: str, d: str, parts: Sequence[Sequence[Fi
                     continue
                 except OSError as e:
                     if e.errno == errno.ENAMETOOLONG:
-                        raise PreflightError(ident, a.path, "the name is too long for the file system") from None
-                    raise PreflightError(ident, a.path, e.strerror or str(e)) from None
-            want = _stat.S_IFDIR if a.kind in (DIRECTORY, BRANCH_DIRECTORY) else _stat.S_IFREG
+                        raise PreflightError(ident, items[i].path, "the name is too long for the file system")\
+                            from None
+                    raise PreflightError(ident, items[i].path, e.strerror or str(e)) from None
+            is_dir = kind in (DIRECTORY, BRANCH_DIRECTORY)
+            want = _stat.S_IFDIR if is_dir else _stat.S_IFREG
             if mode == want:
                 continue
+            path = items[i].path
             if mode == _stat.S_IFLNK:
-                raise PreflightError(ident, a.path, "it is a symbolic link (never followed, never deleted)")
-            raise PreflightError(ident, a.path, "it is a directory, not a file" if mode == _stat.S_IFDIR else
-                                 "it is a file, not a directory" if a.kind in (DIRECTORY, BRANCH_DIRECTORY) else
-                                 "not a regular file")
+                raise PreflightError(ident, path, "it is a symbolic link (never followed, never deleted)")
+            raise PreflightError(ident, path, "it is a directory, not a file" if mode == _stat.S_IFDIR else
+                                 "it is a file, not a directory" if is_dir else "not a regular file")
     finally:
         os.close(fd)
 
 
-def check_unreferenced(table: FileStoreTable, content: Sequence[FileAction], removed_owners: Sequence[str],
+def check_unreferenced(table: FileStoreTable, content: Sequence[FileAction] | FileParts, removed_owners: Sequence[str],
                        runner: Runner | None = None) -> None:
     """Refuse (PreflightError) if any content file is kept alive by a snapshot, tag or long-lived changelog of any
     branch that stays — read from the live table now. Orphans must not even be named by anything (on Spark when
     `runner` is a Spark runner)."""
     # orphans are checked against what anything names (a superset of what is kept): one read of the history
-    content = FileList(content)
-    only_orphans = content.only_kinds((ORPHAN,)) and not removed_owners
+    parts = content.lists() if isinstance(content, FileParts) else [FileList(content)]
+    only_orphans = all(p.only_kinds((ORPHAN,)) for p in parts) and not removed_owners
     kept = set() if only_orphans else kept_names(table, removed_owners).names
     named: set[str] | None = None
-    for i, (name, kind) in enumerate(zip(content.names, content.kind_iter())):  # (a name: the path's last part)
-        hit = name in kept
-        if not hit and kind == ORPHAN:
-            if named is None:
-                named, owners = _named_by_any(table, content.where_kind((ORPHAN,)).names, runner)
-                if not owners:
-                    raise PreflightError(table.identifier, content[i].path, "no snapshot, tag or changelog of any "
-                                         "branch references anything: a table without history has no orphans "
-                                         "(apache/paimon#7710)")
-            hit = name in named
-        if hit:
-            owner = referencing_owner(table, name, removed_owners) or "a snapshot, tag or changelog that stays"
-            raise PreflightError(table.identifier, content[i].path, f"{owner} still uses it (the plan is stale or "
-                                                                    "was edited); plan again")
+    for part in parts:
+        for i, (name, kind) in enumerate(zip(part.names, part.kind_iter())):  # (a name: the path's last part)
+            hit = name in kept
+            if not hit and kind == ORPHAN:
+                if named is None:
+                    orphans = [n for p in parts for n in p.where_kind((ORPHAN,)).names]
+                    named, owners = _named_by_any(table, orphans, runner)
+                    if not owners:
+                        raise PreflightError(table.identifier, part[i].path, "no snapshot, tag or changelog of any "
+                                             "branch references anything: a table without history has no orphans "
+                                             "(apache/paimon#7710)")
+                hit = name in named
+            if hit:
+                owner = referencing_owner(table, name, removed_owners) or "a snapshot, tag or changelog that stays"
+                raise PreflightError(table.identifier, part[i].path, f"{owner} still uses it (the plan is stale or "
+                                                                     "was edited); plan again")
 
 
 def _named_by_any(table: FileStoreTable, names: Sequence[str], runner: Runner | None = None) -> tuple[set[str], int]:
@@ -480,21 +529,25 @@ def delete_task(table_location: str, task: dict) -> dict:
 
 class Deleter:
     def __init__(self, table: FileStoreTable, runner: Runner | None = None, batch_size: int = DEFAULT_BATCH,
-                 parallel_threshold: int | None = None, progress: Progress | None = None):
+                 parallel_threshold: int | None = None, progress: Progress | None = None, threads: int | None = None):
         self.table = table
         self.runner = runner
         self.batch_size = batch_size
         if parallel_threshold is None:
-            parallel_threshold = LOCAL_PARALLEL_THRESHOLD if table.io.is_local else\
-                BULK_PARALLEL_THRESHOLD if table.io.bulk_delete else PARALLEL_THRESHOLD
             if getattr(runner, "name", "") == "spark":
                 # the plan was placed on Spark (its size, or the caller's choice): its deletes run there too, in
                 # batches, each executor through `delete_task` (checked against the roots again)
                 parallel_threshold = PARALLEL_THRESHOLD
+            elif table.io.bulk_delete:
+                parallel_threshold = BULK_PARALLEL_THRESHOLD
+            else:  # in-process: this process's delete threads (`delete`) beat batches on a runner at any size
+                parallel_threshold = sys.maxsize
         self.parallel_threshold = parallel_threshold
         self.progress = progress
         self.roots = allowed_roots(table)
         self.io = table.io.with_roots(self.roots[1:])
+        # (read now: a bad value fails the execution before its first delete, naming the option and the table)
+        self.threads = threads or table.options.get(FILE_OPERATION_THREAD_NUM) or DELETE_THREADS
 
     def delete(self, actions: Sequence[FileAction]) -> tuple[FileList, int]:
         """Delete one phase; returns (actually deleted actions, missing count). Raises if any delete fails."""
@@ -508,6 +561,8 @@ class Deleter:
         if self.table.io.bulk_delete:
             return self._delete_bulk(actions.in_directory_order(), use_runner)
         if not use_runner:
+            if self.threads > 1 and len(actions) >= CONCURRENT_MIN_FILES:
+                return self._delete_concurrently(actions, self._directories(actions, groups))
             gone = array("I")  # positions of the files deleted, when some were missing
             missing, n_done = 0, 0
             for directory, ix, names in self._directories(actions, groups):
@@ -533,6 +588,96 @@ class Deleter:
         missing = sum(r["missing"] for r in results)
         # Which individual files were missing is not reported back; counts are exact.
         return ordered, missing
+
+    def _delete_concurrently(self, actions: FileList,
+                             groups: Iterable[tuple[str, Sequence[int], Sequence[str] | None]]) -> tuple[FileList, int]:
+        """One phase (any order) by `threads` threads: each directory's files (`_directories`' groups) cut into
+        batches, about four a thread, a few batches a thread in flight (memory stays bounded whatever the phase's
+        size); a directory with more files than a batch is listed once for all its batches. A batch that fails, or
+        an interrupt of this thread, stops every batch at its next file; the phase then raises (the first failure in
+        plan order) once all have stopped, so no later phase starts."""
+        size = min(BATCH_MAX, max(BATCH_MIN, -(-len(actions) // (self.threads * 4))))
+
+        def batches() -> Iterator[tuple[str, Sequence[int], Sequence[str], bool, bool]]:
+            for d, ix, names in groups:
+                for i in range(0, len(ix), size):
+                    part = ix[i:i + size]
+                    if names is None:  # (paths, one round trip each)
+                        yield d, part, [actions[j].path for j in part], False, False
+                    else:
+                        yield d, part, names[i:i + size], True, len(names) > size
+        stop = threading.Event()
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="paimon-ops-delete")
+        gone = array("I")
+        missing, n_done, k = 0, 0, 0
+        failures: dict[int, BaseException] = {}
+        # A directory's listing is queued just before its first batch: the pool takes work in order, so a batch
+        # waits only for a listing that has started (no deadlock); it is dropped once its directory is done (a
+        # listing of 100,000 names holds ~13 MB).
+        listings: dict[str, Future] = {}
+        open_batches: dict[str, int] = {}
+        in_flight: dict[Future, tuple[int, str, Sequence[int]]] = {}
+        source, generating = batches(), ""
+        try:
+            while True:
+                while len(in_flight) < self.threads * 2 and not stop.is_set():
+                    got = next(source, None)
+                    if got is None:
+                        break
+                    d, part, files, local, shared = got
+                    if d != generating:
+                        if not open_batches.get(generating):
+                            listings.pop(generating, None)
+                        generating = d
+                    if shared and d not in listings:
+                        listings[d] = pool.submit(self.io.directory_entry_types, d)
+                    open_batches[d] = open_batches.get(d, 0) + 1
+                    in_flight[pool.submit(self._delete_batch, d, files, local, listings.get(d), stop)] = (k, d, part)
+                    k += 1
+                if not in_flight:
+                    break
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    n, d, part = in_flight.pop(fut)
+                    open_batches[d] -= 1
+                    if not open_batches[d] and d != generating:
+                        listings.pop(d, None)
+                    try:
+                        outcome = fut.result()
+                    except Exception as e:  # noqa: BLE001 - raised below, once every batch has stopped
+                        failures[n] = e
+                        stop.set()
+                        continue
+                    gone.extend(i for i, ok in zip(part, outcome) if ok)
+                    missing += len(outcome) - sum(map(bool, outcome))
+                    n_done += len(outcome)
+                    if self.progress and not stop.is_set():
+                        self.progress(n_done, len(actions))
+        except BaseException:  # an interrupt: every batch stops at its next file, then it goes on to the caller
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        if failures:
+            raise failures[min(failures)]
+        if not missing:
+            return actions, 0
+        return actions.take(sorted(gone)), missing
+
+    def _delete_batch(self, directory: str, files: Sequence[str], local: bool, listing: Future | None,
+                      stop: threading.Event) -> list[bool]:
+        """One batch of `_delete_concurrently` (in a delete thread): plain names in a local directory, or paths
+        one at a time (HDFS-like file systems); nothing once `stop` is set."""
+        if stop.is_set():
+            return []
+        if local:
+            return self.io.delete_in_directory(directory, files, listing.result() if listing else None, stop)
+        out: list[bool] = []
+        for p in files:
+            if stop.is_set():
+                break
+            out.append(self.io.delete_file(p))
+        return out
 
     def _check_roots(self, actions: FileList, groups: Sequence[tuple[str, Sequence[int] | None]]) -> None:
         """`check_paths` of every file, per directory: one path of each directory's files, then their names (a

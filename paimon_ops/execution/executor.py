@@ -245,11 +245,14 @@ class Execution:
         details["latest_after"] = self.table.snapshots.latest_id()
         if self.missing:
             details["already_missing"] = self.missing
-        done = self.done.all()
+        # one copy of the files (a million deleted files take ~35 MB); what was deleted is all but what was written
+        files = FileList.concat([*self.done.parts, self.written])
+        written, written_bytes = count_by_kind(self.written), bytes_by_kind(self.written)
+        deleted = {k: n - written.get(k, 0) for k, n in count_by_kind(files).items() if n > written.get(k, 0)}
+        deleted_bytes = {k: b - written_bytes.get(k, 0) for k, b in bytes_by_kind(files).items() if k in deleted}
         return Report(plan.operation, plan.table, False, round(time.time() - started, 3),
-                      deleted=count_by_kind(done), deleted_bytes=bytes_by_kind(done),
-                      written=count_by_kind(self.written), written_bytes=bytes_by_kind(self.written),
-                      snapshot_id=self.snapshot_id, details=details, files=done + self.written,
+                      deleted=deleted, deleted_bytes=deleted_bytes, written=written, written_bytes=written_bytes,
+                      snapshot_id=self.snapshot_id, details=details, files=files,
                       warnings=tuple(plan.warnings) + tuple(self.warnings), runner=self.runner_info,
                       deleted_as=removal_words(plan, dry_run=False))
 

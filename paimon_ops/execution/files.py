@@ -14,6 +14,8 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence, overload
 
+import numpy as np
+
 
 @dataclass(frozen=True, slots=True)  # (slots: a report can still hold many of them)
 class FileAction:
@@ -125,12 +127,12 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
             return lists[0]
         cols = FileColumns()
         for x in lists:
-            dir_map = array("I", (cols._dir_ix.setdefault(d, len(cols._dir_ix)) for d in x._dirs))
-            kind_map = array("H", (cols._kind_ix.setdefault(k, len(cols._kind_ix)) for k in x._kinds))
-            reason_map = array("I", (cols._reason_ix.setdefault(r, len(cols._reason_ix)) for r in x._reasons))
-            cols.dir_of.extend(dir_map[i] for i in x._dir_of)
-            cols.kind_of.extend(kind_map[i] for i in x._kind_of)
-            cols.reason_of.extend(reason_map[i] for i in x._reason_of)
+            dir_map = [cols._dir_ix.setdefault(d, len(cols._dir_ix)) for d in x._dirs]
+            kind_map = [cols._kind_ix.setdefault(k, len(cols._kind_ix)) for k in x._kinds]
+            reason_map = [cols._reason_ix.setdefault(r, len(cols._reason_ix)) for r in x._reasons]
+            cols.dir_of.frombytes(_mapped(x._dir_of, dir_map))
+            cols.kind_of.frombytes(_mapped(x._kind_of, kind_map))
+            cols.reason_of.frombytes(_mapped(x._reason_of, reason_map))
             cols.names += x._names
             cols.sizes += x._sizes
         cols.dirs[:] = list(cols._dir_ix)
@@ -208,14 +210,21 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
         return {self._kinds[k]: n for k, n in sorted(counts.items())}
 
     def kind_bytes(self) -> dict[str, int]:
-        totals = [0] * len(self._kinds)
-        for k, size in zip(self._kind_of, self._sizes):
-            if size != _NO_SIZE:
-                totals[k] += size
-        return {self._kinds[k]: totals[k] for k in sorted(set(self._kind_of))}
+        kind_of, sizes = _view(self._kind_of), _view(self._sizes)
+        known = sizes != _NO_SIZE
+        if not _sums_fit(sizes[known]):  # (Python's integers: no sum wraps around)
+            exact: dict[int, int] = dict.fromkeys(np.unique(kind_of).tolist(), 0)
+            for k, size in zip(kind_of[known].tolist(), sizes[known].tolist()):
+                exact[k] += size
+            return {self._kinds[k]: n for k, n in exact.items()}
+        totals = np.zeros(len(self._kinds), dtype=np.int64)
+        np.add.at(totals, kind_of[known], sizes[known])
+        return {self._kinds[k]: int(totals[k]) for k in np.unique(kind_of).tolist()}
 
     def total_bytes(self) -> int:
-        return sum(s for s in self._sizes if s != _NO_SIZE)
+        sizes = _view(self._sizes)
+        known = sizes[sizes != _NO_SIZE]
+        return int(known.sum()) if _sums_fit(known) else sum(known.tolist())
 
     def any_sized(self) -> bool:
         """Whether any file has a size other than 0 or unknown (`any(a.size for a in ...)`)."""
@@ -227,20 +236,28 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
 
     def take(self, indices: Iterable[int]) -> FileList:
         """The files at `indices`, in that order."""
-        ix = indices if isinstance(indices, (array, range)) else array("I", indices)
+        if isinstance(indices, range):
+            ix = np.arange(indices.start, indices.stop, indices.step, dtype=np.int64)
+        elif isinstance(indices, np.ndarray):
+            ix = indices.astype(np.int64, copy=False)
+        elif isinstance(indices, array):
+            ix = _view(indices).astype(np.int64)
+        else:
+            ix = np.fromiter(indices, dtype=np.int64)
         names = self._names
-        return FileList._of(self._dirs, array("I", (self._dir_of[i] for i in ix)), [names[i] for i in ix],
-                            self._kinds, array("H", (self._kind_of[i] for i in ix)), self._reasons,
-                            array("I", (self._reason_of[i] for i in ix)), array("q", (self._sizes[i] for i in ix)))
+        return FileList._of(self._dirs, _taken(self._dir_of, ix), list(map(names.__getitem__, ix.tolist())),
+                            self._kinds, _taken(self._kind_of, ix), self._reasons, _taken(self._reason_of, ix),
+                            _taken(self._sizes, ix))
 
     def where_kind(self, kinds: Iterable[str]) -> FileList:
         """The files of these kinds, in order."""
         wanted = {k for k, kind in enumerate(self._kinds) if kind in set(kinds)}
         if not wanted:
             return FileList(())
-        if set(self._kind_of) <= wanted:
+        kind_of = _view(self._kind_of)
+        if set(np.unique(kind_of).tolist()) <= wanted:
             return self
-        return self.take(i for i, k in enumerate(self._kind_of) if k in wanted)
+        return self.take(np.flatnonzero(np.isin(kind_of, list(wanted))))
 
     def by_directory(self) -> Iterator[tuple[str, FileList]]:
         """(directory, its files) — the directory as `path.rpartition('/')[0]` gives it — in order of first
@@ -250,21 +267,23 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
 
     def directory_indices(self) -> list[tuple[str, array | None]]:
         """`by_directory`'s groups as (directory, positions in this list) — None: all of them, one directory."""
-        dir_of = self._dir_of
-        if not dir_of:
+        if not self._dir_of:
             return []
-        if dir_of.count(dir_of[0]) == len(dir_of):  # (one directory: the usual case of a subset)
-            return [(self._dirs[dir_of[0]][:-1], None)]
         keys = [d[:-1] for d in self._dirs]  # ("" and "/" both give "", as rpartition does)
-        key_of = [keys.index(k) for k in keys] if len(set(keys)) < len(keys) else range(len(keys))
-        groups: dict[int, array] = {}
-        for i, d in enumerate(dir_of):
-            k = key_of[d]
-            g = groups.get(k)
-            if g is None:
-                groups[k] = g = array("I")
-            g.append(i)
-        return [(keys[k], ix) for k, ix in groups.items()]
+        key_of = [keys.index(k) for k in keys] if len(set(keys)) < len(keys) else list(range(len(keys)))
+        group_of = np.asarray(key_of, dtype=np.int64)[_view(self._dir_of)]
+        if (group_of == group_of[0]).all():  # (one directory: the usual case of a subset)
+            return [(keys[int(group_of[0])], None)]
+        order = np.argsort(group_of, kind="stable")  # (positions by group, in order within each)
+        groups, first = np.unique(group_of, return_index=True)
+        starts = np.searchsorted(group_of[order], groups)
+        ends = np.append(starts[1:], len(order))
+        out: list[tuple[str, array | None]] = []
+        for g in np.argsort(first).tolist():  # (groups in order of first appearance)
+            ix = array("I")
+            ix.frombytes(order[starts[g]:ends[g]].astype(np.uint32).tobytes())
+            out.append((keys[int(groups[g])], ix))
+        return out
 
     def kind_iter(self) -> Iterator[str]:
         """The kind of each file, in order."""
@@ -281,6 +300,29 @@ class FileList(collections.abc.Sequence):  # type: ignore[type-arg]
         for _, ix in groups:
             order.extend(range(len(self)) if ix is None else ix)
         return self.take(order)
+
+
+def _sums_fit(sizes: np.ndarray) -> bool:
+    """Whether any sum of these sizes fits in int64 (numpy's sums would wrap around silently)."""
+    return not len(sizes) or int(np.abs(sizes).max()) <= (2 ** 63 - 1) // len(sizes)
+
+
+def _view(col: array) -> np.ndarray:
+    """A read-only numpy view of an array column (dropped by the caller before the column could grow)."""
+    return np.frombuffer(col, dtype=col.typecode) if len(col) else np.zeros(0, dtype=col.typecode)
+
+
+def _mapped(col: array, mapping: list[int]) -> bytes:
+    """The column with every index i replaced by mapping[i], as the bytes of an array of its type."""
+    if mapping == list(range(len(mapping))):
+        return col.tobytes()
+    return np.asarray(mapping, dtype=col.typecode)[_view(col)].tobytes()
+
+
+def _taken(col: array, ix: np.ndarray) -> array:
+    out = array(col.typecode)
+    out.frombytes(_view(col)[ix].tobytes())
+    return out
 
 
 class FileParts:
@@ -304,3 +346,11 @@ class FileParts:
 
     def all(self) -> FileList:
         return FileList.concat(self.parts)
+
+    def lists(self) -> list[FileList]:
+        """The parts, each as a FileList (the FileLists given are not copied)."""
+        return [FileList(p) for p in self.parts]
+
+    def paths(self) -> Iterator[str]:
+        for part in self.lists():
+            yield from part.paths()

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, PaimonOpsError
 from paimon_ops.execution.deleter import Layout, bad_name
-from paimon_ops.execution.files import FileAction, FileList
+from paimon_ops.execution.files import FileAction, FileList, FileParts
 from paimon_ops.execution.model import DELETE_FILES, JOURNAL, LEFTOVER
 from paimon_ops.execution.planning import PlanBuilder
 from paimon_ops.table.references import kept_names
@@ -86,7 +86,8 @@ class Journal:
     table: FileStoreTable
     operation: str
     path: str = ""
-    deletes: Sequence[str] | FileList = ()  # (a FileList: the paths are made while they are written, a chunk at a time)
+    deletes: Sequence[str] | FileList | FileParts = ()  # (FileList, FileParts: the paths are made while they are
+                                                        # written, a chunk at a time)
     writes: list[dict[str, str]] = field(default_factory=list)
     abandoned: bool = False
 
@@ -98,7 +99,7 @@ class Journal:
                 "pid_start": _proc_start(os.getpid()), "abandoned": self.abandoned, "writes": self.writes}
         z = zlib.compressobj(1, zlib.DEFLATED, 31)  # (wbits 31: a gzip member)
         out = [z.compress(json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"deletes":[')]
-        paths = self.deletes.paths() if isinstance(self.deletes, FileList) else iter(self.deletes)
+        paths = self.deletes.paths() if isinstance(self.deletes, (FileList, FileParts)) else iter(self.deletes)
         sep = b""
         while chunk := list(itertools.islice(paths, 10_000)):
             out.append(z.compress(sep + json.dumps(chunk, separators=(",", ":"))[1:-1].encode()))
@@ -135,10 +136,11 @@ class Journal:
                 log.warning("could not mark journal %s abandoned: %s", self.path, e)
 
 
-def start(table: FileStoreTable, operation: str, deletes: Sequence[str] | FileList = (),
+def start(table: FileStoreTable, operation: str, deletes: Sequence[str] | FileList | FileParts = (),
           writes: Sequence[tuple[str, str]] = ()) -> Journal:
-    """A journal of the files `deletes` names (paths, or a FileList's paths) and of the writes announced."""
-    j = Journal(table, operation, deletes=deletes if isinstance(deletes, FileList) else list(deletes),
+    """A journal of the files `deletes` names (paths, or the paths of a FileList or FileParts) and of the writes
+    announced."""
+    j = Journal(table, operation, deletes=deletes if isinstance(deletes, (FileList, FileParts)) else list(deletes),
                 writes=[{"dir": d, "token": t} for d, t in writes])
     j.save()
     return j

@@ -156,6 +156,23 @@ def run_rows(dotted: str, table_location: str, task_json: str, options_json: str
              *[pa.nulls(1, arrow.field(n).type) for n in names]], schema=arrow)
 
 
+_CORES: int | None = None  # a fleet worker's share of the cores (`use_cores`)
+
+
+def use_cores(n: int) -> None:
+    """This process uses `n` of the machine's cores (a worker of a fleet run, execution/fleet.py): its in-process
+    task threads and Arrow's thread pool are sized to that share."""
+    import pyarrow as pa
+    global _CORES
+    _CORES = max(1, n)
+    pa.set_cpu_count(_CORES)
+
+
+def cores() -> int:
+    """The CPU cores this process's task threads use: all of the machine's, or a fleet worker's share."""
+    return _CORES or max(1, os.cpu_count() or 1)
+
+
 class Runner(Protocol):
     """Where a plan's tasks run: `LocalRunner` (this process), `SparkRunner` (a given SparkSession) or
     `LazySparkRunner` (a session started only when a plan needs it). `run` applies the named task function to each
@@ -175,7 +192,7 @@ class LocalRunner:
     where = "in-process"
 
     def __init__(self, workers: int | None = None):
-        self.workers = workers if workers is not None else max(1, os.cpu_count() or 1)
+        self.workers = workers if workers is not None else cores()
         if self.workers < 1:
             raise PaimonOpsError(f"LocalRunner needs at least one worker, got {self.workers}")
 

@@ -147,6 +147,7 @@ def resolve_threshold(older_than: Any, now_millis: int, allow_short: bool, min_a
 # Directories listed at once: listing is system calls (lstat per entry) that release the GIL, and on object stores
 # round trips; a thread pool overlaps them while the results are still taken in order.
 LIST_THREADS = 8
+LOCAL_LIST_SERIAL = 8  # local directories listed one after the other below this many (a thread costs more)
 
 
 def _list_raw(io: FileIO, path: str) -> list[FileStatus] | Exception:
@@ -185,8 +186,9 @@ def _list(io: FileIO, path: str, b: PlanBuilder, symlinks: dict[str, str | None]
 
 def _list_many(io: FileIO, paths: list[str], b: PlanBuilder,
                symlinks: dict[str, str | None] | None = None) -> list[list[FileStatus]]:
-    """`_list` of each path (same results, same warnings in the same order), the listings done in parallel."""
-    if len(paths) < 2:
+    """`_list` of each path (same results, same warnings in the same order), the listings done in parallel (a few
+    local directories: here, where starting threads would cost more than the listings)."""
+    if len(paths) < (LOCAL_LIST_SERIAL if io.is_local else 2):
         return [_list(io, p, b, symlinks) for p in paths]
     with ThreadPoolExecutor(min(LIST_THREADS, len(paths)), thread_name_prefix="paimon-ops-list") as pool:
         raw = list(pool.map(functools.partial(_list_raw, io), paths))

@@ -16,6 +16,7 @@ import logging
 import os
 import posixpath
 import stat as _stat
+import threading
 import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
@@ -263,7 +264,7 @@ class FileIO:
                 return None
             os.makedirs(anchor, exist_ok=True)
             fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-        rel = posixpath.relpath(dirpath, anchor)
+        rel = dirpath[len(anchor):].lstrip("/") or "."  # (normalised, and below the anchor: `_anchor`)
         if rel == ".":
             return fd
         walked = anchor
@@ -388,6 +389,7 @@ class FileIO:
                     raise NotADirectoryError(path) from None
                 return []
         out = []
+        prefix = path.rstrip("/") + "/"
         try:
             try:
                 it = os.scandir(fd)
@@ -395,7 +397,7 @@ class FileIO:
                 raise _named(e, path) from None
             with it:
                 for entry in it:
-                    child = posixpath.join(path, entry.name)
+                    child = prefix + entry.name
                     if entry.is_symlink():
                         target = _readlink(entry.name, fd)
                         if include_symlinks:
@@ -593,14 +595,17 @@ class FileIO:
             i = j
         return out
 
-    def delete_in_directory(self, directory: str, names: Sequence[str]) -> list[bool]:
+    def delete_in_directory(self, directory: str, names: Sequence[str], kinds: Mapping[str, int] | None = None,
+                            stop: threading.Event | None = None) -> list[bool]:
         """Delete regular files of one local directory (False where already gone), in order; stops at the first
         failure (raises). `directory` is normalised and confined by the caller, `names` are plain names.
 
         The directory is opened once, without following a link on the way, and its files are unlinked relative
         to it. For many files one listing (the types readdir reports) replaces an lstat per file; a file swapped
         for a link or a directory after the listing is still never followed: unlink removes a link itself (never
-        its target) and refuses a directory."""
+        its target) and refuses a directory. `kinds`: that listing, taken by the caller (`directory_entry_types`)
+        for several batches of one directory deleted at once. `stop`: once set, no further file is deleted (the
+        outcome is then shorter than `names`)."""
         dfd = self._open_dir(directory, "delete")
         if dfd is None:
             return [False] * len(names)
@@ -609,9 +614,13 @@ class FileIO:
         hook = self.fault_hook
         unlink = os.unlink
         reg, lnk = _stat.S_IFREG, _stat.S_IFLNK
+        stopped = stop.is_set if stop is not None else None
         try:
-            kinds = entry_types(dfd) if len(names) >= DELETE_LISTING_RUN else None
+            if kinds is None and len(names) >= DELETE_LISTING_RUN:
+                kinds = entry_types(dfd)
             for name in names:
+                if stopped is not None and stopped():
+                    break
                 if kinds is not None:
                     mode = kinds.get(name)
                     if mode is None:
@@ -642,6 +651,17 @@ class FileIO:
         finally:
             os.close(dfd)
         return out
+
+    def directory_entry_types(self, directory: str) -> dict[str, int] | None:
+        """`entry_types` of a local directory (normalised and confined by the caller), reached without following a
+        link; None if it does not exist."""
+        dfd = self._open_dir(directory, "delete")
+        if dfd is None:
+            return None
+        try:
+            return entry_types(dfd)
+        finally:
+            os.close(dfd)
 
     def _delete_remote(self, path: str) -> bool:
         info = self.fs.get_file_info(path)

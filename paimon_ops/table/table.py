@@ -457,8 +457,9 @@ class FileStoreTable:
         return FileStoreTable(self.root, self.identifier, self.branch, self.options_override, io=self.io,
                               catalog=self.catalog)
 
-    @property
+    @cached_property
     def options(self) -> Options:
+        """The schema's options with the overrides: made once, like the schema they are read from."""
         merged = dict(self.schema.options)
         merged.update(self.options_override)
         return Options(merged, where=f"table {self.identifier}")

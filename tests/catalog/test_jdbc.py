@@ -163,6 +163,33 @@ def test_java_catalog_tables_are_discovered_maintained_and_read_back_by_java(jdb
     assert jdbc.lock_rows() == []  # nothing left held
 
 
+@pytest.mark.parametrize("jdbc", ["sqlite"], indirect=True)
+def test_table_patterns_in_worker_processes_go_through_the_catalog_and_its_lock(jdbc: JdbcSetup):
+    """`--parallel 2` over Java's JdbcCatalog on a SQLite file: each worker process opens its own connection (forked
+    before the command touched the catalog), every commit takes the table's lock row — a held row fails only its
+    table — and Java reads the same rows and keeps committing."""
+    orders, events = _java_tables(jdbc)
+    rows_before = orders.rows(), events.rows()
+    jdbc.hold_lock(_lock_id(jdbc, "shop.orders"))
+    r = cli("compact", jdbc.warehouse, "shop.*", "--local", "--parallel", "2", "--json",
+            *jdbc.flags(**{"lock-acquire-timeout": "1 s"}))
+    assert r.code == 2 and r.json["failed"] == ["shop.orders"], (r.out, r.err)
+    assert [t["status"] for t in r.json["tables"]] == ["ok", "failed"]
+    assert "lock of table shop.orders" in r.json["tables"][1]["error"]["message"]
+    jdbc.release_lock(_lock_id(jdbc, "shop.orders"))
+    for args in (["compact", "shop.*", "--local"], ["expire-snapshots", "shop.*", "--retain-min", "1", "--retain-max", "1"]):
+        r = cli(args[0], jdbc.warehouse, *args[1:], "--parallel", "2", "--json", *jdbc.flags())
+        assert r.code == 0, (args, r.out, r.err)
+        assert [(t["table"], t["status"]) for t in r.json["tables"]] == [("shop.events", "ok"), ("shop.orders", "ok")]
+    assert (orders.rows(), events.rows()) == rows_before
+    snaps = orders.snapshots()
+    assert snaps["earliest"] == snaps["latest"]
+    assert all(f["level"] > 0 for f in orders.scan()["files"])  # compacted
+    assert jdbc.lock_rows() == []  # no worker left its row held
+    orders.write([{"rows": [["2024-01-03", 99, "late"]]}])
+    assert ["2024-01-03", 99, "late"] in orders.rows()
+
+
 def _files(root: Path) -> list[str]:
     """The table's files (the executor's empty journal directory aside)."""
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())

@@ -55,8 +55,9 @@ def test_tables_and_patterns(hive_metastore, hive_warehouse, hive_database):
     assert mine == [f"{db}.a", f"{db}.b"]
     assert all(row["error"] is None and row["latest_snapshot"] == 2 for row in r.json["rows"] if row["table"] in mine)
 
+    # (--parallel 2: each table in a worker process, each worker with its own metastore connection)
     r = cli("expire-snapshots", hive_warehouse, f"{db}.*", "--retain-min", "1", "--retain-max", "1", "--json",
-            *_hive(uri, "-o", "lock.enabled=true"))
+            "--parallel", "2", *_hive(uri, "-o", "lock.enabled=true"))
     assert r.code == 0, r.err
     assert [t["table"] for t in r.json["tables"]] == [f"{db}.a", f"{db}.b"]
     r = cli("snapshots", hive_warehouse, f"{db}.a", "--json", *_hive(uri))

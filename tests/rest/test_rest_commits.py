@@ -130,7 +130,8 @@ def test_saved_plan_and_patterns_go_through_the_catalog(rest, table, tmp_path):
     assert server_latest(rest)["snapshot"]["id"] == applied
     assert any(q["path"].endswith("/t/commit") and q["success"] for q in rest.requests())
 
-    r = cli("compact", rest.warehouse_name, "db.*", *opts, "--mode", "full", "--json")
+    # (--parallel 2: each table in a worker process, each with its own connection to the server)
+    r = cli("compact", rest.warehouse_name, "db.*", *opts, "--mode", "full", "--json", "--parallel", "2")
     assert r.code == 0, r.err + r.out
     assert server_latest(rest, "db.u")["snapshot"]["commitKind"] == "COMPACT"
     assert rest.foreign_metadata(table) == [] and rest.foreign_metadata(table.parent / "u") == []

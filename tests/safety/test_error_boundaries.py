@@ -20,9 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 BOUNDARIES = ["paimon_ops/cli.py", "paimon_ops/dagster", "paimon_ops/airflow"]
 LIBRARY_ERRORS = {"ValueError", "KeyError", "ArrowInvalid", "ArrowException", "TypeError", "JSONDecodeError"}
 # A boundary may catch a library error only around the standard library's own parsing of its own input (a run tag,
-# a sensor cursor, a zone name, an Airflow connection's extra): calls of these and nothing else in the try block.
+# a sensor cursor, a zone name, an Airflow connection's extra, a str.format pattern): calls of these and nothing else
+# in the try block.
 STDLIB_PARSERS = {"int", "float", "loads", "ZoneInfo", "date", "fromisoformat", "decompress", "b64decode", "decode",
-                  "startswith", "get", "strip", "group"}
+                  "startswith", "get", "strip", "group", "format"}
 T = "shop.orders"
 
 
