@@ -1,4 +1,4 @@
-"""Full compaction, every way a user can run it, on one generated table, in one run (issue 10).
+"""Full compaction, every way a user can run it, on one generated table, in one run.
 
 Table: a primary-key table (deduplicate, 4 buckets) of --rows rows written as --runs overlapping level-0 commits
 (random keys over the whole key space, so every run overlaps every other), Parquet/zstd as Paimon writes it.
@@ -19,7 +19,7 @@ Contenders, each on its own copy of the same table:
 * the raw pyarrow rewrite: read every input file of each bucket and write it back as one zstd Parquet file — the
   practical limit of "read + write the bytes" on this machine.
 
-Printed: seconds, rows/s, and the ratios the issue sets goals for (default path >= 2x Java on wall time; Spark
+Printed: seconds, rows/s, and the ratios it has goals for (default path >= 2x Java on wall time; Spark
 local[2] >= 0.8x in-process; in-process >= 0.8x the raw rewrite). Afterwards Java reads every compacted copy:
 row count and an order-independent digest of the rows must be identical.
 
@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paimon_ops.compact import plan_compaction  # noqa: E402
+from paimon_ops.compact.planner import plan_compaction  # noqa: E402
 from paimon_ops.execution.executor import execute  # noqa: E402
 from paimon_ops.execution.plan import human_bytes  # noqa: E402
 from paimon_ops.execution.runner import LocalRunner, SparkRunner, local_spark  # noqa: E402

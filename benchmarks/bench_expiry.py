@@ -8,7 +8,7 @@ file counts are set so that `snapshots x files_per_snapshot` data files are adde
 
 The build runs in a separate (spawned) process, so the peak RSS reported for planning is that of a process that
 only planned (and then expired). Measured:
-  1. plan_expire_snapshots(retain_min=10, time_retained='0 ms'): wall time, files planned by kind, peak RSS;
+  1. plan_expire_snapshots(retain_min=10, min_age='0 ms'): wall time, files planned by kind, peak RSS;
   2. expire_snapshots(..., runner=None) (deletes inline on the driver): wall time, deletes/s;
   3. with --spark: the same on a copy of the table with SparkRunner(local_spark('local[2]')) (session start-up
      excluded, first-job warm-up included);
@@ -299,7 +299,7 @@ def main() -> None:
         table = FileStoreTable(root, IDENT)
         rss0, hwm0 = rss_mib(), peak_rss_mib()
         t = time.perf_counter()
-        plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, time_retained="0 ms")
+        plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, min_age="0 ms")
         plan_s = time.perf_counter() - t
         hwm_plan = peak_rss_mib()
         counts = plan.counts()

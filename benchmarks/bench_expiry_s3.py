@@ -155,7 +155,7 @@ def main() -> None:
             n = upload(store, b["root"], "wh/db.db/expiry")
             print(f"uploaded {n:,} objects to s3://{name} in {time.perf_counter() - t:.1f} s", flush=True)
             tables[name] = FileStoreTable(f"s3://{name}/wh/db.db/expiry", IDENT, options_override=options(endpoint))
-        plan = plan_expire_snapshots(tables["bulk"], retain_min=RETAIN_MIN, time_retained="0 ms")
+        plan = plan_expire_snapshots(tables["bulk"], retain_min=RETAIN_MIN, min_age="0 ms")
         print(f"plan: {len(plan.details['expired_snapshots']):,} snapshots expire, {len(plan.deletes):,} files "
               f"({fmt_counts(plan.counts())})", flush=True)
         bulk = run("bulk (DeleteObjects)", tables["bulk"], True, None)

@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import DataField, parse_type
-from paimon_ops.merge import MergeSpec, merge_records
+from paimon_ops.merge.merge import merge_records
+from paimon_ops.merge.spec import MergeSpec
 from paimon_ops.options import Options
 
 FIELDS = [("id", "BIGINT NOT NULL"), ("name", "STRING"), ("amount", "BIGINT"), ("price", "DOUBLE"),

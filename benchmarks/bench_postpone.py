@@ -1,4 +1,4 @@
-"""Postpone-bucket compaction and rescale of one generated table, in one run (issue 19).
+"""Postpone-bucket compaction and rescale of one generated table, in one run.
 
 Table: a primary-key postpone-bucket table (`bucket = -2`, `postpone.default-bucket-num` = --buckets) written by
 pypaimon 2.1.0 in --commits commits of random keys (a key space of 0.8 x --rows, so later commits update earlier

@@ -1,4 +1,4 @@
-"""Compaction of row-tracking and data-evolution tables (issue 19), beside the raw pyarrow rewrite of the same bytes.
+"""Compaction of row-tracking and data-evolution tables, beside the raw pyarrow rewrite of the same bytes.
 
 Tables, written by pypaimon 2.1.0: `rt` (row tracking, --runs appends of --rows/--runs rows each) and `de` (data
 evolution: the same appends, then one column update by row id over every row, so every row range holds two files).

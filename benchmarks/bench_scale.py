@@ -1,7 +1,7 @@
 """Scale: snapshot expiry and orphan scans side by side with Java Paimon 0.9, planning of 10M manifest entries, and
 the delete rate against a raw unlink loop.
 
-Tables (issue 24):
+Tables:
   * `--files N` (repeatable; default 100,000): the synthetic history of bench_expiry.py — 1,000 snapshots, every
     10th a COMPACT deleting what the 9 APPENDs before it added — built once through the engine's commit path, with
     tiny placeholder data files; then hard-linked into one copy for Java and one for paimon-ops (the same inodes,
@@ -276,7 +276,7 @@ def delete_rate(src: str, workdir: str) -> str:
     from paimon_ops.lifecycle.expire import plan_expire_snapshots
     from paimon_ops.table.table import FileStoreTable
     a = copy_table(src, os.path.join(workdir, "rate-a"))
-    plan = plan_expire_snapshots(FileStoreTable(a, IDENT), retain_min=RETAIN_MIN, time_retained="0 ms")
+    plan = plan_expire_snapshots(FileStoreTable(a, IDENT), retain_min=RETAIN_MIN, min_age="0 ms")
     actions = plan.deletes.where_kind((DATA,))
     del plan
     deleter = Deleter(FileStoreTable(a, IDENT))
@@ -401,7 +401,7 @@ def plan_child(root: str, what: str, placement: str, out: mp.Queue) -> None:
         runner = SparkRunner(local_spark("local[2]", "paimon-ops-bench-plan"))
     t, cpu = time.perf_counter(), time.process_time()
     if what == "expire":
-        plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, time_retained="0 ms", runner=runner)
+        plan = plan_expire_snapshots(table, retain_min=RETAIN_MIN, min_age="0 ms", runner=runner)
     else:
         plan = plan_remove_orphans(table, older_than=int(time.time() * 1000), allow_short=True, runner=runner)
     took, cpu = time.perf_counter() - t, time.process_time() - cpu

@@ -1,5 +1,5 @@
 """Full compaction on a real Spark standalone cluster (Master + Workers on 127.0.0.1, each its own JVM) with one, then
-two single-core workers: does the Spark path scale (issue 10: near-linear from 1 to 2 workers)?
+two single-core workers: does the Spark path scale (near-linear from 1 to 2 workers)?
 
 The same generated table as bench_compaction.py (primary key, --buckets buckets, --runs overlapping level-0 runs).
 Per cluster size, one session (spark.executor.cores 1, spark.cores.max = workers): a first compaction on one copy
@@ -26,7 +26,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from bench_compaction import build, copy  # noqa: E402
 
-from paimon_ops.compact import plan_compaction  # noqa: E402
+from paimon_ops.compact.planner import plan_compaction  # noqa: E402
 from paimon_ops.execution.executor import execute  # noqa: E402
 from paimon_ops.execution.runner import SparkRunner, local_spark  # noqa: E402
 from tests.spark_cluster import StandaloneCluster  # noqa: E402

@@ -1,4 +1,4 @@
-"""Which S3 client library carries paimon-ops' object-store path (issue 13): obstore vs Apache OpenDAL's Python
+"""Which S3 client library carries paimon-ops' object-store path: obstore vs Apache OpenDAL's Python
 binding vs boto3, measured against a local moto server on the three operations the maintenance engine needs.
 
 1. conditional create (`If-None-Match: *`): does a second create of the same key fail cleanly, median latency;

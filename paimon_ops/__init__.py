@@ -22,7 +22,6 @@ from paimon_ops.errors import (
     UnsafeOperationError,
     UnsupportedError,
 )
-from paimon_ops.execution import executor as _executor  # noqa: F401  (registers itself: plan.execute())
 from paimon_ops.execution.plan import Plan
 from paimon_ops.execution.report import Report
 from paimon_ops.execution.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner

@@ -3,19 +3,27 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import itertools
 import json
 import logging
 import os
+import re
+import signal
 import sys
+import threading
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Callable, NoReturn, Sequence
 
-from paimon_ops.api import OPERATIONS, by_plan_type
+import paimon_ops.execution.fleet as fleet
+from paimon_ops import __version__
+from paimon_ops.api import OPERATIONS, Catalog, by_plan_type, plan_operation
 from paimon_ops.catalog import Catalog as EngineCatalog
 from paimon_ops.catalog.filesystem import FileSystemCatalog
 from paimon_ops.errors import (
     CancelledError,
+    CorruptMetadataError,
     InvalidOptionError,
     PaimonOpsError,
     PlanAlreadyAppliedError,
@@ -23,13 +31,23 @@ from paimon_ops.errors import (
     TableNotFoundError,
     cli_words,
 )
-from paimon_ops.execution.plan import human_bytes
+from paimon_ops.execution.executor import open_plan_table
+from paimon_ops.execution.fleet import Spool
+from paimon_ops.execution.plan import Plan, human_bytes
+from paimon_ops.execution.runner import make_runner, planning_on, stuck_start
+from paimon_ops.health import missing_files
+from paimon_ops.lifecycle.branches import branch_rows, list_branches
+from paimon_ops.lifecycle.consumers import consumer_rows, list_consumers
+from paimon_ops.lifecycle.rollback import require_confirmation
+from paimon_ops.lifecycle.timeline import tag_local_zone
 from paimon_ops.operations.model import BOOL, CHOICE, FLOAT, INT, NAMES, PARTITIONS, TASKS, Operation
-from paimon_ops.options import CATALOG_CONNECT_TIMEOUT
+from paimon_ops.options import CATALOG_CONNECT_TIMEOUT, format_duration
+from paimon_ops.sample import build_sample_warehouse
 from paimon_ops.schemas import ERROR, LIST, TABLES, envelope, format_of
+from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileStoreTable
-from paimon_ops.timeutil import iso
+from paimon_ops.timeutil import iso, local_to_instant_millis, naive_to_local_millis
 
 
 def _ts(ms: int | None) -> str:
@@ -97,7 +115,6 @@ def _po_catalog(args: argparse.Namespace) -> Any:
     """The command's catalog (one per run: a pattern over many tables opens it once), through the facade."""
     cat = getattr(args, "_po_catalog", None)
     if cat is None:
-        from paimon_ops.api import Catalog
         cat = args._po_catalog = Catalog(args.warehouse, options=_warehouse_options(args))
     return cat
 
@@ -147,9 +164,6 @@ def cmd_snapshots(args: argparse.Namespace) -> None:
 
 
 def cmd_tags(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.timeline import tag_local_zone
-    from paimon_ops.options import format_duration
-    from paimon_ops.timeutil import local_to_instant_millis, naive_to_local_millis
     t = _table(args)
     tags = t.tags.tags()
     zone = tag_local_zone(t) if any(tag.tag_create_time for _, tag in tags) else None
@@ -169,7 +183,6 @@ def cmd_tags(args: argparse.Namespace) -> None:
 
 
 def cmd_branches(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.branches import branch_rows, list_branches
     infos = list_branches(_table(args))
     rows = branch_rows(infos)
     _emit(args, _list(args, rows), lambda: _print_table(
@@ -182,7 +195,6 @@ def cmd_branches(args: argparse.Namespace) -> None:
 
 
 def cmd_consumers(args: argparse.Namespace) -> None:
-    from paimon_ops.lifecycle.consumers import consumer_rows, list_consumers
     infos = list_consumers(_table(args))
     rows = consumer_rows(infos)
     _emit(args, _list(args, rows), lambda: _print_table(
@@ -242,8 +254,6 @@ def cmd_files(args: argparse.Namespace) -> None:
 def _check_files(args: argparse.Namespace, t: FileStoreTable) -> None:
     """`files --check`: every file the latest snapshot and every tag of the table (or branch) reference exists; else
     exit 2 naming the first missing one."""
-    from paimon_ops.errors import CorruptMetadataError
-    from paimon_ops.health import missing_files
     found = missing_files(t)
     if found.missing:
         path, why = found.missing[0]
@@ -291,7 +301,6 @@ class _Progress:
 def _runner(args: argparse.Namespace):
     """--local: in-process; --spark-master / --spark-remote: that Spark (probed now, before anything is planned);
     neither: the default AutoRunner, which runs in-process unless the plan is large (then the embedded local[*])."""
-    from paimon_ops.execution.runner import make_runner
     if getattr(args, "local", False):
         return make_runner("local")
     if args.spark_master or args.spark_remote:
@@ -384,7 +393,6 @@ def _result(args: argparse.Namespace, plan: Any, label: str, confirm: bool = Tru
                     "dry_run_bytes": sum(s.files.total_bytes() for s in plan.steps)}, text
         return plan.to_dict(), text
     if not confirm:
-        from paimon_ops.lifecycle.rollback import require_confirmation
         require_confirmation(plan, False)
     if runner is None and hasattr(args, "local"):
         runner = _runner(args)
@@ -413,11 +421,10 @@ def _maintenance_command(op: Operation) -> Callable[[argparse.Namespace], int | 
         values = {p.name: getattr(args, p.name) for p in op.params if p.cli}
         if op.takes_now:
             values["now"] = getattr(args, "now_ms", None)
-        from paimon_ops.execution.runner import planning_on
         # the runner the flags choose places the planning's manifest reading too (expiry, orphan removal)
         runner = _runner(args) if hasattr(args, "local") else None
         with planning_on(runner):
-            plan = op.plan(t, values, {**op.cli_words(), "now": "--now-ms"})
+            plan = plan_operation(t, op, values, {**op.cli_words(), "now": "--now-ms"})
         if op.cli_check is not None:
             op.cli_check(plan, t)
         return _result(args, plan, f"{op.command} {t.identifier}", confirm=not op.confirm or args.yes, runner=runner,
@@ -450,9 +457,6 @@ def _each_table(args: argparse.Namespace, op: Operation,
     first, then the summary); --json: one envelope listing every table, written as they finish. Exit status 2 if
     any table failed (named on stderr), 130 if interrupted (no further table starts; the ones in progress stop as
     a run on that table alone stops)."""
-    from functools import partial
-
-    from paimon_ops.execution import fleet
     spark = getattr(args, "spark_master", None) or getattr(args, "spark_remote", None)
     if spark and (args.parallel or 1) > 1:
         raise PaimonOpsError(f"--parallel {args.parallel} runs tables in worker processes of this machine; with "
@@ -485,7 +489,6 @@ def _table_outcome(args: argparse.Namespace, op: Operation,
                    name: str) -> dict[str, Any]:
     """One table of a fleet run (in a worker process, or here): {status ok | failed | interrupted, line: the summary
     line, error: its error payload, out: what it prints (--json: its envelope entry; --verbose: its whole text)}."""
-    from paimon_ops.execution.fleet import Spool
     out = Spool() if args.json or args.verbose else None
     try:
         payload, text = one(args, name)
@@ -531,7 +534,6 @@ def _report_tables(args: argparse.Namespace, op: Operation, tables: Sequence[str
                    pool: Any) -> int:
     """Print each table's outcome in the tables' order as it comes (module docstring of `_each_table`); the exit
     status."""
-    from paimon_ops.execution import fleet
     head = (f"{op.command} on {len(tables)} table(s) matching {args.table!r}"
             + (f" (excluding {', '.join(args.exclude)})" if args.exclude else "") + ":")
     width = max(map(len, tables))
@@ -618,13 +620,11 @@ def cmd_apply(args: argparse.Namespace) -> None:
                 text = f.read()
     except OSError as e:
         raise PaimonOpsError(f"cannot read plan {path}: {e.strerror or e}") from None
-    from paimon_ops.execution.plan import Plan
     plan = Plan.from_json(text, where=path)
     args.dry_run = False
     op = by_plan_type(plan.operation)
     table = None
     if plan.catalog:  # made through a catalog: re-opened through it (-o gives what the plan does not record)
-        from paimon_ops.execution.executor import open_plan_table
         table = open_plan_table(plan, _warehouse_options(args))
     try:
         _run(args, plan, f"apply {plan.operation} {plan.table}", confirm=op is None or not op.confirm or args.yes,
@@ -640,7 +640,6 @@ def _already_applied(args: argparse.Namespace, plan: Any, sample: int = 200) -> 
     """Whether a plan refused as stale is done already: every file it deletes is gone and every file it writes with
     given contents (tag files) holds them — checked on up to `sample` files. A plan whose outcome is decided only
     when it runs (compaction) cannot be recognised: it stays stale."""
-    from paimon_ops.table.fileio import FileIO
     writes = [(a, text) for s in plan.steps if s.writes and "contents" in s.params
               for a, text in zip(s.files, s.params["contents"])]
     if not plan.deletes and not writes or len(writes) != sum(len(s.files) for s in plan.steps if s.writes):
@@ -660,7 +659,6 @@ def _already_applied(args: argparse.Namespace, plan: Any, sample: int = 200) -> 
 
 
 def cmd_sample(args: argparse.Namespace) -> None:
-    from paimon_ops.sample import build_sample_warehouse
     tables = build_sample_warehouse(args.warehouse, rounds=args.rounds)
     _emit(args, _list(args, [{"table": t} for t in tables]),
           lambda: print(f"sample warehouse at {args.warehouse}: " + ", ".join(tables)))
@@ -684,8 +682,6 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but errors are one line (no usage block) and name the closest flag or command for a misspelt one."""
 
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
-        import difflib
-        import re
         where = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
         see = f"; see {self.prog} --help"
         m = re.search(r"unrecognized arguments?: (.*)", message)
@@ -708,7 +704,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from paimon_ops import __version__
     p = _Parser(prog="paimon-ops", description="Maintenance for Apache Paimon tables")
     p.add_argument("--version", action="version", version=f"paimon-ops {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -874,8 +869,6 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import signal
-    import threading
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -884,7 +877,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process its pipe closed
-    from paimon_ops.execution.runner import stuck_start
     if stuck_start():  # an abandoned Spark start-up would keep the interpreter from exiting: leave now
         sys.stdout.flush()
         sys.stderr.flush()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib.util
 from typing import Iterator
 
 
@@ -257,7 +258,6 @@ class MissingExtraError(PaimonOpsError, ImportError):
 
 def require_module(module: str, extra: str, what: str) -> None:
     """Raise MissingExtraError unless `module` can be imported (looked up, not imported)."""
-    import importlib.util
     try:
         found = importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):

@@ -23,9 +23,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from paimon_ops import options as o
-from paimon_ops.errors import UnsupportedError
+import paimon_ops.format.manifest as mf
+import paimon_ops.options as o
+import paimon_ops.table.external as external
+from paimon_ops.errors import MissingFileError, UnsupportedError
+from paimon_ops.format.datafile import FORMATS, format_of
 from paimon_ops.options import Options
+from paimon_ops.table.scan import TableScanner
 
 if TYPE_CHECKING:
     from paimon_ops.format.schema import TableSchema
@@ -157,7 +161,6 @@ def _types(t) -> Iterable[str]:
 
 def option_uses(table: FileStoreTable) -> list[Use]:
     """Features the schema (options, column types) declares. Reads nothing but the schema."""
-    from paimon_ops.table import external
     out = uses_of_schema(dict(table.options.raw), table.schema)
     if table.external_paths:
         for root in external.elsewhere(table):
@@ -250,7 +253,6 @@ def snapshot_uses(snapshot: Snapshot | None, where: str = "") -> list[Use]:
 def metadata_uses(table: FileStoreTable, scanner: TableScanner | None = None, snapshot: Snapshot | None = None) -> list[Use]:
     """Features the latest snapshot's metadata shows: its JSON, the field sets of its manifest files, its index
     manifest. Reads the snapshot, one manifest list, one manifest and the index manifest."""
-    from paimon_ops.table.scan import TableScanner
 
     snap = snapshot if snapshot is not None else table.snapshots.latest()
     if snap is None:
@@ -281,8 +283,6 @@ _SEEN_MAX = 256
 
 def _manifest_uses(table: FileStoreTable, scanner: TableScanner, snap: Snapshot) -> list[Use]:
     """`metadata_uses` of the manifest list, manifest and index manifest the snapshot names."""
-    from paimon_ops.errors import MissingFileError
-    from paimon_ops.format import manifest as mf
     out: list[Use] = []
     for kind in (mf.MANIFEST_LIST, mf.MANIFEST, mf.INDEX_MANIFEST):
         try:
@@ -318,7 +318,6 @@ def _tolerated_extra(kind: str, path: str, name: str) -> bool:
 def file_uses(result: ScanResult) -> list[Use]:
     """What the data files of a scan say, whatever the options claim: row ids, column-update files, BLOB files,
     formats we cannot decode."""
-    from paimon_ops.format.datafile import FORMATS, format_of
     out: list[Use] = []
     seen: set[str] = set()
 

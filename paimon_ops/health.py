@@ -15,11 +15,27 @@ import datetime as _dt
 import json
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from paimon_ops.errors import MissingFileError
+from paimon_ops.compact.buckets import dv_ratio_threshold
+from paimon_ops.errors import InvalidArgumentError, MissingFileError
+from paimon_ops.execution.plan import human_bytes
 from paimon_ops.features import Gate
+from paimon_ops.features import refused_operations as refused
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.lifecycle.expire import expirable_snapshots, resolve_settings
+from paimon_ops.lifecycle.manifest_compaction import manifest_health
+from paimon_ops.lifecycle.partition_expiry import expirable_partitions
+from paimon_ops.operations.compact import DV_RATIO as DV_RATIO_SIGNAL
+from paimon_ops.operations.compact import OPERATION as COMPACT
+from paimon_ops.operations.compact import SMALL_FILES as SMALL_FILES_SIGNAL
+from paimon_ops.operations.compact_manifests import MANIFEST_COUNT as MANIFEST_COUNT_SIGNAL
+from paimon_ops.operations.compact_manifests import OPERATION as COMPACT_MANIFESTS
+from paimon_ops.operations.expire_partitions import OPERATION as EXPIRE_PARTITIONS
+from paimon_ops.operations.expire_partitions import PARTITION_EXPIRY as PARTITION_EXPIRY_SIGNAL
+from paimon_ops.operations.expire_snapshots import OPERATION as EXPIRE_SNAPSHOTS
+from paimon_ops.operations.expire_snapshots import SNAPSHOT_RETENTION as SNAPSHOT_RETENTION_SIGNAL
+from paimon_ops.operations.model import Health
 from paimon_ops.options import PARTITION_EXPIRATION_TIME, SNAPSHOT_EXPIRABLE_THRESHOLD
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileStoreTable
@@ -117,7 +133,6 @@ class FileHealth:
 def dv_threshold(table: FileStoreTable) -> float:
     """`compaction.dv-ratio-threshold`, else Paimon's `compaction.delete-ratio-threshold`, else 0.2 — read by the
     compaction planner itself, so the check, the sensor and the dv-ratio compaction agree."""
-    from paimon_ops.compact.planner import dv_ratio_threshold
     return dv_ratio_threshold(table, None)
 
 
@@ -183,7 +198,6 @@ def bucket_groups(buckets: list[BucketStat]) -> list[tuple[list[dict[str, str]],
 def refused_operations(table: FileStoreTable, gates: Iterable[Gate]) -> dict[str, str]:
     """Operations the feature gate refuses on this table (operation -> the one-line refusal), of those whose `gates`
     are given (`api.routine_gates`)."""
-    from paimon_ops.features import refused_operations as refused
     return refused(table, gates)
 
 
@@ -213,7 +227,6 @@ class Retention:
 def measure_retention(table: FileStoreTable, now_millis: int | None = None) -> Retention:
     """Snapshot count and the §2.2 expiry window by the table's options, as the engine resolves them (reads only
     snapshot and consumer JSON)."""
-    from paimon_ops.lifecycle.expire import expirable_snapshots, resolve_settings
     cfg = resolve_settings(table, now_millis)
     opts = table.options
     own = opts.value(SNAPSHOT_EXPIRABLE_THRESHOLD)
@@ -298,16 +311,17 @@ def missing_files(table: FileStoreTable) -> FilePresence:
 
 
 # ---------------------------------------------------------------------------------------------- what is due
-# Health signals a scheduler can wait for, each answered by the measurements above (the same ones the Dagster
-# sensors and checks use) and naming the operation that resolves it.
-SMALL_FILES = "small_files"        # level-0 files (primary key) / small files (append) per bucket
-DV_RATIO = "dv_ratio"              # a file's deleted-row ratio over compaction.dv-ratio-threshold
-SNAPSHOTS = "snapshots"            # more snapshots than the retention options allow
-MANIFESTS = "manifests"            # manifests in the latest snapshot >= manifest.compaction-trigger
-PARTITIONS = "partitions"          # partitions older than partition.expiration-time
-SIGNALS = (SMALL_FILES, DV_RATIO, SNAPSHOTS, MANIFESTS, PARTITIONS)
-# Pending postpone-bucket files (bucket = -2) join here, as one more signal with its measurement below, once postpone
-# compaction exists.
+# The health signals, one vocabulary: each is declared by the operation it makes due (`Operation.health`, in its
+# module) and measured here (`SIGNALS` below pairs each with its measurement); the Dagster asset checks and sensors
+# and the Airflow health sensor and triggers use these names.
+SMALL_FILES = SMALL_FILES_SIGNAL.signal               # level-0 files (primary key) / small files (append) per bucket
+DV_RATIO = DV_RATIO_SIGNAL.signal                     # a file's deleted-row ratio over compaction.dv-ratio-threshold
+SNAPSHOT_RETENTION = SNAPSHOT_RETENTION_SIGNAL.signal  # more snapshots than the retention options allow
+MANIFEST_COUNT = MANIFEST_COUNT_SIGNAL.signal         # manifests in the latest snapshot >= manifest.compaction-trigger
+PARTITION_EXPIRY = PARTITION_EXPIRY_SIGNAL.signal     # partitions older than partition.expiration-time
+# Names the engine and the Airflow provider used before the vocabulary was one (still accepted by `assess`).
+FORMER_NAMES = {"snapshots": SNAPSHOT_RETENTION, "manifests": MANIFEST_COUNT, "partitions": PARTITION_EXPIRY}
+SNAPSHOTS, MANIFESTS, PARTITIONS = SNAPSHOT_RETENTION, MANIFEST_COUNT, PARTITION_EXPIRY  # (their former constants)
 
 
 @dataclass(frozen=True)
@@ -360,52 +374,96 @@ def _compaction_arguments(table: FileStoreTable, mode: str, over: list[BucketSta
     return args
 
 
-def assess(table: FileStoreTable, signals: tuple[str, ...] | list[str] = SIGNALS, now_millis: int | None = None) -> Assessment:
-    """Evaluate `signals` on the table's latest snapshot (metadata only). Signals that do not apply to the table
-    (dv_ratio without deletion vectors, partitions without partition.expiration-time) are left out."""
-    unknown = [s for s in signals if s not in SIGNALS]
+@dataclass
+class _Measuring:
+    """One assessment in progress: the table, the clock, the file measurement shared by the compaction signals."""
+
+    table: FileStoreTable
+    now_millis: int | None
+    _files: FileHealth | None = None
+
+    @property
+    def files(self) -> FileHealth:
+        if self._files is None:
+            self._files = measure_files(self.table)
+        return self._files
+
+
+def _small_files(m: _Measuring) -> Need | None:
+    files = m.files
+    over = files.small_over
+    mode = "minor" if files.primary_key else "small-files"
+    return Need(SMALL_FILES, bool(over),
+                f"at most {files.max_small_count} {files.small_files_label} per bucket vs threshold "
+                f"{files.small_files_threshold}; {len(over)} of {len(files.buckets)} buckets at or over",
+                "compact", _compaction_arguments(m.table, mode, over) if over else {"mode": mode}, tuple(over))
+
+
+def _dv_ratio(m: _Measuring) -> Need | None:
+    if not m.table.options.deletion_vectors_enabled:
+        return None
+    files = m.files
+    over = files.dv_over
+    return Need(DV_RATIO, bool(over),
+                f"worst file deleted-row ratio {files.max_dv_ratio:.1%} (table {files.total_dv_ratio:.1%}) vs threshold "
+                f"{files.dv_threshold:.1%}; {len(over)} of {len(files.buckets)} buckets over",
+                "compact", _compaction_arguments(m.table, "dv-ratio", over) if over else {"mode": "dv-ratio"},
+                tuple(over))
+
+
+def _snapshot_retention(m: _Measuring) -> Need | None:
+    r = measure_retention(m.table, m.now_millis)
+    limit = "" if r.retain_max is None else f", max {r.retain_max}"
+    return Need(SNAPSHOT_RETENTION, r.over, f"{r.count} snapshots{limit}, {r.expirable} expirable now (expiry due at "
+                                            f"{r.threshold})", "expire_snapshots")
+
+
+def _manifest_count(m: _Measuring) -> Need | None:
+    h = manifest_health(m.table)
+    return Need(MANIFEST_COUNT, h.due, f"{h.manifests} manifests ({h.small_manifests} small, "
+                                       f"{human_bytes(h.total_bytes)}) vs manifest.compaction-trigger {h.trigger}",
+                "compact_manifests")
+
+
+def _partition_expiry(m: _Measuring) -> Need | None:
+    table = m.table
+    expiration = table.options.text(PARTITION_EXPIRATION_TIME)
+    if not table.schema.partition_keys or not expiration:
+        return None
+    expired = expirable_partitions(table, m.now_millis)
+    shown = ", ".join(v.path.rstrip("/") for v in expired[:5]) + (" …" if len(expired) > 5 else "")
+    return Need(PARTITION_EXPIRY, bool(expired),
+                f"{len(expired)} partition(s) older than {PARTITION_EXPIRATION_TIME.key} {expiration}"
+                + (f": {shown}" if expired else ""), "expire_partitions")
+
+
+# Every health signal with its measurement, in assessment order: (the signal, the operation it makes due, how it is
+# measured; a measurement returns None when the signal does not apply to the table).
+MEASUREMENTS: tuple[tuple[Health, str, Callable[[_Measuring], Need | None]], ...] = (
+    (SMALL_FILES_SIGNAL, COMPACT.name, _small_files),
+    (DV_RATIO_SIGNAL, COMPACT.name, _dv_ratio),
+    (SNAPSHOT_RETENTION_SIGNAL, EXPIRE_SNAPSHOTS.name, _snapshot_retention),
+    (MANIFEST_COUNT_SIGNAL, COMPACT_MANIFESTS.name, _manifest_count),
+    (PARTITION_EXPIRY_SIGNAL, EXPIRE_PARTITIONS.name, _partition_expiry),
+)
+SIGNALS = tuple(h.signal for h, _, _ in MEASUREMENTS)
+
+
+def signal_names(signals: Iterable[str]) -> list[str]:
+    """The signals by their names (former names accepted); an unknown one is refused, naming the known ones."""
+    names = [FORMER_NAMES.get(s, s) for s in signals]
+    unknown = [s for s in names if s not in SIGNALS]
     if unknown:
-        from paimon_ops.errors import InvalidArgumentError
         raise InvalidArgumentError(f"unknown health signal(s) {', '.join(map(repr, unknown))}; known: "
                                    + ", ".join(SIGNALS))
+    return names
+
+
+def assess(table: FileStoreTable, signals: Iterable[str] = SIGNALS, now_millis: int | None = None) -> Assessment:
+    """Evaluate `signals` on the table's latest snapshot (metadata only). Signals that do not apply to the table
+    (dv_ratio without deletion vectors, partition_expiry without partition.expiration-time) are left out."""
+    wanted = set(signal_names(signals))
     table = getattr(table, "raw", table)  # a facade po.Table or the engine's
-    needs: list[Need] = []
-    files: FileHealth | None = None
-    if SMALL_FILES in signals or DV_RATIO in signals:
-        files = measure_files(table)
-    if files is not None and SMALL_FILES in signals:
-        over = files.small_over
-        mode = "minor" if files.primary_key else "small-files"
-        needs.append(Need(SMALL_FILES, bool(over),
-                          f"at most {files.max_small_count} {files.small_files_label} per bucket vs threshold "
-                          f"{files.small_files_threshold}; {len(over)} of {len(files.buckets)} buckets at or over",
-                          "compact", _compaction_arguments(table, mode, over) if over else {"mode": mode}, tuple(over)))
-    if files is not None and DV_RATIO in signals and table.options.deletion_vectors_enabled:
-        over = files.dv_over
-        needs.append(Need(DV_RATIO, bool(over),
-                          f"worst file deleted-row ratio {files.max_dv_ratio:.1%} (table {files.total_dv_ratio:.1%}) "
-                          f"vs threshold {files.dv_threshold:.1%}; {len(over)} of {len(files.buckets)} buckets over",
-                          "compact", _compaction_arguments(table, "dv-ratio", over) if over else {"mode": "dv-ratio"},
-                          tuple(over)))
-    if SNAPSHOTS in signals:
-        r = measure_retention(table, now_millis)
-        limit = "" if r.retain_max is None else f", max {r.retain_max}"
-        needs.append(Need(SNAPSHOTS, r.over, f"{r.count} snapshots{limit}, {r.expirable} expirable now (expiry due at "
-                                             f"{r.threshold})", "expire_snapshots"))
-    if MANIFESTS in signals:
-        from paimon_ops.lifecycle.manifest_compaction import manifest_health
-        m = manifest_health(table)
-        from paimon_ops.execution.plan import human_bytes
-        needs.append(Need(MANIFESTS, m.due, f"{m.manifests} manifests ({m.small_manifests} small, "
-                                            f"{human_bytes(m.total_bytes)}) vs "
-                                            f"manifest.compaction-trigger {m.trigger}", "compact_manifests"))
-    expiration = table.options.text(PARTITION_EXPIRATION_TIME)
-    if PARTITIONS in signals and table.schema.partition_keys and expiration:
-        from paimon_ops.lifecycle.partition_expiry import expirable_partitions
-        expired = expirable_partitions(table, now_millis)
-        shown = ", ".join(v.path.rstrip("/") for v in expired[:5]) + (" …" if len(expired) > 5 else "")
-        needs.append(Need(PARTITIONS, bool(expired),
-                          f"{len(expired)} partition(s) older than {PARTITION_EXPIRATION_TIME.key} {expiration}"
-                          + (f": {shown}" if expired else ""),
-                          "expire_partitions"))
+    m = _Measuring(table, now_millis)
+    needs = [n for h, _, measure in MEASUREMENTS if h.signal in wanted and (n := measure(m)) is not None]
     return Assessment(table.identifier, table.snapshots.latest_id(), tuple(needs))

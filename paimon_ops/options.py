@@ -241,7 +241,7 @@ def _bucket_ok(n: int) -> bool:
 SNAPSHOT_NUM_RETAINED_MIN = Option("snapshot.num-retained.min", INT, 10, "always keep at least this many snapshots",
                                    "snapshots", minimum=1,
                                    expected="at least 1: with 0 the latest snapshot's files would be deleted while "
-                                            "its metadata stays (Paimon issue #10088)")
+                                            "its metadata stays (apache/paimon#10088)")
 SNAPSHOT_NUM_RETAINED_MAX = Option("snapshot.num-retained.max", INT, INT_MAX,  # >= the minimum: checked by expiry
                                    "never keep more snapshots than this", "snapshots")
 SNAPSHOT_TIME_RETAINED = Option("snapshot.time-retained", DURATION, timedelta(hours=1),

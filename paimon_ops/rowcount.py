@@ -25,7 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from paimon_ops.merge.merge import merge_records
+from paimon_ops.merge.spec import MergeSpec
 from paimon_ops.options import DELETION_VECTORS_MERGE_ON_READ
+from paimon_ops.table.reader import read_file
 from paimon_ops.table.scan import LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import FileStoreTable
 
@@ -108,8 +111,6 @@ def count_rows(table: FileStoreTable, scanner: TableScanner | None = None, *, me
 
 def _merged_rows(table: FileStoreTable, scanner: TableScanner, result: ScanResult, files: list[LiveFile]) -> int:
     """Rows of one bucket after the merge engine (retractions dropped), as Java's merge-on-read batch read."""
-    from paimon_ops.merge import MergeSpec, merge_records
-    from paimon_ops.table.reader import read_file
 
     spec = MergeSpec.from_schema(table.schema, table.options, f"table {table.identifier}")
     parts = []

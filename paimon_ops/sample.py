@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+import paimon_ops.api as api
 from paimon_ops.errors import InvalidArgumentError
+from paimon_ops.execution.runner import LocalRunner
 from paimon_ops.table.table import FileStoreTable, FileSystemCatalog
 from paimon_ops.table.writer import TableWriter, create_table
 
@@ -65,8 +67,6 @@ def _commit(table: FileStoreTable, clock: _Clock, data: dict, kinds: list[int] |
 
 
 def _minor_compaction(table: FileStoreTable, clock: _Clock) -> None:
-    from paimon_ops import api
-    from paimon_ops.execution.runner import LocalRunner
 
     plan = api.Table(table.refresh()).maintenance.compact(mode="minor")
     report = plan.execute(runner=LocalRunner(), commit_time_millis=clock.tick())

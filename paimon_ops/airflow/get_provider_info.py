@@ -2,13 +2,13 @@
 where the hook, operators, sensor and triggers live. Plain data, no Airflow import."""
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 INTEGRATION = "Apache Paimon"
 
 
 def get_provider_info() -> dict[str, Any]:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         ours = version("paimon-ops")
     except PackageNotFoundError:  # running from a source tree

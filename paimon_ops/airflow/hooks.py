@@ -27,8 +27,12 @@ from typing import Any, Mapping
 
 from airflow.sdk import BaseHook
 
-from paimon_ops import api
-from paimon_ops.errors import InvalidArgumentError
+import paimon_ops.api as api
+from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
+from paimon_ops.execution.runner import make_runner
+from paimon_ops.lifecycle.schedule import tag_schedule
+from paimon_ops.options import CATALOG_CONNECT_TIMEOUT, PARTITION_EXPIRATION_TIME, is_catalog_option
+from paimon_ops.table.objectstore import is_store_option
 
 CONN_TYPE = "paimon"
 DEFAULT_CONN_ID = "paimon_default"
@@ -60,8 +64,6 @@ class PaimonSettings:
 
     @staticmethod
     def from_connection(conn: Any) -> PaimonSettings:
-        from paimon_ops.options import CATALOG_CONNECT_TIMEOUT, is_catalog_option
-        from paimon_ops.table.objectstore import is_store_option
         conn_id = getattr(conn, "conn_id", None) or "?"
         extra = conn.extra_dejson if hasattr(conn, "extra_dejson") else dict(getattr(conn, "extra", None) or {})
         warehouse = (extra.get("warehouse") or conn.host or "").strip()
@@ -173,9 +175,6 @@ class PaimonHook(BaseHook):
         """The matching tables per nightly step: `all`, `auto_tags` (tables with automatic tags), `partition_expiry`
         (partitioned, with `partition.expiration-time`); tables that cannot be read are listed in `unreadable` (and
         logged) rather than failing every table's maintenance."""
-        from paimon_ops.errors import PaimonOpsError
-        from paimon_ops.lifecycle.schedule import tag_schedule
-        from paimon_ops.options import PARTITION_EXPIRATION_TIME
         out: dict[str, list[str]] = {"all": [], "auto_tags": [], "partition_expiry": [], "unreadable": []}
         for ident in self.tables(pattern, exclude):
             try:
@@ -196,7 +195,6 @@ class PaimonHook(BaseHook):
     def runner_for(self, plan: Any) -> Any:
         """The runner a plan executes on: none for a plan with nothing to run (Spark never starts), else by the
         connection's placement."""
-        from paimon_ops.execution.runner import make_runner
         if not (getattr(plan, "tasks", ()) or plan.files):
             return None
         s = self.settings

@@ -14,16 +14,16 @@ POOL_PREFIX = "paimon."
 ASSET_SCHEME = "paimon"
 
 
+def operator_class_name(operation: str) -> str:
+    """The Airflow operator of an operation: `PaimonCompactOperator` for `compact`."""
+    return "Paimon" + "".join(w.capitalize() for w in operation.split("_")) + "Operator"
+
+
 def split_identifier(identifier: str) -> tuple[str, str]:
     db, sep, name = identifier.partition(".")
     if not sep or not db or not name or "/" in identifier:
         raise InvalidArgumentError(f"table {identifier!r}: expected DATABASE.TABLE")
     return db, name
-
-
-def operator_class_name(operation: str) -> str:
-    """The Airflow operator of a registered operation: `expire_snapshots` -> `PaimonExpireSnapshotsOperator`."""
-    return "Paimon" + "".join(w.capitalize() for w in operation.split("_")) + "Operator"
 
 
 def table_pool(identifier: str) -> str:
@@ -36,4 +36,4 @@ def table_asset_uri(identifier: str, conn_id: str) -> str:
     return f"{ASSET_SCHEME}://{conn_id}/{db}.{name}"
 
 
-__all__ = ["operator_class_name", "table_pool", "table_asset_uri", "split_identifier", "POOL_PREFIX", "ASSET_SCHEME"]
+__all__ = ["table_pool", "table_asset_uri", "split_identifier", "operator_class_name", "POOL_PREFIX", "ASSET_SCHEME"]

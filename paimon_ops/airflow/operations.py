@@ -11,9 +11,9 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from paimon_ops import api
+import paimon_ops.api as api
+import paimon_ops.operations.model as registry
 from paimon_ops.errors import InvalidArgumentError
-from paimon_ops.operations import model as registry
 
 # operation name -> facade method, as `<attribute of po.Table>.<method>` (from the registry)
 FACADE: dict[str, str] = dict(api.FACADE)
@@ -64,7 +64,7 @@ class Operation:
     def plan(self, table: api.Table, arguments: Mapping[str, Any]) -> Any:
         """The plan of this operation on `table` with these arguments (checked and coerced by the registry; None
         means the default)."""
-        return self.registered.plan(table, arguments, {p.name: p.name for p in self.parameters})
+        return api.plan_operation(table, self.registered, arguments, {p.name: p.name for p in self.parameters})
 
 
 def from_registry(op: registry.Operation) -> Operation:
@@ -72,7 +72,7 @@ def from_registry(op: registry.Operation) -> Operation:
     method = getattr(_OWNERS[owner], method_name)
     annotations = {p.name: p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
                    for p in inspect.signature(method).parameters.values()}
-    params = [*op.params, *([registry.INSTANT_PARAM] if op.takes_now else [])]
+    params = [*op.params, *([op.now] if op.now is not None else [])]
     return Operation(op.name, api.FACADE[op.name], inspect.getdoc(method) or "", tuple(
         Parameter(p.name, annotations.get(p.name, ""), REQUIRED if p.positional else p.default, p.positional,
                   p.described, p) for p in params), op)

@@ -20,15 +20,20 @@ Errors of the engine (bad argument, stale plan, unreachable store) fail the task
 """
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from paimon_ops.airflow.assets import paimon_table_asset
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
 from paimon_ops.airflow.names import operator_class_name, table_pool
 from paimon_ops.airflow.operations import OPERATIONS, Operation, jsonable
+from paimon_ops.api import load_plan
 from paimon_ops.errors import PaimonOpsError
+from paimon_ops.lifecycle.schedule import tag_schedule
+from paimon_ops.options import PARTITION_EXPIRATION_TIME
 from paimon_ops.table.table import full_name
 
 PLAN_XCOM_KEY = "plan"
@@ -81,7 +86,6 @@ class _PaimonBase(BaseOperator):
         from its SIGTERM handler. The operation is interrupted as the CLI's SIGTERM interrupts it — what it wrote and
         did not commit is removed, a catalog lock it holds or waits for is released, nothing is committed — instead of
         running on until the supervisor's SIGKILL, which would leave a metastore lock behind until it times out."""
-        import threading
         if threading.current_thread() is threading.main_thread():
             raise KeyboardInterrupt(f"Airflow task {self.task_id} was killed")
 
@@ -160,7 +164,6 @@ class PaimonApplyPlanOperator(_PaimonBase):
         self.plan = plan
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from paimon_ops.api import load_plan
         text = self.plan
         if not isinstance(text, str) or not text.strip() or text.strip() == "None":
             raise AirflowFailException(f"no plan to apply (plan={str(text)[:80]!r}): did the reviewed task push one?")
@@ -190,10 +193,8 @@ def table_assets_alias(conn_id: str = DEFAULT_CONN_ID) -> Any:
 def _step_applies(step: str, raw: Any) -> bool:
     """Whether a nightly step applies to the table (its own options decide, as the single-table DAG's lists do)."""
     if step == "create_auto_tags":
-        from paimon_ops.lifecycle.schedule import tag_schedule
         return tag_schedule(raw) is not None
     if step == "expire_partitions":
-        from paimon_ops.options import PARTITION_EXPIRATION_TIME
         return bool(raw.schema.partition_keys) and bool(raw.options.text(PARTITION_EXPIRATION_TIME))
     return True
 
@@ -238,7 +239,6 @@ class PaimonMaintainTablesOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow.sdk import AssetAlias
 
-        from paimon_ops.airflow.assets import paimon_table_asset
         dry_run = _truthy(self.dry_run, "dry_run")
         tables = [self.tables] if isinstance(self.tables, str) else list(self.tables or [])
         hook = PaimonHook(self.conn_id)
@@ -313,33 +313,8 @@ def _generate() -> dict[str, type[PaimonOperationOperator]]:
 OPERATORS: dict[str, type[PaimonOperationOperator]] = _generate()
 globals().update({cls.__name__: cls for cls in OPERATORS.values()})
 
-if TYPE_CHECKING:  # the generated classes, for type checkers and IDEs (tests/airflow keeps this list complete)
-    PaimonCompactOperator: type[PaimonOperationOperator]
-    PaimonExpireSnapshotsOperator: type[PaimonOperationOperator]
-    PaimonExpireTagsOperator: type[PaimonOperationOperator]
-    PaimonExpirePartitionsOperator: type[PaimonOperationOperator]
-    PaimonRemoveOrphansOperator: type[PaimonOperationOperator]
-    PaimonCompactManifestsOperator: type[PaimonOperationOperator]
-    PaimonCreateTagOperator: type[PaimonOperationOperator]
-    PaimonDeleteTagsOperator: type[PaimonOperationOperator]
-    PaimonRenameTagOperator: type[PaimonOperationOperator]
-    PaimonCreateAutoTagsOperator: type[PaimonOperationOperator]
-    PaimonRollbackOperator: type[PaimonOperationOperator]
-    PaimonCompactPostponeOperator: type[PaimonOperationOperator]
-    PaimonRemoveUnexistingFilesOperator: type[PaimonOperationOperator]
-    PaimonRepairOperator: type[PaimonOperationOperator]
-    PaimonRewriteFileIndexOperator: type[PaimonOperationOperator]
-    PaimonRescaleOperator: type[PaimonOperationOperator]
-    PaimonCreateBranchOperator: type[PaimonOperationOperator]
-    PaimonDeleteBranchOperator: type[PaimonOperationOperator]
-    PaimonRenameBranchOperator: type[PaimonOperationOperator]
-    PaimonFastForwardOperator: type[PaimonOperationOperator]
-    PaimonResetConsumerOperator: type[PaimonOperationOperator]
-    PaimonClearConsumersOperator: type[PaimonOperationOperator]
-    PaimonCreateTagFromTimestampOperator: type[PaimonOperationOperator]
-    PaimonCreateTagFromWatermarkOperator: type[PaimonOperationOperator]
-    PaimonReplaceTagOperator: type[PaimonOperationOperator]
-    PaimonMarkPartitionDoneOperator: type[PaimonOperationOperator]
+if TYPE_CHECKING:  # the generated classes (one per operation, OPERATORS) are Paimon…Operator names to type checkers
+    def __getattr__(name: str) -> type[PaimonOperationOperator]: ...
 
 __all__ = ["PaimonOperationOperator", "PaimonApplyPlanOperator", "PaimonMaintainTablesOperator", "NIGHTLY_STEPS",
            "TABLE_ASSETS_ALIAS", "table_assets_alias", "OPERATORS", "PLAN_XCOM_KEY", "operator_class_name",

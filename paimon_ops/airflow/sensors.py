@@ -16,7 +16,8 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
 from paimon_ops.airflow.triggers import PaimonTableHealthTrigger, _check
-from paimon_ops.health import SIGNALS
+from paimon_ops.errors import InvalidArgumentError
+from paimon_ops.health import SIGNALS, signal_names
 
 
 class PaimonTableHealthSensor(BaseSensorOperator):
@@ -33,11 +34,11 @@ class PaimonTableHealthSensor(BaseSensorOperator):
         super().__init__(**kwargs)
         self.table = table
         self.conn_id = conn_id
-        self.signals = list(signals or SIGNALS)
+        try:  # (their former names are read too: snapshots, manifests, partitions)
+            self.signals = signal_names(signals or SIGNALS)
+        except InvalidArgumentError as e:
+            raise TypeError(str(e)) from None
         self.deferrable = deferrable
-        unknown = [s for s in self.signals if s not in SIGNALS]
-        if unknown:
-            raise TypeError(f"unknown health signal(s) {unknown}; known: {', '.join(SIGNALS)}")
 
     def _check(self) -> dict[str, Any]:
         try:

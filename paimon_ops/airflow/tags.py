@@ -13,14 +13,17 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable
 
+import pendulum
+
+from paimon_ops.airflow.hooks import PaimonHook
 from paimon_ops.errors import InvalidArgumentError
+from paimon_ops.lifecycle.schedule import tag_schedule
+from paimon_ops.options import TAG_CREATE_TIME
+from paimon_ops.timeutil import to_local_millis
 
 
 def tag_schedule_of(conn_id: str, table: str) -> Any:
     """The table's automatic-tag configuration (`paimon_ops.lifecycle.schedule.TagSchedule`)."""
-    from paimon_ops.airflow.hooks import PaimonHook
-    from paimon_ops.lifecycle.schedule import tag_schedule
-    from paimon_ops.options import TAG_CREATE_TIME
     sched = tag_schedule(PaimonHook(conn_id).get_table(table).raw)
     if sched is None or sched.handler is None or sched.source != TAG_CREATE_TIME.key:
         raise InvalidArgumentError(f"table {table} has no tag.create-time: set it (ALTER TABLE … SET "
@@ -40,7 +43,6 @@ def daily_tag_timetable(conn_id: str, table: str) -> Any:
 
 
 def _zone_name(sched: Any) -> Any:
-    import pendulum
     name = sched.zone_name
     try:
         return pendulum.timezone(name)
@@ -52,7 +54,6 @@ def _zone_name(sched: Any) -> Any:
 def tag_period(sched: Any, run_time: _dt.datetime) -> str:
     """The name of the period whose tag is due at `run_time` (a run's logical date): the period ending at or
     before `run_time − delay` on the table's wall clock, so DST never shifts a run onto another day."""
-    from paimon_ops.timeutil import to_local_millis
     if run_time.tzinfo is None:
         raise InvalidArgumentError(f"run time {run_time} has no time zone")
     local = to_local_millis(int(run_time.timestamp() * 1000), sched.zone)

@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from paimon_ops.airflow.hooks import DEFAULT_CONN_ID, PaimonHook
-from paimon_ops.health import PARTITIONS, SIGNALS, assess
+from paimon_ops.health import PARTITION_EXPIRY, SIGNALS, assess, signal_names
 
 DEFAULT_POLL_S = 60.0
 
@@ -41,7 +41,7 @@ class _HealthPolling:
         super().__init__()
         self.table = table
         self.conn_id = conn_id
-        self.signals = list(signals or SIGNALS)
+        self.signals = signal_names(signals or SIGNALS)
         self.poll_interval = float(poll_interval)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -52,7 +52,7 @@ class _HealthPolling:
     async def assessments(self) -> AsyncIterator[dict[str, Any]]:
         hook = await PaimonHook.for_trigger(self.conn_id)
         last_snapshot: Any = object()
-        clock_bound = PARTITIONS in self.signals
+        clock_bound = PARTITION_EXPIRY in self.signals
         while True:
             try:
                 latest = await asyncio.to_thread(lambda: hook.get_table(self.table).latest_snapshot_id)

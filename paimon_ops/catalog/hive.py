@@ -53,6 +53,7 @@ from paimon_ops.options import (
     Options,
 )
 from paimon_ops.table.fileio import FaultHook, FileIO
+from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileStoreTable, Identifier
 
 log = logging.getLogger(__name__)
@@ -219,7 +220,6 @@ class HiveCatalog(Catalog):
     def _in_other_branches(table: FileStoreTable, specs: Sequence[Mapping[str, str]]) -> set[tuple]:
         """The specs among `specs` that another branch of the table (main included, when `table` is a branch) still
         has live files in, at its latest snapshot."""
-        from paimon_ops.table.scan import TableScanner
         wanted = {tuple(s.items()) for s in specs}
         main = table if table.branch == "main" else table.for_branch("main")
         found: set[tuple] = set()

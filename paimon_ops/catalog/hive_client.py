@@ -17,6 +17,7 @@ Errors are one line naming the metastore endpoint (`UnreachableError`, `CatalogE
 from __future__ import annotations
 
 import contextlib
+import copy
 import getpass
 import logging
 import signal
@@ -28,6 +29,7 @@ from datetime import timedelta
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
+from paimon_ops.catalog.lock import wait_for_lock
 from paimon_ops.errors import CatalogError, InvalidOptionError, UnreachableError, require_module
 
 log = logging.getLogger(__name__)
@@ -359,7 +361,6 @@ class HiveMetastoreClient:
         """Java's HiveCatalogLock.lock: one lock request, then `check_lock` polled (`catalog.lock.wait_for_lock`: 100 ms
         doubling up to `max_sleep`) until ACQUIRED; LockTimeoutError naming the table after `timeout`. A lock still
         waiting when we give up — or are interrupted, or fail — is withdrawn. Returns the lock id for `release`."""
-        from paimon_ops.catalog.lock import wait_for_lock
         name = f"{database}.{table}"
         pending: list[int] = []
 
@@ -452,7 +453,6 @@ def _user() -> str:
 
 
 def _copy(struct: Any) -> Any:
-    import copy
     return copy.deepcopy(struct)
 
 

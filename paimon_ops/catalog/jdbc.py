@@ -21,7 +21,10 @@ parameters). A SQLite file that does not exist is an error (it is never created)
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
+import os
+import sqlite3
 import threading
 import urllib.parse
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ from typing import Any, Iterator, Mapping
 
 from paimon_ops.catalog.base import Catalog, TableEntry, lock_name
 from paimon_ops.catalog.lock import wait_for_lock
-from paimon_ops.errors import CatalogError, InvalidOptionError, PaimonOpsError, TableNotFoundError, UnreachableError
+from paimon_ops.errors import CatalogError, InvalidOptionError, MissingExtraError, PaimonOpsError, TableNotFoundError, UnreachableError
 from paimon_ops.options import CATALOG_KEY, CATALOG_URI, JDBC_PASSWORD, JDBC_USER, LOCK_KEY_MAX_LENGTH
 from paimon_ops.table import table as _tables
 from paimon_ops.table.fileio import FaultHook, FileIO
@@ -130,8 +133,6 @@ class JdbcCatalog(Catalog):
         password = self.options.get(JDBC_PASSWORD) or s.get("password")
         try:
             if self.dialect is SQLITE:
-                import os
-                import sqlite3
                 if not os.path.isfile(s["path"]):
                     raise CatalogError(self.endpoint, f"no SQLite database at {s['path']} (a JDBC catalog's "
                                                       "database is never created here)")
@@ -308,9 +309,7 @@ class JdbcCatalog(Catalog):
 
 
 def _driver(module: str, what: str) -> Any:
-    import importlib
 
-    from paimon_ops.errors import MissingExtraError
     try:
         return importlib.import_module(module)
     except ImportError:

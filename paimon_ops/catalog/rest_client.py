@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote_plus, urlencode, urlsplit
 
-from paimon_ops import options as o
+import paimon_ops.options as o
 from paimon_ops.errors import CatalogError, InvalidOptionError, PaimonOpsError, UnreachableError
 
 log = logging.getLogger(__name__)

@@ -1,13 +1,8 @@
-"""The compaction engine: full (PK merge to the max level), deletion-vector-ratio, append bin-pack and sort
-compaction of Paimon tables, planned on the driver, executed as tasks on a runner (Spark by default), committed
-as one COMPACT snapshot.
+"""The compaction engine: full (PK merge to the max level), minor (Paimon's own pick), deletion-vector-ratio, append
+bin-pack and sort compaction of Paimon tables, planned on the driver (planner.py; buckets.py what a bucket's files
+become), executed as tasks on a runner (rewrite.py, lsm.py), committed as one COMPACT snapshot (api.py); the
+postpone compaction (postpone.py) and rescale (rescale.py).
 
-    plan = plan_compaction(table, mode="full")          # metadata only; JSON-serialisable
+    plan = plan_compaction(table, mode="full")          # paimon_ops.compact.planner; metadata only, JSON-serialisable
     report = plan.execute(runner=SparkRunner(spark))   # or po.Table(table).maintenance.compact(...)
 """
-from paimon_ops.compact.api import CompactionTaskError, commit_compaction, execute_plan
-from paimon_ops.compact.model import CompactionPlan, CompactionTask, InputFile
-from paimon_ops.compact.planner import MODES, plan_compaction
-
-__all__ = ["plan_compaction", "execute_plan", "commit_compaction", "CompactionPlan", "CompactionTask",
-           "InputFile", "CompactionTaskError", "MODES"]

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from paimon_ops.compact.buckets import open_table
 from paimon_ops.compact.dv import DvChanges, dv_index_path, rewrite_dv_indexes, supports_cardinality, write_dv_index
 from paimon_ops.compact.model import (
     COMPACTION_COMMIT,
@@ -28,7 +29,6 @@ from paimon_ops.compact.model import (
     index_entry_from_json,
     meta_from_json,
 )
-from paimon_ops.compact.planner import open_table, plan_compaction
 from paimon_ops.compact.rowtrack import RowRangeCommit, moved_deletion_vectors
 from paimon_ops.compact.rowtrack import enabled as rowtrack_enabled
 from paimon_ops.errors import (
@@ -40,11 +40,13 @@ from paimon_ops.errors import (
     PaimonOpsError,
 )
 from paimon_ops.execution.executor import Execution, register_step
+from paimon_ops.execution.journal import journal_dir
 from paimon_ops.execution.plan import CHANGELOG, DATA, INDEX, FileAction, Step
 from paimon_ops.execution.runner import LocalRunner, Progress, Runner
 from paimon_ops.format.manifest import FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
+from paimon_ops.table.removal import allowed_roots, check_paths, remove_written
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileStoreTable
 
@@ -68,7 +70,6 @@ class ExecutionResult:
 def _delete_paths(table: FileStoreTable, paths: Sequence[str]) -> int:
     """Remove files this run wrote and did not commit (the one deletion path; an unreferenced leftover that cannot be
     removed is an orphan, never a correctness problem)."""
-    from paimon_ops.table.removal import remove_written
     return remove_written(table, list(paths), "uncommitted compaction output")[0]
 
 
@@ -149,7 +150,6 @@ def execute_plan(table: FileStoreTable | str, plan: CompactionPlan, runner: Runn
     `journal_writes`) before anything is written; an interrupt (Ctrl-C, SIGTERM, a terminated Dagster run) stops
     queued tasks at once and running ones at their next batch, and every file named with the run's tokens is then
     removed (CancelledError says how many)."""
-    from paimon_ops.table.removal import allowed_roots, check_paths
     table = open_table(table)
     runner = runner or LocalRunner()
     # inputs are files of this table, never anything else (a plan's task names them; the re-plan checks them too)
@@ -161,7 +161,6 @@ def execute_plan(table: FileStoreTable | str, plan: CompactionPlan, runner: Runn
     if journal is not None:
         journal(pairs)
     # executors that cannot see this process' cancel event (Spark) look for this marker between batches
-    from paimon_ops.execution.journal import journal_dir
     marker = posixpath.join(journal_dir(table), f"cancel-{commit_token}")
     tasks = [dict(t.to_task(dict(plan.params)), task_id=i, file_uuid=tokens[i], _cancel_marker=marker)
              for i, t in enumerate(plan.tasks)]
@@ -344,5 +343,5 @@ def _commit(ex: Execution, step: Step) -> None:
     ex.details.update(d)
 
 
-__all__ = ["plan_compaction", "execute_plan", "commit_compaction", "CompactionTaskError",
+__all__ = ["execute_plan", "commit_compaction", "CompactionTaskError",
            "ExecutionResult", "TASK_FUNCTION", "CompactionPlan"]

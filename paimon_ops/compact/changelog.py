@@ -17,7 +17,7 @@ Per key, with BEFORE the old visible record and AFTER the merged result:
 Rows come out in key order, -U before +U, each with the sequence number of the record it copies.
 
 Java difference: 0.9's LookupChangelogMergeFunctionWrapper takes as BEFORE the newest level >= 1 record in merge
-order, master (#5632) the shallowest level; both are the same record unless two levels hold the key with the deeper
+order, master (apache/paimon#5632) the shallowest level; both are the same record unless two levels hold the key with the deeper
 one winning the merge order, which compaction never produces. We follow master, like the merge engines.
 """
 from __future__ import annotations

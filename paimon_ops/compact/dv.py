@@ -13,7 +13,7 @@ import posixpath
 import uuid
 from dataclasses import dataclass, field
 
-from paimon_ops.format import manifest as mf
+import paimon_ops.format.manifest as mf
 from paimon_ops.format.deletion_vectors import DeletionVector, write_dv_index_file
 from paimon_ops.format.manifest import DeletionVectorMeta, FileKind, IndexManifestEntry
 from paimon_ops.table.scan import DELETION_VECTORS, TableScanner

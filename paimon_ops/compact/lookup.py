@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_ops.format.binary_row import deserialize_row
-from paimon_ops.format.datafile import format_of, read_data_file, read_data_file_positions
+from paimon_ops.format.datafile import format_of, output_arrow_schema, read_data_file, read_data_file_positions
 from paimon_ops.format.deletion_vectors import DeletionVector
 from paimon_ops.format.manifest import DataFileMeta
 
@@ -236,7 +236,6 @@ class HigherLevels:
         return found
 
     def _empty_rows(self) -> pa.Table:
-        from paimon_ops.format.datafile import output_arrow_schema
         schema = output_arrow_schema(self.table.schema, True, True, None)
         t = schema.empty_table()
         t = t.drop_columns([c for c in t.column_names if c.startswith("_KEY_")])

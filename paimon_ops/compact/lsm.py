@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from paimon_ops.compact import changelog as cl
+import paimon_ops.compact.changelog as cl
 from paimon_ops.compact.dv import dv_index_path, write_dv_index
 from paimon_ops.compact.levels import FIRST_ROW, FULL_MERGE, LOOKUP_MERGE, READ, REWRITE, UPGRADE, UnitStep
 from paimon_ops.compact.lookup import HigherLevels
@@ -50,6 +50,8 @@ from paimon_ops.compact.model import InputFile, index_entry_from_json, index_ent
 from paimon_ops.compact.task_context import TaskContext, merge_slices
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.deletion_vectors import DeletionVector
+from paimon_ops.merge.merge import merge_records
+from paimon_ops.merge.spec import MergeSpec
 from paimon_ops.options import CHANGELOG_PRODUCER_ROW_DEDUPLICATE, CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS
 
 log = logging.getLogger(__name__)
@@ -59,7 +61,6 @@ LEVEL = "_LEVEL"
 
 class _Lsm:
     def __init__(self, ctx: TaskContext, files: list[InputFile]):
-        from paimon_ops.merge import MergeSpec
 
         self.ctx = ctx
         task = ctx.task
@@ -103,7 +104,6 @@ class _Lsm:
 
     # ------------------------------------------------------------------ a slice
     def slice(self, records: pa.Table, step: UnitStep, writer: Any) -> None:
-        from paimon_ops.merge import merge_records
 
         spec, keys = self.spec, self.keys
         changelog_rows = None

@@ -9,9 +9,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from paimon_ops.execution.plan import Plan, Precondition, declare_step_action
+from paimon_ops.execution.plan import Plan, Precondition, Workload, declare_step_action
 from paimon_ops.format.manifest import DataFileMeta, DeletionVectorMeta, IndexManifestEntry, SimpleStats
 from paimon_ops.operations.compact import OPERATION as COMPACT
+from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
 
 # Task kinds.
 MERGE = "merge"        # PK: k-way merge of all files of a bucket through the merge engine -> output level
@@ -199,7 +200,6 @@ class CompactionPlan(Plan):
         return not self.tasks
 
     def workload(self) -> Any:
-        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.tasks),
                         input_bytes=sum(t.bytes_in + sum(f.file_size for f in t.lookup_files) for t in self.tasks))
 
@@ -214,7 +214,6 @@ class InputsLive(Precondition):
     dv_index_files: tuple[str, ...] = ()
 
     def check(self, table: Any) -> str | None:
-        from paimon_ops.table.scan import DELETION_VECTORS, TableScanner
         latest = table.snapshots.latest()
         if latest is None:
             return "the table has no snapshot any more"

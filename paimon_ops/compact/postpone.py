@@ -7,7 +7,7 @@ a compaction moves them into real buckets. Per partition with postpone rows:
 1. **Bucket count.** The partition's known count (the `_TOTAL_BUCKETS` of its real-bucket files; two different
    counts are corrupt metadata), else `ceil(postpone rows / postpone.target-row-num-per-bucket)` (at least 1) when
    that option is set, else `postpone.default-bucket-num` (default 1) — Paimon 2.0's order (apache/paimon#8434).
-   (Paimon master since #9067 lets an explicitly set `postpone.default-bucket-num` win over the row-count estimate
+   (Paimon master since apache/paimon#9067 lets an explicitly set `postpone.default-bucket-num` win over the row-count estimate
    and estimates from `postpone.target-size-per-bucket` otherwise; we follow the released 2.0 rule.)
 2. **Writer order.** Files are grouped by writer — the file-name prefix up to `-w-` (`data-…-u-<commit user>-s-<write
    id>-w-`) — and replayed per writer in creation-time order (ties: sequence numbers, then scan order), rows in file
@@ -44,7 +44,12 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from paimon_ops.compact.api import execute_plan
+from paimon_ops.compact.buckets import LsmPlanner, file_infos, task_params
+from paimon_ops.compact.dv import supports_cardinality
+from paimon_ops.compact.filters import partition_predicate
 from paimon_ops.compact.model import (
+    FILE_SOURCE_COMPACT,
     CompactionPlan,
     CompactionTask,
     InputFile,
@@ -74,13 +79,18 @@ from paimon_ops.execution.plan import (
     PlanBuilder,
     Precondition,
     Step,
+    Workload,
     declare_step_action,
     planner,
 )
+from paimon_ops.format.binary_row import bucket_ids
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_ops.format.snapshot import Snapshot
+from paimon_ops.merge.merge import merge_records
+from paimon_ops.merge.spec import MergeSpec
 from paimon_ops.operations.compact_postpone import OPERATION as COMPACT_POSTPONE
+from paimon_ops.operations.model import Partitions
 from paimon_ops.options import (
     BUCKET_FUNCTION_TYPE,
     BUCKET_KEY,
@@ -92,6 +102,8 @@ from paimon_ops.options import (
     WRITE_BUFFER_SIZE,
 )
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
+from paimon_ops.table.reader import iter_file_batches
+from paimon_ops.table.removal import remove_written
 from paimon_ops.table.scan import LiveFile, ScanResult, TableScanner
 from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import FileNamer
@@ -264,7 +276,6 @@ class PostponeCompactionPlan(Plan):
         return not self.segments and not self.level0_buckets
 
     def workload(self) -> Any:
-        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.segments), input_bytes=sum(s.bytes_in for s in self.segments))
 
 
@@ -285,13 +296,10 @@ def check_postpone_table(table: FileStoreTable, what: str) -> None:
                                  "columns of the primary key (without partition columns)", table.options.where)
 
 
-@planner("compact_postpone")  # a saved plan is re-planned with its recorded arguments before it runs
-def plan_postpone_compaction(table: FileStoreTable | str, partitions: Sequence[Mapping[str, Any] | str] | None = None,
+@planner(PostponeCompactionPlan)  # a saved plan is re-planned with its recorded arguments before it runs
+def plan_postpone_compaction(table: FileStoreTable | str, *, partitions: Partitions | None = None,
                              where: str | None = None, memory_budget: int | None = None) -> PostponeCompactionPlan:
     """Plan moving every postpone row of the selected partitions into real buckets (reads metadata only)."""
-    from paimon_ops.compact.filters import partition_predicate
-    from paimon_ops.compact.planner import task_params
-    from paimon_ops.merge import MergeSpec
 
     table = open_table(table)
     check_postpone_table(table, "postpone compaction")
@@ -376,7 +384,6 @@ def plan_postpone_compaction(table: FileStoreTable | str, partitions: Sequence[M
             tuple(sorted((f.partition.hex(), f.name) for fs in postpone.values() for f in fs)),
             tuple((p.hex(), real_state_digest(scanner, live, result.index_entries, p)) for p in touched)))
     params = task_params(table, scanner, memory_budget)
-    from paimon_ops.compact.dv import supports_cardinality
     params["dv_cardinality"] = supports_cardinality(scanner)
     buf = opts.get(WRITE_BUFFER_SIZE) or DEFAULT_WRITE_BUFFER
     params["buffer_bytes"] = int(min(buf, memory_budget // 2) if memory_budget else buf)
@@ -407,7 +414,6 @@ def run_route_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
 
 class _Router:
     def __init__(self, table_location: str, task: dict[str, Any]):
-        from paimon_ops.merge import MergeSpec
 
         self.table = table = FileStoreTable(table_location, options_override=task.get("_options"))
         self.scanner = TableScanner(table)
@@ -444,14 +450,12 @@ class _Router:
         for fd in self.task["files"]:
             f = InputFile(**fd)
             lf = LiveFile(self.partition, POSTPONE_BUCKET, POSTPONE_BUCKET, meta_from_json(f.meta), f.path)
-            from paimon_ops.table.reader import iter_file_batches
             for batch in iter_file_batches(self.scanner, lf, None):
                 if batch.num_rows:
                     t = pa.Table.from_batches([batch])
                     yield t.drop_columns([c for c in t.column_names if c.startswith(KEY_PREFIX)])
 
     def run(self) -> dict[str, Any]:
-        from paimon_ops.format.binary_row import bucket_ids
 
         started = time.time()
         pos = int(self.task["row_offset"])
@@ -492,7 +496,6 @@ class _Router:
 
     def _flush(self, parts: list[pa.Table]) -> None:
         """Java's write-buffer flush: per bucket, records sorted by key and merged, one level-0 sorted run."""
-        from paimon_ops.merge import merge_records
 
         self.flushes += 1
         data = pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0].combine_chunks()
@@ -539,7 +542,6 @@ class _Run:
 def _delete_quietly(table: FileStoreTable, paths: Sequence[str]) -> None:
     """Remove uncommitted output through the one deletion path (an unreferenced leftover that cannot be removed is
     an orphan, never a correctness problem)."""
-    from paimon_ops.table.removal import remove_written
     remove_written(table, list(paths), "uncommitted output")
 
 
@@ -585,9 +587,6 @@ def _route(ex: Execution, plan: PostponeCompactionPlan) -> _Run:
 
 def _compact_buckets(ex: Execution, plan: PostponeCompactionPlan, run: _Run) -> None:
     """Paimon's writer-side compaction of every bucket that got rows, and of every real bucket with level-0 files."""
-    from paimon_ops.compact.api import execute_plan
-    from paimon_ops.compact.planner import _file_infos, _LsmPlanner
-    from paimon_ops.merge import MergeSpec
 
     table = ex.table
     opts = table.options
@@ -604,7 +603,7 @@ def _compact_buckets(ex: Execution, plan: PostponeCompactionPlan, run: _Run) -> 
     result = ScanResult(base.snapshot, files + new, base.index_entries)
     spec = MergeSpec.from_schema(table.schema, opts, f"table {table.identifier}")
     target = opts.target_file_size(True)
-    lsm = _LsmPlanner(table, spec, result, scanner, opts.get(COMPACTION_FORCE_REWRITE_ALL_FILES), target,
+    lsm = LsmPlanner(table, spec, result, scanner, opts.get(COMPACTION_FORCE_REWRITE_ALL_FILES), target,
                       opts.get(COMPACTION_SMALL_FILE_RATIO), int(time.time() * 1000))
     tasks: list[CompactionTask] = []
     keys = table.schema.partition_keys
@@ -617,7 +616,7 @@ def _compact_buckets(ex: Execution, plan: PostponeCompactionPlan, run: _Run) -> 
 
     grouped = result.buckets()
     for (p, b) in sorted(wanted):
-        lsm.bucket(p, b, _file_infos(scanner, result, grouped.get((p, b), [])), "minor", task, lambda why: None)
+        lsm.bucket(p, b, file_infos(scanner, result, grouped.get((p, b), [])), "minor", task, lambda why: None)
     if not tasks:
         return
     cplan = CompactionPlan(table=table.identifier, location=table.location, branch=table.branch,
@@ -677,7 +676,6 @@ def _commit_step(ex: Execution, step: Step) -> None:
 
 
 def _commit(ex: Execution, plan: PostponeCompactionPlan, run: _Run) -> None:
-    from paimon_ops.compact.model import FILE_SOURCE_COMPACT
 
     table = ex.table
     scanner = TableScanner(table)

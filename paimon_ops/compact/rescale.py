@@ -40,13 +40,16 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 import pyarrow as pa
 
 from paimon_ops.catalog import commit_schema
-from paimon_ops.compact.model import MERGE, CompactionTask, InputFile, meta_from_json, meta_to_json
+from paimon_ops.compact.api import execute_plan
+from paimon_ops.compact.buckets import file_infos, task_params
+from paimon_ops.compact.filters import partition_predicate
+from paimon_ops.compact.model import MERGE, CompactionPlan, CompactionTask, InputFile, meta_from_json, meta_to_json
 from paimon_ops.compact.postpone import (
     POSTPONE_BUCKET,
     PostponeInputsUnchanged,
@@ -58,11 +61,16 @@ from paimon_ops.compact.postpone import (
     run_tasks,
 )
 from paimon_ops.compact.rolling import RollingWriter
+from paimon_ops.compact.task_context import TaskContext, file_rows_with_seq, merge_slices
 from paimon_ops.errors import CommitOutcomeUnknownError, CompactionTaskError, InvalidArgumentError, UnsupportedError, arg
 from paimon_ops.execution.executor import Execution, register_step
-from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
+from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, Workload, declare_step_action, planner
+from paimon_ops.format.binary_row import bucket_ids
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_ops.format.manifest import FileKind, ManifestEntry
+from paimon_ops.merge.merge import merge_records
+from paimon_ops.merge.spec import MergeSpec
+from paimon_ops.operations.model import Partitions
 from paimon_ops.operations.rescale import OPERATION as RESCALE
 from paimon_ops.options import BUCKET_FUNCTION_TYPE, BUCKET_KEY, COMPACTION_MEMORY_BUDGET, read
 from paimon_ops.table.commit import CommitChanges
@@ -153,7 +161,6 @@ class RescalePlan(Plan):
         return not self.tasks and not self.schema_change
 
     def workload(self) -> Any:
-        from paimon_ops.execution.plan import Workload
         return Workload(tasks=len(self.tasks), input_bytes=sum(t.bytes_in for t in self.tasks))
 
 
@@ -176,19 +183,15 @@ def _new_bucket_num(table: FileStoreTable, bucket_num: int | None) -> int:
     return n
 
 
-@planner("rescale")  # a saved plan is re-planned with its recorded arguments before it runs
-def plan_rescale(table: FileStoreTable | str, bucket_num: int | None = None,
-                 partitions: Sequence[Mapping[str, Any] | str] | None = None, where: str | None = None,
-                 memory_budget: int | None = None) -> RescalePlan:
+@planner(RescalePlan, hidden=("memory_budget",))  # a saved plan is re-planned with its recorded arguments
+def plan_rescale(table: FileStoreTable | str, *, bucket_num: int | None = None, partitions: Partitions | None = None,
+                 where: str | None = None, memory_budget: int | None = None) -> RescalePlan:
     """Plan the rescale (reads metadata only; module docstring)."""
-    from paimon_ops.compact.filters import partition_predicate
-    from paimon_ops.compact.planner import _file_infos, task_params
 
     table = table if isinstance(table, FileStoreTable) else FileStoreTable(str(table))
     n = _new_bucket_num(table, bucket_num)
     opts = table.options
     if table.is_primary_key:
-        from paimon_ops.merge import MergeSpec
         MergeSpec.from_schema(table.schema, opts, f"table {table.identifier}")
     if memory_budget is None:
         memory_budget = opts.get(COMPACTION_MEMORY_BUDGET)
@@ -233,7 +236,7 @@ def plan_rescale(table: FileStoreTable | str, bucket_num: int | None = None,
             fs = by_bucket.get((p, b), [])
             if not fs:
                 continue
-            infos = _file_infos(scanner, result, fs)
+            infos = file_infos(scanner, result, fs)
             tasks.append(SplitTask(p.hex(), spec_of(p), b, m, n, level, tuple(i.input for i in infos)))
             rows += sum(f.meta.row_count for f in fs)
             pb.add_all(FileAction(f.path, DATA, f"{pdir}: {m} -> {n} buckets", f.meta.file_size) for f in fs)
@@ -275,8 +278,6 @@ def plan_rescale(table: FileStoreTable | str, bucket_num: int | None = None,
 # ---------------------------------------------------------------------------------------------- split task
 def run_split_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
     """Executor entry point: one old bucket's rows (merged, DVs applied) into the new buckets."""
-    from paimon_ops.compact.task_context import TaskContext, file_rows_with_seq, merge_slices
-    from paimon_ops.format.binary_row import bucket_ids
 
     started = time.time()
     ctx = TaskContext(table_location, task)
@@ -306,7 +307,6 @@ def run_split_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
 
     try:
         if pk:
-            from paimon_ops.merge import MergeSpec, merge_records
             spec = MergeSpec.from_schema(schema, table.options, f"table {table.identifier}")
             for records in merge_slices(ctx, files, list(spec.key_fields), stats):
                 out(merge_records(records, spec, True))
@@ -363,8 +363,6 @@ def _rewrite_step(ex: Execution, step: Step) -> None:
 def _merge_runs(ex: Execution, plan: RescalePlan, outputs: dict[tuple[str, int], list[dict]],
                 written: list[str]) -> dict[tuple[str, int], list[dict]]:
     """Level-0 runs of a new bucket (several old buckets fed it) merged into one sorted run at the max level."""
-    from paimon_ops.compact.api import execute_plan
-    from paimon_ops.compact.model import CompactionPlan
 
     table = ex.table
     scanner = TableScanner(table)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from paimon_ops.compact.lsm import run_lsm
 from paimon_ops.compact.model import (
     CONCAT,
     EVOLUTION,
@@ -37,16 +38,19 @@ from paimon_ops.compact.model import (
     meta_from_json,
     meta_to_json,
 )
+from paimon_ops.compact.rowtrack import evolution_task, rowtrack_task
+from paimon_ops.compact.sort import sort_indices
 from paimon_ops.compact.task_context import MAX_BATCH_ROWS, TaskContext, file_rows_with_seq, merge_slices, task_files
 from paimon_ops.errors import InvalidArgumentError
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND
+from paimon_ops.merge.merge import merge_records
+from paimon_ops.merge.spec import MergeSpec
 from paimon_ops.options import ZORDER_VAR_LENGTH_CONTRIBUTION
 
 log = logging.getLogger(__name__)
 
 def _merge_task(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
     """Legacy MERGE task (plans made before LSM tasks): every file of a bucket merged into one output level."""
-    from paimon_ops.merge import MergeSpec, merge_records
 
     table, task = ctx.table, ctx.task
     spec = MergeSpec.from_schema(table.schema, table.options, f"table {table.identifier}")
@@ -97,7 +101,6 @@ def _concat_task(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
 
 def _sort_task(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
     """Sort compaction of one partition (maintenance.md §7.3): all live rows, ordered by the sort key."""
-    from paimon_ops.compact.sort import sort_indices
 
     task = ctx.task
     parts = [t for f in files for t in file_rows_with_seq(ctx, f, MAX_BATCH_ROWS)]
@@ -118,17 +121,14 @@ def _sort_task(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
 
 
 def _lsm_task(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
-    from paimon_ops.compact.lsm import run_lsm
     return run_lsm(ctx, files)
 
 
 def _rowtrack_task(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
-    from paimon_ops.compact.rowtrack import rowtrack_task
     return rowtrack_task(ctx, files)
 
 
 def _evolution_task(ctx: TaskContext, files: list[InputFile]) -> dict[str, Any]:
-    from paimon_ops.compact.rowtrack import evolution_task
     return evolution_task(ctx, files)
 
 

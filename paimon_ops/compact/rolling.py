@@ -15,12 +15,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import paimon_ops.format.manifest as mf
+import paimon_ops.format.stats as st
 from paimon_ops.errors import PaimonOpsError
-from paimon_ops.format import manifest as mf
-from paimon_ops.format import stats as st
 from paimon_ops.format.datafile import ROW_ID, SEQUENCE_NUMBER, VALUE_KIND, DataFileWriter, validate_write_options
 from paimon_ops.format.manifest import DataFileMeta
 from paimon_ops.format.schema import TableSchema
+from paimon_ops.table.external import ExternalPathProvider
+from paimon_ops.table.removal import remove_written
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import FileNamer, local_now_as_utc_millis
@@ -144,7 +146,6 @@ class RollingWriter:
             except Exception:  # noqa: BLE001 - best effort, the file is deleted next
                 pass
             self._open = False
-        from paimon_ops.table.removal import remove_written
         remove_written(self.table, self.paths, "a failed compaction")
 
     # ------------------------------------------------------------------ files
@@ -152,7 +153,6 @@ class RollingWriter:
         name = self.namer.next()
         bucket_dir = self.scanner.bucket_dir(self.partition, self.bucket)
         if self._external is None:
-            from paimon_ops.table.external import ExternalPathProvider
             rel = bucket_dir[len(self.table.root):] if bucket_dir.startswith(self.table.root + "/") else bucket_dir
             self._external = ExternalPathProvider(self.table, rel)
         where = self._external.next(name)

@@ -47,12 +47,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_ops.compact.model import EVOLUTION, ROWTRACK
+from paimon_ops.compact.model import EVOLUTION, ROWTRACK, meta_from_json
 from paimon_ops.errors import CommitConflictError, PaimonOpsError, UnsupportedError
 from paimon_ops.format.datafile import ROW_ID, SEQUENCE_NUMBER
+from paimon_ops.format.deletion_vectors import DeletionVector
 from paimon_ops.format.manifest import DataFileMeta, FileKind
+from paimon_ops.format.types import to_arrow_type
 from paimon_ops.options import BLOB_FIELD, DATA_EVOLUTION_ENABLED, ROW_TRACKING_ENABLED
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit
+from paimon_ops.table.reader import iter_file_batches, read_file
+from paimon_ops.table.scan import DELETION_VECTORS
 from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -324,7 +328,6 @@ def _anchor(group: Sequence[Any]) -> Any:
 
 def rowtrack_task(ctx: Any, files: list[Any]) -> dict[str, Any]:
     """Concatenate one adjacent run in row-id order, `_ROW_ID` and `_SEQUENCE_NUMBER` kept per row."""
-    from paimon_ops.table.reader import iter_file_batches
 
     w = ctx.writer(0, row_ids=True)
     rows = 0
@@ -366,8 +369,6 @@ def _file_columns(ctx: Any, meta: DataFileMeta) -> list[int]:
 
 def merge_group(ctx: Any, files: list[Any], columns: list[Any], rows: int) -> pa.Table:
     """The rows of one row-range group, each column from the newest file that wrote it (DataEvolutionSplitRead)."""
-    from paimon_ops.format.types import to_arrow_type
-    from paimon_ops.table.reader import read_file
 
     wanted = {c.id for c in columns}
     metas = [(f, ctx.live_file(f)) for f in files]
@@ -408,7 +409,6 @@ def merge_group(ctx: Any, files: list[Any], columns: list[Any], rows: int) -> pa
 
 def evolution_task(ctx: Any, files: list[Any]) -> dict[str, Any]:
     """Merge one bin of row-range groups into one file (DataEvolutionNormalCompactTask): every row kept."""
-    from paimon_ops.compact.model import meta_from_json
 
     table = ctx.table
     blob_cols = blob_columns(table)
@@ -448,8 +448,6 @@ def moved_deletion_vectors(scanner: Any, tasks: Iterable[Any], results: Iterable
                            index_entries: Iterable[Any]) -> dict[tuple[bytes, int], dict[str, Any]]:
     """(partition, bucket) -> {output file name: deletion vector}: the anchors' vectors of every merged group, at
     their positions in the output (DataEvolutionCompactDeletionVectorRewriter.moveDeletionVector)."""
-    from paimon_ops.format.deletion_vectors import DeletionVector
-    from paimon_ops.table.scan import DELETION_VECTORS
 
     dv_of: dict[tuple[bytes, str], tuple[Any, Any]] = {}
     for ie in index_entries:

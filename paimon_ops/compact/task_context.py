@@ -13,14 +13,17 @@ import pyarrow as pa
 
 from paimon_ops.compact.model import InputFile, meta_from_json
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
-from paimon_ops.errors import MissingFileError
+from paimon_ops.errors import CancelledError, MissingFileError
 from paimon_ops.execution.runner import check_cancelled
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
+from paimon_ops.table.external import allowed_roots
 from paimon_ops.table.reader import iter_file_batches
+from paimon_ops.table.removal import remove_written
 from paimon_ops.table.scan import LiveFile, TableScanner
 from paimon_ops.table.table import FileStoreTable
+from paimon_ops.table.writer import FileNamer
 
 LEVEL = "_LEVEL"
 MAX_BATCH_ROWS = 65536
@@ -36,7 +39,6 @@ class TaskContext:
 
     def __init__(self, table_location: str, task: dict[str, Any]):
         self.table = FileStoreTable(table_location, options_override=task.get("_options"))
-        from paimon_ops.table.external import allowed_roots
         # new files may go to the configured external paths: writes are confined to the table root and those
         self.table.io = self.table.io.with_roots(allowed_roots(self.table))
         self.scanner = TableScanner(self.table)
@@ -52,7 +54,6 @@ class TaskContext:
         self.extra_paths: list[str] = []                  # other files written (a bucket's new DV index)
         # Every file this task writes carries its token (the driver's journal names it), so that what a killed or
         # cancelled run wrote can be found and removed: `data-<token>-<n>`, `changelog-<token>-<n>`, `index-<token>-0`.
-        from paimon_ops.table.writer import FileNamer
         self.token: str = str(uuid.UUID(task["file_uuid"])) if task.get("file_uuid") else str(uuid.uuid4())
         self.data_namer = FileNamer(self.table.options.data_file_prefix, "." + self.params.fmt)
         self.data_namer.uuid = self.token
@@ -72,7 +73,6 @@ class TaskContext:
             if now - self._marker_checked >= 0.5:
                 self._marker_checked = now
                 if self.table.io.exists(marker):
-                    from paimon_ops.errors import CancelledError
                     raise CancelledError("cancelled by the driver")
 
     def live_file(self, f: InputFile) -> LiveFile:
@@ -105,7 +105,6 @@ class TaskContext:
         return w
 
     def abort(self) -> None:
-        from paimon_ops.table.removal import remove_written
         for w in self.writers + self.changelog_writers:
             w.abort()
         remove_written(self.table, self.extra_paths, "a failed compaction")

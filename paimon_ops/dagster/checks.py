@@ -25,13 +25,15 @@ from typing import Any, Callable, Mapping
 
 from dagster import AssetCheckEvaluation, AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
+import paimon_ops.health as health
 from paimon_ops.api import health_signals, routine_gates
-from paimon_ops.dagster import health
 from paimon_ops.dagster.metadata import md_table
 from paimon_ops.dagster.spec import TableSpec
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.execution.plan import human_bytes
+from paimon_ops.lifecycle.autotag import retained_window
 from paimon_ops.lifecycle.manifest_compaction import manifest_health
+from paimon_ops.lifecycle.partition_expiry import evaluate_partitions, resolve_partition_settings
 from paimon_ops.operations.model import ALL_TABLES, DV_TABLES, EXPIRING_TABLES, Health
 from paimon_ops.options import (
     SNAPSHOT_EXPIRABLE_THRESHOLD,
@@ -44,12 +46,12 @@ from paimon_ops.table.table import FileStoreTable
 
 METADATA_READABLE = "metadata_readable"
 REFERENCED_FILES = "referenced_files_present"
-SMALL_FILES = "small_files"
-DV_RATIO = "dv_ratio"
-SNAPSHOT_RETENTION = "snapshot_retention"
+SMALL_FILES = health.SMALL_FILES  # the health signals' checks: named as the signals (paimon_ops.health)
+DV_RATIO = health.DV_RATIO
+SNAPSHOT_RETENTION = health.SNAPSHOT_RETENTION
+MANIFESTS = health.MANIFEST_COUNT
+PARTITION_EXPIRY = health.PARTITION_EXPIRY
 LATEST_TAG = "latest_tag_present"
-MANIFESTS = "manifest_count"
-PARTITION_EXPIRY = "partition_expiry"
 FEATURES = "features_supported"
 MAINTAINED = "maintenance_succeeded"  # evaluated by the run maintaining the table, never by the checks' op
 # what the observation sensor evaluates on every change
@@ -262,7 +264,6 @@ def _manifests(spec: TableSpec, m: _Measure) -> Outcome:
 
 
 def _partition_expiry(spec: TableSpec, m: _Measure) -> Outcome:
-    from paimon_ops.lifecycle.partition_expiry import evaluate_partitions, resolve_partition_settings
     cfg = resolve_partition_settings(m.table, m.now_millis)
     _, verdicts, _ = evaluate_partitions(m.table, cfg)
     due = [v for v in verdicts if v.expired]
@@ -301,7 +302,6 @@ def _referenced_files(spec: TableSpec, m: _Measure) -> Outcome:
 
 
 def _latest_tag(spec: TableSpec, m: _Measure) -> Outcome:
-    from paimon_ops.lifecycle.autotag import retained_window
     w = retained_window(m.table, m.now_millis)
     names = m.table.tags.names()
     md: dict[str, Any] = {"tags": MetadataValue.int(len(names)), "expected_tags": MetadataValue.int(len(w.expected)),

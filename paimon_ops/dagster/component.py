@@ -46,6 +46,7 @@ from paimon_ops.dagster.factory import build_paimon_definitions
 from paimon_ops.dagster.refs import DEFAULT_SHARD_SIZE
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import TableSpec
+from paimon_ops.dagster.state import write_state
 from paimon_ops.dagster.translator import PaimonTranslator
 
 OptionValue = Union[str, bool, int, float]  # YAML (and the component templating) turn "5" into 5: taken as text
@@ -151,7 +152,6 @@ class PaimonComponent(StateBackedComponent, Model, Resolvable):
                                table_options_override={t: options_text(o) for t, o in self.table_options.items()})
 
     def write_state_to_path(self, state_path: Path) -> None:
-        from paimon_ops.dagster.state import write_state
         write_state(self._warehouse(), state_path)
 
     def build_defs_from_state(self, context: ComponentLoadContext, state_path: Optional[Path]) -> Definitions:

@@ -16,16 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import paimon_ops.dagster.checks as checks_mod
+import paimon_ops.health as health
 from paimon_ops.api import health_signals
-from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster import health
 from paimon_ops.dagster.spec import TableSpec
-
-# the engine's signal -> the check (and sensor) standing for it in Dagster
-CHECK_OF = {health.SMALL_FILES: checks_mod.SMALL_FILES, health.DV_RATIO: checks_mod.DV_RATIO,
-            health.SNAPSHOTS: checks_mod.SNAPSHOT_RETENTION, health.MANIFESTS: checks_mod.MANIFESTS,
-            health.PARTITIONS: checks_mod.PARTITION_EXPIRY}
-SIGNAL_OF = {check: signal for signal, check in CHECK_OF.items()}
 
 
 @dataclass(frozen=True)
@@ -60,19 +54,19 @@ def _need(spec: TableSpec, sid: Any, n: health.Need) -> Need:
     figure = f"{spec.identifier} snapshot {sid}: {n.figure}"
     operation = n.operation or ""
     if not n.due:
-        return Need(CHECK_OF[n.signal], operation, figure)
+        return Need(n.signal, operation, figure)
     if n.over:
         sections, chosen = compaction_sections(spec, n.arguments["mode"], n.over)
-        return Need(CHECK_OF[n.signal], operation, figure, sections, chosen)
-    return Need(CHECK_OF[n.signal], operation, figure, ({},))  # no knob set: the table's own options
+        return Need(n.signal, operation, figure, sections, chosen)
+    return Need(n.signal, operation, figure, ({},))  # no knob set: the table's own options
 
 
 def needs(spec: TableSpec, table: Any, now: int, checks: Sequence[str] | None = None) -> list[Need]:
     """The health signals (by check; None: every one) the table has, measured now on its latest snapshot, in the
     registry's order (a signal that does not apply to the table is left out)."""
-    wanted = [h.check for _, h in health_signals()
-              if h.check in SIGNAL_OF and checks_mod.has_signal(spec, h) and (checks is None or h.check in checks)]
-    a = health.assess(table, [SIGNAL_OF[c] for c in wanted], now)
+    wanted = [h.signal for _, h in health_signals()
+              if checks_mod.has_signal(spec, h) and (checks is None or h.signal in checks)]
+    a = health.assess(table, wanted, now)
     return [_need(spec, a.snapshot_id, n) for n in a.needs]
 
 

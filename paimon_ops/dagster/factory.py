@@ -37,6 +37,7 @@ from paimon_ops.dagster.resources import PaimonSpark, PaimonWarehouse
 from paimon_ops.dagster.schedules import build_nightly_schedule
 from paimon_ops.dagster.sensors import DEFAULT_BUDGET_S, build_sensors
 from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec, load_specs
+from paimon_ops.dagster.state import state_specs
 from paimon_ops.dagster.table_asset import build_table_assets
 from paimon_ops.dagster.tags_asset import build_tag_automation_sensor, build_tags_assets, tags_asset_spec
 from paimon_ops.dagster.translator import PaimonTranslator
@@ -134,7 +135,6 @@ def build_paimon_parts(
     if state_path is None:
         specs = load_specs(warehouse)
     else:
-        from paimon_ops.dagster.state import state_specs  # (the module also runs as `python -m`)
         specs = state_specs(state_path, warehouse)
     parts = PaimonDefinitions(specs=specs, refs=[],
                               resources={names.warehouse_key: warehouse, names.spark_key: spark})
@@ -153,7 +153,7 @@ def build_paimon_parts(
         tables.append(Member(names(op), None if spec.broken else spec.kind, (ref, asset_spec)))
         if tags_spec is not None:
             tags.append(Member(names(tags_op), spec.daily_tags, (ref, tags_spec)))
-    # a few multi-assets (per kind of table), not one per table: 5,000 tables load in seconds (dagster #16129)
+    # a few multi-assets (per kind of table), not one per table: 5,000 tables load in seconds (dagster-io/dagster#16129)
     table_ops = group_by_op(tables, KIND_SUFFIX)
     refs_by_key = {ref.key: ref for ref in parts.refs}
     maintained = []  # the multi-assets of tables that loaded: what the jobs select

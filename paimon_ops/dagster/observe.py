@@ -8,11 +8,12 @@ budget. Primary-key tables also get `rows_before_merge` (file rows minus deleted
 included), which is not a row count and is never recorded under that name."""
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 from dagster import AssetKey, MetadataValue
 
-from paimon_ops.dagster import health
+import paimon_ops.health as health
 from paimon_ops.dagster.metadata import md_table
 from paimon_ops.execution.plan import human_bytes
 from paimon_ops.lifecycle.manifest_compaction import manifest_count
@@ -137,7 +138,6 @@ def data_materialization(instance: Any, key: AssetKey, table: FileStoreTable, la
     """A materialisation of the table for its latest writer commit, unless Dagster already has it (idempotent): the
     table's own history, synced — so assets that read the table see it updated when its data changes. `last`: the
     key's latest materialisation event when already fetched (None: there is none)."""
-    import datetime as _dt
 
     from dagster import AssetMaterialization
 

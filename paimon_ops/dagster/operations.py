@@ -19,7 +19,7 @@ from typing import Any, Literal, Optional
 from dagster import Config
 from pydantic import Field, create_model
 
-from paimon_ops.api import OPERATIONS
+from paimon_ops.api import OPERATIONS, plan_operation
 from paimon_ops.dagster.spec import APPEND, APPEND_FIXED, PRIMARY_KEY, TableSpec
 from paimon_ops.errors import cli_words
 from paimon_ops.operations.model import (
@@ -35,7 +35,6 @@ from paimon_ops.operations.model import (
     Operation,
     Param,
 )
-from paimon_ops.options import BUCKET, read
 
 # The operations Dagster runs (by their Dagster names), in the order a run of several runs them.
 DAGSTER_OPERATIONS: dict[str, Operation] = {
@@ -166,17 +165,11 @@ def plan(name: str, table: Any, section: Any, now: int) -> Any:
     config fields (`remove_orphans.min_age`)."""
     op = DAGSTER_OPERATIONS[name]
     values = {k: (v or None) if isinstance(v, (list, str)) else v for k, v in section.model_dump().items()}
-    if name == COMPACT:
-        if values.get("mode") == "minor" and read(table.options, BUCKET, f"table {table.identifier}") == -2:
-            # Paimon's compaction of a postpone-bucket table: the rows waiting in bucket-postpone move into real
-            # buckets (and real buckets with level-0 files are compacted), what the small-files sensor asks for there
-            op = OPERATIONS["compact_postpone"]
-            values = {k: values.get(k) for k in ("partitions", "where")}
-        elif values.get("mode") != "sort":
-            values.pop("order_by", None)
-            values.pop("strategy", None)
+    if name == COMPACT and values.get("mode") != "sort":
+        values.pop("order_by", None)
+        values.pop("strategy", None)
     if op.takes_now:
         values["now"] = now
     words = {p.name: f"{name}.{p.name}" for p in op.params}
     with cli_words(words):
-        return op.plan(table, values, words)
+        return plan_operation(table, op, values, words)

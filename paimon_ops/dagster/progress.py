@@ -11,6 +11,7 @@ from dagster import AssetKey, AssetObservation, MetadataValue
 
 from paimon_ops.dagster.metadata import md_table
 from paimon_ops.execution.plan import count_by_kind, human_bytes
+from paimon_ops.execution.runner import Placed, place
 
 PROGRESS_EVERY_S = 10.0
 MAX_TASKS_LISTED = 20
@@ -18,7 +19,6 @@ MAX_TASKS_LISTED = 20
 
 def placement(plan: Any, runner: Any, options: Any) -> dict[str, str]:
     """Where the plan will run and why — the decision the executor makes (the default runner places by the work)."""
-    from paimon_ops.execution.runner import Placed, place
     if isinstance(runner, Placed):
         return dict(runner.placement)
     try:

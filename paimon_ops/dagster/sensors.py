@@ -59,10 +59,11 @@ from dagster import (
     sensor,
 )
 
+import paimon_ops.dagster.checks as checks_mod
+import paimon_ops.dagster.due as due
+import paimon_ops.health as health
 from paimon_ops.api import health_signals
 from paimon_ops.catalog import Catalog as EngineCatalog
-from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster import due, health
 from paimon_ops.dagster.instance import POOL_WARNING, unlimited_pools
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.observe import (
@@ -78,6 +79,7 @@ from paimon_ops.dagster.operations import now_millis
 from paimon_ops.dagster.refs import DEFAULT_NAMES, DEFAULT_SHARD_SIZE, Names, TableRef
 from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import partition_key_of
+from paimon_ops.dagster.tags_asset import TAG_REMOVED, tags_partitions
 from paimon_ops.errors import PaimonOpsError
 from paimon_ops.format.snapshot import parse_hint
 from paimon_ops.lifecycle.partition_expiry import partition_expiry_due
@@ -572,7 +574,6 @@ def observe_tables(context: SensorEvaluationContext, warehouse: PaimonWarehouse,
             f"{kinds['AssetCheckEvaluation']} check evaluation(s), {kinds['AssetMaterialization']} materialisation(s) "
             "synced from the tables' history")
     context.log.info(what + "".join(f"; {n}" for n in notes))
-    from paimon_ops.dagster.tags_asset import TAG_REMOVED
     for r in requests:
         context.log.info(f"{r.tags['paimon/table']}: tag {r.tags[TAG_REMOVED]} is gone from the table: its tags "
                          f"partition {r.partition_key} is marked failed (backfill it to create the tag again)")
@@ -621,7 +622,6 @@ def sync_tags(instance: Any, ref: TableRef, table: Any) -> tuple[list[AssetMater
     (deleted, expired — by Java, the CLI or a job), a run of that partition that fails naming the vanished tag, so the
     partition turns failed and a "failed and missing" backfill selects it (Dagster's own storages cannot wipe one
     partition back to missing: `wipe_asset_partitions` is not implemented for SQLite / Postgres)."""
-    from paimon_ops.dagster.tags_asset import TAG_REMOVED, tags_partitions
 
     pd = tags_partitions(ref.spec)
     if pd is None or ref.tags_key is None or instance is None:

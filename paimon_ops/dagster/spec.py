@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from paimon_ops.errors import InvalidOptionError, PaimonOpsError
+from paimon_ops.features import uses_of_schema
+from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.options import (
     COMPACTION_DV_RATIO_THRESHOLD,
     COMPACTION_SMALL_FILES_THRESHOLD,
@@ -23,7 +25,7 @@ from paimon_ops.options import (
     TAG_CREATE_TIME_ZONE,
     Options,
 )
-from paimon_ops.table.table import FileStoreTable
+from paimon_ops.table.table import FileStoreTable, Identifier
 
 if TYPE_CHECKING:
     from paimon_ops.dagster.resources import PaimonWarehouse
@@ -91,7 +93,6 @@ class TableSpec:
     @property
     def branch(self) -> str:
         """The branch it is (`db.t$branch_b`, Paimon's identifier), main for a table."""
-        from paimon_ops.table.table import Identifier
         return Identifier.parse(self.identifier).branch
 
     @property
@@ -122,7 +123,6 @@ class TableSpec:
     @property
     def gated(self) -> bool:
         """The options declare a feature the engine's feature gate refuses for some operation."""
-        from paimon_ops.features import uses_of_schema
         return bool(uses_of_schema(self.options))
 
     @property
@@ -177,7 +177,6 @@ def load_spec(table: FileStoreTable) -> TableSpec:
         latest = table.snapshots.latest()  # parses the JSON: a corrupt latest snapshot is reported here
         # The engine's reading of the tag options (tag.create-time / Paimon's tag.automatic-creation), validated:
         # a malformed option makes the table "broken" here exactly as it would fail every tag run.
-        from paimon_ops.lifecycle.schedule import tag_schedule
         sched = tag_schedule(table)
         timing = None
         auto_tag = None
@@ -216,7 +215,6 @@ def load_spec(table: FileStoreTable) -> TableSpec:
 def _partitions_start(table: FileStoreTable, schema, zone: str) -> str:
     """The day (yyyy-MM-dd, in the tag zone) the table was created, its earliest snapshot or its earliest dated tag
     (tags outlive expired snapshots, and may be older than the schema), whichever is oldest."""
-    import re as _re
     times = [schema.time_millis] if schema.time_millis else []
     try:
         s0 = schema if schema.id == 0 else table.schemas.schema(0)
@@ -230,7 +228,7 @@ def _partitions_start(table: FileStoreTable, schema, zone: str) -> str:
     start = _date_in_zone(min(times), zone) if times else _dt.date.today() - _dt.timedelta(days=30)
     floor = start - _dt.timedelta(days=3660)  # a stray name ('0001-01-01') must not make millions of partitions
     for name in table.tags.names():  # a day-named tag (either formatter) before that day: start there
-        m = _re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", name)
+        m = re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", name)
         if m:
             try:
                 day = _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
@@ -243,10 +241,9 @@ def _partitions_start(table: FileStoreTable, schema, zone: str) -> str:
 
 def partition_key_of(spec: TableSpec, tag_name: str) -> str | None:
     """The daily partition (yyyy-MM-dd) a tag name stands for, or None (not a daily tag of this table)."""
-    import re as _re
     if not spec.daily_tags:
         return None
-    m = _re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", tag_name)
+    m = re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", tag_name)
     if not m:
         return None
     key = f"{m.group(1)}-{m.group(2)}-{m.group(3)}"

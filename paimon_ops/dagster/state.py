@@ -26,6 +26,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Sequence
 
+from paimon_ops.dagster.resources import PaimonWarehouse
 from paimon_ops.dagster.spec import Column, TableSpec, TagTiming, load_specs
 from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
 
@@ -125,7 +126,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--exclude", action="append", default=[], help="fnmatch pattern on db.table (repeatable)")
     r.add_argument("--catalog-options", default="{}", help="catalog options as a JSON object")
     args = p.parse_args(argv)
-    from paimon_ops.dagster.resources import PaimonWarehouse
     try:
         options = json.loads(args.catalog_options)
     except ValueError as e:

@@ -45,9 +45,9 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 from pydantic import ValidationError
 
 import paimon_ops as po
+import paimon_ops.dagster.checks as checks_mod
+import paimon_ops.dagster.due as due
 from paimon_ops.api import health_signals
-from paimon_ops.dagster import checks as checks_mod
-from paimon_ops.dagster import due
 from paimon_ops.dagster.instance import PRIORITY_TAG, table_slot
 from paimon_ops.dagster.jobs import JOBS
 from paimon_ops.dagster.metadata import (
@@ -380,7 +380,7 @@ def due_work(out: RunLog, spec: TableSpec, raw: Any, names: list[str], config: A
         "lll"))} if found else {}
     work: list[tuple[str, str, Any]] = []
     not_run: list[str] = []
-    for name in sorted(DAGSTER_OPERATIONS, key=_due_order):
+    for name in sorted(DAGSTER_OPERATIONS, key=_due_order):  # the engine's run order, snapshot expiry last
         sections = [s for n in found if n.due and n.operation == name for s in n.sections]
         for i, section in enumerate(sections):
             label = name if len(sections) == 1 else f"{name}.{i + 1}"

@@ -42,7 +42,8 @@ from dagster import (
     sensor,
 )
 
-from paimon_ops.dagster import checks as checks_mod
+import paimon_ops.dagster.checks as checks_mod
+import paimon_ops.lifecycle.autotag as autotag
 from paimon_ops.dagster.jobs import IMPLICIT_ASSET_JOB_NAME
 from paimon_ops.dagster.metadata import report_line, report_metadata
 from paimon_ops.dagster.operations import now_millis
@@ -192,7 +193,6 @@ def build_tags_assets(op_name: str, members: Sequence[tuple[TableRef, AssetSpec]
 
 def _create(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, paimon: PaimonWarehouse
             ) -> MaterializeResult:
-    from paimon_ops.lifecycle import autotag
 
     table = paimon.open_table(spec.identifier)
     now = now_millis()
@@ -231,7 +231,7 @@ def _create(context: AssetExecutionContext, spec: TableSpec, key: AssetKey, paim
                                         for d, r in zip(days, reports)]),
             "synced_from_table": False})
     # periods that are not days (tag.create-interval > 1 d, hourly ...): every due tag since the last one
-    report = call_engine(spec, "automatic tagging", lambda: autotag.plan_auto_tags(table, now).execute(table=table))
+    report = call_engine(spec, "automatic tagging", lambda: autotag.plan_auto_tags(table, now=now).execute(table=table))
     context.log.info(report_line(report))
     return MaterializeResult(asset_key=key, metadata={**report_metadata(report),
                                        "created": MetadataValue.json(list(report.details.get("created", [])))})

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 from paimon_ops.errors import PaimonOpsError, PreflightError, UnsafeOperationError
-from paimon_ops.execution.files import FileParts
-from paimon_ops.execution.plan import (
+from paimon_ops.execution.files import FileAction, FileList, FileParts
+from paimon_ops.execution.model import (
     BRANCH_DIRECTORY,
     CHANGELOG,
     CONSUMER,
@@ -64,8 +64,6 @@ from paimon_ops.execution.plan import (
     STATISTICS,
     TAG,
     TEMP,
-    FileAction,
-    FileList,
     Step,
 )
 from paimon_ops.execution.runner import Progress, Runner
@@ -73,7 +71,12 @@ from paimon_ops.format.names import first_unplain
 from paimon_ops.options import FILE_OPERATION_THREAD_NUM
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, entry_types
-from paimon_ops.table.references import branch_tables, kept_names, referenced_among, referencing_owner
+from paimon_ops.table.references import (
+    branch_tables,
+    kept_names,
+    referenced_among,
+    referencing_owner,
+)
 from paimon_ops.table.removal import allowed_roots, check_paths
 from paimon_ops.table.table import (
     BRANCH_PREFIX,
@@ -189,7 +192,7 @@ class Layout:
         return None
 
     def _data_dir(self, d: str) -> bool:
-        """A bucket directory, or a partition directory at full depth (files Java #7295 left there)."""
+        """A bucket directory, or a partition directory at full depth (files Java left there, apache/paimon#7295)."""
         if self._bucket_dir(d):
             return True
         parts = self._partition_parts(d) if self.depth else None
@@ -745,7 +748,7 @@ class Deleter:
                 done.append(a)
         return done
 
-    # ---------------------------------------------------------------- object stores (issue 13)
+    # ---------------------------------------------------------------- object stores
     def _delete_bulk(self, actions: FileList, use_runner: bool) -> tuple[FileList, int]:
         """Bulk deletes (any order within the phase) on the driver or on executors; the phase fails if any file
         could not be deleted (after retries), naming the first one. Which files were missing is exact."""

@@ -14,7 +14,7 @@ A plan is a review artifact, not an authority (design.md §1). Before anything c
 * every snapshot's and tag's manifest lists and manifests exist and are this table's history
   (`table.lineage.verify_lineage`) — or nothing is written or deleted;
 * a plan that removes snapshots or tags and then their files records those files in a journal first, so that a
-  crash leaves only unreferenced files, which the next run reclaims (`lifecycle.journal`).
+  crash leaves only unreferenced files, which the next run reclaims (`execution/journal.py`).
 
 Steps are dispatched by their action. The generic ones (delete files / ordered metadata / empty directories, write
 files, hints) are here; operations register their own (`register_step`): expiry's snapshot-to-changelog
@@ -27,12 +27,23 @@ import dataclasses
 import logging
 import posixpath
 import time
-from typing import Any, Callable, Sequence
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from paimon_ops.catalog import catalog_of, notify_tags
-from paimon_ops.errors import CancelledError, CommitConflictError, InvalidOptionError, PaimonOpsError, StalePlanError
-from paimon_ops.execution.files import FileList, FileParts
-from paimon_ops.execution.plan import (
+import paimon_ops.execution.journal as journal
+import paimon_ops.features as features
+from paimon_ops.catalog import catalog_of, notify_tags, open_catalog
+from paimon_ops.errors import (
+    CancelledError,
+    CommitConflictError,
+    InvalidOptionError,
+    PaimonOpsError,
+    StalePlanError,
+    UnsafeOperationError,
+)
+from paimon_ops.execution.deleter import Deleter, preflight
+from paimon_ops.execution.files import FileAction, FileList, FileParts
+from paimon_ops.execution.model import (
     DELETE_DIRS,
     DELETE_FILES,
     DELETE_ORDERED,
@@ -41,23 +52,24 @@ from paimon_ops.execution.plan import (
     TAG,
     WRITE_FILES,
     WRITE_HINT,
-    FileAction,
-    Plan,
     Step,
     bytes_by_kind,
     count_by_kind,
     gate_of,
-    plan_again,
     removal_words,
-    replan,
-    serves_plans,
 )
+from paimon_ops.execution.planning import plan_again, replan
 from paimon_ops.execution.report import Report
 from paimon_ops.execution.runner import Progress, Runner, place
-from paimon_ops.format.snapshot import parse_hint
-from paimon_ops.options import affects_files
+from paimon_ops.format.snapshot import Tag, parse_hint
+from paimon_ops.options import CATALOG_WAREHOUSE, affects_files
+from paimon_ops.table import hints
 from paimon_ops.table.fileio import ensure_within
+from paimon_ops.table.removal import allowed_roots
 from paimon_ops.table.table import TAG_PREFIX, FileStoreTable
+
+if TYPE_CHECKING:
+    from paimon_ops.execution.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +84,7 @@ def register_step(action: str) -> Callable[[StepHandler], StepHandler]:
     return deco
 
 
-StepCheck = Callable[[FileStoreTable, Plan, Step], None]
+StepCheck = Callable[[FileStoreTable, "Plan", Step], None]
 _CHECKS: dict[str, StepCheck] = {}
 
 
@@ -90,8 +102,6 @@ class Execution:
 
     def __init__(self, plan: Plan, table: FileStoreTable, runner: Runner | None, progress: Progress | None,
                  batch_size: int | None = None, parallel_threshold: int | None = None):
-        from paimon_ops.execution.deleter import Deleter
-        from paimon_ops.table.removal import allowed_roots
         self.plan = plan
         self.table = table
         self.runner = runner
@@ -111,7 +121,7 @@ class Execution:
         self.snapshot_id: int | None = None
         self.runner_info: dict[str, Any] | None = None
         self.state: dict[str, Any] = {}  # what one step hands to the next (compaction: task results -> commit)
-        self.journal: Any = None  # lifecycle.journal.Journal of this run, once it has one
+        self.journal: Any = None  # execution.journal.Journal of this run, once it has one
 
     # ------------------------------------------------------------------ primitives used by handlers
     def delete(self, actions: Sequence[FileAction]) -> None:
@@ -178,7 +188,6 @@ class Execution:
 
     def journal_writes(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Record, before writing, that files named with a token will appear in a directory (crash leftovers)."""
-        from paimon_ops.execution import journal
         if self.journal is None:
             self.journal = journal.start(self.table, self.plan.operation, writes=pairs)
         else:
@@ -189,10 +198,8 @@ class Execution:
         name = self._tag_name(action)
         cat = self._catalog_writing_tags() if name is not None else None
         if cat is not None:  # a REST server's tag endpoints: it writes the tag
-            from paimon_ops.format.snapshot import Tag
             created = cat.write_tag(self.table, name, Tag.from_json(data, action.path), replace=not create)
         elif create:
-            import uuid
             token = str(uuid.uuid4())  # names the temporary file: a run killed mid-write leaves one the next finds
             self.journal_writes([(posixpath.dirname(action.path), token)])
             created = self.table.io.write_atomic_if_absent(action.path, data, tmp_token=token)
@@ -266,8 +273,6 @@ def open_plan_table(plan: Plan, catalog_options: Any = None) -> FileStoreTable:
     if not plan.catalog:
         return FileStoreTable(plan.location, identifier=plan.table, branch=plan.branch,
                               options_override=plan.options_override)
-    from paimon_ops.catalog import open_catalog
-    from paimon_ops.options import CATALOG_WAREHOUSE
     options = {**plan.catalog, **(catalog_options or {})}
     catalog = open_catalog(options.get(CATALOG_WAREHOUSE.key), options)
     table = catalog.get_table(plan.table, branch=plan.branch, options_override=plan.options_override)
@@ -308,7 +313,6 @@ def check_identity(plan: Plan, table: FileStoreTable) -> None:
                                                  "override how the table's files are read)", f"plan for {plan.table}")
 
 
-@serves_plans("execute")
 def execute(plan: Plan, table: FileStoreTable | None = None, *, runner: Runner | None = None,
             progress: Progress | None = None, batch_size: int | None = None,
             parallel_threshold: int | None = None, max_replans: int = 0, commit_user: str | None = None,
@@ -346,8 +350,6 @@ def execute(plan: Plan, table: FileStoreTable | None = None, *, runner: Runner |
 
 def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | None, progress: Progress | None,
                   batch_size: int | None, parallel_threshold: int | None, state: dict[str, Any]) -> Report:
-    from paimon_ops.execution import journal
-    from paimon_ops.execution.deleter import preflight
     started = time.time()
     if table is None:
         table = open_plan_table(plan)
@@ -357,8 +359,8 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
         raise PaimonOpsError(f"plan for {plan.table} ({plan.location}, branch {plan.branch}) cannot be executed on "
                              f"{table.identifier} ({table.location}, branch {table.branch})")
     check_identity(plan, table)
-    from paimon_ops import features  # a plan reviewed earlier (or made by another version) is gated again
     mode = getattr(plan, "mode", None)
+    # a plan reviewed earlier (or made by another version) is gated again
     features.require(table, gate_of(plan.operation, mode), what=f"{plan.operation} plan" + (f" ({mode})" if mode else ""))
     if plan.is_fresh:
         check_preconditions(plan, table, skip_covered=True)
@@ -405,7 +407,6 @@ def _end_journal_after_failure(ex: Execution) -> None:
     """After a failed or interrupted run: a journal of files to delete stays (abandoned, so the next run finishes it
     at once); a journal of files written is closed when the handlers removed every one of them (nothing left to
     finish), else abandoned. Nothing is deleted here: only the handlers know what was committed."""
-    from paimon_ops.errors import UnsafeOperationError
     j = ex.journal
     if j.deletes or getattr(ex.runner, "name", "") == "spark":  # Spark: an executor may still close a file later
         j.abandon()
@@ -461,7 +462,6 @@ def _ensure_hints(ex: Execution, step: Step) -> None:
     """Hints from a listing at run time (`table.hints` decides what each must say): EARLIEST / LATEST of snapshot/ or
     changelog/ (params.hints: [{dir, name, default?, only_if_exists?}]; `default`: the value when the directory holds
     no file of its kind). Rerun after a crash converges to the right hints."""
-    from paimon_ops.table import hints
     for h in step.params.get("hints", ()):
         mgr = hints.manager_of(ex.table.io, h["dir"])
         decided = hints.decide(mgr, names=[h["name"]])[0]
@@ -473,5 +473,10 @@ def _ensure_hints(ex: Execution, step: Step) -> None:
         ex.ensure_hint(decided.path, value, f"{h['name'].lower()} {decided.kind}")
 
 
-__all__ = ["execute", "register_step", "register_check", "Execution", "check_preconditions",
+def step_actions() -> list[str]:
+    """Every step action the executor runs (the generic ones and those the operations register)."""
+    return sorted(_HANDLERS)
+
+
+__all__ = ["execute", "step_actions", "register_step", "register_check", "Execution", "check_preconditions",
            "open_plan_table", "check_identity"]

@@ -2,7 +2,7 @@
 sequence of them held column-wise.
 
 A large expiry plans a million deletes; as a million `FileAction` objects, each with its own path string, that is
-~300 B a file (issue 24: the 1 M-file expiry peaked above Java's heap). `FileList` keeps one string per file (its
+~300 B a file (the 1 M-file expiry peaked above Java's heap). `FileList` keeps one string per file (its
 name), each directory, kind and reason once, and the sizes and indices in arrays: ~125 B a file. It is a
 `Sequence[FileAction]` (indexing, iteration, slicing and equality with tuples work as before; each element is made
 on access), and it answers the questions the hot paths ask without making the elements at all: the counts and bytes

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
 
+from paimon_ops.execution.runner import use_cores
+
 OK, ERROR, INTERRUPTED, NOT_STARTED, LOST = "ok", "error", "interrupted", "not started", "lost"
 
 
@@ -295,7 +297,6 @@ def _serve(conn: Connection, parent_end: Connection, others: Sequence[Connection
     code = 0
     try:
         _die_with_parent(parent)
-        from paimon_ops.execution.runner import use_cores
         use_cores(cores)
         while not _stopping:
             msg = conn.recv()

@@ -34,8 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from paimon_ops.errors import CorruptMetadataError, FormatError, PaimonOpsError
-from paimon_ops.execution.files import FileParts
-from paimon_ops.execution.plan import DELETE_FILES, JOURNAL, LEFTOVER, FileAction, FileList, PlanBuilder
+from paimon_ops.execution.deleter import Layout, bad_name
+from paimon_ops.execution.files import FileAction, FileList, FileParts
+from paimon_ops.execution.model import DELETE_FILES, JOURNAL, LEFTOVER
+from paimon_ops.execution.planning import PlanBuilder
+from paimon_ops.table.references import kept_names
+from paimon_ops.table.removal import remove_written
 from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -128,7 +132,6 @@ class Journal:
     def close(self) -> None:
         """The run ended cleanly (committed, or cleaned up after itself): nothing left to finish."""
         if self.path:
-            from paimon_ops.table.removal import remove_written
             if remove_written(self.table, [self.path], "journal")[1]:  # (the one deletion path; never raises)
                 self.abandon()  # left behind: the next run (even in this process) finishes and removes it
             elif self.created_dir:
@@ -205,8 +208,6 @@ def plan_pending(b: PlanBuilder, table: FileStoreTable, now_ms: int | None = Non
         b.warn(warning)
     if not journals:
         return 0
-    from paimon_ops.execution.deleter import Layout, bad_name
-    from paimon_ops.table.references import kept_names
     try:
         kept = kept_names(table).names
     except CorruptMetadataError as e:

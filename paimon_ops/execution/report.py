@@ -9,22 +9,21 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from paimon_ops.execution.plan import (
-    FileList,
-    Plan,
+from paimon_ops.execution.codec import encode
+from paimon_ops.execution.files import FileList
+from paimon_ops.execution.model import (
     bytes_by_kind,
     count_by_kind,
-    effects_rows,
-    encode,
     removal_code,
     removal_words,
-    serves_plans,
-    split_details,
-    text_table,
 )
+from paimon_ops.execution.rendering import effects_rows, split_details, text_table
 from paimon_ops.schemas import REPORT, envelope
+
+if TYPE_CHECKING:
+    from paimon_ops.execution.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,6 @@ class Report:
     __str__ = summary
 
 
-serves_plans("dry_run_report")(Report.of_plan)
 
 
 __all__ = ["Report"]

@@ -20,22 +20,33 @@ import logging
 import os
 import re
 import socket
+import sys
+import tempfile
 import threading
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 from urllib.parse import urlparse
 
-from paimon_ops.errors import InvalidArgumentError, PaimonOpsError, UnreachableError
-from paimon_ops.execution.plan import Workload, human_bytes
+from paimon_ops.errors import (
+    CancelledError,
+    InvalidArgumentError,
+    PaimonOpsError,
+    UnreachableError,
+    require_module,
+)
+from paimon_ops.execution.model import Workload
+from paimon_ops.execution.rendering import human_bytes
 from paimon_ops.options import (
     EXECUTION_LOCAL_MAX_FILES,
     EXECUTION_LOCAL_MAX_INPUT_SIZE,
     EXECUTION_LOCAL_MAX_MANIFESTS,
     EXECUTION_LOCAL_MAX_TASKS,
 )
+from paimon_ops.table.objectstore import is_store_option, task_store_options
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +75,6 @@ def check_cancelled() -> None:
     wrote."""
     event = getattr(_LOCAL, "cancel", None)
     if event is not None and event.is_set():
-        from paimon_ops.errors import CancelledError
         raise CancelledError("cancelled")
 
 
@@ -87,7 +97,6 @@ def call_task(dotted: str, table_location: str, task_json: str, options_json: st
     opts = json.loads(options_json)
     # Object-store settings (endpoint, credentials) configure FileIO.resolve for this task only; they are not
     # put into the task dict, so no task function can echo them into a result.
-    from paimon_ops.table.objectstore import is_store_option, task_store_options
     store_opts = {k: v for k, v in opts.items() if is_store_option(k)}
     opts = {k: v for k, v in opts.items() if k not in store_opts}
     if opts:
@@ -106,7 +115,6 @@ def run_task(dotted: str, table_location: str, task_json: str, options_json: str
     except Exception as e:  # report, the driver decides (fail closed)
         log.info("task failed", exc_info=True)
         result = {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())}"}
-        from paimon_ops.errors import CancelledError
         if isinstance(e, CancelledError):
             result["cancelled"] = True
     result["duration_s"] = round(time.time() - started, 3)
@@ -196,7 +204,6 @@ class LocalRunner:
             return []
         order = sorted(range(len(tasks)), key=lambda i: -task_weight(tasks[i]))
         workers = min(self.workers, len(tasks))
-        from concurrent.futures import ThreadPoolExecutor, as_completed
         # Tasks run in worker threads even one at a time: the caller's thread only waits, so an interrupt reaches it
         # at once; then no queued task starts, running ones stop at their next batch (check_cancelled) and remove
         # what they wrote, and the interrupt goes on to the caller once they have.
@@ -302,7 +309,6 @@ class SparkRunner:
             except Exception:  # Spark Connect has no sparkContext
                 ship = True
         if ship:
-            import tempfile
             path = os.path.join(tempfile.mkdtemp(prefix="paimon-ops-"), "paimon_ops.zip")
             with open(path, "wb") as f:
                 f.write(_package_zip())
@@ -328,7 +334,7 @@ class SparkRunner:
         df = self.spark.range(0, len(groups), 1, len(groups))
 
         def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from paimon_ops.execution.runner import run_task as _run  # imported on the executor
+            from paimon_ops.execution.runner import run_task as _run  # lazy: imported on the Spark executor
             for batch in batches:
                 ids = [i for p in batch.column(0).to_pylist() for i in groups[p]]
                 results = [_run(function, table_location, payloads[i], opts) for i in ids]
@@ -362,7 +368,7 @@ class SparkRunner:
         df = self.spark.range(0, len(tasks), 1, max(1, len(tasks)))
 
         def rows(batches: Iterator[Any]) -> Iterator[Any]:
-            from paimon_ops.execution.runner import run_rows as _rows  # imported on the executor
+            from paimon_ops.execution.runner import run_rows as _rows  # lazy: imported on the Spark executor
             for batch in batches:
                 for i in batch.column(0).to_pylist():
                     yield _rows(function, table_location, payloads[i], opts, schema)
@@ -603,7 +609,6 @@ def _within(seconds: float, fn: Callable[[], Any], url: str, what: str) -> Any:
 def local_spark(master: str = "local[*]", app_name: str = "paimon-ops", conf: dict[str, str] | None = None):
     """The embedded default SparkSession (or a session on the given master URL)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    import sys
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -751,7 +756,6 @@ class LazySparkRunner:
     def probe(self) -> None:
         """Fail fast (within the connect timeout) if the configured master / Connect server does not answer — or,
         first, if PySpark is not installed (one line naming the extra)."""
-        from paimon_ops.errors import require_module
         require_module("pyspark", "spark",
                        self.what or ("--spark-remote" if self.remote else f"Spark (master {self.master})"))
         if not self.remote:

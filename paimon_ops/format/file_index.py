@@ -36,6 +36,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 from pyroaring import BitMap
 
 from paimon_ops.errors import CorruptMetadataError, UnsupportedError
@@ -84,7 +85,6 @@ def hashes(column: pa.Array | pa.ChunkedArray, type_root: str) -> np.ndarray:
     if type_root in _INTS:
         return _wang64(np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False)))
     if type_root in _STRINGS or type_root in ("BINARY", "VARBINARY"):
-        import xxhash
         h = xxhash.xxh64_intdigest
         raw = col.cast(pa.binary()) if type_root in _STRINGS else col
         return np.fromiter((h(v) for v in raw.to_pylist()), dtype=np.uint64, count=len(raw))

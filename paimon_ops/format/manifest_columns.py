@@ -18,13 +18,14 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import logging
+import operator
 import os
 import sys
 import threading
 from typing import Any, Iterator, Sequence
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.errors import CorruptMetadataError
-from paimon_ops.format import manifest as mf
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,6 @@ def _repeated(col: Any, n: int) -> list:
     through its dictionary (less to convert, less to hold)."""
     if n < 64 or col.null_count:
         return col.to_pylist()
-    import operator
 
     import pyarrow.compute as pc
     enc = pc.dictionary_encode(col).combine_chunks()

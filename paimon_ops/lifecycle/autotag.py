@@ -60,7 +60,7 @@ import dataclasses
 import datetime as _dt
 import logging
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import pendulum
 
@@ -69,11 +69,13 @@ from paimon_ops.errors import InvalidArgumentError, PeriodCannotBeTaggedError, P
 from paimon_ops.execution.plan import TAG, WRITE_FILES, FileAction, Plan, PlanBuilder, TagIs, planner
 from paimon_ops.execution.report import Report
 from paimon_ops.format.snapshot import Snapshot, Tag
+from paimon_ops.lifecycle.batch_tags import plan_batch_tag
 from paimon_ops.lifecycle.periods import Period, pdt
 from paimon_ops.lifecycle.schedule import TagSchedule, auto_tag_matcher, require_periodic, tag_schedule
 from paimon_ops.lifecycle.timeline import SnapshotTimeline, local_now
 from paimon_ops.lifecycle.timeline import valid_watermark as _valid_watermark
 from paimon_ops.operations.create_auto_tags import OPERATION as CREATE_AUTO_TAGS
+from paimon_ops.operations.model import InstantMs
 from paimon_ops.options import format_duration
 from paimon_ops.table.table import FileStoreTable, validate_tag_name
 from paimon_ops.timeutil import naive_to_local_millis, to_instant_millis, to_local_millis
@@ -366,16 +368,16 @@ def expected_tag_periods(table: FileStoreTable, start: _dt.date | _dt.datetime |
 
 
 # ---------------------------------------------------------------------------------------------- plan / create
-@planner("auto_tag")
-def plan_auto_tags(table: FileStoreTable, now_millis: int | None = None, periods: Iterable[Any] | None = None) -> Plan:
+@planner(AutoTagPlan, renamed={"now_millis": "now"})
+def plan_auto_tags(table: FileStoreTable, *, periods: list[str] | None = None, now: InstantMs | None = None) -> Plan:
     """What `create_auto_tags` would do: one decision per period (see module docstring), each tag file to write
     with its content.
 
-    `periods`: None = every due period since the last auto tag (or the first snapshot); else period names, dates,
-    date-times or Period objects (backfill).
+    `periods`: None = every due period since the last auto tag (or the first snapshot); else period names (dates,
+    date-times, Period objects and epoch ms are read too: a backfill).
     """
     check_sync(table, "auto_tag")
-    now_ms = now_millis_or_clock(now_millis)
+    now_ms = now_millis_or_clock(now)
     sched = tag_schedule(table)
     b = PlanBuilder()
     if periods is not None:
@@ -392,7 +394,6 @@ def plan_auto_tags(table: FileStoreTable, now_millis: int | None = None, periods
         if periods is not None:
             raise InvalidArgumentError(f"{arg('periods')}: {table.identifier} uses tag.automatic-creation=batch, "
                                        "which has no periods")
-        from paimon_ops.lifecycle.batch_tags import plan_batch_tag
         return plan_batch_tag(table, sched, now_ms, AutoTagPlan)
     ctx = _AutoTagRun(table, sched, now_ms)
     if periods is None:
@@ -446,7 +447,7 @@ def create_tag_for_period(table: FileStoreTable, period: Period | str | _dt.date
     """
     sched = require_periodic(table)
     p = _coerce_period(table, sched, period)
-    plan = plan_auto_tags(table, now_millis, periods=[p])
+    plan = plan_auto_tags(table, periods=[p.name], now=now_millis)
     d = plan.details["periods"][0]
     status = d["status"]
     if status == NOT_DUE:

@@ -1,7 +1,7 @@
 """Snapshot expiration and decoupled changelog expiration (maintenance.md §2).
 
-    plan_expire_snapshots(table, now_millis=None, retain_min=None, retain_max=None, older_than=None,
-                          time_retained=None, max_deletes=None) -> ExpireSnapshotsPlan
+    plan_expire_snapshots(table, retain_min=None, retain_max=None, older_than=None, min_age=None, max_deletes=None,
+                          now=None) -> ExpireSnapshotsPlan
 
 The plan requires the tag set, the snapshot kept at the window's end, and no consumer inside the window; a reviewed
 plan executed later (`paimon-ops apply`) is refused with StalePlanError when any of that changed.
@@ -11,20 +11,20 @@ before `now - time_retained`; everything below `latest - retain_max + 1` expires
 consumers' `nextSnapshot` and `snapshot.expire.limit` cap the window. Files (§2.3) are planned per snapshot delta
 in entry order keyed by file path, protected by the nearest tag below (data, compared by partition/bucket/name) and
 by the window's neighbours (manifests, index files, statistics); files another branch references are never deleted
-(Java ignores other branches, issue #6272). Execution order: snapshot files oldest first -> EARLIEST (then, when
+(Java ignores other branches, apache/paimon#6272). Execution order: snapshot files oldest first -> EARLIEST (then, when
 decoupled, the expired long-lived changelogs) -> data -> changelog files -> empty dirs -> manifests, index and
 statistics -> manifest lists and index manifests. Java deletes the snapshot files last (§2.4), so that a rerun can
 rediscover what is left; a crash then leaves listed snapshots whose files are partly gone. Here the snapshots go
 first and the executor records the files still to delete in a journal before (lifecycle.journal): a crash leaves no
 unreadable snapshot, only unreferenced files, which the next run reclaims.
 Every unreadable piece of metadata makes us delete less; arguments and snapshot `end` are validated before anything
-is planned (issue #10088).
+is planned (apache/paimon#10088).
 
 Decoupled changelog lifecycle (§2.8, decided by the table's options, never by one call's arguments): expired
 snapshots are kept as `changelog/changelog-<id>` and a changelog stage, planned on the state the snapshot stage
 leaves, expires them by `changelog.num-retained.*` / `changelog.time-retained` (own commit time) in the same run.
 
-A branch is expired against its own tags and consumers (`Table.for_branch(b)`), not main's (Java bug #9867).
+A branch is expired against its own tags and consumers (`Table.for_branch(b)`), not main's (apache/paimon#9867).
 """
 from __future__ import annotations
 
@@ -33,11 +33,13 @@ import datetime as _dt
 import logging
 import posixpath
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from types import SimpleNamespace
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import pyarrow.compute as pc
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.catalog import catalog_of
 from paimon_ops.errors import (
     CorruptMetadataError,
@@ -60,16 +62,18 @@ from paimon_ops.execution.plan import (
     HINT,
     LONG_CHANGELOG,
     SNAPSHOT,
+    EarliestSnapshotIs,
     FileAction,
     Plan,
     PlanBuilder,
     Precondition,
     SnapshotIs,
     Step,
+    Workload,
     declare_step_action,
     planner,
 )
-from paimon_ops.format import manifest as mf
+from paimon_ops.execution.runner import Runner, spark_placed
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,
@@ -90,7 +94,9 @@ from paimon_ops.lifecycle.reclaim import (
     plan_index_and_stats,
     plan_manifest_list,
 )
+from paimon_ops.operations.expire_changelogs import OPERATION as EXPIRE_CHANGELOGS
 from paimon_ops.operations.expire_snapshots import OPERATION as EXPIRE_SNAPSHOTS
+from paimon_ops.operations.model import InstantMs
 from paimon_ops.options import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
@@ -127,7 +133,6 @@ class ExpireSnapshotsPlan(Plan):
     op = EXPIRE_SNAPSHOTS  # its operation (the feature gate, the planner's parameters)
 
     def workload(self) -> Any:
-        from paimon_ops.execution.plan import Workload
         d = self.details if isinstance(self.details, dict) else {}
         n = sum(len(s.files) for s in self.steps if s.deletes)
         return Workload(deletes=n, manifests=int(d.get("manifest_dir_files") or 0), files=n)
@@ -205,7 +210,7 @@ def _duration_ms(value: Any, name: str) -> int:
 
 
 def resolve_settings(table: FileStoreTable, now_millis: int | None = None, retain_min: int | None = None,
-                     retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
+                     retain_max: int | None = None, older_than: Any = None, min_age: Any = None,
                      max_deletes: int | None = None) -> ExpireSettings:
     """Arguments override the table's options (maintenance.md §2.1, §9); everything is validated here, before any
     file is read or deleted."""
@@ -227,22 +232,22 @@ def resolve_settings(table: FileStoreTable, now_millis: int | None = None, retai
 
     if rmin < 1:
         raise refuse("retain_min", retain_min, SNAPSHOT_NUM_RETAINED_MIN.key, rmin, "at least 1",
-                     ": with 0 the latest snapshot's files would be deleted while its metadata stays (Paimon issue "
-                     "#10088)")
+                     ": with 0 the latest snapshot's files would be deleted while its metadata stays "
+                     "(apache/paimon#10088)")
     if rmax < rmin:
         rmin_from = arg("retain_min") if retain_min is not None else f"option {SNAPSHOT_NUM_RETAINED_MIN.key}"
         raise refuse("retain_max", retain_max, SNAPSHOT_NUM_RETAINED_MAX.key, rmax,
                      f"at least the minimum retained ({rmin}: {rmin_from})")
     if limit < 1:
         raise refuse("max_deletes", max_deletes, SNAPSHOT_EXPIRE_LIMIT.key, limit, "at least 1")
-    if older_than is not None and time_retained is not None:
-        raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('time_retained')} (a "
+    if older_than is not None and min_age is not None:
+        raise InvalidArgumentError(f"give either {arg('older_than')} (a point in time) or {arg('min_age')} (a "
                                    "duration), not both")
     if older_than is not None:
         older = _millis_of(older_than, "older_than")
         retained_ms = now - older
     else:
-        retained_ms = _duration_ms(time_retained, "time_retained") if time_retained is not None else\
+        retained_ms = _duration_ms(min_age, "min_age") if min_age is not None else\
             int(opts.get(SNAPSHOT_TIME_RETAINED).total_seconds() * 1000)
         older = now - retained_ms
     # Whether the changelog lifecycle is decoupled is a property of the table (CoreOptions
@@ -497,7 +502,6 @@ def delta_candidates_task(table_location: str, task: dict) -> dict:
     owner in order, a row naming it and then the data files its delta removes (the columns of
     DELTA_CANDIDATES_SCHEMA), or the error that made its delta unreadable. A crafted file name raises (the driver
     stops)."""
-    from types import SimpleNamespace
     table = FileStoreTable(table_location, options_override=task.get("_options"))
     if task.get("branch", "main") != "main":
         table = table.for_branch(task["branch"])
@@ -597,15 +601,16 @@ def expirable_snapshots(table: FileStoreTable, cfg: ExpireSettings) -> int:
     return max(0, end - earliest)
 
 
-@planner("expire_snapshots", internal=("runner",))
-def plan_expire_snapshots(table: FileStoreTable, now_millis: int | None = None, retain_min: int | None = None,
-                          retain_max: int | None = None, older_than: Any = None, time_retained: Any = None,
-                          max_deletes: int | None = None, runner: Any = None) -> Plan:
+@planner(ExpireSnapshotsPlan, internal=("runner",), renamed={"now_millis": "now", "time_retained": "min_age"})
+def plan_expire_snapshots(table: FileStoreTable, *, retain_min: int | None = None, retain_max: int | None = None,
+                          older_than: InstantMs | None = None, min_age: _dt.timedelta | None = None,
+                          max_deletes: int | None = None, now: InstantMs | None = None,
+                          runner: Runner | None = None) -> Plan:
     """What expiring snapshots (and, when decoupled, long-lived changelogs) of `table`'s branch would delete. The
     expired deltas are decoded on Spark executors when the runner (`runner`, else the one the caller plans with,
     else the default) places the plan there: beyond execution.local.max-manifests files in manifest/, or when the
     caller chose Spark."""
-    cfg = resolve_settings(table, now_millis, retain_min, retain_max, older_than, time_retained, max_deletes)
+    cfg = resolve_settings(table, now, retain_min, retain_max, older_than, min_age, max_deletes)
     check_history(table, "snapshot expiry")
     b = PlanBuilder()
     plan_pending(b, table)  # first finish what an interrupted run left
@@ -638,8 +643,6 @@ def plan_expire_snapshots(table: FileStoreTable, now_millis: int | None = None, 
     details["end"] = end
     spark = None
     if end > earliest:
-        from paimon_ops.execution.plan import Workload
-        from paimon_ops.execution.runner import spark_placed
         try:
             manifests = len(table.io.list_status(table.manifest_dir))
         except OSError:
@@ -655,7 +658,7 @@ def plan_expire_snapshots(table: FileStoreTable, now_millis: int | None = None, 
         try:
             end_snap = snaps_mgr.try_snapshot(end)
             if end_snap is None:
-                b.warn(f"snapshot {end} (the first one kept) does not exist; nothing expired (issue #10088)")
+                b.warn(f"snapshot {end} (the first one kept) does not exist; nothing expired (apache/paimon#10088)")
         except UnsafeNameError:  # a crafted file name: stop, never 'delete less'
             raise
         except CorruptMetadataError as e:
@@ -934,7 +937,7 @@ def _check_snapshot_files(table: FileStoreTable, plan: Plan, step: Step) -> None
                              f"({latest})")
     if not table.snapshots.exists(end):
         raise PreflightError(table.identifier, table.snapshots.path(ids[0]),
-                             f"snapshot {end}, the first one kept, does not exist (Paimon issue #10088)")
+                             f"snapshot {end}, the first one kept, does not exist (apache/paimon#10088)")
     settings = (plan.details.get("settings") or {}) if isinstance(plan.details, dict) else {}
     if settings.get("consumer_changelog_only") and step.params.get("decoupled"):
         return  # consumers read the long-lived changelogs these snapshots become
@@ -995,5 +998,87 @@ def _expire_changelog_files(ex: Execution, step: Step) -> None:
     _hints_now(ex, ex.table.changelogs.dir, [EARLIEST])
 
 
-__all__ = ["ExpireSnapshotsPlan", "plan_expire_snapshots", "resolve_settings", "ExpireSettings",
-           "expiry_window_end", "expirable_snapshots"]
+
+# ---------------------------------------------------------------------------------------------- changelog expiry
+class ExpireChangelogsPlan(Plan):
+    """Expiring long-lived changelogs on their own (ExpireChangelogImpl, maintenance.md §2.8)."""
+
+    operation = "expire_changelogs"
+    op = EXPIRE_CHANGELOGS  # its operation (the feature gate, the planner's parameters)
+
+
+def _changelog_settings(cfg: ExpireSettings, retain_min: int | None, retain_max: int | None,
+                        older_than: int | None, min_age: _dt.timedelta | None,
+                        max_deletes: int | None) -> ExpireSettings:
+    """The changelog retention of `cfg` (the table's `changelog.*` options, else its `snapshot.*` ones) overridden by
+    the arguments, validated before anything is read."""
+    rmin = cfg.changelog_retain_min if retain_min is None else retain_min
+    rmax = cfg.changelog_retain_max if retain_max is None else retain_max
+    limit = cfg.changelog_max_deletes if max_deletes is None else max_deletes
+    for name, v in (("retain_min", rmin), ("retain_max", rmax), ("max_deletes", limit)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise InvalidArgumentError(f"{arg(name)} must be an integer, got {v!r}")
+    if rmin < 1:
+        raise InvalidArgumentError(f"{arg('retain_min')} must be at least 1 (got {rmin}): the newest changelog is kept")
+    if rmax < rmin:
+        raise InvalidArgumentError(f"{arg('retain_max')} must be at least the minimum retained ({rmin}), got {rmax}")
+    if limit < 1:
+        raise InvalidArgumentError(f"{arg('max_deletes')} must be at least 1, got {limit}")
+    older = cfg.changelog_older_than_millis
+    if older_than is not None:
+        older = _millis_of(older_than, "older_than")
+    elif min_age is not None:
+        older = cfg.now_millis - _duration_ms(min_age, "min_age")
+    return replace(cfg, changelog_retain_min=rmin, changelog_retain_max=rmax,
+                               changelog_older_than_millis=older, changelog_max_deletes=limit)
+
+
+@planner(ExpireChangelogsPlan, internal=("runner",))
+def plan_expire_changelogs(table: FileStoreTable, *, retain_min: int | None = None, retain_max: int | None = None,
+                           older_than: InstantMs | None = None, min_age: _dt.timedelta | None = None,
+                           max_deletes: int | None = None, now: InstantMs | None = None,
+                           runner: Runner | None = None) -> Plan:
+    """What expiring long-lived changelogs (`changelog/changelog-<id>`, kept by a decoupled snapshot expiry) would
+    delete, on their own schedule: the changelog stage of snapshot expiry (`_plan_changelog_stage`, Java's
+    ExpireChangelogImpl) without expiring any snapshot."""
+    cfg = _changelog_settings(resolve_settings(table, now), retain_min, retain_max, older_than, min_age, max_deletes)
+    check_history(table, "changelog expiry")
+    b = PlanBuilder()
+    plan_pending(b, table)  # first finish what an interrupted run left
+    store = ManifestStore(table, capacity=STORE_CAPACITY)
+    scanner = TableScanner(table, store)
+    latest, earliest = table.snapshots.latest_id(), table.snapshots.earliest_id()
+    notes: list[str] = []
+    details: dict[str, Any] = {"branch": table.branch, "latest": latest, "earliest": earliest,
+                               "settings": _settings_details(cfg), "expired_changelogs": [], "notes": notes}
+    if latest is None or earliest is None:
+        notes.append("no snapshots")
+        return b.build(ExpireChangelogsPlan, table, details)
+    if not cfg.decoupled:
+        notes.append("the table's changelog life cycle is not decoupled (changelog.* retains no more than "
+                     "snapshot.*): snapshot expiry removes changelogs with their snapshots")
+    tags = read_tags(table)  # read before anything is planned; unreadable tag -> error
+    b.require(TagsAre(tag_set(tags)), EarliestSnapshotIs(earliest))  # the earliest snapshot protects manifests
+    consumer_min = _consumer_min(table, cfg, notes)
+    try:
+        others = other_branches(table)
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(e.path, f"{e.problem}; another branch's files could not be protected, nothing "
+                                           "is expired") from None
+    try:
+        manifests = len(table.io.list_status(table.manifest_dir))
+    except OSError:
+        manifests = 0  # (unlistable: the reads below say what is wrong)
+    spark, _ = spark_placed(runner, Workload(manifests=manifests), table.options)
+    stage = _plan_changelog_stage(b, table, store, scanner, cfg, tags, {}, latest, None, consumer_min, others, spark)
+    details["expired_changelogs"] = stage.pop("expired_changelogs", [])
+    details.update(stage)
+    b.step("hints", ENSURE_HINTS, keep_empty=True, hints=[
+        {"dir": table.changelogs.dir, "name": EARLIEST, "which": "first", "only_if_exists": True},
+        {"dir": table.changelogs.dir, "name": LATEST, "which": "last", "only_if_exists": True}])
+    b.owners_first()
+    return b.build(ExpireChangelogsPlan, table, details)
+
+
+__all__ = ["ExpireSnapshotsPlan", "plan_expire_snapshots", "ExpireChangelogsPlan", "plan_expire_changelogs",
+           "resolve_settings", "ExpireSettings", "expiry_window_end", "expirable_snapshots"]

@@ -35,6 +35,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.errors import CommitConflictError, InvalidArgumentError, PaimonOpsError, StalePlanError
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.journal import plan_pending
@@ -49,7 +50,6 @@ from paimon_ops.execution.plan import (
     declare_step_action,
     planner,
 )
-from paimon_ops.format import manifest as mf
 from paimon_ops.format.manifest import ManifestEntry, ManifestFileMeta
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.operations.compact_manifests import OPERATION as COMPACT_MANIFESTS

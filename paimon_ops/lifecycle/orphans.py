@@ -1,6 +1,6 @@
 """Orphan-file removal (maintenance.md §4).
 
-    plan_remove_orphans(table, older_than=None, now_millis=None, allow_short=False) -> RemoveOrphansPlan
+    plan_remove_orphans(table, older_than=None, min_age=None, allow_short=False, now=None) -> RemoveOrphansPlan
 
 The plan requires that none of the files it deletes is referenced when it executes (`NotReferenced`: every
 snapshot, tag and long-lived changelog of every branch is read again), so a reviewed plan applied later can never
@@ -28,9 +28,11 @@ import os
 import posixpath
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import paimon_ops.table.external as external
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -49,20 +51,24 @@ from paimon_ops.execution.plan import (
     Plan,
     PlanBuilder,
     Precondition,
+    Workload,
     planner,
 )
+from paimon_ops.execution.runner import Runner, spark_placed
 from paimon_ops.features import MANAGED_BLOB_SUFFIXES
+from paimon_ops.operations.model import InstantMs
+from paimon_ops.operations.remove_orphans import DEFAULT_MIN_AGE
 from paimon_ops.operations.remove_orphans import OPERATION as REMOVE_ORPHANS
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.fileio import FileIO, FileStatus, ensure_within
 from paimon_ops.table.lineage import unlisted_live_files
 from paimon_ops.table.references import branch_tables, collect_used, referenced_among
+from paimon_ops.table.removal import allowed_roots, check_paths
 from paimon_ops.table.table import CHANGELOG_PREFIX, EARLIEST, LATEST, SNAPSHOT_PREFIX, FileStoreTable
 from paimon_ops.timeutil import iso
 
 log = logging.getLogger(__name__)
 
-DEFAULT_OLDER_THAN = _dt.timedelta(days=3)
 MIN_OLDER_THAN = _dt.timedelta(days=1)
 DAY_MS = 86_400_000
 _PARTITION_DIR = re.compile(r"^[^=]+=.*$")
@@ -75,7 +81,6 @@ class RemoveOrphansPlan(Plan):
     op = REMOVE_ORPHANS  # its operation (the feature gate, the planner's parameters)
 
     def workload(self) -> Any:
-        from paimon_ops.execution.plan import Workload
         d = self.details if isinstance(self.details, dict) else {}
         return Workload(deletes=sum(len(s.files) for s in self.steps if s.deletes), manifests=int(d.get("manifest_dir_files") or 0),
                         files=int(d.get("candidates") or 0))
@@ -114,7 +119,7 @@ def resolve_threshold(older_than: Any, now_millis: int, allow_short: bool, min_a
             raise InvalidArgumentError(f"give {arg('older_than')} (an instant) or {arg('min_age')} (an age), not both")
         older_than = min_age
     if older_than is None:
-        thr = now_millis - int(DEFAULT_OLDER_THAN.total_seconds() * 1000)
+        thr = now_millis - int(DEFAULT_MIN_AGE.total_seconds() * 1000)
     elif isinstance(older_than, _dt.timedelta):
         if older_than.total_seconds() < 0:
             raise InvalidArgumentError(f"{arg(name)} must not be negative, got {older_than}")
@@ -186,7 +191,6 @@ def _list_many(io: FileIO, paths: list[str], b: PlanBuilder,
     local directories: here, where starting threads would cost more than the listings)."""
     if len(paths) < (LOCAL_LIST_SERIAL if io.is_local else 2):
         return [_list(io, p, b, symlinks) for p in paths]
-    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(min(LIST_THREADS, len(paths)), thread_name_prefix="paimon-ops-list") as pool:
         raw = list(pool.map(functools.partial(_list_raw, io), paths))
     return [_accept(io, p, r, b, symlinks) for p, r in zip(paths, raw)]
@@ -217,7 +221,7 @@ def _data_dirs(table: FileStoreTable, b: PlanBuilder, symlinks: dict[str, str | 
         if buckets:
             dirs += buckets
         elif depth > 0:
-            dirs.append(d)  # a partition directory without bucket dirs (Java #7295): its old files are candidates
+            dirs.append(d)  # a partition directory without bucket dirs (apache/paimon#7295): its old files are candidates
     return dirs, children
 
 
@@ -232,7 +236,6 @@ def _mtime(io: FileIO, path: str, default: int) -> int:
 def _external_data_roots(table: FileStoreTable) -> list[str]:
     """The data roots under the configured external paths (`<root>[/data-file.path-directory]`), resolved; refused
     when another table of the warehouse names the same root (its files would look like orphans of this one)."""
-    from paimon_ops.table import external
     roots = external.configured_roots(table)
     if not roots:
         return []
@@ -264,7 +267,7 @@ def _external_data_roots(table: FileStoreTable) -> list[str]:
 def _check_saved_time(params: dict[str, Any]) -> None:
     """A saved plan's recorded time must not be ahead of the clock: a `now` moved forward would make files of commits
     in flight older than the threshold. (A caller may pass any `now`; a plan file is not a caller.)"""
-    now = params.get("now_millis")
+    now = params.get("now", params.get("now_millis"))
     wall = int(time.time() * 1000)
     if isinstance(now, int) and now > wall + 60_000:
         thr = resolve_threshold(params.get("older_than"), now, True, params.get("min_age"))
@@ -273,15 +276,16 @@ def _check_saved_time(params: dict[str, Any]) -> None:
                                        f"threshold {iso(thr)} would make files of commits in flight candidates")
 
 
-@planner("remove_orphans", check_saved=_check_saved_time, internal=("runner",))
-def plan_remove_orphans(table: FileStoreTable, older_than: Any = None, now_millis: int | None = None,
-                        allow_short: bool = False, min_age: Any = None, runner: Any = None) -> Plan:
+@planner(RemoveOrphansPlan, check_saved=_check_saved_time, internal=("runner",), renamed={"now_millis": "now"})
+def plan_remove_orphans(table: FileStoreTable, *, older_than: InstantMs | None = None,
+                        min_age: _dt.timedelta | None = None, allow_short: bool = False, now: InstantMs | None = None,
+                        runner: Runner | None = None) -> Plan:
     """Files no snapshot, tag or long-lived changelog of any branch references, older than the threshold. The
     manifests are read, and the candidates' names told apart from the referenced ones, on Spark when the runner
     (`runner`, else the one the caller plans with, else the default) places the plan there: beyond
     execution.local.max-manifests files in manifest/ or execution.local.max-files candidates, or when the caller
     chose Spark."""
-    now = int(time.time() * 1000) if now_millis is None else int(now_millis)
+    now = int(time.time() * 1000) if now is None else int(now)
     threshold = resolve_threshold(older_than, now, allow_short, min_age)
     branches = branch_tables(table)
     main = branches[0]
@@ -302,7 +306,6 @@ def plan_remove_orphans(table: FileStoreTable, older_than: Any = None, now_milli
         partition_children.update(more_children)
     if ext_roots:
         notes.append(f"external data paths scanned: {', '.join(ext_roots)}")
-    from paimon_ops.table.removal import allowed_roots, check_paths
     roots = allowed_roots(main)
     candidates: list[FileStatus] = []
     listing: dict[str, list[FileStatus]] = {}
@@ -320,8 +323,6 @@ def plan_remove_orphans(table: FileStoreTable, older_than: Any = None, now_milli
                     continue
                 if st.mtime_millis < threshold:
                     temps.append(st)
-    from paimon_ops.execution.plan import Workload
-    from paimon_ops.execution.runner import spark_placed
     n_candidates = len(candidates) + len(temps)
     spark, _ = spark_placed(runner, Workload(manifests=len(listing.get(main.manifest_dir, ())), files=n_candidates),
                             main.options)
@@ -391,4 +392,4 @@ def plan_remove_orphans(table: FileStoreTable, older_than: Any = None, now_milli
     return b.build(RemoveOrphansPlan, main, details)
 
 
-__all__ = ["RemoveOrphansPlan", "plan_remove_orphans", "resolve_threshold", "DEFAULT_OLDER_THAN"]
+__all__ = ["RemoveOrphansPlan", "plan_remove_orphans", "resolve_threshold"]

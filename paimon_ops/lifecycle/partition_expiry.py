@@ -20,13 +20,13 @@ Times are local date-times; `now` is read on the wall clock of the table's local
 else UTC — the same zone paimon-ops writes tag create times in (Java uses the JVM's zone).
 
 Partition values are the typed values of the partition row (`format/partition.py`), never strings split on ','
-(Paimon #9277): the pattern sees each key's value as Java's `toString()` does, except DATE / TIME / TIMESTAMP keys,
+(apache/paimon#9277): the pattern sees each key's value as Java's `toString()` does, except DATE / TIME / TIMESTAMP keys,
 which are rendered as ISO dates and times (`2024-01-01`, `10:00:00`, `2024-01-01 10:00:00.000`) — Java 0.9 hands
 the formatter a DATE's day number (`19723`), which no formatter parses, so DATE partitions never expire there
-(Paimon #6439). A partition whose time cannot be read (a value the formatter does not parse, a null value, a binary
+(apache/paimon#6439). A partition whose time cannot be read (a value the formatter does not parse, a null value, a binary
 key) is listed under `unparseable_partitions` with the reason and a warning, and never expired (Java logs a warning,
 or — 0.9, a null value — fails the whole run with a NullPointerException). A formatter or pattern that is invalid, or
-that parses none of the table's partitions (the silent never-expiring table of Paimon #7428), is an
+that parses none of the table's partitions (the silent never-expiring table of apache/paimon#7428), is an
 InvalidOptionError naming the option; nothing is planned.
 
 At most `partition.expiration-max-num` (default 100, Paimon's; 0.9 has no limit) expired partitions are dropped per
@@ -52,10 +52,10 @@ Postpone-bucket tables (`bucket = -2`): an expired partition loses its real buck
 -2); with `update-time` the partition's newest file may be a postpone file, as in Java.
 
 Differences from Java 0.9 (proven in tests/lifecycle/test_partition_expiry_java.py and test_partition_time_java.py):
-* DATE partitions expire by their dates (Java: never, #6439); TIME / TIMESTAMP keys are read as ISO times likewise.
+* DATE partitions expire by their dates (Java: never, apache/paimon#6439); TIME / TIMESTAMP keys are read as ISO times likewise.
 * a null partition value: reported (values-time) or expired like any partition (update-time); Java 0.9 fails the whole
   run with a NullPointerException and expires nothing.
-* `$dt1` in a pattern with keys `dt, dt1` means dt1 (longest key first, Paimon #9136); 0.9 substitutes `$dt` first.
+* `$dt1` in a pattern with keys `dt, dt1` means dt1 (longest key first, apache/paimon#9136); 0.9 substitutes `$dt` first.
 * `partition.expiration-max-num` (Paimon 1.0+, default 100) bounds one run; 0.9 drops every expired partition.
 * `partition.expiration-batch-size` is not honoured: one run is one atomic commit.
 * update-time uses the newest creation time of the partition's *live* files; Java 0.9 also counts files whose DELETE
@@ -73,15 +73,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.catalog import catalog_of, check_sync
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, StalePlanError, arg
 from paimon_ops.execution.executor import Execution, register_step
 from paimon_ops.execution.journal import plan_pending
 from paimon_ops.execution.plan import DATA, INDEX, FileAction, Plan, PlanBuilder, Precondition, Step, declare_step_action, planner
-from paimon_ops.format import manifest as mf
 from paimon_ops.format.partition import partition_json, partition_path, partition_spec, partition_value_string
 from paimon_ops.lifecycle.partition_time import LocalDateTime, PartitionTimeError, PartitionTimeExtractor, PatternError
 from paimon_ops.operations.expire_partitions import OPERATION as EXPIRE_PARTITIONS
+from paimon_ops.operations.model import InstantMs
 from paimon_ops.options import (
     METASTORE_PARTITIONED_TABLE,
     PARTITION_EXPIRATION_CHECK_INTERVAL,
@@ -367,7 +368,7 @@ class PartitionVerdict:
 
 def _time_value(value: Any, t: Any) -> str:
     """The text Java's PartitionTimeExtractor sees for one partition value (`toString()` of the internal value),
-    except DATE / TIME / TIMESTAMP: rendered as ISO text (Java's day number / millis never parse: #6439)."""
+    except DATE / TIME / TIMESTAMP: rendered as ISO text (Java's day number / millis never parse: apache/paimon#6439)."""
     if t.root in _TIME_TYPES:
         return partition_value_string(value, t, legacy=False)  # type: ignore[return-value]
     if t.root in ("BINARY", "VARBINARY"):
@@ -459,14 +460,14 @@ def expirable_partitions(table: FileStoreTable, now_millis: int | None = None, e
 
 
 # ---------------------------------------------------------------------------------------------- planning
-@planner("expire_partitions")
-def plan_expire_partitions(table: FileStoreTable, now_millis: int | None = None, expiration_time: Any = None,
+@planner(PartitionExpiryPlan, renamed={"now_millis": "now"})
+def plan_expire_partitions(table: FileStoreTable, *, expiration_time: _dt.timedelta | None = None,
                            strategy: str | None = None, timestamp_formatter: str | None = None,
-                           timestamp_pattern: str | None = None,
-                           max_expires: int | None = None) -> PartitionExpiryPlan:
+                           timestamp_pattern: str | None = None, max_expires: int | None = None,
+                           now: InstantMs | None = None) -> PartitionExpiryPlan:
     """Which partitions expire and why, and the OVERWRITE commit dropping them (see the module docstring)."""
     check_sync(table, "expire_partitions")
-    cfg = resolve_partition_settings(table, now_millis, expiration_time, strategy, timestamp_formatter,
+    cfg = resolve_partition_settings(table, now, expiration_time, strategy, timestamp_formatter,
                                      timestamp_pattern, max_expires)
     scanner = TableScanner(table)
     latest, verdicts, by_part = evaluate_partitions(table, cfg, scanner)
@@ -477,7 +478,7 @@ def plan_expire_partitions(table: FileStoreTable, now_millis: int | None = None,
     parsed = [v for v in verdicts if v.time is not None]
     if cfg.strategy == VALUES_TIME and unparseable and not parsed:
         with_values = [v for v in unparseable if not v.reason.startswith("partition key")]
-        if with_values:  # #7428: a formatter or pattern that matches nothing would keep every partition forever
+        if with_values:  # apache/paimon#7428: a formatter or pattern that matches nothing would keep every partition forever
             v = with_values[0]
             raise _matches_nothing(table, cfg, v, len(with_values))
     expired = sorted((v for v in verdicts if v.expired), key=_sort_key)
@@ -516,7 +517,7 @@ def plan_expire_partitions(table: FileStoreTable, now_millis: int | None = None,
 
 
 def _matches_nothing(table: FileStoreTable, cfg: PartitionExpirySettings, v: PartitionVerdict, n: int) -> Exception:
-    """Paimon #7428: a formatter / pattern under which no partition has a time (every partition kept forever)."""
+    """apache/paimon#7428: a formatter / pattern under which no partition has a time (every partition kept forever)."""
     example = f"e.g. {v.path.rstrip('/')} gives {v.timestamp!r}"
     if cfg.timestamp_formatter is not None:
         problem = (f"it parses none of the {n} partition(s) of {table.identifier}, {example} (check the timestamp "

@@ -5,7 +5,7 @@
     extractor.extract(["dt", "hour"], ["20240101", "10"])  -> LocalDateTime(2024, 1, 1, 10, 0)
 
 * The timestamp string is `pattern` with every `$key` replaced by that key's value (longest key first, so `$dt`
-  never matches inside `$dt1`, as Paimon does since #9136), or the first partition value when no pattern is set.
+  never matches inside `$dt1`, as Paimon does since apache/paimon#9136), or the first partition value when no pattern is set.
 * With `formatter` (a Java `DateTimeFormatter.ofPattern` pattern, Locale.ROOT, SMART resolver) the string is
   parsed as a local date-time, else as a local date at midnight. Without one, Paimon's default lenient parser reads
   `y-M-d[ H:m:s[.fffffffff]]`, else `y-M-d` at midnight.

@@ -3,7 +3,7 @@
 Everything here follows maintenance.md §0.4 (contiguous-lifetime invariant): a file that a deleted snapshot or tag
 shares with anything retained in the same branch is shared with the nearest retained neighbour on one side, so the
 protector sets only ever need the neighbours. Files shared with *other* branches are protected separately
-(`other_branches`): Java's expiry and tag deletion ignore other branches (issue #6272).
+(`other_branches`): Java's expiry and tag deletion ignore other branches (apache/paimon#6272).
 
 Every reader raises on unreadable metadata; callers decide whether that means "delete nothing" or "keep more".
 """
@@ -123,7 +123,7 @@ class OtherBranches:
     """What every *other* branch of the table references (data keys and metadata/changelog file names).
 
     Branches share data, manifest and index files (a branch created from a tag starts from that tag's files), but
-    Java's expiry and tag deletion look only at the branch being cleaned (maintenance.md §2.7, issue #6272). We
+    Java's expiry and tag deletion look only at the branch being cleaned (maintenance.md §2.7, apache/paimon#6272). We
     additionally never delete anything another branch's snapshots, tags or long-lived changelogs reference
     (upstream later added the same idea as 'other branch protection'). Empty when the table has no branches."""
 

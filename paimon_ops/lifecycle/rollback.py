@@ -54,6 +54,7 @@ from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.lifecycle.protection import TagsAre, read_tags, tag_set
 from paimon_ops.lifecycle.reclaim import file_size
 from paimon_ops.lifecycle.rollback_as_latest import RollbackAsLatestPlan, plan_as_latest
+from paimon_ops.lifecycle.timeline import SnapshotTimeline, valid_watermark
 from paimon_ops.operations.model import InstantMs
 from paimon_ops.operations.rollback import OPERATION as ROLLBACK
 from paimon_ops.table.scan import ManifestStore
@@ -136,7 +137,6 @@ def _verify_target(table: FileStoreTable, target: Snapshot, what: str, restore: 
 def _snapshot_at(table: FileStoreTable, timestamp_millis: int, tags: list[tuple[str, Tag]]) -> tuple[int | None, str | None]:
     """(snapshot id, None) of the latest live snapshot committed at or before the instant, else (None, tag) of the
     tag holding it; refused when the snapshot current then has expired untagged or the table had none yet."""
-    from paimon_ops.lifecycle.timeline import SnapshotTimeline
     timeline = SnapshotTimeline(table, tags)
     status, snap = timeline.at_or_before(int(timestamp_millis))
     when = iso(int(timestamp_millis))
@@ -152,7 +152,6 @@ def _snapshot_at_watermark(table: FileStoreTable, watermark: int, tags: list[tup
                            ) -> tuple[int | None, str | None]:
     """The latest snapshot whose watermark is at or before `watermark` (Java's earlierOrEqualWatermark; snapshots
     without one come first and qualify for nothing), live or tag-held; refused when there is none or it expired."""
-    from paimon_ops.lifecycle.timeline import SnapshotTimeline, valid_watermark
     timeline = SnapshotTimeline(table, tags)
 
     def below(s: Snapshot) -> bool:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from paimon_ops import features
+import paimon_ops.features as features
 from paimon_ops.catalog import check_sync
 from paimon_ops.errors import CommitConflictError, StalePlanError
 from paimon_ops.execution.executor import Execution, register_step

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from datetime import timedelta
 from typing import Any
 
 from paimon_ops.catalog import check_sync
@@ -21,10 +22,12 @@ from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.lifecycle.tag_deletion import plan_delete_tags
 from paimon_ops.lifecycle.timeline import tag_local_zone
 from paimon_ops.operations.expire_tags import OPERATION as EXPIRE_TAGS
+from paimon_ops.operations.model import InstantMs
 from paimon_ops.options import TAG_NUM_RETAINED_MAX, TAG_TIME_EXPIRE_ENABLED, format_duration
 from paimon_ops.table.consistency import check_history
 from paimon_ops.table.table import FileStoreTable
 from paimon_ops.timeutil import (
+    age_ms,
     iso,
     local_millis_to_naive,
     local_to_instant_millis,
@@ -107,13 +110,16 @@ def _expiry_reasons(table: FileStoreTable, now_ms: int, older_than_ms: int | Non
     return reasons, warnings
 
 
-@planner("expire_tags")
-def plan_expire_tags(table: FileStoreTable, now_millis: int | None = None, older_than: Any = None) -> ExpireTagsPlan:
-    """Tags to expire (by retention, `older_than`, and tag.num-retained-max) and the files their deletion reclaims."""
+@planner(ExpireTagsPlan, renamed={"now_millis": "now"})
+def plan_expire_tags(table: FileStoreTable, *, older_than: InstantMs | None = None, min_age: timedelta | None = None,
+                     now: InstantMs | None = None) -> ExpireTagsPlan:
+    """Tags to expire (by retention, tag.num-retained-max, and created before `older_than` or more than `min_age` ago)
+    and the files their deletion reclaims."""
     check_sync(table, "expire_tags")
-    now_ms = now_millis_or_clock(now_millis)
+    now_ms = now_millis_or_clock(now)
     check_history(table, "tag expiry")
-    reasons, warnings = _expiry_reasons(table, now_ms, _older_than_millis(table, older_than))
+    older = _older_than_millis(table, older_than) if min_age is None else now_ms - age_ms(min_age, "min_age")
+    reasons, warnings = _expiry_reasons(table, now_ms, older)
     if not reasons:
         b = PlanBuilder()
         plan_pending(b, table)  # what an interrupted run left (e.g. the files of tags it already deleted)

@@ -18,14 +18,11 @@ a key with one record passes through unchanged (ReducerMergeFunctionWrapper); lo
 with the shallowest level >= 1 only (LookupMergeFunction; not for first-row).
 
 Known differences of older Java releases (0.9) that this module does NOT reproduce (it follows master):
-* no ``aggregation.remove-record-on-delete`` (added in 1.1, #5360) and no
+* no ``aggregation.remove-record-on-delete`` (added in 1.1, apache/paimon#5360) and no
   ``partial-update.remove-record-on-sequence-group`` (1.0);
 * partial-update had no initRow/meetInsert: a key without any insert merged to +I instead of -D, and a leading
-  retraction did not seed the row (master copies every field of it, #5077 + #7645);
-* listagg concatenated blank strings and had no ``distinct`` (#6566, #6582, #7652, #8480);
-* LookupMergeFunction kept the newest high-level record in merge order instead of the shallowest level (#5632).
+  retraction did not seed the row (master copies every field of it, apache/paimon#5077 + apache/paimon#7645);
+* listagg concatenated blank strings and had no ``distinct`` (apache/paimon#6566, apache/paimon#6582,
+  apache/paimon#7652, apache/paimon#8480);
+* LookupMergeFunction kept the newest high-level record in merge order instead of the shallowest level (apache/paimon#5632).
 """
-from paimon_ops.merge.merge import merge_records
-from paimon_ops.merge.spec import FieldAgg, MergeError, MergeSpec, SequenceGroup
-
-__all__ = ["MergeSpec", "merge_records", "MergeError", "FieldAgg", "SequenceGroup"]

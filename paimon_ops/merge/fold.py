@@ -29,7 +29,7 @@ PU_RETRACT_MESSAGE = (
 def init_row(spec: MergeSpec, value: Sequence[Any]) -> list[Any]:
     """initRow: a fresh row holding every field of `value`; a null in a NOT NULL field is an error.
 
-    Java master copies all fields (#7645, "set all fields including nullable ones"); before that fix only the
+    Java master copies all fields (apache/paimon#7645, "set all fields including nullable ones"); before that fix only the
     NOT NULL fields were copied.
     """
     for i, t in enumerate(spec.field_types):

@@ -10,6 +10,9 @@ class CompactManifestsParams(Params):
     """None: what is merged follows from the table (manifest.target-file-size)."""
 
 
+# Its health signal (paimon_ops.health measures it).
+MANIFEST_COUNT = Health("manifest_count", "paimon_manifest_sensor")
+
 OPERATION = Operation(
     name="compact_manifests", title="manifest compaction",
     summary="merge the latest snapshot's manifests into few (a COMPACT snapshot; data unchanged)",
@@ -17,6 +20,6 @@ OPERATION = Operation(
         "snapshot; data unchanged, old manifests left for older snapshots and tags.",
     params_type=CompactManifestsParams,
     handles=MANIFEST_REWRITES,  # a metadata-only rewrite of manifests (paimon_ops.features)
-    placement=METADATA, reclaims=False, stage=70,
-    dagster_job="paimon_compact_manifests", health=(Health("manifest_count", "paimon_manifest_sensor"),),
+    placement=METADATA, reclaims=False, stage=40,
+    dagster_job="paimon_compact_manifests", health=(MANIFEST_COUNT,),
 )

@@ -1,13 +1,14 @@
 """The automatic tags that are due (tag.create-time or Paimon's auto-tag options), or a backfill."""
+from dataclasses import dataclass
 from typing import Any
 
+from paimon_ops.errors import PeriodCannotBeTaggedError, PeriodNotDueError
 from paimon_ops.features import TAGGING
-from paimon_ops.operations.model import METADATA, STRINGS, Operation, Param
+from paimon_ops.operations.model import METADATA, InstantMs, Operation, Params, now_param, param
 
 
 def _one_period(plan: Any, table: Any) -> None:
     """`--period`: that period's tag is made, or the command says why not (exit 2)."""
-    from paimon_ops.errors import PeriodCannotBeTaggedError, PeriodNotDueError
     periods = plan.details.get("periods") or []
     if len(periods) != 1:
         return
@@ -18,14 +19,19 @@ def _one_period(plan: Any, table: Any) -> None:
         raise PeriodCannotBeTaggedError(f"period {d['period']} of {table.identifier} cannot be tagged: {d['reason']}")
 
 
+@dataclass(frozen=True)
+class CreateAutoTagsParams(Params):
+    periods: list[str] | None = param("create (or backfill) the tags of these periods, e.g. 2026-11-21 (default: "
+                                      "the tags that are due)", flag="--period", metavar="PERIOD", dagster=False)
+    now: InstantMs | None = now_param()
+
+
 OPERATION = Operation(
-    nightly=True, stage=10,
     name="create_auto_tags", title="automatic tags", summary="create the automatic tags that are due",
-    placement=METADATA, handles=TAGGING, takes_now=True, cli_name="auto-tag", dagster_name="create_tags",
+    doc="The automatic tags that are due (`tag.create-time` or Paimon's auto-tag options), or those of `periods` "
+        "(period names or dates: a backfill).",
+    params_type=CreateAutoTagsParams, handles=TAGGING, placement=METADATA, nightly=True, stage=10,
+    cli_name="auto-tag", dagster_name="create_tags",
     manual_why="run by the nightly job and the daily tags asset (on time, per period)",
     cli_check=_one_period, applies=lambda spec, section: bool(spec.has_expected_tags),
-    params=(
-        Param("periods", STRINGS, "create (or backfill) the tags of these periods, e.g. 2026-11-21 (default: the "
-                                  "tags that are due)", flag="--period", metavar="PERIOD", dagster=False),
-    ),
 )

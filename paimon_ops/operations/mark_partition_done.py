@@ -1,7 +1,7 @@
 """Marking partitions done for downstream jobs (Java's mark_partition_done)."""
 from dataclasses import dataclass
 
-from paimon_ops import options as o
+import paimon_ops.options as o
 from paimon_ops.features import TAGGING
 from paimon_ops.operations.model import METADATA, InstantMs, Operation, Params, Partitions, now_param, param
 

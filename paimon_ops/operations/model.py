@@ -45,6 +45,10 @@ INTS = "ints"              # [1, 2]
 NAME = "name"              # a positional name (tag names)
 NAMES = "names"            # one or more positional names
 KINDS = (INT, FLOAT, BOOL, STR, CHOICE, AGE, INSTANT, PARTITIONS, STRINGS, INTS, NAME, NAMES)
+KIND_WORDS = {INT: "an integer", FLOAT: "a number", BOOL: "true or false", STR: "text", CHOICE: "one of its choices",
+              AGE: "an age (a timedelta)", INSTANT: "an instant (an aware datetime or epoch ms)",
+              PARTITIONS: "a list of partitions ({key: value})", STRINGS: "a list of text", INTS: "a list of integers",
+              NAME: "a name", NAMES: "a list of names"}
 
 # Where an operation's work runs: "tasks" may start a runner (the CLI offers --spark-master / --local), "metadata"
 # changes metadata only, in this process.
@@ -101,10 +105,11 @@ class Param:
                 ("" if fallback.startswith("—") else f", else {fallback}") + ")"
         return self.doc
 
-    def coerce(self, value: Any, words: str | None = None, age_instead: str | None = None) -> Any:
+    def coerce(self, value: Any, words: str | None = None, age_instead: str | None = None, from_text: bool = True) -> Any:
         """The value as the planner takes it, from text (the CLI, Dagster config, Airflow templates) or from Python;
         None stays None (the default). Errors name the parameter as `words` (the caller's spelling); an age given
-        to an instant is refused pointing at `age_instead` (the parameter taking an age)."""
+        to an instant is refused pointing at `age_instead` (the parameter taking an age). `from_text` False (Python
+        callers of the facade): text is accepted only where the parameter takes text."""
         if value is None:
             return None
         what = words or arg(self.name)
@@ -112,6 +117,8 @@ class Param:
         if isinstance(value, str):
             if k == NAME:
                 return value  # exactly as given: a name is validated where it is used, never altered
+            if not from_text and k not in (STR, CHOICE, NAMES, STRINGS):
+                raise InvalidArgumentError(f"{what} must be {KIND_WORDS[k]}, not str {value!r}")
             text = value.strip()
             if k == INSTANT:
                 if looks_like_duration(text):
@@ -157,7 +164,7 @@ class Param:
         if k == INSTANT:  # an aware datetime or epoch ms (a naive datetime is refused)
             return instant_ms(value, self.name)
         if k == AGE:
-            if isinstance(value, (int, float)) and not isinstance(value, bool):  # seconds (JSON)
+            if from_text and isinstance(value, (int, float)) and not isinstance(value, bool):  # seconds (JSON)
                 value = _dt.timedelta(seconds=value)
             if not isinstance(value, _dt.timedelta):
                 raise InvalidArgumentError(f"{what} must be an age (a timedelta), not {type(value).__name__} {value!r}")
@@ -285,13 +292,19 @@ ALL_TABLES, DV_TABLES, EXPIRING_TABLES = "all", "deletion-vectors", "expiring-pa
 
 @dataclass(frozen=True)
 class Health:
-    """A health signal that makes an operation due: a Dagster asset check on the table (WARN while due) and the
-    sensor that requests the operation's job when it fires (`paimon_ops.dagster` implements both under these names;
-    the registry test checks that every one exists)."""
+    """A health signal that makes an operation due, by one name everywhere: the engine measures it
+    (`paimon_ops.health.MEASUREMENTS`), the Airflow health sensor waits for it, Dagster has an asset check of that name
+    on the table (WARN while due) and the `sensor` requesting the operation's job when it fires (the registry test
+    checks that every one exists)."""
 
-    check: str                 # the asset check's name
-    sensor: str                # the sensor's name
+    signal: str                # its name
+    sensor: str                # the Dagster sensor's name
     tables: str = ALL_TABLES   # which tables have it
+
+    @property
+    def check(self) -> str:
+        """The Dagster asset check's name: the signal's."""
+        return self.signal
 
 
 # ---------------------------------------------------------------------------------------------- Operation
@@ -310,12 +323,8 @@ class Operation:
     name: str                        # snake case: the Airflow operator, the facade method's own name
     title: str                       # "snapshot expiry"
     summary: str                     # one line (CLI help)
-    params_type: type[Params] | None = None  # its parameters (None while the operation is declared the old way)
+    params_type: type[Params]        # its parameters, declared once
     doc: str = ""                    # the facade method's documentation (default: the summary)
-    facade: str = ""                 # (old way) the facade method: "<attribute of po.Table>.<method>"
-    plan_module: str = ""            # (old way) the module defining (and registering) its plan types and planner
-    plan_types: tuple[str, ...] = ()  # (old way) the `operation` of the plans it makes
-    params: tuple[Param, ...] = ()   # derived from `params_type` (given directly the old way)
     changes_table: bool = True
     placement: str = TASKS
     cli_name: str | None = None      # default: the name in kebab case
@@ -325,9 +334,12 @@ class Operation:
     dagster_job: str | None = None   # the Dagster job running exactly it; None: not a Dagster job (`manual_why`)
     manual_why: str = ""             # why a table-changing operation has no Dagster job
     nightly: bool = False            # part of Dagster's nightly maintenance job
-    stage: int = 50                  # order in a run of several operations (lower first: tags before expiry)
+    # Order in a run of several operations, lowest first — the engine's one run order (Dagster's nightly and due runs
+    # follow it): automatic tags first (they hold snapshots), partitions expire before anything is compacted,
+    # compaction and manifest compaction before snapshot expiry (which then expires by the table's retention the
+    # snapshots the run itself committed too), tags expire after snapshots, orphans last.
+    stage: int = 50
     reclaims: bool = True            # its deletes free storage (compaction's inputs stay until expiry reclaims them)
-    takes_now: bool = False          # (old way) its facade takes `now`; derived from a `now` field of `params_type`
     health: tuple[Health, ...] = ()  # what makes it due (a Dagster check and sensor each)
     # The feature gate: the table features it handles (paimon_ops.features bundles); an operation with `modes` is
     # gated per mode instead. A feature not named here is refused for it.
@@ -336,12 +348,18 @@ class Operation:
     cli_check: Callable[[Any, Any], None] | None = None  # (plan, po.Table) -> None: refusals of the CLI
     # Dagster: does it apply to a table (TableSpec) given its config section? Default: always.
     applies: Callable[[Any, Any], bool] | None = field(default=None, compare=False)
+    # Derived from `params_type`: its parameters but `now`, and `now` (the clock it runs at, when it takes one).
+    params: tuple[Param, ...] = field(init=False)
+    now: Param | None = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.params_type is not None:
-            declared = self.params_type.declared()
-            object.__setattr__(self, "params", tuple(p for p in declared if p.name != "now"))
-            object.__setattr__(self, "takes_now", any(p.name == "now" for p in declared))
+        declared = self.params_type.declared()
+        object.__setattr__(self, "params", tuple(p for p in declared if p.name != "now"))
+        object.__setattr__(self, "now", next((p for p in declared if p.name == "now"), None))
+
+    @property
+    def takes_now(self) -> bool:
+        return self.now is not None
 
     @property
     def command(self) -> str:
@@ -381,10 +399,11 @@ class Operation:
                 out.update(dict.fromkeys(p.engine_names, p.cli_flag))
         return out
 
-    def coerce(self, values: Mapping[str, Any], words: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def coerce(self, values: Mapping[str, Any], words: Mapping[str, str] | None = None,
+               from_text: bool = True) -> dict[str, Any]:
         """Validated planner arguments from given values (None: the default). Unknown names and two parameters of
         one exclusive group are refused, in the caller's words; a group none of whose parameters is given gets its
-        `fallback`."""
+        `fallback`. `from_text` False: values from Python, where text stands only for text (`Param.coerce`)."""
         known = {p.name for p in self.params} | ({"now"} if self.takes_now else set())
         unknown = sorted(set(values) - known)
         if unknown:
@@ -397,13 +416,15 @@ class Operation:
                 age = next((q.name for q in self.params if p.kind == INSTANT and q.kind == AGE and q.group
                             and q.group == p.group), None)
                 out[p.name] = p.coerce(values[p.name], words.get(p.name),
-                                       age_instead=(words.get(age) or arg(age)) if age else None)
-        if self.takes_now and values.get("now") is not None:
-            out["now"] = INSTANT_PARAM.coerce(values["now"], words.get("now"))
+                                       age_instead=(words.get(age) or arg(age)) if age else None,
+                                       from_text=from_text)
+        if self.now is not None and values.get("now") is not None:
+            out["now"] = self.now.coerce(values["now"], words.get("now"), from_text=from_text)
         groups: dict[str, list[str]] = {}
         for p in self.params:
-            if p.group and out.get(p.name) not in (None, False):
-                groups.setdefault(p.group, []).append(words.get(p.name) or arg(p.name))
+            if p.group and out.get(p.name) is not None and out.get(p.name) is not False:  # (0 is given)
+                kind = {INSTANT: " (an instant)", AGE: " (an age)"}.get(p.kind, "")
+                groups.setdefault(p.group, []).append((words.get(p.name) or arg(p.name)) + kind)
         for given in groups.values():
             if len(given) > 1:
                 raise InvalidArgumentError(f"give {' or '.join(given)}, not both")
@@ -412,43 +433,13 @@ class Operation:
                 out[p.name] = p.fallback
         return out
 
-    def validated(self, values: Mapping[str, Any], words: Mapping[str, str] | None = None) -> Params:
-        """The `Params` of these values (coerced and checked by `coerce`)."""
-        assert self.params_type is not None, f"{self.name} is declared without a Params type"
-        return self.params_type(**self.coerce(values, words))
-
-    def plan(self, table: Any, values: Mapping[str, Any], words: Mapping[str, str] | None = None) -> Any:
-        """The plan of this operation on `table` (a `po.Table`) with these values (coerced first), through its facade
-        method."""
-        kw = self.coerce(values, words)
-        args: list[Any] = []
-        for p in self.params:
-            if p.positional:
-                value = kw.pop(p.name, None)
-                if value is None:
-                    raise InvalidArgumentError(f"{self.name} needs {p.name}")
-                args.append(value)
-        method: Callable[..., Any] = facade_method(table, self)
-        return method(*args, **kw)
+    def validated(self, values: Mapping[str, Any], words: Mapping[str, str] | None = None,
+                  from_text: bool = True) -> Params:
+        """The `Params` of these values (converted and checked by `coerce`; what is not given has its default)."""
+        return self.params_type(**self.coerce(values, words, from_text))
 
 
-def facade_method(table: Any, op: Operation) -> Callable[..., Any]:
-    """The method of `table`'s facade (a `po.Table`) that plans `op`: found by the operation it is bound to (an
-    operation declared the old way: by its `facade` path)."""
-    if not op.facade:
-        for owner in (table.maintenance, table.tags):
-            for name, member in vars(type(owner)).items():
-                if getattr(member, "operation", None) is op:
-                    return typing.cast(Callable[..., Any], getattr(owner, name))
-        raise InvalidArgumentError(f"operation {op.name} has no facade method")
-    import operator
-    return typing.cast(Callable[..., Any], operator.attrgetter(op.facade)(table))
-
-
-INSTANT_PARAM = Param("now", INSTANT, "the time the operation runs at (default: the clock)", cli=False, dagster=False)
-
-
-__all__ = ["Param", "Params", "param", "now_param", "kind_of", "InstantMs", "TagName", "Name", "Partitions", "Operation",
-           "Mode", "Health", "ALL_TABLES", "DV_TABLES", "EXPIRING_TABLES", "partition_spec", "facade_method", "INT",
+__all__ = ["Param", "Params", "param", "now_param", "kind_of", "InstantMs", "TagName", "Name", "Partitions",
+           "Operation", "Mode", "Health", "ALL_TABLES", "DV_TABLES", "EXPIRING_TABLES", "partition_spec", "INT",
            "FLOAT", "BOOL", "STR", "CHOICE", "AGE", "INSTANT", "PARTITIONS", "STRINGS", "INTS", "NAME", "NAMES",
            "TASKS", "METADATA", "KINDS"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 LIST = "list"
@@ -31,7 +32,6 @@ def format_of(kind: str) -> str:
 
 @cache
 def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version("paimon-ops")
     except PackageNotFoundError:  # a source tree without installation

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.errors import (
     CommitConflictError,
     CommitOutcomeUnknownError,
@@ -33,12 +34,12 @@ from paimon_ops.errors import (
     PaimonOpsError,
     UnsupportedError,
 )
-from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row, serialize_row
 from paimon_ops.format.manifest import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats
 from paimon_ops.format.partition import partition_spec
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.options import COMMIT_MAX_RETRIES, MANIFEST_MERGE_MIN_COUNT
+from paimon_ops.table.removal import remove_written
 from paimon_ops.table.scan import DELETION_VECTORS, HASH, ManifestStore, TableScanner, merge_entries
 from paimon_ops.table.table import LATEST, FileStoreTable
 
@@ -442,7 +443,6 @@ class FileStoreCommit:
 
     def _cleanup(self, written: _Written) -> None:
         """Remove what an attempt wrote that no snapshot references (the one deletion path; never raises)."""
-        from paimon_ops.table.removal import remove_written
         remove_written(self.table, [self.table.manifest_path(n) for n in written.names], "an uncommitted attempt")
         written.names.clear()
 

@@ -28,6 +28,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -35,7 +36,6 @@ from paimon_ops.errors import (
     TableNotFoundError,
     UnsafeOperationError,
 )
-from paimon_ops.format import manifest as mf
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.scan import ManifestStore
 from paimon_ops.table.table import FileStoreTable

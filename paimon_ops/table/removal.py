@@ -13,6 +13,7 @@ import posixpath
 from typing import Sequence
 
 from paimon_ops.errors import PaimonOpsError, UnsafeOperationError
+from paimon_ops.table.external import allowed_roots as external_roots
 from paimon_ops.table.fileio import ensure_within
 from paimon_ops.table.table import FileStoreTable
 
@@ -22,7 +23,6 @@ log = logging.getLogger(__name__)
 def allowed_roots(table: FileStoreTable) -> list[str]:
     """The table root plus configured external data paths on its file system (data files may legally live there),
     as real paths."""
-    from paimon_ops.table.external import allowed_roots as external_roots
     return [table.root, *external_roots(table)]
 
 

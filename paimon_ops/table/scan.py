@@ -8,8 +8,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
+import paimon_ops.format.manifest as mf
+import paimon_ops.table.external as ext
 from paimon_ops.errors import CorruptMetadataError, InvalidArgumentError, MissingFileError
-from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv
 from paimon_ops.format.manifest import (
@@ -19,6 +20,7 @@ from paimon_ops.format.manifest import (
     ManifestEntry,
     ManifestFileMeta,
 )
+from paimon_ops.format.manifest_columns import read_many
 from paimon_ops.format.partition import partition_json, partition_path
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.table.table import FileStoreTable
@@ -91,7 +93,6 @@ class ManifestStore:
         """The lifecycle columns of many manifests at once, decoded together (format.manifest_columns: natively,
         many manifests per read). Manifests that do not exist are left out (the caller decides what that means);
         any other unreadable manifest raises CorruptMetadataError. Not cached: callers walk each batch once."""
-        from paimon_ops.format.manifest_columns import read_many
         out: dict[str, mf.ManifestColumns] = {}
         todo, datas = [], []
         for n in dict.fromkeys(names):
@@ -280,7 +281,6 @@ class TableScanner:
     def _checked_external(self, external: str, name: str) -> str:
         """An external path from metadata, accepted only inside a configured `data-file.external-paths` entry and
         only for the file it names; returned as the table's FileIO addresses it (table/external.py)."""
-        from paimon_ops.table import external as ext
         return ext.resolve(self.table, external, name)
 
     def index_file_path(self, ie: IndexManifestEntry) -> str:

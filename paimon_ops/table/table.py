@@ -1,6 +1,7 @@
 """A Paimon table on a file system: catalog, table, schema / snapshot / tag / consumer managers."""
 from __future__ import annotations
 
+import fnmatch
 import logging
 import posixpath
 import re
@@ -531,7 +532,6 @@ def match_identifiers(tables: Sequence[str], pattern: str, exclude: Sequence[str
     TABLES: `db.t$branch_wap`, `db.*$branch_wap` (every table of db that has a branch wap), `*.*$branch_*` (every
     branch of every table). `exclude` patterns are matched against the whole identifier (`db.t` excludes main of db.t
     only, `db.t$branch_*` its branches). `branches_of(table)`: the table's branches."""
-    import fnmatch
     tables_part, sep, suffix = pattern.partition(BRANCH_SPLITTER)
     if sep and (not suffix.startswith(BRANCH_MARK) or not suffix[len(BRANCH_MARK):]):
         raise InvalidArgumentError(f"table pattern {pattern!r}: after '$' comes 'branch_<name or pattern>', "

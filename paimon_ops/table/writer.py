@@ -17,14 +17,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import paimon_ops.format.manifest as mf
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError
-from paimon_ops.format import manifest as mf
 from paimon_ops.format.binary_row import bucket_ids, serialize_row
 from paimon_ops.format.datafile import SEQUENCE_NUMBER, VALUE_KIND, validate_write_options, write_data_file
 from paimon_ops.format.manifest import DataFileMeta, FileKind, ManifestEntry
+from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.format.stats import column_stats_modes, compute_stats, dense_store, key_stats, min_max_key
-from paimon_ops.format.types import arrow_schema
+from paimon_ops.format.types import DataField, arrow_schema, max_field_id, parse_type
 from paimon_ops.options import (
     BUCKET,
     BUCKET_FUNCTION_TYPE,
@@ -36,8 +37,9 @@ from paimon_ops.options import (
 )
 from paimon_ops.table.commit import CommitChanges, FileStoreCommit, check_commit_options
 from paimon_ops.table.external import write_roots
+from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.scan import TableScanner
-from paimon_ops.table.table import FileStoreTable
+from paimon_ops.table.table import FileStoreTable, FileSystemCatalog, Identifier
 
 _EXT = {"parquet": ".parquet", "orc": ".orc", "avro": ".avro"}
 
@@ -323,10 +325,6 @@ def create_table(warehouse: str, identifier: str, fields: Sequence, partition_ke
                  primary_keys: Sequence[str] = (), options: dict[str, str] | None = None,
                  comment: str | None = None) -> FileStoreTable:
     """Create a table (schema-0) in a filesystem warehouse. `fields`: DataFields or (name, type-string) pairs."""
-    from paimon_ops.format.schema import TableSchema
-    from paimon_ops.format.types import DataField, max_field_id, parse_type
-    from paimon_ops.table.fileio import FileIO
-    from paimon_ops.table.table import FileSystemCatalog, Identifier
 
     ident = Identifier.parse(identifier)
     io, root = FileIO.resolve(warehouse)

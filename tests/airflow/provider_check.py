@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 import jsonschema
 from airflow.providers_manager import ProvidersManager
 
-from paimon_ops import api
+import paimon_ops.api as api
 from paimon_ops.airflow.get_provider_info import get_provider_info
 
 out: dict = {}

@@ -6,7 +6,7 @@ from typing import Any
 
 import jsonschema
 
-from paimon_ops import schemas
+import paimon_ops.schemas as schemas
 
 
 def errors(document: Any) -> list[str]:

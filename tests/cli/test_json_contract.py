@@ -14,7 +14,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from paimon_ops import schemas
+import paimon_ops.schemas as schemas
 from paimon_ops.api import OPERATIONS
 from paimon_ops.cli import main
 from paimon_ops.execution.plan import Plan
@@ -29,6 +29,9 @@ CASES: dict[str, tuple[list[list[str]], list[str]]] = {
     "compact-postpone": ([], ["shop.postponed", "--local"]),
     "rescale": ([], ["shop.customers", "--bucket-num", "3", "--local"]),
     "expire-snapshots": ([], ["shop.orders", "--retain-min", "1", "--retain-max", "2"]),
+    # (snapshots expired with a longer changelog retention leave long-lived changelogs: the decoupled life cycle)
+    "expire-changelogs": ([["expire-snapshots", "shop.orders", "--retain-min", "1", "--retain-max", "2", "-o",
+                            "changelog.num-retained.max=50"]], ["shop.orders", "--retain-min", "1", "--retain-max", "2"]),
     "expire-tags": ([["create-tag", "shop.orders", "brief", "--time-retained", "1 ms"]], ["shop.orders"]),
     "expire-partitions": ([], ["logs.events", "--expiration-time", "1 d"]),
     "compact-manifests": ([], ["shop.orders"]),
@@ -199,8 +202,8 @@ def test_patterns_apply_and_usage_errors_follow_the_schemas(warehouse, capsys, t
     env = run_json(capsys, "expire-snapshots", warehouse, "shop.*", "--retain-min", "1", "--retain-max", "2",
                    "--dry-run")
     assert env["format"] == "paimon-ops-tables/1" and env["version"]
-    failed = run_json(capsys, "compact", warehouse, "shop.*", "--mode", "minor", "--local", code=2)
-    assert failed["failed"]  # the tables a minor compaction refuses are errors in the envelope, still valid
+    failed = run_json(capsys, "compact", warehouse, "shop.*", "--mode", "small-files", "--local", code=2)
+    assert failed["failed"]  # the tables a small-files compaction refuses are errors in the envelope, still valid
     plan = run_json(capsys, "create-tag", warehouse, "shop.orders", "t9", "--dry-run")
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import plan_compaction
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.compact.sort import sort_indices
 from paimon_ops.errors import InvalidArgumentError, UnsupportedError
 from paimon_ops.format.deletion_vectors import DeletionVector, write_dv_index_file
@@ -179,7 +179,7 @@ def test_java_append_table_small_files_and_sort(tmp_path):
 
 
 def test_sort_compaction_keeps_concurrent_appends(warehouse):
-    """Unlike Paimon's OVERWRITE-based sort compaction (issue #4802), rows appended to the partition between our
+    """Unlike Paimon's OVERWRITE-based sort compaction (apache/paimon#4802), rows appended to the partition between our
     read and our commit survive: we commit COMPACT of exactly the files we read."""
     t = _append_table(warehouse, files=3)
     before = _live(t)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import plan_compaction
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.rowcount import count_rows
 from paimon_ops.table.table import FileStoreTable
 from tests import pypaimon_util as pu

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.api import commit_compaction, execute_plan
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.errors import CommitConflictError
 from paimon_ops.table.table import FileStoreTable
 from paimon_ops.table.writer import create_table, write_rows

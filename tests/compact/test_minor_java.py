@@ -1,4 +1,4 @@
-"""The dedicated compactor against Java Paimon 0.9 (issue 9 "Proof").
+"""The dedicated compactor against Java Paimon 0.9.
 
 Every source table is written by Java with `write-only=true` (data stays in level 0 until a compaction job moves
 it), with an earlier Java full and minor compaction so that the buckets hold several levels and deletion vectors.
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import plan_compaction
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.errors import UnsupportedError
 from paimon_ops.table.table import FileStoreTable
 from tests.interop import java_harness as jh

@@ -12,11 +12,12 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import changelog as cl
-from paimon_ops.compact import plan_compaction
+import paimon_ops.compact.changelog as cl
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.errors import MissingFileError
 from paimon_ops.execution.runner import SparkRunner
-from paimon_ops.merge import MergeSpec, merge_records
+from paimon_ops.merge.merge import merge_records
+from paimon_ops.merge.spec import MergeSpec
 from paimon_ops.table.reader import read_file, visible_files
 from paimon_ops.table.scan import LiveFile, TableScanner
 from paimon_ops.table.table import FileStoreTable

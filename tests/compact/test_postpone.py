@@ -236,16 +236,19 @@ def test_bucket_count_rules_and_writer_order(warehouse):
                if writer_prefix(a.name) == writer_prefix(b.name))
 
 
-def test_plain_compaction_points_at_postpone_compaction(warehouse, capsys):
+def test_compaction_of_a_postpone_table_moves_the_waiting_rows_first(warehouse, capsys):
+    """`compact` on a postpone-bucket table with rows waiting does what Java's compact procedure does there: the
+    postpone compaction (every face: the CLI here, the facade and Dagster through the same planner); a saved plan is
+    re-planned by the compaction that made it."""
     pu.create_table(warehouse, "db.plain", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "-2"})
     _write(pu.get_table(warehouse, "db.plain"), ROUND_1[:1])
-    assert main(["compact", warehouse, "db.plain"]) == 2
-    err = capsys.readouterr().err
-    assert "compact-postpone" in err and err.count("\n") == 1
     # the CLI round trip: dry run as JSON -> apply
-    assert main(["compact-postpone", warehouse, "db.plain", "--dry-run", "--json"]) == 0
+    assert main(["compact", warehouse, "db.plain", "--mode", "full", "--dry-run", "--json"]) == 0
     plan_json = capsys.readouterr().out
-    assert json.loads(plan_json)["operation"] == "compact_postpone"
+    saved = json.loads(plan_json)
+    assert saved["operation"] == "compact_postpone" and saved["planned_by"] == "compact"
+    assert any("moves them into real buckets first" in w and "compact again for full compaction" in w
+               for w in saved["warnings"])
     assert py_rows(warehouse, "db.plain") == []  # the dry run changed nothing
     path = f"{warehouse}/plan.json"
     with open(path, "w") as f:
@@ -255,6 +258,10 @@ def test_plain_compaction_points_at_postpone_compaction(warehouse, capsys):
     assert len(py_rows(warehouse, "db.plain")) == 40
     assert main(["apply", path, "--local"]) == 2  # applied once: its inputs are gone
     assert "no longer live" in capsys.readouterr().err
+    _write(pu.get_table(warehouse, "db.plain"), ROUND_1[1:2])  # more rows wait: compact moves them, as the facade does
+    report = po.Table(FileSystemCatalog(warehouse).get_table("db.plain")).maintenance.compact(mode="minor").execute()
+    assert report.operation == "compact_postpone" and report.details["postpone_rows_moved"] > 0
+    assert rust_rows(warehouse, "db.plain") == py_rows(warehouse, "db.plain") and py_rows(warehouse, "db.plain")
     assert main(["compact", warehouse, "db.plain"]) == 0  # nothing pending: the real buckets compact as usual
 
 

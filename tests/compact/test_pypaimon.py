@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import plan_compaction
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.rowcount import count_rows
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileSystemCatalog
@@ -97,7 +97,7 @@ def test_partitions_and_where_filters(warehouse):
     assert not plan_compaction(table, where="pt = 'x' AND pt <> 'x'").tasks
     # idle time: every partition was just written
     assert not plan_compaction(table, partition_idle_time="1 h").tasks
-    assert plan_compaction(table, partition_idle_time="1 h", now_millis=2 ** 62).tasks
+    assert plan_compaction(table, partition_idle_time="1 h", now=2 ** 62).tasks
     r = po.Table(table).maintenance.compact(where="pt = 'y'").execute()
     assert r.details["buckets"] == 1
     assert _rows(warehouse, ident) == before

@@ -44,7 +44,7 @@ def test_rescale_fixed_bucket_table(warehouse, new, dv):
         po.Table(cat.get_table("db.t")).maintenance.compact(mode="minor").execute(runner=LocalRunner())
     before = py_rows(warehouse, "db.t")
     assert before and rust_rows(warehouse, "db.t") == before
-    plan = plan_rescale(cat.get_table("db.t"), new)
+    plan = plan_rescale(cat.get_table("db.t"), bucket_num=new)
     assert plan.schema_change and plan.details["bucket_option"] == f"2 -> {new}"
     assert {p["merge_step"] for p in plan.details["partitions"]} == {new % 2 != 0}  # fed by both old buckets
     report = Plan.from_json(plan.to_json()).execute(runner=LocalRunner())
@@ -69,7 +69,7 @@ def test_rescale_fixed_bucket_table(warehouse, new, dv):
     assert rust_rows(warehouse, "db.t") == after
     assert {f.total_buckets for f in TableScanner(cat.get_table("db.t")).scan_latest().files} == {new}
     # nothing left to do: the same rescale again plans nothing
-    assert plan_rescale(cat.get_table("db.t"), new).is_empty
+    assert plan_rescale(cat.get_table("db.t"), bucket_num=new).is_empty
 
 
 def test_rescale_chosen_partitions_of_a_postpone_table(warehouse):
@@ -125,7 +125,7 @@ def test_concurrent_writer_makes_the_rescale_plan_stale(warehouse, capsys):
     assert len(now) > len(listing)  # the writer's files only
     assert {(r["id"], r["a"]) for r in py_rows(warehouse, "db.s") if r["pt"] == "x"} >= {(7, 7000)}
     # a writer into another partition does not block it
-    plan = plan_rescale(table, 4, partitions=[{"pt": "x"}])
+    plan = plan_rescale(table, bucket_num=4, partitions=[{"pt": "x"}])
     _write(pu.get_table(warehouse, "db.s"), [[_batch("y", [90], [9], ["other partition"])]])
     before = py_rows(warehouse, "db.s")
     plan.execute(runner=LocalRunner())
@@ -141,7 +141,7 @@ def test_commit_refuses_a_writer_that_lands_during_the_rewrite(warehouse):
     t = pu.create_table(warehouse, "db.c", SCHEMA, ["pt"], ["pt", "id"], {"rowkind.field": "rk", "bucket": "2"})
     _write(t, HISTORY)
     table = FileSystemCatalog(warehouse).get_table("db.c")
-    plan = plan_rescale(table, 3)
+    plan = plan_rescale(table, bucket_num=3)
 
     class Interleaving(LR):
         def run(self, *a, **kw):
@@ -163,10 +163,10 @@ def test_refusals(warehouse):
     t = pu.create_table(warehouse, "db.dyn", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "-1"})
     pu.write(t, {"pt": ["x"], "id": [1], "a": [1], "b": ["b"], "rk": ["+I"]})
     with pytest.raises(UnsupportedError, match="dynamic-bucket"):
-        plan_rescale(FileSystemCatalog(warehouse).get_table("db.dyn"), 4)
+        plan_rescale(FileSystemCatalog(warehouse).get_table("db.dyn"), bucket_num=4)
     pu.create_table(warehouse, "db.empty", SCHEMA, ["pt"], ["pt", "id"], {"bucket": "2"})
     with pytest.raises(InvalidArgumentError, match="no snapshot"):
-        plan_rescale(FileSystemCatalog(warehouse).get_table("db.empty"), 4)
+        plan_rescale(FileSystemCatalog(warehouse).get_table("db.empty"), bucket_num=4)
     assert main(["rescale", warehouse, "db.empty", "--bucket-num", "-3"]) == 2
     out = main(["rescale", warehouse, "db.dyn", "--bucket-num", "2", "--json"])
     assert out == 2

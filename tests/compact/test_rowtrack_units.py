@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from paimon_ops.compact import rowtrack
+import paimon_ops.compact.rowtrack as rowtrack
 from paimon_ops.errors import UnsupportedError
 from paimon_ops.format.manifest import EMPTY_ROW, EMPTY_STATS, DataFileMeta
 from paimon_ops.options import Options

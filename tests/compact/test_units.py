@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import plan_compaction
 from paimon_ops.compact.filters import partition_predicate
 from paimon_ops.compact.model import meta_from_json, meta_to_json
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
 from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, PaimonOpsError
 from paimon_ops.format.types import parse_type

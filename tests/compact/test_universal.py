@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from paimon_ops.compact import levels as lv
+import paimon_ops.compact.levels as lv
 from paimon_ops.compact.levels import LsmFile, PickConfig, SortedRun
 
 MB = 1 << 20

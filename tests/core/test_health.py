@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from paimon_ops.errors import InvalidArgumentError
-from paimon_ops.health import DV_RATIO, SIGNALS, SMALL_FILES, SNAPSHOTS, assess, measure_files
+from paimon_ops.health import DV_RATIO, SIGNALS, SMALL_FILES, SNAPSHOT_RETENTION, assess, measure_files
 from paimon_ops.table.table import FileSystemCatalog
 from tests.conftest import REPO
 from tests.dagster.util import EVENTS, ORDERS, build_warehouse
@@ -42,12 +42,15 @@ def test_assess_names_what_is_due_and_the_operation(warehouse):
     assert dv.operation == "compact" and dv.arguments == {"mode": "dv-ratio", "buckets": [0]}
     assert measure_files(catalog.get_table(ORDERS)).dv_over[0].bucket == 0  # the Dagster sensor's measurement
 
-    events = assess(catalog.get_table(EVENTS), [SMALL_FILES, SNAPSHOTS])
-    assert [n.signal for n in events.due] == [SMALL_FILES, SNAPSHOTS]
+    events = assess(catalog.get_table(EVENTS), [SMALL_FILES, "snapshots"])  # (a former name of snapshot_retention)
+    assert [n.signal for n in events.due] == [SMALL_FILES, SNAPSHOT_RETENTION]
     assert events.due[0].arguments == {"mode": "small-files", "partitions": [{"dt": "2026-03-27"}], "buckets": [0]}
-    assert events.to_dict()["due"] == [SMALL_FILES, SNAPSHOTS]
+    assert events.to_dict()["due"] == [SMALL_FILES, SNAPSHOT_RETENTION]
     assert "DUE small_files" in events.summary()
 
     with pytest.raises(InvalidArgumentError, match="unknown health signal"):
         assess(catalog.get_table(EVENTS), ["nope"])
-    assert set(SIGNALS) >= {"small_files", "dv_ratio", "snapshots", "manifests", "partitions"}
+    # one vocabulary: the signals the operations declare, measured here, named so in Dagster and Airflow
+    import paimon_ops.api as registry
+    assert sorted(SIGNALS) == sorted(h.signal for _, h in registry.health_signals())
+    assert set(SIGNALS) == {"small_files", "dv_ratio", "snapshot_retention", "manifest_count", "partition_expiry"}

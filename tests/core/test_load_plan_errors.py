@@ -1,4 +1,4 @@
-"""Issue 18, class 7: `po.load_plan` raises only `PaimonOpsError`s — a missing file, not JSON, JSON nested too
+"""`po.load_plan` raises only `PaimonOpsError`s — a missing file, not JSON, JSON nested too
 deeply, fields of the wrong type — each naming the plan; and a plan object copied in memory is re-planned before it
 may run, like one read from a file."""
 from __future__ import annotations

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from paimon_ops import options as o
+import paimon_ops.options as o
 from paimon_ops.api import OPERATIONS
 from paimon_ops.errors import InvalidOptionError
-from paimon_ops.merge import MergeSpec
+from paimon_ops.merge.spec import MergeSpec
 from paimon_ops.options import CATALOGUE, FIELD_OPTIONS, Options, affects_files, render_readme_tables
 from tests.merge.util import schema
 
@@ -130,7 +130,7 @@ def test_paimon_defaults_where_they_are_known():
 @pytest.mark.parametrize("option,value,expected", [
     (o.BUCKET, "x", "expected an integer"),
     (o.BUCKET, "0", "expected -1 (dynamic or unaware), -2 (postpone) or a positive bucket count"),
-    (o.SNAPSHOT_NUM_RETAINED_MIN, "0", "#10088"),
+    (o.SNAPSHOT_NUM_RETAINED_MIN, "0", "apache/paimon#10088"),
     (o.SNAPSHOT_EXPIRE_LIMIT, "0", "expected at least 1"),
     (o.SNAPSHOT_TIME_RETAINED, "soon", "expected a duration"),
     (o.TARGET_FILE_SIZE, "big", "expected a memory size"),

@@ -1,4 +1,4 @@
-"""Issue 11: one operation core. For every operation, plan -> to_json -> from_json -> execute does exactly what a
+"""One operation core. For every operation, plan -> to_json -> from_json -> execute does exactly what a
 direct run does (same files on disk afterwards, same report counts); a plan made stale by a concurrent commit, a
 deleted or created tag or a new snapshot is refused with StalePlanError and nothing changes."""
 from __future__ import annotations

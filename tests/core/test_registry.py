@@ -1,7 +1,8 @@
-"""The operation registry (`paimon_ops.operations`) is the one declaration of every operation: derived from it, each
-operation has a CLI subcommand with its flags, a facade method with exactly its parameters, a plan type `apply` finds
-and executes after a JSON round trip (on real tables, in-process), and — where it changes a table — a Dagster job whose
-run config holds exactly its knobs (or a stated reason why it has none)."""
+"""Every operation is one declaration (its module in paimon_ops.operations: typed Params, gate, health, faces) bound
+to its planner by one facade line (paimon_ops.api); everything else is derived from it, and this proves each derivation
+for every operation: facade ⇔ Params ⇔ planner (same names, types, defaults; nothing typed Any) ⇔ CLI subcommand and
+flags ⇔ Dagster job and run config ⇔ Airflow operator ⇔ feature gate (every plan type covered, an undeclared one
+refused); every plan type round-trips through JSON, and the older operations through apply on real tables."""
 from __future__ import annotations
 
 import argparse
@@ -141,6 +142,24 @@ def test_each_planner_takes_exactly_its_operations_params():
             assert sig.parameters[p.name].default == want, (name, p.name)
 
 
+def test_every_operation_has_its_airflow_operator_taking_exactly_its_parameters():
+    """The Airflow provider's operation table (paimon_ops.airflow.operations, no Airflow import: the operators are
+    generated from it, checked in a real Airflow by tests/airflow) is the registry's: same operations, the facade's
+    parameters with the declared defaults."""
+    from paimon_ops.airflow import operations as airflow_ops
+    from paimon_ops.airflow.names import operator_class_name
+
+    assert list(airflow_ops.OPERATIONS) == list(registry.OPERATIONS)
+    for name, op in registry.OPERATIONS.items():
+        a = airflow_ops.OPERATIONS[name]
+        assert a.registered is op and a.facade == registry.FACADE[name], name
+        want = [p.name for p in op.params] + (["now"] if op.takes_now else [])
+        assert [p.name for p in a.parameters] == want, name
+        for p in a.parameters:
+            assert p.positional == p.param.positional and (p.required == p.positional), (name, p.name)
+        assert operator_class_name(name).endswith("Operator"), name
+
+
 def test_every_table_changing_operation_has_a_dagster_job_with_its_own_config():
     from paimon_ops.dagster.jobs import JOBS, job_config
     from paimon_ops.dagster.operations import CONFIG_BY_KIND, DAGSTER_OPERATIONS
@@ -233,8 +252,15 @@ EXAMPLES: list[tuple[str, str, tuple, dict]] = [
 ]
 
 
-def test_examples_cover_every_operation():
-    assert sorted({name for name, *_ in EXAMPLES}) == sorted(registry.OPERATIONS)
+def test_every_plan_type_round_trips_through_json():
+    """Every plan type a registered operation makes decodes from its own JSON to an equal plan (a new operation's
+    apply round trip on a real table is in its own tests; EXAMPLES below run the older ones)."""
+    from paimon_ops.execution.plan import registered_plan_types
+
+    for name, cls in registered_plan_types().items():
+        assert registry.by_plan_type(name) is not None, name
+        plan = cls(table="db.t", location="/wh/db.db/t", planned_with={"now": 1}, planned_by=cls.op.name)
+        assert po.Plan.from_json(plan.to_json()).to_dict() == plan.to_dict(), name
 
 
 def test_every_operation_round_trips_through_json_and_apply(tables):
@@ -259,7 +285,7 @@ def test_values_from_text_are_converted_and_refused_in_the_callers_words():
     assert got == {"retain_min": 3, "min_age": dt.timedelta(days=1)}
     with pytest.raises(po.InvalidArgumentError, match="--older-than '1 d' is an age.*use --min-age"):
         exp.coerce({"older_than": "1 d"}, exp.cli_words())
-    with pytest.raises(po.InvalidArgumentError, match="give older_than or min_age, not both"):
+    with pytest.raises(po.InvalidArgumentError, match=r"give older_than \(an instant\) or min_age \(an age\), not both"):
         exp.coerce({"older_than": 1, "min_age": "1 d"})
     with pytest.raises(po.InvalidArgumentError, match="takes no argument bogus"):
         exp.coerce({"bogus": 1})

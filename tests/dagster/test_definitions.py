@@ -10,13 +10,15 @@ from pathlib import Path
 
 from dagster import AssetKey, AssetSelection, Definitions, materialize
 
+from paimon_ops.api import OPERATIONS
 from paimon_ops.dagster import PaimonSpark, PaimonTranslator, PaimonWarehouse, TableSpec, build_paimon_definitions
 from tests.dagster.util import everything, table_key
 
 REPO = Path(__file__).resolve().parents[2]
-JOBS = {"__ASSET_JOB", "paimon_compaction", "paimon_expire_snapshots", "paimon_expire_tags", "paimon_remove_orphans",
-        "paimon_expire_partitions", "paimon_compact_manifests", "paimon_repair", "paimon_rewrite_file_index",
-        "paimon_mark_partition_done", "paimon_nightly", "paimon_observe"}
+# one job per operation naming a dagster_job (the registry), the nightly and observation jobs, Dagster's own
+JOBS = {"__ASSET_JOB", "paimon_nightly", "paimon_observe"} | {op.dagster_job for op in OPERATIONS.values() if op.dagster_job}
+assert {"paimon_compaction", "paimon_expire_snapshots", "paimon_expire_tags", "paimon_remove_orphans",
+        "paimon_expire_partitions", "paimon_compact_manifests"} <= JOBS
 SENSORS = {"paimon_observation_sensor", "paimon_dv_ratio_sensor", "paimon_small_files_sensor",
            "paimon_snapshot_count_sensor", "paimon_manifest_sensor", "paimon_partition_expiry_sensor",
            "paimon_tag_automation"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from paimon_ops.dagster import build_paimon_definitions
-from paimon_ops.dagster.health import measure_files
+from paimon_ops.health import measure_files
 from paimon_ops.table.scan import TableScanner
 from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu

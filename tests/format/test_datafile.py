@@ -424,7 +424,7 @@ def test_key_columns_are_derived_and_validated(tmp_path):
         _write(tmp_path, bad, schema, "parquet", name="bad.parquet")
     with pytest.raises(InvalidArgumentError, match="_SEQUENCE_NUMBER"):
         _write(tmp_path, t.drop_columns([SEQ]), schema, "parquet", name="bad2.parquet")
-    # Avro data files are written too (issue 19), with the same physical layout, and read back
+    # Avro data files are written too, with the same physical layout, and read back
     av = _write(tmp_path, t, schema, "avro", name="x.avro")
     back = df.read_data_file(av, "avro", schema, schema, True, av)
     assert back.column_names == ["_KEY_k", SEQ, KIND, "k", "v"] and back.column("v").to_pylist() == ["a", None]

@@ -578,7 +578,14 @@ class JavaTable:
         return self.call("delete_tag", tag=tag)
 
     def expire_snapshots(self, **kw: Any) -> dict:
+        """Java's snapshot expiry: the procedure's config from `retain_min`, `retain_max`, `time_retained_ms`,
+        `max_deletes` (never decoupled), or with `table_config=True` the table's own (decoupled changelogs kept)."""
         return self.call("expire_snapshots", **kw)
+
+    def expire_changelogs(self, **kw: Any) -> dict:
+        """Java's ExpireChangelogImpl: long-lived changelogs by `retain_min`, `retain_max`, `time_retained_ms`,
+        `max_deletes` (default: the table's changelog options)."""
+        return self.call("expire_changelogs", **kw)
 
     def compact(self, full: bool = True, partitions: Sequence[dict] | None = None, **kw: Any) -> dict:
         return self.call("compact", full=full, partitions=list(partitions) if partitions else None, **kw)

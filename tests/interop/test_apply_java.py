@@ -1,4 +1,4 @@
-"""Issue 11: review a plan, then apply exactly it — through the command line, on tables written by Java Paimon
+"""Review a plan, then apply exactly it — through the command line, on tables written by Java Paimon
 0.9, checked by Java afterwards (every file present, rows equal, Java keeps writing)."""
 from __future__ import annotations
 

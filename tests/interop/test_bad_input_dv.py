@@ -1,4 +1,4 @@
-"""Proof (issue 2), deletion-vector part of the bad-input checks: a corrupt, truncated or missing DV index file
+"""Proof, deletion-vector part of the bad-input checks: a corrupt, truncated or missing DV index file
 or index manifest of a Java-written DV table gives a CorruptMetadataError / MissingFileError naming the file and
 the problem, and nothing is written (reads, writes, metadata-only commits)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Proof (issue 2): the inspection CLI on Java-written tables — `tables`, `snapshots`, `tags`, `files` (with the
+"""Proof: the inspection CLI on Java-written tables — `tables`, `snapshots`, `tags`, `files` (with the
 deletion-vector cardinality of a DV table), `options`, in text and `--json` — and the exit code / message for an
 unknown table."""
 from __future__ import annotations
@@ -136,7 +136,7 @@ def test_unknown_table_tag_snapshot(java_tables, capsys):
     for cmd in ("snapshots", "tags", "files", "options"):
         for extra in ((), ("--json",)):
             rc, out, err = _run(capsys, cmd, wh, f"{DB}.no_such_table", *extra)
-            # text: nothing on stdout; --json: the error as a JSON object on stdout too (issue 8)
+            # text: nothing on stdout; --json: the error as a JSON object on stdout too
             assert rc == 2 and (out == "" if not extra else json.loads(out)["error"]["type"] == "TableNotFoundError")
             assert "db.no_such_table" in err and "not found" in err
     rc, _, err = _run(capsys, "files", wh, f"{DB}.pk_dv", "--tag", "nope")

@@ -1,4 +1,4 @@
-"""Proof (issue 2): a COMPACT-style commit we planned on a Java table conflicts with a Java compaction that removed
+"""Proof: a COMPACT-style commit we planned on a Java table conflicts with a Java compaction that removed
 its files first: CommitConflictError, no snapshot, no manifest left behind, Java keeps reading the table."""
 from __future__ import annotations
 

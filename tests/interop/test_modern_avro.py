@@ -1,4 +1,4 @@
-"""Avro data files (issue 19): tables pypaimon 2.1.0 writes with `file.format=avro` (every common type) are compacted
+"""Avro data files: tables pypaimon 2.1.0 writes with `file.format=avro` (every common type) are compacted
 into Avro files of our own; pypaimon 2.1.0 and pypaimon-rust 0.4.0 read the same rows before and after, every
 snapshot, and pypaimon writes on. Manifest lists we write carry the row-id range when every entry has one."""
 from __future__ import annotations

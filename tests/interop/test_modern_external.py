@@ -1,4 +1,4 @@
-"""External data paths (`data-file.external-paths`, issue 19) on tables pypaimon 2.1.0 writes: compaction reads and
+"""External data paths (`data-file.external-paths`) on tables pypaimon 2.1.0 writes: compaction reads and
 writes them as Java does, expiry / tag deletion / rollback reclaim them, orphan removal scans them (symlinks left
 alone, a root shared with another table refused); pypaimon 2.1.0 and pypaimon-rust 0.4.0 read every snapshot and
 tag as before, and pypaimon writes on."""

@@ -1,4 +1,4 @@
-"""The feature gate on tables pypaimon 2.1.0 writes (issue 19): an operation on a table using a feature it does not
+"""The feature gate on tables pypaimon 2.1.0 writes: an operation on a table using a feature it does not
 handle refuses in one line naming the feature (exit 2 on the command line) and changes nothing; operations that do
 handle it run, and pypaimon 2.1.0 and pypaimon-rust 0.4.0 read the same rows as before."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops import features
+import paimon_ops.features as features
 from paimon_ops.errors import UnsupportedError
 from paimon_ops.table.table import FileSystemCatalog
 from tests import pypaimon_util as pu
@@ -57,14 +57,14 @@ def shapes(tmp_path_factory) -> str:
 
 
 @pytest.mark.parametrize("ident,feature", [("db.rt", "row tracking"), ("db.de", "row tracking"),
-                                           ("db.blob", "row tracking"), ("db.pp", "bucket-postpone")])
+                                           ("db.blob", "row tracking")])
 def test_compaction_refused_in_one_line_and_nothing_changes(shapes, ident, feature):
     """Row tracking: full and small-files compaction are handled (tests/interop/test_modern_rowtrack.py); sort and
     dv-ratio would change row ids and stay refused."""
     table_dir = Path(shapes) / "db.db" / ident.split(".")[1]
     before = _listing(table_dir)
     table = FileSystemCatalog(shapes).get_table(ident)
-    for mode in ("full", "minor", "dv-ratio") if ident == "db.pp" else ("dv-ratio", "sort"):
+    for mode in ("dv-ratio", "sort"):
         with pytest.raises(UnsupportedError) as e:
             po.Table(table).maintenance.compact(mode=mode, order_by="id" if mode == "sort" else None).execute()
         msg = str(e.value)
@@ -87,12 +87,14 @@ def test_cli_exits_2_naming_the_feature(shapes):
         else:
             assert len([ln for ln in p.stderr.splitlines() if ln.strip()]) == 1
     assert _listing(table_dir) == before
-    # postpone tables: plain compaction points at the postpone compaction; expiry handles them (reachability)
+    # postpone tables: compaction moves the waiting rows first (the postpone compaction, as Java's compact procedure
+    # does); expiry handles them (reachability)
     pp_dir = Path(shapes) / "db.db" / "pp"
     before = _listing(pp_dir)
-    p = subprocess.run([sys.executable, "-m", "paimon_ops.cli", "compact", shapes, "db.pp", "--mode", "minor"],
-                       capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert p.returncode == 2 and "bucket-postpone" in p.stderr and "compact-postpone" in p.stderr
+    for mode in ("full", "minor", "dv-ratio"):
+        p = subprocess.run([sys.executable, "-m", "paimon_ops.cli", "compact", shapes, "db.pp", "--mode", mode,
+                            "--dry-run", "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert p.returncode == 0 and json.loads(p.stdout)["operation"] == "compact_postpone", p.stderr
     assert _listing(pp_dir) == before
     p = subprocess.run([sys.executable, "-m", "paimon_ops.cli", "expire-snapshots", shapes, "db.pp", "--dry-run"],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -170,7 +172,7 @@ def test_newer_snapshot_format_refused(shapes, tmp_path):
 
 
 def test_dagster_check_reports_refused_operations(shapes):
-    from paimon_ops.dagster import checks
+    import paimon_ops.dagster.checks as checks
     from paimon_ops.dagster.spec import TableSpec
     table = FileSystemCatalog(shapes).get_table("db.de")
     spec = TableSpec("db.de", "db", "de", options=dict(table.options.raw))

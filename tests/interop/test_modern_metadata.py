@@ -1,4 +1,4 @@
-"""Newer metadata survives our rewrites, field by field, with Java's meaning (issue 19, Build 7).
+"""Newer metadata survives our rewrites, field by field, with Java's meaning.
 
 pypaimon 2.1.0 writes the tables (data evolution with deletion vectors and external data paths; a primary-key
 table with deletion vectors; a table with `metadata.stats-dense-store = false`). The fields pypaimon leaves empty

@@ -1,4 +1,4 @@
-"""Row tracking, data evolution and BLOB tables written by pypaimon 2.1.0, compacted by paimon-ops (issue 19).
+"""Row tracking, data evolution and BLOB tables written by pypaimon 2.1.0, compacted by paimon-ops.
 
 Each shape is written by pypaimon (appends, column updates by row id, deletes by row id), and a model of the table
 (row id -> row) is kept beside it. Then every operation runs — small-files and full compaction, tags, manifest
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_ops as po
-from paimon_ops.compact import plan_compaction
+from paimon_ops.compact.planner import plan_compaction
 from paimon_ops.errors import CommitConflictError, StalePlanError, UnsupportedError
 from paimon_ops.execution.executor import execute
 from paimon_ops.table.scan import DELETION_VECTORS, TableScanner

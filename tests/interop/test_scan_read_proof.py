@@ -1,4 +1,4 @@
-"""Proof (issue 2): for every snapshot and tag of tables written by Java Paimon 0.9 and by pypaimon 2.1.0,
+"""Proof: for every snapshot and tag of tables written by Java Paimon 0.9 and by pypaimon 2.1.0,
 our scan lists exactly the files (and index files / deletion vectors) Java lists, and our raw reader returns
 exactly the rows those files hold.
 

@@ -1,4 +1,4 @@
-"""Proof (issue 2): what we commit is read by Java Paimon 0.9 and by pypaimon 2.1.0 with identical results.
+"""Proof: what we commit is read by Java Paimon 0.9 and by pypaimon 2.1.0 with identical results.
 
 (a) metadata-only commits: a COMPACT commit that *upgrades* every level-0 file of a single-file bucket to the
     max level (DELETE at level 0 + ADD of the same file at the max level — what Java's own compaction does for

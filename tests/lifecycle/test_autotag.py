@@ -129,7 +129,7 @@ def test_bad_options_clear_error_nothing_written(warehouse, opts, option):
     now = ms(2026, 11, 23)
     for call in (lambda: po.Table(bad).maintenance.create_auto_tags(now=now).execute(),
                  lambda: create_tag_for_period(bad, "2026-11-20", now),
-                 lambda: plan_auto_tags(bad, now_millis=now)):
+                 lambda: plan_auto_tags(bad, now=now)):
         with pytest.raises(InvalidOptionError) as ei:
             call()
         assert repr(option) in str(ei.value) and "db.bad" in str(ei.value), str(ei.value)
@@ -138,7 +138,7 @@ def test_bad_options_clear_error_nothing_written(warehouse, opts, option):
 
 def test_not_configured_and_batch_have_no_periods(warehouse):
     t = fake_history(warehouse, "plain", None, [ms(2026, 11, 20, 10)])
-    plan = plan_auto_tags(t, now_millis=ms(2026, 11, 22))
+    plan = plan_auto_tags(t, now=ms(2026, 11, 22))
     assert not plan.writes and "not configured" in plan.warnings[0]
     for call in (lambda: create_tag_for_period(t, "2026-11-20", ms(2026, 11, 22)),
                  lambda: period_for_date(t, dt.date(2026, 11, 20)),
@@ -488,7 +488,7 @@ def test_expected_periods_period_for_date_and_plan_is_dry(warehouse):
     assert [p.name for p in ps] == ["2026-11-17", "2026-11-18", "2026-11-19"]
     assert ps[0].start == pendulum.datetime(2026, 11, 17, tz="Europe/Berlin")
     assert ps[0].due == pendulum.datetime(2026, 11, 18, 2, 30, tz="Europe/Berlin")
-    plan = plan_auto_tags(t, now_millis=now)
+    plan = plan_auto_tags(t, now=now)
     assert [a.path.rsplit("tag-", 1)[1] for a in plan.writes] == ["2026-11-18"]
     assert statuses(plan) == {"2026-11-18": (CREATE, 1), "2026-11-19": (IDLE, 1)}
     assert tag_dir_listing(t) == []  # planning writes nothing

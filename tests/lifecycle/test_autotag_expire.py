@@ -24,7 +24,7 @@ def test_count_counts_auto_tags_only_oldest_snapshot_first(warehouse):
     assert tag_ids(t) == {"2026-11-15": 1, "2026-11-16": 2, "2026-11-17": 3, "2026-11-18": 4}
     po.Table(t).tags.create("release", snapshot_id=1).execute()  # manual, not a period name: never counted
     po.Table(t).tags.create("2027-01-01 manual", snapshot_id=5).execute()  # parses as a daily name (text before the space): counts
-    plan = plan_expire_tags(t, now_millis=ms(2026, 11, 20))
+    plan = plan_expire_tags(t, now=ms(2026, 11, 20))
     reasons = plan.details["expired_tags"]
     assert sorted(reasons) == ["2026-11-15", "2026-11-16", "2026-11-17"]
     assert all("tag.num-retained-max=2" in why for why in reasons.values())
@@ -49,7 +49,7 @@ def test_count_ignored_without_automatic_tagging(warehouse):
     t = fake_history(warehouse, "nocnt", {"tag.num-retained-max": "1"}, DAYS)
     po.Table(t).tags.create("2026-01-01", snapshot_id=1).execute()
     po.Table(t).tags.create("2026-01-02", snapshot_id=2).execute()
-    plan = plan_expire_tags(t, now_millis=ms(2026, 11, 20))
+    plan = plan_expire_tags(t, now=ms(2026, 11, 20))
     assert plan.details["expired_tags"] == {} and "not applied" in plan.warnings[0]
 
 
@@ -61,11 +61,11 @@ def test_time_retention_strictly_after_in_tag_local_zone(warehouse):
     po.Table(t).tags.create("forever", snapshot_id=3).execute()
     assert t.tags.tag("short").tag_create_time == dt.datetime(2026, 11, 20, 0, 0)
     at_expiry = ms(2026, 11, 20, 15)  # 11-21 00:00 JST = create time + retention: not yet (strictly after)
-    assert plan_expire_tags(t, now_millis=at_expiry).details["expired_tags"] == {}
-    reasons = plan_expire_tags(t, now_millis=at_expiry + 1).details["expired_tags"]
+    assert plan_expire_tags(t, now=at_expiry).details["expired_tags"] == {}
+    reasons = plan_expire_tags(t, now=at_expiry + 1).details["expired_tags"]
     assert list(reasons) == ["short"] and "retention" in reasons["short"]
     disabled = FileStoreTable(t.root, t.identifier, options_override={"tag.time-expire-enabled": "false"}, io=t.io)
-    assert plan_expire_tags(disabled, now_millis=at_expiry + 1).details["expired_tags"] == {}
+    assert plan_expire_tags(disabled, now=at_expiry + 1).details["expired_tags"] == {}
     po.Table(t).maintenance.expire_tags(now=ms(2030, 1, 1)).execute()
     assert tag_ids(t) == {"forever": 3}
 
@@ -78,9 +78,9 @@ def test_older_than_uses_create_time_or_file_mtime(warehouse):
     po.Table(t).tags.create("new-file", snapshot_id=3).execute()
     os.utime(t.tags.path("old-file"), (ms(2026, 1, 1) / 1000, ms(2026, 1, 1) / 1000))
     now = ms(2026, 11, 21)
-    assert plan_expire_tags(t, now_millis=now, older_than=ms(2026, 11, 20, 1)).details["expired_tags"].keys() == {
+    assert plan_expire_tags(t, now=now, older_than=ms(2026, 11, 20, 1)).details["expired_tags"].keys() == {
         "old-file"}  # create time equal to older_than: kept (strictly before)
-    reasons = plan_expire_tags(t, now_millis=now, older_than=dt.datetime(2026, 11, 20, 10, 0, 1)).details[
+    reasons = plan_expire_tags(t, now=now, older_than=dt.datetime(2026, 11, 20, 10, 0, 1)).details[
         "expired_tags"]  # naive: tag local zone (JST)
     assert reasons.keys() == {"old-file", "with-time"}
     assert "tag file modified" in reasons["old-file"] and "created 2026-11-20T10:00" in reasons["with-time"]

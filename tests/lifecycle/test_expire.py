@@ -1,6 +1,6 @@
 """Snapshot expiry: the window (§2.2, successor rule), what is deleted and what protects (§2.3, §2.5), consumers,
-changelog decoupling (§2.8), empty directories (§2.9), validation (#10088), fail-closed behaviour (§2.11), dry runs,
-reruns and branches (#9867)."""
+changelog decoupling (§2.8), empty directories (§2.9), validation (apache/paimon#10088), fail-closed behaviour (§2.11), dry runs,
+reruns and branches (apache/paimon#9867)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -67,20 +67,20 @@ def test_worked_example_successor_rule(wh):
 def test_retain_max_bypasses_time_and_limit_caps(wh):
     sim = _twenty(wh)
     t = sim.table
-    plan = plan_expire_snapshots(t, now_millis=sim.now, retain_min=2, retain_max=12)
+    plan = plan_expire_snapshots(t, now=sim.now, retain_min=2, retain_max=12)
     # everything below 20 - 12 + 1 = 9 expires by count; 9's successor is young -> end 9
     assert plan.details["expired_snapshots"] == list(range(1, 9))
-    plan = plan_expire_snapshots(t, now_millis=sim.now, retain_min=2, retain_max=12, max_deletes=3)
+    plan = plan_expire_snapshots(t, now=sim.now, retain_min=2, retain_max=12, max_deletes=3)
     assert plan.details["expired_snapshots"] == [1, 2, 3]
     # defaults from the table options
     t2 = FileStoreTable(t.root, options_override={"snapshot.num-retained.max": "5", "snapshot.num-retained.min": "2",
                                          "snapshot.expire.limit": "4"})
-    assert plan_expire_snapshots(t2, now_millis=sim.now).details["expired_snapshots"] == [1, 2, 3, 4]
+    assert plan_expire_snapshots(t2, now=sim.now).details["expired_snapshots"] == [1, 2, 3, 4]
     # older_than as a point in time: 3 goes (its successor 4 is older), 4 stays (5 is not)
     older = t.snapshots.snapshot(4).time_millis + 1
-    assert plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, older_than=older)\
+    assert plan_expire_snapshots(t, now=sim.now, retain_min=1, older_than=older)\
         .details["expired_snapshots"] == [1, 2, 3]
-    assert plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, time_retained="3 h")\
+    assert plan_expire_snapshots(t, now=sim.now, retain_min=1, min_age="3 h")\
         .details["expired_snapshots"] == []
 
 
@@ -88,17 +88,17 @@ def test_consumers_pin_snapshots(wh):
     sim = _twenty(wh)
     t = sim.table
     write_consumer(t, "reader", 4)
-    plan = plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, retain_max=3)
+    plan = plan_expire_snapshots(t, now=sim.now, retain_min=1, retain_max=3)
     assert plan.details["expired_snapshots"] == [1, 2, 3]  # the consumer's next snapshot 4 stays
     # a consumer whose file is older than consumer.expiration-time no longer protects
     os.utime(posixpath.join(t.consumers.dir, "consumer-reader"), (1, 1))
     t2 = FileStoreTable(t.root, options_override={"consumer.expiration-time": "1 d"})
-    plan = plan_expire_snapshots(t2, now_millis=sim.now, retain_min=1, retain_max=3)
+    plan = plan_expire_snapshots(t2, now=sim.now, retain_min=1, retain_max=3)
     assert plan.details["expired_snapshots"] == list(range(1, 18))
     assert any("consumer reader" in n for n in plan.details["notes"])
     # consumer.changelog-only with a decoupled lifecycle: consumers pin changelogs only
     t3 = FileStoreTable(t.root, options_override={"consumer.changelog-only": "true", "changelog.num-retained.min": "15"})
-    plan = plan_expire_snapshots(t3, now_millis=sim.now, retain_min=1, retain_max=3)
+    plan = plan_expire_snapshots(t3, now=sim.now, retain_min=1, retain_max=3)
     assert plan.details["settings"]["decoupled"] and plan.details["expired_snapshots"] == list(range(1, 18))
 
 
@@ -123,8 +123,8 @@ def test_bad_table_options_refused(wh):
     sim = _twenty(wh)
     t = FileStoreTable(sim.table.root, options_override={"snapshot.num-retained.min": "0"})
     before = rel_files(t.root)
-    # the option is named (with its table), never a flag or argument the caller did not pass (issue 18)
-    with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.min' on table t.*#10088") as e:
+    # the option is named (with its table), never a flag or argument the caller did not pass
+    with pytest.raises(PaimonOpsError, match="option 'snapshot.num-retained.min' on table t.*apache/paimon#10088") as e:
         po.Table(t).maintenance.expire_snapshots(now=sim.now).execute()
     assert "retain_min" not in str(e.value)
     t = FileStoreTable(sim.table.root, options_override={"snapshot.num-retained.max": "-1"})
@@ -139,7 +139,7 @@ def test_end_snapshot_missing_deletes_nothing(wh):
     t = sim.table
     os.remove(t.snapshots.path(8))  # a hole exactly where the window ends
     before = rel_files(t.root)
-    # a hole in the history is refused outright (issue 18: fail closed on an inconsistent table), naming it
+    # a hole in the history is refused outright (fail closed on an inconsistent table), naming it
     with pytest.raises(CorruptMetadataError, match="snapshot-8: is missing between snapshot-1 and snapshot-20"):
         po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=13).execute()  # hi = 20 - 13 + 1 = 8
     assert rel_files(t.root) == before
@@ -163,7 +163,7 @@ def test_dry_run_plan_json_reasons_and_rerun(wh):
     assert {"data", "extra", "manifest-list", "snapshot"} <= kinds
     assert any(r.startswith("deleted by snapshot ") and r.endswith("not in tag keep") for _, r in reasons.values())
     assert "would delete" in dry.summary()
-    plan = plan_expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)
+    plan = plan_expire_snapshots(t, now=sim.now + 10 * HOUR_MS, retain_min=1)
     json.loads(plan.to_json())
     assert "deleted by snapshot" in plan.summary()
     real = execute_expire(plan, t)
@@ -189,10 +189,10 @@ def test_small_decode_batches_plan_the_same(wh, monkeypatch):
     sim.write(0)
     t = sim.table
     now = sim.now + 10 * HOUR_MS
-    plan = plan_expire_snapshots(t, now_millis=now, retain_min=1)
+    plan = plan_expire_snapshots(t, now=now, retain_min=1)
     monkeypatch.setattr(ex, "DELTA_BATCH_ENTRIES", 1)
     monkeypatch.setattr(ex, "DELTA_BATCH", 2)
-    small = plan_expire_snapshots(t, now_millis=now, retain_min=1)
+    small = plan_expire_snapshots(t, now=now, retain_min=1)
     assert small.steps == plan.steps and small.preconditions == plan.preconditions
     assert any(a.kind == "data" for a in plan.deletes)
     for limit, files in ((None, True), (3, True), (None, False)):
@@ -202,7 +202,7 @@ def test_small_decode_batches_plan_the_same(wh, monkeypatch):
 def test_tag_created_after_planning_aborts_execution(wh):
     sim = _twenty(wh)
     t = sim.table
-    plan = plan_expire_snapshots(t, now_millis=sim.now, retain_min=1, retain_max=5)
+    plan = plan_expire_snapshots(t, now=sim.now, retain_min=1, retain_max=5)
     before = rel_files(t.root)
     tag_snapshot(t, "late", 10)
     with pytest.raises(StalePlanError, match=r"tag\(s\) late created"):
@@ -379,7 +379,7 @@ def test_unreadable_successor_stops_the_window_before_it(wh):
     with open(t.snapshots.path(4), "w") as f:
         f.write("{ not json")
     before = rel_files(t.root)
-    # issue 18: an unreadable snapshot that stays could need any file, so nothing is deleted (Java: expires up to it)
+    # an unreadable snapshot that stays could need any file, so nothing is deleted (Java: expires up to it)
     with pytest.raises(CorruptMetadataError, match="snapshot-4: snapshot is not valid JSON"):
         po.Table(t).maintenance.expire_snapshots(now=sim.now + 10 * HOUR_MS, retain_min=1).execute()
     assert rel_files(t.root) == before
@@ -395,11 +395,11 @@ def test_unreadable_end_snapshot_manifests_keep_all_manifests(wh):
     end = t.snapshots.snapshot(6)
     with open(t.manifest_path(end.base_manifest_list), "wb") as f:
         f.write(b"garbage")
-    plan = plan_expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=1)  # planning delete less …
+    plan = plan_expire_snapshots(t, now=sim.now + 10 * HOUR_MS, retain_min=1)  # planning delete less …
     assert plan.details["expired_snapshots"] == [1, 2, 3, 4, 5]
     assert any("keeping all manifests" in w for w in plan.warnings)
     before = rel_files(t.root)
-    # … and executing refuses (issue 18): what the unreadable snapshot that stays keeps alive cannot be known
+    # … and executing refuses: what the unreadable snapshot that stays keeps alive cannot be known
     with pytest.raises(CorruptMetadataError, match=end.base_manifest_list):
         plan.execute()
     assert rel_files(t.root) == before
@@ -435,7 +435,7 @@ def test_runner_batches_and_progress(wh):
 
 
 def test_branch_is_expired_against_its_own_tags(wh):
-    """Java #9867: expiring a branch used main's tags. A branch-only tag must protect the branch's files."""
+    """apache/paimon#9867: expiring a branch used main's tags. A branch-only tag must protect the branch's files."""
     sim = Sim(new_table(wh, kind="pk"))
     main = sim.table
     sim.write([("a", 1, "m1"), ("a", 2, "m2")])
@@ -468,7 +468,7 @@ def test_branch_is_expired_against_its_own_tags(wh):
 
 
 def test_files_shared_with_another_branch_are_never_deleted(wh):
-    """Java looks only at the branch being cleaned (issue #6272): a branch created from tag `base` shares its
+    """Java looks only at the branch being cleaned (apache/paimon#6272): a branch created from tag `base` shares its
     files with main. Deleting `base` in main, then expiring main (and the reverse on the branch) must not delete
     what the other branch still reads."""
     sim = Sim(new_table(wh, kind="pk"))
@@ -504,7 +504,7 @@ def test_files_shared_with_another_branch_are_never_deleted(wh):
 def test_stale_plan_refused_after_rollback_or_new_consumer(wh):
     sim = _twenty(wh)
     t = sim.table
-    plan = plan_expire_snapshots(t, now_millis=sim.now + 10 * HOUR_MS, retain_min=3)
+    plan = plan_expire_snapshots(t, now=sim.now + 10 * HOUR_MS, retain_min=3)
     assert plan.details["end"] == 18
     write_consumer(t, "late-reader", 10)
     before = rel_files(t.root)

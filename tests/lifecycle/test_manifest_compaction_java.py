@@ -1,4 +1,4 @@
-"""Issue 14 proof: manifest compaction on tables Java Paimon 0.9 wrote with many commits (Java's own merge held off
+"""Proof: manifest compaction on tables Java Paimon 0.9 wrote with many commits (Java's own merge held off
 with `manifest.merge-min-count` = 1000, so every commit leaves a small manifest): a primary-key table with updates,
 a delete and full compactions, a deletion-vector table, an append table compacted by Java; tags on each.
 

@@ -92,7 +92,7 @@ def test_threshold_validation(wh, older_than, err, msg):
     _plant(sim.table.root, "manifest/manifest-x-0")
     before = rel_files(sim.table.root)
     with pytest.raises(err, match=msg):
-        plan_remove_orphans(sim.table, older_than)
+        plan_remove_orphans(sim.table, older_than=older_than)
     assert rel_files(sim.table.root) == before
 
 
@@ -208,7 +208,7 @@ def test_empty_directories_and_partition_without_buckets(wh):
     t = sim.table
     _plant(t.root, "pt=zz/bucket-0/data-lost.parquet")
     _plant(t.root, "pt=zz/bucket-1/data-lost2.parquet")
-    success = _plant(t.root, "pt=yy/_SUCCESS")  # a partition directory without bucket dirs (Java #7295)
+    success = _plant(t.root, "pt=yy/_SUCCESS")  # a partition directory without bucket dirs (apache/paimon#7295)
     age_files(os.path.join(t.root, "pt=zz"), 4 * DAY_S)
     age_files(os.path.join(t.root, "pt=yy"), 4 * DAY_S)
     os.makedirs(os.path.join(t.root, "pt=ww", "bucket-0"))  # an empty, old bucket directory

@@ -63,7 +63,7 @@ def _copy(src: FileStoreTable, dst: str) -> FileStoreTable:
 
 def test_plan_lists_partitions_and_round_trips(daily, tmp_path):
     a, b = _copy(daily, str(tmp_path / "a")), _copy(daily, str(tmp_path / "b"))
-    direct = plan_expire_partitions(a, now_millis=NOW, expiration_time=DAYS3)
+    direct = plan_expire_partitions(a, now=NOW, expiration_time=DAYS3)
     assert isinstance(direct, PartitionExpiryPlan) and not direct.is_empty
     assert [p["partition"] for p in direct.details["expired_partitions"]] ==\
         [{"dt": "2024-01-01"}, {"dt": "2024-01-02"}, {"dt": "2024-01-05"}]
@@ -88,7 +88,7 @@ def test_plan_lists_partitions_and_round_trips(daily, tmp_path):
 
 
 def test_write_into_an_expiring_partition_makes_the_plan_stale(daily, warehouse):
-    plan = plan_expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3)
+    plan = plan_expire_partitions(daily, now=NOW, expiration_time=DAYS3)
     write(daily, {"dt": ["2024-01-02"], "k": [9], "v": ["late"]})
     before = tree_digest(warehouse)
     with pytest.raises(StalePlanError, match="partition dt=2024-01-02 changed since the plan"):
@@ -97,7 +97,7 @@ def test_write_into_an_expiring_partition_makes_the_plan_stale(daily, warehouse)
 
 
 def test_commits_to_other_partitions_do_not_stop_expiry(daily):
-    plan = plan_expire_partitions(daily, now_millis=NOW, expiration_time=DAYS3)
+    plan = plan_expire_partitions(daily, now=NOW, expiration_time=DAYS3)
     write(daily, {"dt": ["2024-01-09", "2024-01-20"], "k": [7, 7], "v": ["new", "new"]})
     plan.execute()
     assert _parts(daily) == ["dt=2024-01-08/", "dt=2024-01-09/", "dt=2024-01-20/"]
@@ -120,25 +120,25 @@ def test_commit_refuses_a_file_written_into_a_dropped_partition(daily):
 
 
 def test_typed_partitions(warehouse):
-    """DATE and TIMESTAMP partitions are read as the times they are (Java 0.9 never expires them: #6439); INT with
+    """DATE and TIMESTAMP partitions are read as the times they are (Java 0.9 never expires them: apache/paimon#6439); INT with
     a formatter like Java."""
     d = _table(warehouse, "db.d", "DATE", pk=False)
     write(d, {"dt": [dt.date(2024, 1, 1), dt.date(2024, 1, 9)], "k": [1, 2], "v": ["a", "b"]})
-    plan = plan_expire_partitions(d.refresh(), now_millis=NOW, expiration_time=DAYS3)
+    plan = plan_expire_partitions(d.refresh(), now=NOW, expiration_time=DAYS3)
     assert [(p["partition"], p["time"]) for p in plan.details["expired_partitions"]] ==\
         [({"dt": "2024-01-01"}, "2024-01-01T00:00:00.000Z")]  # the value, not the directory's day number
-    plan = plan_expire_partitions(d.refresh(), now_millis=NOW, expiration_time=DAYS3, timestamp_formatter="yyyy-MM-dd",
+    plan = plan_expire_partitions(d.refresh(), now=NOW, expiration_time=DAYS3, timestamp_formatter="yyyy-MM-dd",
                                   timestamp_pattern="$dt")
-    assert len(plan.details["expired_partitions"]) == 1  # the exact call of #6439 works
+    assert len(plan.details["expired_partitions"]) == 1  # the exact call of apache/paimon#6439 works
     ts = _table(warehouse, "db.ts", "TIMESTAMP(3)", pk=False)
     write(ts, {"dt": [dt.datetime(2024, 1, 6, 23, 59, 59), dt.datetime(2024, 1, 7, 0, 0, 0)], "k": [1, 2],
                 "v": ["a", "b"]})
-    plan = plan_expire_partitions(ts.refresh(), now_millis=NOW, expiration_time=DAYS3)
+    plan = plan_expire_partitions(ts.refresh(), now=NOW, expiration_time=DAYS3)
     assert [p["time"] for p in plan.details["expired_partitions"]] == ["2024-01-06T23:59:59.000Z"]
     i = _table(warehouse, "db.i", "INT", pk=False, **{"partition.timestamp-formatter": "yyyyMMdd",
                                                       "partition.expiration-time": "3 d"})
     write(i, {"dt": [20240101, 20240109, 2024010], "k": [1, 2, 3], "v": ["a", "b", "c"]})
-    plan = plan_expire_partitions(i.refresh(), now_millis=NOW)
+    plan = plan_expire_partitions(i.refresh(), now=NOW)
     assert [p["partition"] for p in plan.details["expired_partitions"]] == [{"dt": 20240101}]
     assert [p["partition"] for p in plan.details["unparseable_partitions"]] == [{"dt": 2024010}]
     assert any("never expired" in w for w in plan.warnings)
@@ -153,9 +153,9 @@ def test_update_time(warehouse):
     newest = max(created.values())
     # creation times are local wall times; with sink.process-time-zone unset, "now" is read in UTC
     at = newest + 3 * 86_400_000
-    plan = plan_expire_partitions(t, now_millis=at, expiration_time=DAYS3)  # the newest is not *before*: kept
+    plan = plan_expire_partitions(t, now=at, expiration_time=DAYS3)  # the newest is not *before*: kept
     assert {p["path"] for p in plan.details["expired_partitions"]} == {p for p, c in created.items() if c < newest}
-    plan = plan_expire_partitions(t, now_millis=at + 1, expiration_time=DAYS3)
+    plan = plan_expire_partitions(t, now=at + 1, expiration_time=DAYS3)
     assert {p["path"] for p in plan.details["expired_partitions"]} == set(created)
     assert all("last written" in p["reason"] for p in plan.details["expired_partitions"])
 
@@ -165,10 +165,10 @@ def test_zone_of_now(warehouse):
     t = _table(warehouse, pk=False)
     write(t, {"dt": ["2024-01-06", "2024-01-07"], "k": [1, 2], "v": ["a", "b"]})
     at = int(dt.datetime(2024, 1, 9, 20, tzinfo=UTC).timestamp() * 1000)  # 2024-01-10 04:00 in Shanghai
-    utc = plan_expire_partitions(t.refresh(), now_millis=at, expiration_time=DAYS3)
+    utc = plan_expire_partitions(t.refresh(), now=at, expiration_time=DAYS3)
     assert [p["path"] for p in utc.details["expired_partitions"]] == ["dt=2024-01-06/"]
     sh = FileStoreTable(t.location, options_override={"sink.process-time-zone": "Asia/Shanghai"})
-    plan = plan_expire_partitions(sh, now_millis=at, expiration_time=DAYS3)
+    plan = plan_expire_partitions(sh, now=at, expiration_time=DAYS3)
     assert plan.details["now_local"] == "2024-01-10T04:00:00.000+08:00" and plan.details["zone"] == "Asia/Shanghai"
     assert [p["path"] for p in plan.details["expired_partitions"]] == ["dt=2024-01-06/", "dt=2024-01-07/"]
 
@@ -176,11 +176,11 @@ def test_zone_of_now(warehouse):
 def test_max_num_in_paimons_order(warehouse):
     t = _table(warehouse, pk=False, **{"partition.expiration-max-num": "2"})
     write(t, {"dt": ["2024-01-03", "2024-01-01", "2024-01-02", "2024-01-09"], "k": [1, 2, 3, 4], "v": list("abcd")})
-    plan = plan_expire_partitions(t.refresh(), now_millis=NOW, expiration_time=DAYS3)
+    plan = plan_expire_partitions(t.refresh(), now=NOW, expiration_time=DAYS3)
     assert [p["path"] for p in plan.details["expired_partitions"]] == ["dt=2024-01-01/", "dt=2024-01-02/"]
     assert [p["path"] for p in plan.details["over_limit"]] == ["dt=2024-01-03/"]
     assert any("next run" in w for w in plan.warnings)
-    assert len(plan_expire_partitions(t.refresh(), now_millis=NOW, expiration_time=DAYS3,
+    assert len(plan_expire_partitions(t.refresh(), now=NOW, expiration_time=DAYS3,
                                       max_expires=5).details["expired_partitions"]) == 3
     hooks = expirable_partitions(t.refresh(), now_millis=NOW, expiration_time=DAYS3)
     assert [v.path for v in hooks] == ["dt=2024-01-01/", "dt=2024-01-02/"] and all(v.expired for v in hooks)
@@ -197,7 +197,7 @@ def test_refusals_and_bad_options(warehouse):
     write(t, {"dt": ["2024-01-01"], "k": [1], "v": ["a"]})
     t = t.refresh()
     with pytest.raises(InvalidArgumentError, match="expiration_time.*partition.expiration-time"):
-        plan_expire_partitions(t, now_millis=NOW)
+        plan_expire_partitions(t, now=NOW)
     for opts, option in (({"partition.expiration-strategy": "newest"}, "partition.expiration-strategy"),
                          ({"partition.timestamp-formatter": "yyyy-MM-dd bb"}, "partition.timestamp-formatter"),
                          ({"partition.timestamp-formatter": "yyyyMMdd"}, "partition.timestamp-formatter"),
@@ -205,12 +205,12 @@ def test_refusals_and_bad_options(warehouse):
                          ({"partition.expiration-check-interval": "soon"}, "partition.expiration-check-interval"),
                          ({"partition.expiration-max-num": "0"}, "partition.expiration-max-num")):
         with pytest.raises(InvalidOptionError) as e:
-            plan_expire_partitions(FileStoreTable(t.location, options_override=opts), now_millis=NOW, expiration_time=DAYS3)
+            plan_expire_partitions(FileStoreTable(t.location, options_override=opts), now=NOW, expiration_time=DAYS3)
         assert e.value.name == option
     with pytest.raises(InvalidArgumentError, match="strategy='newest'"):
-        plan_expire_partitions(t, now_millis=NOW, expiration_time=DAYS3, strategy="newest")
+        plan_expire_partitions(t, now=NOW, expiration_time=DAYS3, strategy="newest")
     with pytest.raises(InvalidArgumentError, match="timestamp_formatter='yyyyMMdd'.*parses none"):
-        plan_expire_partitions(t, now_millis=NOW, expiration_time=DAYS3, timestamp_formatter="yyyyMMdd")
+        plan_expire_partitions(t, now=NOW, expiration_time=DAYS3, timestamp_formatter="yyyyMMdd")
     facade = po.Catalog(warehouse).get_table("db.t")
     with pytest.raises(InvalidArgumentError, match="expiration_time must be an age"):
         facade.maintenance.expire_partitions(expiration_time=3)  # type: ignore[arg-type]
@@ -223,7 +223,7 @@ def test_refusals_and_bad_options(warehouse):
 def test_only_null_partitions_is_not_a_bad_option(warehouse):
     t = _table(warehouse, pk=False)
     write(t, {"dt": [None], "k": [1], "v": ["a"]})
-    plan = plan_expire_partitions(t.refresh(), now_millis=NOW, expiration_time=DAYS3)
+    plan = plan_expire_partitions(t.refresh(), now=NOW, expiration_time=DAYS3)
     assert plan.is_empty and plan.details["unparseable_partitions"][0]["path"] == "dt=__DEFAULT_PARTITION__/"
 
 

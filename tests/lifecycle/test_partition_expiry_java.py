@@ -1,6 +1,6 @@
-"""Issue 14 proof: partition expiry against Java Paimon 0.9's own (`PartitionExpire`, check interval 0 — what its
+"""Proof: partition expiry against Java Paimon 0.9's own (`PartitionExpire`, check interval 0 — what its
 `expire_partitions` procedure builds), on tables Java wrote: string partitions with an escaped value holding a comma
-(Paimon #9277), two partition keys with a null in the second, INT partitions with `yyyyMMdd` and a value that does
+(apache/paimon#9277), two partition keys with a null in the second, INT partitions with `yyyyMMdd` and a value that does
 not parse, a `$dt $hour:00:00` pattern at the exact boundary, a DATE partitioned deletion-vector table (index files
 dropped with the partition), a null partition, and tables whose formatter / pattern options are bad.
 
@@ -8,11 +8,11 @@ Each table is copied twice; Java's expiry runs on one copy and ours (`paimon-ops
 at the same local "now". Where Java 0.9 is right, both drop the same partitions: Java's scans of both copies list the
 same files, Java reads identical rows, `check_files` finds nothing missing. Known Java 0.9 defects where we differ on
 purpose (asserted as such):
-* DATE partitions never expire by values in Java (the formatter sees the day number `19723`, #6439): we read the
+* DATE partitions never expire by values in Java (the formatter sees the day number `19723`, apache/paimon#6439): we read the
   typed date. By update-time both agree.
 * a null partition value makes Java's run fail with a NullPointerException (nothing expired at all); we report that
   partition as having no time (values-time) or drop it like any other (update-time), and expire the rest.
-* bad options: Java fails (unknown letter) or silently expires nothing forever (#7428); we refuse with an
+* bad options: Java fails (unknown letter) or silently expires nothing forever (apache/paimon#7428); we refuse with an
   InvalidOptionError naming the option, exit 2, and change nothing (checksummed).
 Afterwards Java keeps writing, and our snapshot expiry reclaims the dropped partitions' files (except those a tag
 still holds) while Java still reads every retained snapshot and tag.
@@ -95,7 +95,7 @@ SCENARIOS = {
     "multi": ("multi", "values-time", True),
     "ints": ("ints", "values-time", True),
     "hours": ("hours", "values-time", True),
-    "dates": ("dates", "values-time", False),       # #6439: Java never expires DATE partitions by value
+    "dates": ("dates", "values-time", False),       # apache/paimon#6439: Java never expires DATE partitions by value
     "dates_upd": ("dates", "update-time", True),
     "nulls": ("nulls", "values-time", False),       # Java 0.9: NullPointerException, nothing expired
     "nulls_upd": ("nulls", "update-time", False),   # Java 0.9: NullPointerException, nothing expired
@@ -283,7 +283,7 @@ def test_expected_partitions(run):
 
 def test_java_defects_where_we_differ(run):
     je = run["java_expired"]
-    assert je["dates"]["expired"] == [] and "error" not in je["dates"]          # #6439: DATE never expires by value
+    assert je["dates"]["expired"] == [] and "error" not in je["dates"]          # apache/paimon#6439: DATE never expires by value
     for sc in ("nulls", "nulls_upd"):
         assert "NullPointerException" in je[sc]["error"] and je[sc]["expired"] == []
     # ours: Java reads exactly the original rows minus the dropped partitions, and finds every file
@@ -313,7 +313,7 @@ def test_bad_options_are_refused_and_change_nothing(run):
             "not a partition key" in payload["error"]["message"]
     je = run["java_expired"]
     assert "Unknown pattern letter: b" in je["bad_letter"]["error"]       # Java fails too
-    assert je["bad_nomatch"] == {"expired": [], "snapshot_id": 1}         # #7428: Java silently expires nothing
+    assert je["bad_nomatch"] == {"expired": [], "snapshot_id": 1}         # apache/paimon#7428: Java silently expires nothing
     assert je["bad_pattern"] == {"expired": [], "snapshot_id": 1}
 
 

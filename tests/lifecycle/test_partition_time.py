@@ -57,7 +57,7 @@ def test_pattern_names_partition_keys():
         PartitionTimeExtractor("$day", None).check_pattern(["dt"])
     with pytest.raises(PatternError, match="names no partition key"):
         PartitionTimeExtractor("2024-01-01", None).check_pattern(["dt"])
-    # the longest key wins (Paimon #9136)
+    # the longest key wins (apache/paimon#9136)
     assert str(PartitionTimeExtractor("$dt1", None).extract(["dt", "dt1"], ["x", "2024-01-02"])) == "2024-01-02T00:00"
 
 

@@ -7,7 +7,7 @@ IllegalArgumentException = our PatternError).
 
 Known differences, asserted as such:
 * `$dt1` with keys `dt, dt1`: Java 0.9 replaces `$dt` first (regex replaceAll in key order) and reads `x1`; we replace
-  the longest key first, as Paimon does since #9136.
+  the longest key first, as Paimon does since apache/paimon#9136.
 * text fields (`MMM`, `EEE`, `a`, ...): refused with a PatternError naming the letter (an InvalidOptionError for the
   user), where Java would parse locale text — a partition is never expired on a guess.
 """
@@ -42,7 +42,7 @@ PATTERNS = [("$dt $hour:00:00", ["dt", "hour"], [["2024-01-01", "10"], ["2024010
             ("$year-$month-$day", ["year", "month", "day"], [["2024", "01", "02"], ["2024", "1", "2"],
                                                               ["2024", "13", "2"]]),
             ("$dt", ["dt", "dt1"], [["2024-01-01", "x"]]),
-            ("$dt1", ["dt", "dt1"], [["x", "2024-01-01"]]),          # #9136: a known 0.9 difference
+            ("$dt1", ["dt", "dt1"], [["x", "2024-01-01"]]),          # apache/paimon#9136: a known 0.9 difference
             ("$a$b", ["a", "b"], [["2024-01", "-01"]]),
             ("day $dt!", ["dt"], [["2024-01-01"]])]
 KNOWN_9136 = {"pattern": "$dt1", "keys": ["dt", "dt1"]}

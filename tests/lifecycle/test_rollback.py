@@ -83,7 +83,7 @@ def test_confirm_required_and_dry_run(wh):
     (dict(tag="nope"), "tag 'nope' does not exist.*existing tags: early, late"),
     (dict(), "exactly one"),
     (dict(snapshot_id=2, tag="early"), "give snapshot_id or tag, not both"),
-    (dict(snapshot_id="two"), "expected a number"),
+    (dict(snapshot_id="two"), "snapshot_id must be an integer"),  # (the facade takes Python values strictly)
 ])
 def test_bad_targets(wh, kw, msg):
     sim = _history(wh)

@@ -120,7 +120,7 @@ def test_rename_keeps_content_and_is_resumable(table):
     po.Table(table).tags.create("other", snapshot_id=1).execute()
     with pytest.raises(InvalidArgumentError, match="already exists"):
         po.Table(table).tags.rename("other", "new").execute()
-    # a crash after writing the new name: only an explicit resume finishes it (issue 8: never silently delete)
+    # a crash after writing the new name: only an explicit resume finishes it (never silently delete)
     table.io.write_bytes(table.tags.path("half"), table.io.read_bytes(table.tags.path("other")))
     with pytest.raises(InvalidArgumentError, match="resume=True"):
         po.Table(table).tags.rename("other", "half").execute()

@@ -1,4 +1,4 @@
-"""aggregation (maintenance.md §6.5) against Java master's aggregate/Field*Agg classes:
+"""Aggregation (maintenance.md §6.5) against Java master's aggregate/Field*Agg classes:
 FieldSumAgg (null accumulator + retract -> negated input), FieldProductAgg (retract divides; null accumulator ->
 input), FieldMaxAgg/FieldMinAgg/FieldBoolAndAgg/FieldBoolOrAgg/FieldFirst*Agg (no retraction: "does not
 support retraction ... 'fields.${field_name}.ignore-retract'='true'"), FieldLastValueAgg (retract -> null),
@@ -15,7 +15,7 @@ import decimal
 import numpy as np
 import pytest
 
-from paimon_ops.merge import MergeError
+from paimon_ops.merge.spec import MergeError
 from tests.merge.util import merged, schema
 
 AGG = {"merge-engine": "aggregation"}
@@ -72,7 +72,7 @@ def test_functions(func, typ, rows, expected):
 
 
 def test_listagg_delimiter_and_distinct():
-    # FieldAggregatorTest#testFieldListAggWithDefaultDelimiterAndDistinct (#6566/#6582), exact tokens (#7652)
+    # FieldAggregatorTest#testFieldListAggWithDefaultDelimiterAndDistinct (apache/paimon#6566/#6582), exact tokens (apache/paimon#7652)
     rows = [("+I", 1, "a,a"), ("+I", 2, "b,a"), ("+I", 3, ",c")]
     assert value("listagg", "STRING", rows) == "a,a,b,a,,c"
     # distinct: tokens of later inputs already present (or blank) are skipped; the first input stays as it is
@@ -206,7 +206,7 @@ def test_single_record_is_not_reaggregated():
 
 def test_remove_record_on_delete():
     # AggregateMergeFunction.add: a -D re-initialises the row with the -D's values (initRow copies every field
-    # since #7645) and marks the result DELETE; later records aggregate on top of those values.
+    # since apache/paimon#7645) and marks the result DELETE; later records aggregate on top of those values.
     opts = {"aggregation.remove-record-on-delete": "true"}
     assert agg1("sum", "INT", [("+I", 1, 5), ("-D", 2, 5), ("+I", 3, 2)], **opts) == [("+I", 3, 7)]
     assert agg1("sum", "INT", [("+I", 1, 5), ("-D", 2, 4)], **opts) == [("-D", 2, 4)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from paimon_ops.merge import MergeError
+from paimon_ops.merge.spec import MergeError
 from tests.merge.util import merged, schema
 
 F = [("k", "INT"), ("v", "STRING")]

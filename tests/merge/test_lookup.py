@@ -23,7 +23,7 @@ def test_aggregation_sums_level0_and_shallowest_level_only():
 
 
 def test_several_level0_records_and_levels():
-    # LookupChangelogMergeFunctionWrapperTest#testKeepLowestHighLevel (#5632): the smallest level >= 1 wins
+    # LookupChangelogMergeFunctionWrapperTest#testKeepLowestHighLevel (apache/paimon#5632): the smallest level >= 1 wins
     rows = [("+I", 40, 0, 1, 1), ("+I", 41, 0, 1, 2), ("+I", 20, 1, 1, 10), ("+I", 15, 3, 1, 100)]
     assert merged(schema(F, ["k"], AGG_DV), rows) == [("+I", 41, 1, 13)]
 

@@ -1,15 +1,15 @@
-"""partial-update (maintenance.md §6.4), checked against Java master's PartialUpdateMergeFunction:
+"""Partial-update (maintenance.md §6.4), checked against Java master's PartialUpdateMergeFunction:
 add() (initRow of NOT NULL fields on the first retract, ignore-delete, remove-record-on-delete),
 updateNonNullFields ("Field i can not be null"), updateWithSequenceGroup / retractWithSequenceGroup
 (skip all-null group sequences, compare >= 0, sequence fields move together, aggReversed for older records,
 retract nulls non-aggregated fields, remove-record-on-sequence-group resets the row), getResult
-(DELETE if the last record removed the row or no insert was met; latestSequenceNumber reset to 0 - #5425).
+(DELETE if the last record removed the row or no insert was met; latestSequenceNumber reset to 0 - apache/paimon#5425).
 """
 from __future__ import annotations
 
 import pytest
 
-from paimon_ops.merge import MergeError
+from paimon_ops.merge.spec import MergeError
 from tests.merge.util import merged, schema
 
 PU = {"merge-engine": "partial-update"}
@@ -53,7 +53,7 @@ def test_ignore_delete():
 
 def test_leading_retraction_seeds_the_row_even_when_ignored():
     # add(): initRow(row, value) runs for the first retraction before the ignore-delete check, and copies every
-    # field (Java master, #7645); later adds only overwrite with their non-null fields.
+    # field (Java master, apache/paimon#7645); later adds only overwrite with their non-null fields.
     s = schema(F, ["k"], {**PU, "ignore-delete": "true"})
     rows = [("-D", 1, 0, 1, "z", 9, 9), ("+I", 2, 0, 1, None, 1, None)]
     assert merged(s, rows) == [("+I", 2, 1, "z", 1, 9)]

@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paimon_ops.merge import MergeError
 from paimon_ops.merge.fold import AggregateFold, PartialUpdateFold
+from paimon_ops.merge.spec import MergeError
 from tests.merge.util import KINDS, NAMES, merged, schema, spec_of
 
 FIELDS = [("k", "INT"), ("s", "INT"), ("a", "BIGINT"), ("b", "STRING")]

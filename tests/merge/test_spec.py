@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from paimon_ops.errors import InvalidOptionError, UnsupportedError
-from paimon_ops.merge import MergeSpec
+from paimon_ops.merge.spec import MergeSpec
 from tests.merge.util import schema, spec_of
 
 F = [("k", "INT"), ("a", "INT"), ("b", "STRING"), ("s", "BIGINT"), ("arr", "STRING")]

@@ -7,7 +7,8 @@ import pyarrow as pa
 
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.types import DataField, arrow_field, parse_type
-from paimon_ops.merge import MergeSpec, merge_records
+from paimon_ops.merge.merge import merge_records
+from paimon_ops.merge.spec import MergeSpec
 from paimon_ops.options import Options
 
 KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}

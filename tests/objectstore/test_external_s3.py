@@ -1,4 +1,4 @@
-"""External data paths on the S3 server (issue 19): pypaimon 2.1.0 writes a table on moto_server whose data files go
+"""External data paths on the S3 server: pypaimon 2.1.0 writes a table on moto_server whose data files go
 to `s3://<bucket>/ext`; compaction reads them there and writes its outputs there, expiry reclaims them, orphan
 removal scans the external root; pypaimon 2.1.0 and pypaimon-rust 0.4.0 read the same rows from S3."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Java Paimon 0.9 as the judge of a table after a hostile case (issue 18's proofs): every file every snapshot and
+"""Java Paimon 0.9 as the judge of a table after a hostile case (the safety proofs): every file every snapshot and
 tag references exists (`check_files`), and the rows of the latest snapshot and of every tag. Many tables are judged in
 one JVM (`run_many`)."""
 from __future__ import annotations

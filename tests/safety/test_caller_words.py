@@ -1,4 +1,4 @@
-"""Issue 8 (5): errors speak the caller's words — command-line flags on the command line, keywords in Python —
+"""Errors speak the caller's words — command-line flags on the command line, keywords in Python —
 and under --json an error is a JSON object on stdout as well as exit status 2."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 18, class 5: cancelling leaves nothing behind. Ctrl-C (SIGINT) or SIGTERM during a compaction stops the
+"""Cancelling leaves nothing behind. Ctrl-C (SIGINT) or SIGTERM during a compaction stops the
 queued tasks at once and the running ones at their next batch, removes every file the run wrote, commits nothing,
 and says so in one line (exit 130) within seconds — the table's files are exactly as before. A commit an S3 store
 refuses (no conditional put) leaves neither its data files nor its manifests. (The Dagster side — terminating a

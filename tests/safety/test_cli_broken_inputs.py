@@ -1,4 +1,4 @@
-"""Issue 18 (class 7, 8): every command of the CLI, given broken inputs — wrong flags, bad values, missing or damaged
+"""Every command of the CLI, given broken inputs — wrong flags, bad values, missing or damaged
 tables, malformed plans, unreachable or unsupported stores — answers with exactly one line on stderr naming what is
 wrong, exit status 2, never a traceback, and changes nothing. Run in-process (the real `main`, stderr captured) for
 speed; a few cases run as real subprocesses, where a traceback or a hang would show as the interpreter prints it."""
@@ -55,7 +55,7 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
     table_commands = ["snapshots", "tags", "files", "options", "compact", "expire-snapshots", "expire-tags",
                       "expire-partitions", "compact-manifests", "remove-orphans", "auto-tag", "rollback",
                       "compact-postpone", "rescale", "repair", "remove-unexisting-files", "rewrite-file-index",
-                      "branches", "consumers", "clear-consumers", "mark-partition-done"]
+                      "branches", "consumers", "clear-consumers", "expire-changelogs", "mark-partition-done"]
     for c in table_commands:
         extra = {"rollback": ["--snapshot", "1", "--yes"], "expire-partitions": ["--expiration-time", "1 d"],
                  "mark-partition-done": ["--partition", "dt=2020-01-01"]}.get(c, [])
@@ -65,7 +65,7 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
         out.append((f"{c}-unknown-flag", [c, w, T, "--bogus", *extra], "--bogus"))
         # (these never read the damaged snapshot; postpone compaction and rescale refuse a fixed-bucket table first)
         if c not in ("tags", "options", "expire-tags", "rollback", "compact-postpone", "rescale", "branches",
-                     "consumers", "clear-consumers"):
+                     "consumers", "clear-consumers", "mark-partition-done"):
             out.append((f"{c}-damaged-table", [c, w, "shop.broken", *extra], "snapshot-"))
     damaged = max(int(p.name.split("-")[1]) for p in (wh / "shop.db" / "broken" / "snapshot").glob("snapshot-*"))
     out.append(("compact-postpone-not-postpone", ["compact-postpone", w, T], "bucket"))
@@ -74,8 +74,9 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
     for c, args in (("create-tag", ["v1"]), ("delete-tag", ["t"]), ("rename-tag", ["a", "b"]),
                     ("create-branch", ["b1"]), ("delete-branch", ["b1"]), ("rename-branch", ["a", "b"]),
                     ("fast-forward", ["b1", "--yes"]), ("reset-consumer", ["c", "--snapshot", "1"]),
-                    ("replace-tag", ["t"]), ("create-tag-from-timestamp", ["v1", "--timestamp", "2020-01-01T00:00:00Z"]),
-                    ("create-tag-from-watermark", ["v1", "--watermark", "2020-01-01T00:00:00Z"])):
+                    ("create-tag-from-timestamp", ["t", "--timestamp", "2026-01-01T00:00:00Z"]),
+                    ("create-tag-from-watermark", ["t", "--watermark", "2026-01-01T00:00:00Z"]),
+                    ("replace-tag", ["t", "--snapshot", "1"])):
         out.append((f"{c}-no-warehouse", [c, missing, T, *args], "no-such-warehouse"))
         out.append((f"{c}-no-table", [c, w, "shop.nope", *args], "shop.nope"))
         out.append((f"{c}-unknown-flag", [c, w, T, *args, "--bogus"], "--bogus"))
@@ -135,6 +136,15 @@ def _cases(wh) -> list[tuple[str, list[str], str]]:
         ("auto-tag-unconfigured-period", ["auto-tag", w, "shop.badfile", "--period", "someday"], "--period someday"),
         ("auto-tag-unconfigured-path-period", ["auto-tag", w, "shop.badfile", "--period", "../../snapshot/snapshot-1"],
          "--period ../../snapshot/snapshot-1"),
+        ("create-tag-from-timestamp-bad-instant", ["create-tag-from-timestamp", w, T, "t", "--timestamp", "noon"],
+         "--timestamp"),
+        ("create-tag-from-watermark-bad-instant", ["create-tag-from-watermark", w, T, "t", "--watermark", "noon"],
+         "--watermark"),
+        ("replace-tag-unknown", ["replace-tag", w, T, "nosuch", "--snapshot", "1"], "nosuch"),
+        ("mark-partition-done-bad-partition", ["mark-partition-done", w, T, "--partition", "nokv"], "--partition"),
+        ("mark-partition-done-bad-action", ["mark-partition-done", w, T, "--partition", "dt=2026-01-01", "--actions",
+                                            "bogus"], "bogus"),
+        ("expire-changelogs-retain-min-0", ["expire-changelogs", w, T, "--retain-min", "0"], "--retain-min"),
         ("rollback-no-target", ["rollback", w, T], "--snapshot"),
         ("rollback-unknown-snapshot", ["rollback", w, T, "--snapshot", "999", "--yes"], "999"),
         ("rollback-unknown-tag", ["rollback", w, T, "--tag", "nosuch", "--yes"], "nosuch"),

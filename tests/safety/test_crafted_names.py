@@ -1,4 +1,4 @@
-"""Issue 8 (2): file names read from metadata must be plain file names. A crafted manifest entry naming
+"""File names read from metadata must be plain file names. A crafted manifest entry naming
 `../../<partition>/<bucket>/<live file>` (Java 0.9 resolves it and deletes another bucket's live file) makes every
 operation stop with CorruptMetadataError naming the metadata file — before anything is deleted."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18, class 5, in Dagster: terminating a real run mid-compaction (the webserver's terminate, as the UI's
+"""In Dagster: terminating a real run mid-compaction (the webserver's terminate, as the UI's
 "Terminate" button does) stops it, removes every file the compaction wrote, commits nothing, and the run fails with
 our message — the table's files are exactly as before. Real parts: `dagster-webserver` and `dagster-daemon` on
 127.0.0.1 over this repository's workspace.yaml, a DAGSTER_HOME with the repository's dagster.yaml."""

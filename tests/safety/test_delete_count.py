@@ -1,4 +1,4 @@
-"""Issue 18, class 9: a writer's statistics are not trusted where a wrong count loses data. pypaimon 2.1.0 writes
+"""A writer's statistics are not trusted where a wrong count loses data. pypaimon 2.1.0 writes
 `_DELETE_ROW_COUNT = 0` for every level-0 file, also for files full of DELETE records (`rowkind.field`). On a
 deletion-vector table, minor compaction would then upgrade such a file to an upper level unread — where readers take
 records raw — and the deleted keys would come back as rows. paimon-ops reads the file's `_VALUE_KIND` column first

@@ -1,4 +1,4 @@
-"""Issue 18, class 3: inconsistent tables are refused, never "cleaned". With every snapshot and tag file gone while
+"""Inconsistent tables are refused, never "cleaned". With every snapshot and tag file gone while
 EARLIEST/LATEST still name them (Java 0.9's orphan removal then deletes every file of the table: apache/paimon#7710 —
 shown here with Java's own dry run), with the latest snapshot files gone, a hole in the snapshot ids, `snapshot/` or
 `tag/` replaced by a file, a tag file that is a symbolic link, an unreadable snapshot or a missing manifest of a

@@ -1,4 +1,4 @@
-"""Issue 18, class 4: a kill -9 at any file event of any destructive operation leaves nothing listed that cannot be
+"""A kill -9 at any file event of any destructive operation leaves nothing listed that cannot be
 read, and a rerun reclaims whatever the killed run left.
 
 Every destructive operation — snapshot expiry, tag expiry, tag deletion, orphan removal, rollback, compaction,

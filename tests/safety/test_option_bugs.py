@@ -1,4 +1,4 @@
-"""Issue 8 (6): options mean what they say everywhere — the code location's overrides reach Spark executors, a
+"""Options mean what they say everywhere — the code location's overrides reach Spark executors, a
 configured 0 is never replaced by a default, one writer-settings path refuses an unknown codec before anything is
 written."""
 from __future__ import annotations

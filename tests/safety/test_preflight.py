@@ -1,4 +1,4 @@
-"""Issue 18, class 2: every path of every delete step is validated before the first delete. With `snapshot/` or
+"""Every path of every delete step is validated before the first delete. With `snapshot/` or
 `manifest/` a symbolic link, one expiring data file a symbolic link or a directory, a bucket directory read-only
 (the command run without the privilege to override permissions), or a 310-character file name in a manifest,
 snapshot expiry — run directly, or as a reviewed plan applied after the damage — refuses in one line naming the

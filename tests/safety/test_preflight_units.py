@@ -43,7 +43,7 @@ def _check(table: FileStoreTable, path: str, kind: str, action: str = DELETE_FIL
 def test_files_only_where_their_kind_lives(table, rel, kind, why):
     with pytest.raises(PreflightError, match=why):
         _check(table, os.path.join(table.root, rel), kind)
-    # Issue 24: among many valid files (checked per directory and per batch of names), the same refusal, naming
+    # among many valid files (checked per directory and per batch of names), the same refusal, naming
     # exactly the offending path
     good = [FileAction(os.path.join(table.root, f"dt=2024-01-0{1 + i % 2}", "bucket-0", f"data-{i}.parquet"), "data",
                        "test") for i in range(100)]

@@ -1,4 +1,4 @@
-"""Issue 8 (3): rollback reads the target's whole metadata first and refuses an unreadable target — it would
+"""Rollback reads the target's whole metadata first and refuses an unreadable target — it would
 become the latest snapshot, and a table whose latest snapshot cannot be read is broken for every reader."""
 from __future__ import annotations
 

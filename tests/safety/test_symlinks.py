@@ -1,4 +1,4 @@
-"""Issue 8 (1): nothing is ever listed, deleted or written through a symbolic link, on the in-process runner and
+"""Nothing is ever listed, deleted or written through a symbolic link, on the in-process runner and
 on Spark executors. A victim directory beside the warehouse and the warehouse itself are checksummed before and
 after every operation: outside the table root nothing changes, ever."""
 from __future__ import annotations
@@ -154,7 +154,7 @@ def test_the_warehouse_root_itself_may_be_a_symlink(tmp_path):
 
 
 def test_many_files_of_one_directory_are_listed_once_and_a_link_among_them_is_refused(setup):
-    """Issue 24: a directory holding many of the files to delete is listed once instead of an lstat per file; a
+    """a directory holding many of the files to delete is listed once instead of an lstat per file; a
     symbolic link among them (swapped in after planning) is refused exactly as before — the files before it are
     gone, the link, the files after it and the victim stay — on FileIO.delete_files and on the Deleter's grouped
     path (preflight bypassed: the executor's own checks)."""

@@ -1,4 +1,4 @@
-"""Issue 18, class 1: a plan is a review artifact, not an authority. A saved plan edited in any way — files added to a
+"""A plan is a review artifact, not an authority. A saved plan edited in any way — files added to a
 delete step (a live data file, schema/schema-0), steps added (deleting or overwriting the latest snapshot, moving the
 LATEST hint), its table or location changed to another table, its preconditions stripped, its base snapshot or
 arguments edited, a file-format option overridden, a compaction input pointing outside the table or at a file that is

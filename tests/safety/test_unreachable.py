@@ -1,4 +1,4 @@
-"""Issue 8 (4): unreachable infrastructure is a one-line `paimon-ops: error: …` with exit 2 in well under 30 s —
+"""Unreachable infrastructure is a one-line `paimon-ops: error: …` with exit 2 in well under 30 s —
 never a JVM stack trace, never a hang."""
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_unknown_uri_scheme():
 
 @pytest.mark.parametrize("flag,scheme", [("--spark-remote", "sc"), ("--spark-master", "spark")])
 def test_a_port_that_accepts_but_never_answers_fails_within_the_connect_timeout(sample, blackhole, flag, scheme):
-    """Issue 18: the default --connect-timeout (10 s) bounds it — the connection must answer like Spark (a Connect
+    """the default --connect-timeout (10 s) bounds it — the connection must answer like Spark (a Connect
     server its HTTP/2 settings, a master by dropping a malformed frame), not only accept."""
     r = cli("compact", sample, "shop.orders", flag, f"{scheme}://127.0.0.1:{blackhole}")
     _one_line_error(r, flag, "does not answer within 10 s")

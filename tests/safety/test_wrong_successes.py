@@ -1,4 +1,4 @@
-"""Issue 18, classes 6 and 8: what used to succeed wrongly is refused with a clear message, and errors name the path,
+"""What used to succeed wrongly is refused with a clear message, and errors name the path,
 the table and the option in the caller's words.
 
 * `remove-orphans --min-age 0` without `--allow-short` (it silently ran with the 3-day default);

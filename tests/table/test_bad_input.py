@@ -1,4 +1,4 @@
-"""Proof (issue 2): bad input gives a clear error (the right paimon_ops.errors class, naming the path and the
+"""Proof: bad input gives a clear error (the right paimon_ops.errors class, naming the path and the
 problem) and nothing is written — for reads, writes and metadata-only commits alike.
 
 The table is written by pypaimon 2.1.0 (an independent writer); each case damages a fresh copy.

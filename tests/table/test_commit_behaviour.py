@@ -1,4 +1,4 @@
-"""Proof (issue 2): commit behaviour under concurrency, conflicts and injected faults.
+"""Proof: commit behaviour under concurrency, conflicts and injected faults.
 
 * racing committers (separate processes, and threads) all commit APPEND with consecutive snapshot ids;
 * a COMPACT-style commit whose DELETE files a concurrent commit already removed raises CommitConflictError,

@@ -1,4 +1,4 @@
-"""Proof (issue 2): stale or garbage LATEST / EARLIEST hints never change what latest / earliest are, and a
+"""Proof: stale or garbage LATEST / EARLIEST hints never change what latest / earliest are, and a
 commit made while the LATEST hint is wrong still takes the next free snapshot id and repairs the hint."""
 from __future__ import annotations
 

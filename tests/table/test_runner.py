@@ -84,7 +84,7 @@ def test_auto_runner_places_small_plans_in_process_and_says_why():
 
 
 def test_auto_runner_thresholds_are_table_options(tmp_path, spark):
-    from paimon_ops.compact import plan_compaction
+    from paimon_ops.compact.planner import plan_compaction
     from paimon_ops.execution.executor import execute
     from paimon_ops.execution.runner import AutoRunner
     from paimon_ops.table.table import FileStoreTable

@@ -180,6 +180,8 @@ public class PaimonHarness {
                 return deleteTag(p);
             case "expire_snapshots":
                 return expireSnapshots(p);
+            case "expire_changelogs":
+                return expireChangelogs(p);
             case "compact":
                 return compact(p);
             case "audit_log":
@@ -1373,12 +1375,16 @@ public class PaimonHarness {
             // ExpireSnapshotsImpl uses System.currentTimeMillis(); emulate "now" by shifting the window.
             timeRetained += System.currentTimeMillis() - p.get("now_ms").asLong();
         }
-        ExpireConfig cfg = ExpireConfig.builder()
-                .snapshotRetainMin(retainMin)
-                .snapshotRetainMax(retainMax)
-                .snapshotTimeRetain(Duration.ofMillis(timeRetained))
-                .snapshotMaxDeletes(maxDeletes)
-                .build();
+        // table_config: the table's own ExpireConfig (changelog retention included: decoupled when the changelog.*
+        // options retain more), as a writer's automatic expiry does; otherwise the procedure's (never decoupled).
+        ExpireConfig cfg = p.path("table_config").asBoolean(false)
+                ? o.expireConfig()
+                : ExpireConfig.builder()
+                        .snapshotRetainMin(retainMin)
+                        .snapshotRetainMax(retainMax)
+                        .snapshotTimeRetain(Duration.ofMillis(timeRetained))
+                        .snapshotMaxDeletes(maxDeletes)
+                        .build();
         Long beforeEarliest = t.snapshotManager().earliestSnapshotId();
         int n = t.newExpireSnapshots().config(cfg).expire();
         ObjectNode out = NF.objectNode();
@@ -1390,6 +1396,50 @@ public class PaimonHarness {
         } else {
             out.put("earliest_before", beforeEarliest);
         }
+        if (earliest == null) {
+            out.putNull("earliest");
+        } else {
+            out.put("earliest", earliest);
+        }
+        if (latest == null) {
+            out.putNull("latest");
+        } else {
+            out.put("latest", latest);
+        }
+        return out;
+    }
+
+    /**
+     * ExpireChangelogImpl with the table's changelog retention, overridden by retain_min / retain_max /
+     * time_retained_ms / max_deletes (the Flink expire_changelogs procedure's arguments).
+     */
+    static JsonNode expireChangelogs(JsonNode p) throws Exception {
+        FileStoreTable t = table(p);
+        CoreOptions o = t.coreOptions();
+        int retainMin = p.hasNonNull("retain_min") ? p.get("retain_min").asInt() : o.changelogNumRetainMin();
+        int retainMax = p.hasNonNull("retain_max") ? p.get("retain_max").asInt() : o.changelogNumRetainMax();
+        long timeRetained = p.hasNonNull("time_retained_ms")
+                ? p.get("time_retained_ms").asLong()
+                : o.changelogTimeRetain().toMillis();
+        int maxDeletes = p.hasNonNull("max_deletes") ? p.get("max_deletes").asInt() : o.snapshotExpireLimit();
+        if (p.hasNonNull("now_ms")) {
+            timeRetained += System.currentTimeMillis() - p.get("now_ms").asLong();
+        }
+        ExpireConfig cfg = ExpireConfig.builder()
+                .snapshotRetainMin(o.snapshotNumRetainMin())
+                .snapshotRetainMax(o.snapshotNumRetainMax())
+                .snapshotTimeRetain(o.snapshotTimeRetain())
+                .snapshotMaxDeletes(o.snapshotExpireLimit())
+                .changelogRetainMin(retainMin)
+                .changelogRetainMax(retainMax)
+                .changelogTimeRetain(Duration.ofMillis(timeRetained))
+                .changelogMaxDeletes(maxDeletes)
+                .build();
+        int n = t.newExpireChangelog().config(cfg).expire();
+        ObjectNode out = NF.objectNode();
+        out.put("expired", n);
+        Long earliest = t.snapshotManager().earliestLongLivedChangelogId();
+        Long latest = t.snapshotManager().latestLongLivedChangelogId();
         if (earliest == null) {
             out.putNull("earliest");
         } else {

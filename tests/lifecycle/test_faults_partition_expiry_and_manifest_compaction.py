@@ -45,7 +45,7 @@ def _live(t: FileStoreTable) -> list:
 
 
 PLANS = {
-    "expire_partitions": lambda t: plan_expire_partitions(t, now_millis=NOW, expiration_time=dt.timedelta(days=3)),
+    "expire_partitions": lambda t: plan_expire_partitions(t, now=NOW, expiration_time=dt.timedelta(days=3)),
     "compact_manifests": lambda t: plan_compact_manifests(t),
 }
 
