@@ -65,6 +65,7 @@ from paimon_ops.format.snapshot import Tag, parse_hint
 from paimon_ops.options import CATALOG_WAREHOUSE, affects_files
 from paimon_ops.table import hints
 from paimon_ops.table.fileio import ensure_within
+from paimon_ops.table.lineage import verify_lineage
 from paimon_ops.table.removal import allowed_roots
 from paimon_ops.table.table import TAG_PREFIX, FileStoreTable
 
@@ -379,7 +380,6 @@ def _execute_once(plan: Plan, table: FileStoreTable | None, runner: Runner | Non
             check(table, plan, step)
     # every snapshot's and tag's metadata exists and is this table's, before the first write — also when the plan
     # has nothing to do, so that a table whose history is not its own is said, never reported as fine
-    from paimon_ops.table.lineage import verify_lineage
     verify_lineage(table, plan.operation.replace("_", " "), repairs_missing=plan.repairs_missing())
     ex = Execution(plan, table, runner, progress, batch_size, parallel_threshold)
     ex.runner_info = placement

@@ -40,6 +40,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 import pyarrow.compute as pc
 
 import paimon_ops.format.manifest as mf
+import paimon_ops.table.hints as hints
 from paimon_ops.catalog import catalog_of
 from paimon_ops.errors import (
     CorruptMetadataError,
@@ -963,7 +964,6 @@ def _hints_now(ex: Execution, directory: str, names: Sequence[str]) -> None:
     available snapshotId range") and a writer would commit the id after the stale one. Java 0.9's own ExpireSnapshots
     leaves the table in that state (it never touches LATEST); we do not. Set first, it names an existing file at every
     later crash point. Run after the deletes for EARLIEST (and a decoupled changelog's LATEST)."""
-    from paimon_ops.table import hints
     hints.ensure(hints.manager_of(ex.table.io, directory), names=names, write_hint=ex.write_hint)
 
 
