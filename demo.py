@@ -120,7 +120,7 @@ def _table_state(warehouse: str) -> list[str]:
         line = (f"  {ident:<18} snapshots {len(t.snapshots.list_ids()):>3}  tags {len(t.tags.names()):>2}  "
                 f"files {len(files):>4} (levels {levels})  visible raw rows {rows}")
         if t.options.deletion_vectors_enabled:
-            from paimon_ops.dagster import health
+            import paimon_ops.health as health
             h = health.measure_files(t, sc)
             line += (f"  deleted-row ratio: worst file {h.max_dv_ratio:.1%}, table {h.total_dv_ratio:.1%} "
                      f"(threshold {h.dv_threshold:.0%})")

@@ -30,7 +30,7 @@ def test_wheel_contains_the_integration(tmp_path):
         meta = email.message_from_bytes(z.read(meta_name))
         entry_points = z.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     for module in ("__init__", "component", "factory", "table_asset", "tags_asset", "checks", "sensors", "jobs",
-                   "schedules", "resources", "translator", "operations", "observe", "health", "instance", "refs"):
+                   "schedules", "resources", "translator", "operations", "observe", "instance", "refs", "state", "due"):
         assert f"paimon_ops/dagster/{module}.py" in names, module
     assert not [n for n in names if n.startswith(("assets/", "jobs/", "schedules/", "tests/"))]
     requires = meta.get_all("Requires-Dist")

@@ -9,6 +9,7 @@ import json
 import uuid
 from pathlib import Path
 
+import pytest
 from dagster import AssetKey, AssetPartitionStatus, DagsterRunStatus, SensorResult, build_sensor_context
 
 from paimon_ops.dagster import build_paimon_definitions
@@ -389,6 +390,7 @@ def test_tags_partitions_cover_the_tags_the_table_already_has(warehouse, fresh_i
     assert [m.partition for m in mats] == ["2026-02-14"]
 
 
+@pytest.mark.subprocess  # the paimon-ops command, run by tests.cli.conftest.cli
 def test_run_tags_name_a_date_partition_as_the_json_contract_does(warehouse, fresh_instance):
     """A DATE partition lives in the directory dt=20784 (days since the epoch); the run a sensor requests names it
     as `files --json` prints it — dt=2026-11-27 — in its `paimon/buckets` tag, and the run compacts it."""

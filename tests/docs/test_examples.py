@@ -179,7 +179,8 @@ def page_env(request, tmp_path) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("page_env", _pages_with_examples(), indirect=True)
+@pytest.mark.parametrize("page_env", [pytest.param(p, marks=pytest.mark.moto) if SETUPS.get(p, Setup()).s3 else p
+                                      for p in _pages_with_examples()], indirect=True)  # an S3 page starts moto
 def test_page_examples_run(page_env, request, tmp_path, sample_warehouse):
     page = request.node.callspec.params["page_env"]
     setup = SETUPS.get(page, Setup())
