@@ -279,7 +279,7 @@ def _program(argv: Any) -> tuple[str, str]:
     for flag, value in zip(words, words[1:]):
         if flag == "--spark-master" and value.startswith("local"):
             return "spark-submit", line
-    return (names[0] if names else ""), line
+    return (names[-1] if names else ""), line  # `python -m X` is X
 
 
 # the standard library's own probes of the machine: platform.architecture() runs `file -b`, ctypes.util.find_library
@@ -295,12 +295,17 @@ def _dagster_step_helper(line: str) -> bool:
         "dagster/_core/execution/scripts/watch_orphans.py" in line or line.startswith(STDLIB_PROBES)
 
 
+# light programs any test may run without a marker: the paimon-ops command itself (short-lived, in the fast lane
+# whether marked `subprocess` or not — `--spark-master local…` is the exception _program makes a Spark kind)
+LIGHT_PROGRAMS = ("paimon_ops.cli", "paimon-ops", "paimon_ops.dagster.state")
+
+
 def _check(argv: Any) -> None:
     item = _current
     if item is None:
         return
     program, line = _program(argv)
-    if _dagster_step_helper(line):
+    if _dagster_step_helper(line) or program in LIGHT_PROGRAMS:
         return
     kinds = item_kinds(item)
     allowed = PROGRAMS.get(program)
