@@ -296,7 +296,8 @@ def _dagster_step_helper(line: str) -> bool:
 
 
 # light programs any test may run without a marker: the paimon-ops command itself (short-lived, in the fast lane
-# whether marked `subprocess` or not — `--spark-master local…` is the exception _program makes a Spark kind)
+# whether marked `subprocess` or not, also under a wrapper such as setpriv — `--spark-master local…` is the exception
+# _program makes a Spark kind)
 LIGHT_PROGRAMS = ("paimon_ops.cli", "paimon-ops", "paimon_ops.dagster.state")
 
 
@@ -305,7 +306,8 @@ def _check(argv: Any) -> None:
     if item is None:
         return
     program, line = _program(argv)
-    if _dagster_step_helper(line) or program in LIGHT_PROGRAMS:
+    light = program in LIGHT_PROGRAMS or (program not in PROGRAMS and " -m paimon_ops.cli " in f"{line} ")
+    if _dagster_step_helper(line) or light:
         return
     kinds = item_kinds(item)
     allowed = PROGRAMS.get(program)
