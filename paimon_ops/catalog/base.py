@@ -9,7 +9,7 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
-from paimon_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError
+from paimon_ops.errors import InvalidOptionError, UnsupportedError
 from paimon_ops.format.schema import TableSchema
 from paimon_ops.format.snapshot import Snapshot, Tag
 from paimon_ops.options import (
@@ -34,7 +34,6 @@ from paimon_ops.table.table import (
     Identifier,
     branch_names,
     match_identifiers,
-    validate_branch_name,
 )
 
 log = logging.getLogger(__name__)
@@ -173,13 +172,7 @@ class Catalog:
         commit of it goes through `commit_snapshot`); an unknown branch raises BranchNotFoundError. The catalog
         knows tables: a branch is found in its table's directory."""
         ident = _ident(identifier)
-        if branch is not None and branch != ident.branch:
-            if ident.branch != MAIN_BRANCH:
-                raise InvalidArgumentError(f"{ident} names branch {ident.branch!r}, but branch {branch!r} was asked "
-                                           "for as well")
-            if branch != MAIN_BRANCH:
-                validate_branch_name(branch)
-            ident = ident.on_branch(branch)
+        ident = ident.asked_for(branch)
         entry = self.load_table(ident.on_branch(MAIN_BRANCH))
         io, root = self.table_io(entry)
         overrides = {**entry.options, **(options_override or {})}

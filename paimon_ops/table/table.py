@@ -376,6 +376,18 @@ class Identifier:
     def on_branch(self, branch: str) -> Identifier:
         return Identifier(self.database, self.table, branch)
 
+    def asked_for(self, branch: str | None) -> Identifier:
+        """This identifier on `branch` when a caller names one beside it (`get_table(ident, branch=…)`): a branch
+        given both ways must agree, and a branch other than main must be a plain name."""
+        if branch is None or branch == self.branch:
+            return self
+        if self.branch != MAIN_BRANCH:
+            raise InvalidArgumentError(f"{self} names branch {self.branch!r}, but branch {branch!r} was asked "
+                                       "for as well")
+        if branch != MAIN_BRANCH:
+            validate_branch_name(branch)
+        return self.on_branch(branch)
+
     def __str__(self) -> str:
         return self.table_name + ("" if self.branch == MAIN_BRANCH else f"{BRANCH_SPLITTER}{BRANCH_MARK}{self.branch}")
 
@@ -584,13 +596,7 @@ class FileSystemCatalog:
         """The table (`db.t`), or one of its branches (`db.t$branch_b`, or `branch=`); an unknown branch raises
         BranchNotFoundError naming the branches there are."""
         ident = identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
-        if branch is not None and branch != ident.branch:
-            if ident.branch != MAIN_BRANCH:
-                raise InvalidArgumentError(f"{ident} names branch {ident.branch!r}, but branch {branch!r} was asked "
-                                           "for as well")
-            if branch != MAIN_BRANCH:
-                validate_branch_name(branch)
-            ident = ident.on_branch(branch)
+        ident = ident.asked_for(branch)
         path = self.table_path(ident)
         if not self.io.is_dir(path):
             known = ", ".join(f"{d}.{t}" for d in self.databases() for t in self.tables(d)) or "none"
