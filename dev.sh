@@ -2,7 +2,8 @@
 # The project's own entry point. On a fresh machine (Python >= 3.11, Java 17) it creates the virtual env,
 # installs everything the project needs, then runs what was asked:
 #   ./dev.sh demo   build a sample warehouse and run the nightly maintenance job end to end
-#   ./dev.sh test   run the whole test suite, every proof (serially; what CI runs: CI=true ./dev.sh test)
+#   ./dev.sh test   run the whole test suite, every proof, one pytest-xdist worker per core (what CI runs:
+#                   CI=true ./dev.sh test; PAIMON_OPS_TEST_WORKERS=0 runs it serially)
 #   ./dev.sh test --fast   the edit loop's lane: leaves out every test that starts a server or a JVM (Spark, Connect,
 #                   cluster, Java, Hive, JDBC, REST, moto, Airflow, webserver, kill -9, docs: tests/lanes.py marks
 #                   them), a few minutes on 2 cores; refused under CI=true. Extra arguments go to pytest.
@@ -45,6 +46,9 @@ ensure_env() {
 # Airflow tests drive their own env through subprocesses (airflow db migrate / dags test / scheduler / triggerer);
 # it is created on first need (tests/airflow calls `./dev.sh airflow-env`), re-installed when pyproject.toml changes.
 ensure_airflow_env() {
+  # test workers ask for it at once on a fresh machine: one installs, the others wait for it
+  exec 9>.venv-airflow.lock
+  flock 9
   if [ ! -x .venv-airflow/bin/python ]; then
     "$(pick_python)" -m venv .venv-airflow
   fi
@@ -56,6 +60,24 @@ ensure_airflow_env() {
     .venv-airflow/bin/python -m pip install -q -e ".[airflow,hive]"  # hive: the Hive catalog test of a killed task
     echo "$want" > "$stamp"
   fi
+}
+
+# pytest-xdist workers for a test run: one per core, at least 2 (a test waiting for a server or a JVM leaves its core
+# to the other worker), at most 4 (each worker starts its own Spark session, metastore and servers when it needs
+# them); PAIMON_OPS_TEST_WORKERS=N overrides, 0 runs serially in this process. Nothing when the caller chose (-n,
+# -p no:xdist). A whole module runs on one worker (--dist loadfile: its module fixtures are built once).
+test_workers() {
+  local a
+  for a in "$@"; do
+    case "$a" in -n|-n[0-9]*|--numprocesses*|no:xdist|--pdb|--trace) return 0;; esac
+  done
+  local n=${PAIMON_OPS_TEST_WORKERS:-}
+  if [ -z "$n" ]; then
+    n=$(nproc 2>/dev/null || echo 2)
+    [ "$n" -ge 2 ] || n=2
+    [ "$n" -le 4 ] || n=4
+  fi
+  [ "$n" = "0" ] || echo "-n $n --dist loadfile"
 }
 
 is_ci() { case "${CI:-}" in 1|true|TRUE|True|yes) return 0;; *) return 1;; esac; }
@@ -127,7 +149,7 @@ case "$cmd" in
     else
       ensure_test_prerequisites
     fi
-    exec .venv/bin/python -m pytest "${args[@]}"
+    exec .venv/bin/python -m pytest $(test_workers "${args[@]}") "${args[@]}"
     ;;
   docs)
     ensure_env

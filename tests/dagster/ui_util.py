@@ -673,7 +673,9 @@ def docs_screenshot(shot: Path, name: str) -> Path:
     """Keep a checked screenshot as the documentation's picture `docs/images/screenshots/<name>.png`."""
     DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     target = DOCS_SCREENSHOTS / f"{name}.png"
-    shutil.copyfile(shot, target)
+    partial = target.with_name(f".{name}.{os.getpid()}.png")  # replaced whole: another worker may build the docs now
+    shutil.copyfile(shot, partial)
+    os.replace(partial, target)
     return target
 
 
