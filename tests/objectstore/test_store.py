@@ -265,7 +265,7 @@ def echo_task(table_location: str, task: dict) -> dict:
 def test_run_task_keeps_store_settings_out_of_the_task_dict():
     import json
 
-    from paimon_ops.execution.runner import run_task
+    from paimon_ops.execution.tasks import run_task
     opts = {"s3.endpoint": "http://127.0.0.1:1", "s3.secret-key": SECRET_KEY, "other": "1"}
     out = json.loads(run_task("tests.objectstore.test_store.echo_task", "s3://b/t", json.dumps({"x": 1}),
                               json.dumps(opts)))
