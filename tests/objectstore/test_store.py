@@ -11,6 +11,7 @@ import pytest
 
 from paimon_ops.errors import InvalidOptionError, ObjectStoreError, UnsafeOperationError
 from paimon_ops.table import objectstore
+from paimon_ops.table.arrow_fileio import ArrowFileIO
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.objectstore import ObjectStoreFileIO, S3Settings
 from tests.objectstore.conftest import ACCESS_KEY, SECRET_KEY
@@ -210,7 +211,7 @@ def test_store_without_conditional_put_refuses_commits_unless_opted_in(s3_server
 
 def test_other_object_stores_through_pyarrow_refuse_commits_unless_opted_in(tmp_path):
     import pyarrow.fs as pafs
-    io = FileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), "gs", "bkt")
+    io = ArrowFileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), "gs", "bkt")
     with pytest.raises(UnsafeOperationError, match="gs:// has no atomic create-if-absent.*unsafe-lock=external"):
         io.write_atomic_if_absent("snapshot/snapshot-1", b"a")
     assert not list((tmp_path / "snapshot").iterdir())  # the temp file is gone too
