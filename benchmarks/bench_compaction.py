@@ -47,7 +47,8 @@ sys.path.insert(0, str(ROOT))
 from paimon_ops.compact.planner import plan_compaction  # noqa: E402
 from paimon_ops.execution.executor import execute  # noqa: E402
 from paimon_ops.execution.plan import human_bytes  # noqa: E402
-from paimon_ops.execution.runner import LocalRunner, SparkRunner, local_spark  # noqa: E402
+from paimon_ops.execution.runner import LocalRunner, SparkRunner  # noqa: E402
+from paimon_ops.execution.spark_session import local_spark  # noqa: E402
 from paimon_ops.table.scan import TableScanner  # noqa: E402
 from paimon_ops.table.table import FileStoreTable  # noqa: E402
 from paimon_ops.table.writer import TableWriter, create_table  # noqa: E402

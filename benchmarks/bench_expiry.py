@@ -338,7 +338,8 @@ def main() -> None:
 
         # ---- 3. Spark executors
         if spark_root is not None:
-            from paimon_ops.execution.runner import SparkRunner, local_spark
+            from paimon_ops.execution.runner import SparkRunner
+            from paimon_ops.execution.spark_session import local_spark
             t = time.perf_counter()
             spark = local_spark("local[2]", "bench-expiry")
             print(f"spark session local[2] started in {time.perf_counter() - t:.1f} s (excluded)")

@@ -391,7 +391,8 @@ def plan_child(root: str, what: str, placement: str, out: mp.Queue) -> None:
     started before the clock starts; this process is the driver, its peak RSS is the driver's)."""
     import hashlib
 
-    from paimon_ops.execution.runner import LocalRunner, SparkRunner, local_spark
+    from paimon_ops.execution.runner import LocalRunner, SparkRunner
+    from paimon_ops.execution.spark_session import local_spark
     from paimon_ops.lifecycle.expire import plan_expire_snapshots
     from paimon_ops.lifecycle.orphans import plan_remove_orphans
     from paimon_ops.table.table import FileStoreTable

@@ -28,7 +28,8 @@ from bench_compaction import build, copy  # noqa: E402
 
 from paimon_ops.compact.planner import plan_compaction  # noqa: E402
 from paimon_ops.execution.executor import execute  # noqa: E402
-from paimon_ops.execution.runner import SparkRunner, local_spark  # noqa: E402
+from paimon_ops.execution.runner import SparkRunner  # noqa: E402
+from paimon_ops.execution.spark_session import local_spark  # noqa: E402
 from tests.spark_cluster import StandaloneCluster  # noqa: E402
 
 

@@ -24,7 +24,8 @@ from paimon_ops.errors import (
 )
 from paimon_ops.execution.plan import Plan
 from paimon_ops.execution.report import Report
-from paimon_ops.execution.runner import LazySparkRunner, LocalRunner, Runner, SparkRunner
+from paimon_ops.execution.runner import LocalRunner, Runner, SparkRunner
+from paimon_ops.execution.spark_session import LazySparkRunner
 from paimon_ops.schemas import package_version
 
 __version__ = package_version()  # also in every JSON document's `version` (paimon_ops.schemas)

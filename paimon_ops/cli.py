@@ -33,8 +33,9 @@ from paimon_ops.errors import (
 )
 from paimon_ops.execution.executor import open_plan_table
 from paimon_ops.execution.fleet import Spool
+from paimon_ops.execution.placement import make_runner, planning_on
 from paimon_ops.execution.plan import Plan, human_bytes
-from paimon_ops.execution.runner import make_runner, planning_on, stuck_start
+from paimon_ops.execution.spark_session import stuck_start
 from paimon_ops.health import missing_files
 from paimon_ops.lifecycle.branches import branch_rows, list_branches
 from paimon_ops.lifecycle.consumers import consumer_rows, list_consumers

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def spark():
     lanes.require("spark")
-    from paimon_ops.execution.runner import local_spark
+    from paimon_ops.execution.spark_session import local_spark
     session = local_spark("local[2]", "paimon-ops-tests")
     yield session
     session.stop()

@@ -81,8 +81,8 @@ MODULE_KINDS: dict[str, str] = {
 }
 # single objects of the code under test that start a process
 OBJECT_KINDS: dict[str, str] = {
-    "paimon_ops.execution.runner.local_spark": "spark",
-    "paimon_ops.execution.runner.connect_spark": "connect",
+    "paimon_ops.execution.spark_session.local_spark": "spark",
+    "paimon_ops.execution.spark_session.connect_spark": "connect",
     "pyspark.sql.session.SparkSession": "spark",
 }
 # names whose mere use means a kind (attribute or global)

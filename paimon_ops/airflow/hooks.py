@@ -29,7 +29,7 @@ from airflow.sdk import BaseHook
 
 import paimon_ops.api as api
 from paimon_ops.errors import InvalidArgumentError, PaimonOpsError
-from paimon_ops.execution.runner import make_runner
+from paimon_ops.execution.placement import make_runner
 from paimon_ops.lifecycle.schedule import tag_schedule
 from paimon_ops.options import CATALOG_CONNECT_TIMEOUT, PARTITION_EXPIRATION_TIME, is_catalog_option
 from paimon_ops.table.objectstore import is_store_option

@@ -137,7 +137,7 @@ _KINDS = {MERGE: _merge_task, REWRITE: _rewrite_task, CONCAT: _concat_task, SORT
 
 
 def run_compaction_task(table_location: str, task: dict[str, Any]) -> dict[str, Any]:
-    """Executor entry point (see paimon_ops.execution.runner): rewrite the task's files, return the new files' metadata."""
+    """Executor entry point (see paimon_ops.execution.tasks): rewrite the task's files, return the new files' metadata."""
     started = time.time()
     kind = task.get("kind")
     if kind not in _KINDS:

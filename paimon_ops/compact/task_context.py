@@ -14,7 +14,7 @@ import pyarrow as pa
 from paimon_ops.compact.model import InputFile, meta_from_json
 from paimon_ops.compact.rolling import RollingWriter, WriteParams
 from paimon_ops.errors import CancelledError, MissingFileError
-from paimon_ops.execution.runner import check_cancelled
+from paimon_ops.execution.tasks import check_cancelled
 from paimon_ops.format.binary_row import deserialize_row
 from paimon_ops.format.datafile import KEY_PREFIX, SEQUENCE_NUMBER
 from paimon_ops.format.deletion_vectors import DeletionVector, read_dv

@@ -10,8 +10,8 @@ from typing import Any
 from dagster import AssetKey, AssetObservation, MetadataValue
 
 from paimon_ops.dagster.metadata import md_table
+from paimon_ops.execution.placement import Placed, place
 from paimon_ops.execution.plan import count_by_kind, human_bytes
-from paimon_ops.execution.runner import Placed, place
 
 PROGRESS_EVERY_S = 10.0
 MAX_TASKS_LISTED = 20

@@ -21,7 +21,8 @@ from pydantic import Field
 
 from paimon_ops.catalog import Catalog, open_catalog
 from paimon_ops.errors import PaimonOpsError, UnreachableError
-from paimon_ops.execution.runner import LazySparkRunner, Placed, local_spark, make_runner, place
+from paimon_ops.execution.placement import Placed, make_runner, place
+from paimon_ops.execution.spark_session import LazySparkRunner, local_spark
 from paimon_ops.table.table import FileStoreTable
 
 log = logging.getLogger("paimon_ops.dagster")

@@ -70,7 +70,8 @@ from paimon_ops.execution.runner import Progress, Runner
 from paimon_ops.format.names import first_unplain
 from paimon_ops.options import FILE_OPERATION_THREAD_NUM
 from paimon_ops.table.consistency import check_history
-from paimon_ops.table.fileio import FileIO, entry_types
+from paimon_ops.table.fileio import FileIO
+from paimon_ops.table.local_fileio import LocalFileIO, entry_types
 from paimon_ops.table.references import (
     branch_tables,
     kept_names,
@@ -324,7 +325,7 @@ def preflight(table: FileStoreTable, steps: Iterable[Step], check_references: bo
     out.owners = [posixpath.normpath(p) for files in removing for p in files.where_kind(OWNER_KINDS).paths()]
     for files in removing:
         out.content += files.where_kind(CONTENT_KINDS)
-    if local and io.roots:
+    if isinstance(io, LocalFileIO) and io.roots:
         _check_local_dirs(io, ident, by_dir, table.options.get(FILE_OPERATION_THREAD_NUM) or DELETE_THREADS)
     if check_references and out.content:
         check_history(table, "deleting files")
@@ -414,7 +415,7 @@ def _first_outside(roots: Sequence[str], actions: Sequence[FileAction]) -> str:
     return actions[0].path
 
 
-def _check_local_dirs(io: FileIO, ident: str, by_dir: dict[str, list[_Part]], threads: int) -> None:
+def _check_local_dirs(io: LocalFileIO, ident: str, by_dir: dict[str, list[_Part]], threads: int) -> None:
     """`_check_local_dir` of every directory; many files: several directories at once (listing a directory of 100,000
     files is mostly the kernel's work, done without the GIL). The first refusal in the directories' order is raised."""
     if threads < 2 or len(by_dir) < 2 or\
@@ -431,12 +432,12 @@ def _check_local_dirs(io: FileIO, ident: str, by_dir: dict[str, list[_Part]], th
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _check_local_dir(io: FileIO, ident: str, d: str, parts: Sequence[_Part]) -> None:
+def _check_local_dir(io: LocalFileIO, ident: str, d: str, parts: Sequence[_Part]) -> None:
     """The directory reached without a symlink and writable; each file a regular file (a directory for DIRECTORY
     actions) or already gone."""
     items = _group(parts)
     try:
-        fd = io._open_dir(d, "delete")
+        fd = io.open_dir(d, "delete")
     except UnsafeOperationError as e:
         m = re.search(r"(\S+ is a symbolic link(?: -> \S+)?)", str(e))
         raise PreflightError(ident, items[0].path, f"{m.group(1) if m else e} on the way (never followed)")\
@@ -560,6 +561,12 @@ class Deleter:
         # (read now: a bad value fails the execution before its first delete, naming the option and the table)
         self.threads = threads or table.options.get(FILE_OPERATION_THREAD_NUM) or DELETE_THREADS
 
+    @property
+    def _local_io(self) -> LocalFileIO:
+        """The FileIO as a local one: plain names in a directory (`_directories`) are yielded for local ones only."""
+        assert isinstance(self.io, LocalFileIO)
+        return self.io
+
     def delete(self, actions: Sequence[FileAction]) -> tuple[FileList, int]:
         """Delete one phase; returns (actually deleted actions, missing count). Raises if any delete fails."""
         actions = FileList(actions)
@@ -578,7 +585,7 @@ class Deleter:
             missing, n_done = 0, 0
             for directory, ix, names in self._directories(actions, groups):
                 if names is not None:  # a local directory: opened (and listed) once for all its files
-                    outcome = self.io.delete_in_directory(directory, names)
+                    outcome = self._local_io.delete_in_directory(directory, names)
                 else:
                     outcome = self.io.delete_files([actions[i].path for i in ix])
                 gone.extend(i for i, ok in zip(ix, outcome) if ok)
@@ -641,7 +648,7 @@ class Deleter:
                             listings.pop(generating, None)
                         generating = d
                     if shared and d not in listings:
-                        listings[d] = pool.submit(self.io.directory_entry_types, d)
+                        listings[d] = pool.submit(self._local_io.directory_entry_types, d)
                     open_batches[d] = open_batches.get(d, 0) + 1
                     in_flight[pool.submit(self._delete_batch, d, files, local, listings.get(d), stop)] = (k, d, part)
                     k += 1
@@ -682,7 +689,7 @@ class Deleter:
         if stop.is_set():
             return []
         if local:
-            return self.io.delete_in_directory(directory, files, listing.result() if listing else None, stop)
+            return self._local_io.delete_in_directory(directory, files, listing.result() if listing else None, stop)
         out: list[bool] = []
         for p in files:
             if stop.is_set():
@@ -709,14 +716,13 @@ class Deleter:
                      ) -> Iterable[tuple[str, Sequence[int], Sequence[str] | None]]:
         """The files grouped by parent directory (first appearance order), at most batch_size files a group
         unless they share one directory: (directory, positions, plain names) where the directory is normalised,
-        confined and local — `FileIO.delete_in_directory` then deletes them; names None: the generic path."""
-        local = self.io.is_local
+        confined and local — `LocalFileIO.delete_in_directory` then deletes them; names None: the generic path."""
         all_names = actions.names
         for d, ix in groups:
             positions: Sequence[int] = range(len(actions)) if ix is None else ix
             names = all_names if ix is None else [all_names[i] for i in ix]
-            if not (local and d and posixpath.normpath(d) == d and {"", ".", ".."}.isdisjoint(names)
-                    and self.io._confined(d + "/" + names[0])):
+            if not (isinstance(self.io, LocalFileIO) and d and posixpath.normpath(d) == d
+                    and {"", ".", ".."}.isdisjoint(names) and self.io.confined(d + "/" + names[0])):
                 for i in range(0, len(positions), self.batch_size):
                     yield d, positions[i:i + self.batch_size], None
                 continue

@@ -58,9 +58,10 @@ from paimon_ops.execution.model import (
     gate_of,
     removal_words,
 )
+from paimon_ops.execution.placement import place
 from paimon_ops.execution.planning import plan_again, replan
 from paimon_ops.execution.report import Report
-from paimon_ops.execution.runner import Progress, Runner, place
+from paimon_ops.execution.runner import Progress, Runner
 from paimon_ops.format.snapshot import Tag, parse_hint
 from paimon_ops.options import CATALOG_WAREHOUSE, affects_files
 from paimon_ops.table import hints

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
 
-from paimon_ops.execution.runner import use_cores
+from paimon_ops.execution.tasks import use_cores
 
 OK, ERROR, INTERRUPTED, NOT_STARTED, LOST = "ok", "error", "interrupted", "not started", "lost"
 

@@ -53,6 +53,7 @@ from paimon_ops.errors import (
 )
 from paimon_ops.execution.executor import Execution, register_check, register_step
 from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.placement import spark_placed
 from paimon_ops.execution.plan import (
     CHANGELOG,
     DATA,
@@ -74,7 +75,7 @@ from paimon_ops.execution.plan import (
     declare_step_action,
     planner,
 )
-from paimon_ops.execution.runner import Runner, spark_placed
+from paimon_ops.execution.runner import Runner
 from paimon_ops.format.snapshot import Snapshot
 from paimon_ops.lifecycle.protection import (
     STORE_CAPACITY,

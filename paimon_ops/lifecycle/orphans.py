@@ -41,6 +41,7 @@ from paimon_ops.errors import (
     arg,
 )
 from paimon_ops.execution.journal import plan_pending
+from paimon_ops.execution.placement import spark_placed
 from paimon_ops.execution.plan import (
     DELETE_DIRS,
     DELETE_FILES,
@@ -54,7 +55,7 @@ from paimon_ops.execution.plan import (
     Workload,
     planner,
 )
-from paimon_ops.execution.runner import Runner, spark_placed
+from paimon_ops.execution.runner import Runner
 from paimon_ops.features import MANAGED_BLOB_SUFFIXES
 from paimon_ops.operations.model import InstantMs
 from paimon_ops.operations.remove_orphans import DEFAULT_MIN_AGE

@@ -11,7 +11,7 @@ Rules here, for reading, writing and deleting alike:
 * it is used only when the root is on the table's own file system (same scheme and authority: the local disk, or
   the same S3 bucket); a root elsewhere is a table feature the gate refuses (`features.EXTERNAL_ELSEWHERE`);
 * local roots are resolved to their real path once, so every later access walks down from there without
-  following a symlink (fileio.py), exactly as inside the table root.
+  following a symlink (local_fileio.py), exactly as inside the table root.
 
 Writing (compaction output) follows Java's `ExternalPathProvider`: strategy `none` (the default) writes into the
 table; `round-robin` rotates over the roots from a random start per bucket writer; `specific-fs` uses the roots

@@ -40,7 +40,7 @@ from urllib.parse import urlparse
 
 from paimon_ops.errors import InvalidOptionError, ObjectStoreError, UnsafeOperationError
 from paimon_ops.options import COMMIT_OBJECT_STORE_UNSAFE_LOCK, parse_duration
-from paimon_ops.table.fileio import DeleteOutcome, FaultHook, FileIO, FileStatus, register_store
+from paimon_ops.table.fileio import DeleteOutcome, FaultHook, FileIO, FileStatus, register_opener
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def is_store_option(key: str) -> bool:
     return key.startswith(("s3.", "fs.s3a.")) or key == UNSAFE_LOCK_OPTION
 
 
-# Store options of the task an executor is running (set by runner.run_task, read by FileIO.resolve).
+# Store options of the task an executor is running (set by tasks.call_task, read by FileIO.resolve).
 _TASK_OPTIONS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("paimon_ops_store_options",
                                                                                           default=None)
 
@@ -392,13 +392,6 @@ class ObjectStoreFileIO(FileIO):
             else:
                 store = dict(_KNOWN.get(bucket, {}))
         return ObjectStoreFileIO(client_for(S3Settings.resolve(store), bucket), scheme, fault_hook)
-
-    def with_fault_hook(self, hook: FaultHook | None) -> ObjectStoreFileIO:
-        return ObjectStoreFileIO(self.client, self.scheme, hook)
-
-    def with_roots(self, roots: Sequence[str]) -> ObjectStoreFileIO:
-        """Confinement roots are a local-disk concept (symlinks); paths are still checked by the Deleter."""
-        return self
 
     def task_options(self) -> dict[str, str]:
         return self.client.settings.as_options()
@@ -757,7 +750,7 @@ def _open_s3(scheme: str, rest: str, options: Mapping[str, str] | None,
     return ObjectStoreFileIO.open(scheme, bucket, options, fault_hook), f"{bucket}/{key.strip('/')}".rstrip("/")
 
 
-register_store(S3_SCHEMES, _open_s3)
+register_opener(S3_SCHEMES, _open_s3)
 
 
 __all__ = ["S3Settings", "S3Client", "ObjectStoreFileIO", "S3_SCHEMES", "UNSAFE_LOCK_OPTION", "is_store_option",

@@ -45,7 +45,8 @@ def test_compaction_on_local_spark(spark, warehouse):
 DRIVER = r"""
 import json, os, sys
 import paimon_ops as po
-from paimon_ops.execution.runner import SparkRunner, local_spark
+from paimon_ops.execution.runner import SparkRunner
+from paimon_ops.execution.spark_session import local_spark
 spark = local_spark(sys.argv[1], "paimon-ops-cluster-test", {"spark.executor.memory": "1g", "spark.executor.cores": "1"})
 report = po.Table.open(sys.argv[2]).maintenance.compact(memory_budget=1 << 20).execute(runner=SparkRunner(spark))
 print(json.dumps({"report": report.to_dict(), "driver_pid": os.getpid()}))

@@ -23,7 +23,7 @@ from dagster import AssetCheckKey, DagsterInstance, build_schedule_context, buil
 from paimon_ops.dagster import PaimonSpark, PaimonWarehouse, build_paimon_definitions, build_paimon_parts
 from paimon_ops.dagster.state import read_state, write_state
 from paimon_ops.dagster.table_asset import FAILED_COUNT_TAG, FAILED_TABLES_TAG
-from paimon_ops.table.fileio import FileIO
+from paimon_ops.table.local_fileio import LocalFileIO
 from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import create_table
 from tests.dagster.util import materializations, ms, observations, table_key, write
@@ -209,12 +209,12 @@ def test_definitions_build_from_the_description_without_the_warehouse(fleet, tmp
     shutil.move(fleet, moved)  # nothing left where the tables were: any read would fail
     reads: list[str] = []
     for method in ("read_bytes", "open_input", "exists", "list_status", "is_dir", "is_file"):
-        original = getattr(FileIO, method)
+        original = getattr(LocalFileIO, method)
 
         def spy(self, path, *a, _original=original, **kw):
             reads.append(path)
             return _original(self, path, *a, **kw)
-        monkeypatch.setattr(FileIO, method, spy)
+        monkeypatch.setattr(LocalFileIO, method, spy)
     parts = build_paimon_parts(fleet, state_path=str(state))
     assert reads == []
     assert [r.spec for r in parts.refs] == [r.spec for r in live.refs]

@@ -15,7 +15,7 @@ from dagster import AssetKey, Definitions, SensorResult, build_sensor_context
 from paimon_ops.api import OPERATIONS
 from paimon_ops.dagster import build_paimon_definitions
 from paimon_ops.dagster.operations import DAGSTER_OPERATIONS
-from paimon_ops.table.fileio import FileIO
+from paimon_ops.table.local_fileio import LocalFileIO
 from paimon_ops.table.table import FileSystemCatalog
 from paimon_ops.table.writer import create_table
 from tests.dagster.util import ms, observations, run_job, table_key, write
@@ -163,12 +163,12 @@ def test_a_steady_tick_reads_one_hint_per_table(fleet, fresh_instance, monkeypat
         cursors[name] = cursor
     calls: list[tuple[str, str]] = []
     for method in ("read_bytes", "open_input", "exists", "list_status", "is_dir", "is_file"):  # what reads
-        original = getattr(FileIO, method)
+        original = getattr(LocalFileIO, method)
 
         def spy(self, path, *a, _original=original, _method=method, **kw):
             calls.append((_method, path))
             return _original(self, path, *a, **kw)
-        monkeypatch.setattr(FileIO, method, spy)
+        monkeypatch.setattr(LocalFileIO, method, spy)
     for name in SENSORS:
         calls.clear()
         out = _tick(defs, name, fresh_instance, cursor=cursors[name])

@@ -159,18 +159,18 @@ def test_snapshot_count_sensor_requests_expiry(warehouse, spark_res, instance):
 def test_sensor_ticks_read_metadata_only(warehouse, fresh_instance, monkeypatch):
     """A tick opens snapshot / manifest / index-manifest files, never a data file (nor a DV index file: the
     cardinalities are in the index manifest)."""
-    from paimon_ops.table.fileio import FileIO
+    from paimon_ops.table.local_fileio import LocalFileIO
     build_orders(warehouse)
     build_events(warehouse)
     defs = build_paimon_definitions(warehouse)
     opened: list[str] = []
     for name in ("read_bytes", "open_input"):
-        original = getattr(FileIO, name)
+        original = getattr(LocalFileIO, name)
 
         def spy(self, path, _original=original):
             opened.append(path)
             return _original(self, path)
-        monkeypatch.setattr(FileIO, name, spy)
+        monkeypatch.setattr(LocalFileIO, name, spy)
     for sensor in ("paimon_dv_ratio_sensor", "paimon_small_files_sensor", "paimon_snapshot_count_sensor",
                    "paimon_manifest_sensor", "paimon_observation_sensor"):
         _tick(defs, sensor, fresh_instance)

@@ -3,7 +3,8 @@ expiry's planning decodes its deltas there too (tests/lifecycle/test_spark_place
 from __future__ import annotations
 
 import paimon_ops as po
-from paimon_ops.execution.runner import SparkRunner, planning_on
+from paimon_ops.execution.placement import planning_on
+from paimon_ops.execution.runner import SparkRunner
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, check_references, leaks, new_table
 
 

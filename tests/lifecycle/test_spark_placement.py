@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import paimon_ops as po
+from paimon_ops.execution.placement import AutoRunner, planning_on
 from paimon_ops.execution.plan import Workload
-from paimon_ops.execution.runner import AutoRunner, LocalRunner, SparkRunner, planning_on
+from paimon_ops.execution.runner import LocalRunner, SparkRunner
 from paimon_ops.table.table import FileStoreTable
 from tests.lifecycle.helpers import HOUR_MS, MetaSim, age_files, check_references, copy_table, leaks, new_table, rel_files
 
@@ -224,7 +225,9 @@ def test_failing_executor_read_fails_closed(history, spark, tmp_path):
 CLUSTER_DRIVER = r"""
 import json, sys
 import paimon_ops as po
-from paimon_ops.execution.runner import SparkRunner, local_spark, planning_on
+from paimon_ops.execution.placement import planning_on
+from paimon_ops.execution.runner import SparkRunner
+from paimon_ops.execution.spark_session import local_spark
 from paimon_ops.table.table import FileStoreTable
 url, expiry_root, orphans_root, expiry_now, orphans_now = sys.argv[1:6]
 spark = local_spark(url, "paimon-ops-lifecycle-cluster-test", {"spark.executor.memory": "1g",

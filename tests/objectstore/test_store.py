@@ -11,6 +11,7 @@ import pytest
 
 from paimon_ops.errors import InvalidOptionError, ObjectStoreError, UnsafeOperationError
 from paimon_ops.table import objectstore
+from paimon_ops.table.arrow_fileio import ArrowFileIO
 from paimon_ops.table.fileio import FileIO
 from paimon_ops.table.objectstore import ObjectStoreFileIO, S3Settings
 from tests.objectstore.conftest import ACCESS_KEY, SECRET_KEY
@@ -210,7 +211,7 @@ def test_store_without_conditional_put_refuses_commits_unless_opted_in(s3_server
 
 def test_other_object_stores_through_pyarrow_refuse_commits_unless_opted_in(tmp_path):
     import pyarrow.fs as pafs
-    io = FileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), "gs", "bkt")
+    io = ArrowFileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), "gs", "bkt")
     with pytest.raises(UnsafeOperationError, match="gs:// has no atomic create-if-absent.*unsafe-lock=external"):
         io.write_atomic_if_absent("snapshot/snapshot-1", b"a")
     assert not list((tmp_path / "snapshot").iterdir())  # the temp file is gone too
@@ -265,7 +266,7 @@ def echo_task(table_location: str, task: dict) -> dict:
 def test_run_task_keeps_store_settings_out_of_the_task_dict():
     import json
 
-    from paimon_ops.execution.runner import run_task
+    from paimon_ops.execution.tasks import run_task
     opts = {"s3.endpoint": "http://127.0.0.1:1", "s3.secret-key": SECRET_KEY, "other": "1"}
     out = json.loads(run_task("tests.objectstore.test_store.echo_task", "s3://b/t", json.dumps({"x": 1}),
                               json.dumps(opts)))

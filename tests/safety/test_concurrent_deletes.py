@@ -27,7 +27,8 @@ import pytest
 
 import paimon_ops as po
 from paimon_ops.errors import PaimonOpsError
-from paimon_ops.table.fileio import FileIO, InjectedFault
+from paimon_ops.table.arrow_fileio import ArrowFileIO
+from paimon_ops.table.fileio import InjectedFault
 from paimon_ops.table.table import FileStoreTable
 from tests.interop import java_harness as jh
 from tests.interop.java_harness import JavaTable
@@ -207,10 +208,10 @@ def hdfs_like():
 
     def opener(scheme, rest, options, hook):
         authority, _, path = rest.partition("/")
-        return FileIO(pafs.SubTreeFileSystem("/", pafs.LocalFileSystem()), scheme, authority, hook), "/" + path
-    fileio.register_store(["hdfslike"], opener)
+        return ArrowFileIO(pafs.SubTreeFileSystem("/", pafs.LocalFileSystem()), scheme, authority, hook), "/" + path
+    fileio.register_opener(["hdfslike"], opener)
     yield "hdfslike://namenode"
-    fileio._STORE_OPENERS.pop("hdfslike", None)
+    fileio._OPENERS.pop("hdfslike", None)
 
 
 def test_an_hdfs_like_file_system_deletes_concurrently(base, tmp_path, hdfs_like):

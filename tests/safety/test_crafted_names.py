@@ -225,7 +225,8 @@ def test_external_path_outside_the_configured_external_paths_is_refused(tmp_path
 def test_crafted_data_file_name_stops_planning_on_spark(tmp_path, spark, op):
     """Placed on Spark (the executors decode the manifests: expiry's candidates streamed back, orphans' names joined
     there), the crafted name stops the plan the same way, before anything is deleted."""
-    from paimon_ops.execution.runner import SparkRunner, planning_on
+    from paimon_ops.execution.placement import planning_on
+    from paimon_ops.execution.runner import SparkRunner
     table = _build(tmp_path)
     if op == "expire-snapshots":
         manifest, victim = _craft(table, table.snapshots.snapshot(4), FileKind.DELETE)

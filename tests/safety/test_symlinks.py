@@ -160,7 +160,7 @@ def test_many_files_of_one_directory_are_listed_once_and_a_link_among_them_is_re
     path (preflight bypassed: the executor's own checks)."""
     from paimon_ops.execution.deleter import Deleter
     from paimon_ops.execution.plan import DATA, FileAction
-    from paimon_ops.table.fileio import DELETE_LISTING_RUN
+    from paimon_ops.table.local_fileio import DELETE_LISTING_RUN
     table, victim, _ = setup
     bucket = os.path.join(table.root, "dt=2024-01-02", "bucket-3")
     os.makedirs(bucket)

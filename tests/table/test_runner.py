@@ -71,8 +71,8 @@ def test_spark_runner_runs_packed_partitions_in_parallel(spark):
 
 
 def test_auto_runner_places_small_plans_in_process_and_says_why():
+    from paimon_ops.execution.placement import AutoRunner
     from paimon_ops.execution.plan import Workload
-    from paimon_ops.execution.runner import AutoRunner
     auto = AutoRunner(max_local_bytes=100, max_local_tasks=2)
     runner, why = auto.place(Workload(tasks=0, deletes=10))
     assert runner is auto.local and "no tasks" in why["why"] and not auto.spark.started
@@ -86,7 +86,7 @@ def test_auto_runner_places_small_plans_in_process_and_says_why():
 def test_auto_runner_thresholds_are_table_options(tmp_path, spark):
     from paimon_ops.compact.planner import plan_compaction
     from paimon_ops.execution.executor import execute
-    from paimon_ops.execution.runner import AutoRunner
+    from paimon_ops.execution.placement import AutoRunner
     from paimon_ops.table.table import FileStoreTable
     from tests.safety.util import partitioned_table
     wh = tmp_path / "wh"
@@ -114,7 +114,8 @@ def test_the_shipped_package_zip_is_the_whole_package():
 
     from paimon_ops.execution.runner import _package_zip
     names = set(zipfile.ZipFile(io.BytesIO(_package_zip())).namelist())
-    for must in ("paimon_ops/__init__.py", "paimon_ops/execution/runner.py", "paimon_ops/execution/deleter.py",
+    for must in ("paimon_ops/__init__.py", "paimon_ops/execution/runner.py", "paimon_ops/execution/tasks.py",
+                 "paimon_ops/execution/deleter.py",
                  "paimon_ops/table/references.py", "paimon_ops/schemas/plan.schema.json"):
         assert must in names, must
     assert all(n.startswith("paimon_ops/") and "__pycache__" not in n for n in names)
