@@ -77,7 +77,7 @@ test_workers() {
     [ "$n" -ge 2 ] || n=2
     [ "$n" -le 4 ] || n=4
   fi
-  [ "$n" = "0" ] || echo "-n $n --dist loadfile"
+  [ "$n" = "0" ] || echo "-n $n --dist loadfile --no-loadscope-reorder"  # longest modules first: tests/lanes.py
 }
 
 is_ci() { case "${CI:-}" in 1|true|TRUE|True|yes) return 0;; *) return 1;; esac; }

@@ -92,6 +92,7 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config, items):
     lanes.apply_markers(config, items)
+    lanes.longest_first(items)
 
 
 @pytest.hookimpl(hookwrapper=True)
