@@ -95,8 +95,12 @@ import org.apache.paimon.utils.FileStorePathFactory;
 import org.apache.paimon.utils.Pair;
 import org.apache.paimon.utils.PartitionPathUtils;
 
+import java.io.BufferedReader;
 import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -132,6 +136,9 @@ public class PaimonHarness {
         }
         // Keep stdout clean for the JSON answer: library noise printed to System.out goes to stderr.
         System.setOut(System.err);
+        if (args[0].equals("--serve")) {
+            System.exit(serve(realOut));
+        }
         int rc = 0;
         try {
             InputStream in = System.in;
@@ -149,6 +156,49 @@ public class PaimonHarness {
         }
         // Paimon keeps non-daemon executor threads around; exit explicitly.
         System.exit(rc);
+    }
+
+    /**
+     * One JVM for many commands (the tests' harness server): each stdin line is {"command", "payload"}, each answer
+     * one stdout line, {"result": ...} or {"error": "<what failed, with the stack trace>"}. A command runs exactly
+     * as in a one-shot JVM (the same dispatch, a catalog of its own); ends at the end of stdin.
+     */
+    static int serve(PrintStream out) {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = readLine(in)) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            ObjectNode answer = NF.objectNode();
+            String command = "?";
+            try {
+                JsonNode request = MAPPER.readTree(line);
+                command = request.get("command").asText();
+                JsonNode payload = request.path("payload");
+                answer.set("result", dispatch(command, payload.isObject() ? payload : NF.objectNode()));
+            } catch (Throwable t) {
+                StringWriter trace = new StringWriter();
+                t.printStackTrace(new PrintWriter(trace));
+                answer.put("error", "PaimonHarness: command '" + command + "' failed:\n" + trace);
+            }
+            try {
+                out.write(MAPPER.writeValueAsBytes(answer));
+            } catch (Exception e) {
+                out.print("{\"error\": \"PaimonHarness: an answer that cannot be written as JSON\"}");
+            }
+            out.write('\n');
+            out.flush();
+        }
+        return 0;
+    }
+
+    static String readLine(BufferedReader in) {
+        try {
+            return in.readLine();
+        } catch (java.io.IOException e) {
+            return null;
+        }
     }
 
     static JsonNode dispatch(String command, JsonNode p) throws Exception {
