@@ -38,7 +38,7 @@ KINDS: dict[str, str] = {
     "spark": "starts (or shares) a local SparkSession: a JVM",
     "connect": "starts (or shares) a Spark Connect server process",
     "cluster": "starts (or shares) a standalone Spark master and worker",
-    "java": "runs Java Paimon 0.9 through the interop harness (a JVM per call)",
+    "java": "runs Java Paimon 0.9 through the interop harness (one JVM serves a test process's calls)",
     "hive": "starts (or shares) a Hive Metastore (a JVM)",
     "jdbc": "starts (or shares) PostgreSQL / MariaDB servers",
     "rest": "starts the REST catalog spec server",

@@ -16,7 +16,8 @@ Overrides: ``PAIMON_HARNESS_JAR`` (path to the Paimon bridge jar, skips the down
 ``JAVA_HOME`` (uses ``$JAVA_HOME/bin/java`` and ``javac``).
 
 :func:`run` executes one command: ``java -cp <cp> PaimonHarness <command>`` with the JSON payload
-on stdin; the JSON answer comes back on stdout, logs go to stderr. A non-zero exit raises
+on stdin; the JSON answer comes back on stdout, logs go to stderr. Within a test process the calls share one JVM
+(``PaimonHarness --serve``, :class:`_Server`), which runs each command exactly as a one-shot JVM would. A non-zero exit raises
 :class:`JavaHarnessError` (a ``RuntimeError``) carrying the tail of stderr. :func:`run_many` runs
 several commands in one JVM (command ``multi``).
 
