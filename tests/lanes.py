@@ -187,9 +187,14 @@ class _Inference:
                 out.add(kind)
             if name in globs:
                 out |= self.of_object(globs[name])
+        asks_for_fixtures = "getfixturevalue" in code.co_names
         for const in code.co_consts:
             if isinstance(const, types.CodeType):  # nested functions, lambdas, comprehensions, classes
                 out |= self.of_code(const, globs)
+            elif asks_for_fixtures and isinstance(const, str) and const in FIXTURE_KINDS:
+                # request.getfixturevalue("spark"): the fixture is not in the closure, and a session fixture another
+                # test already made starts nothing, so the guard would catch it only when this test runs first
+                out.add(FIXTURE_KINDS[const])
         return frozenset(out)
 
 

@@ -60,6 +60,11 @@ def test_markers_follow_fixtures_and_helpers(inner):
         def test_spark_fixture(spark):
             pass
 
+        @pytest.mark.parametrize("kind", ["local", "spark"])
+        def test_spark_fixture_asked_for(request, kind):
+            if kind == "spark":
+                request.getfixturevalue("spark")
+
         def test_browser_imported_in_the_function(tmp_path):
             from tests.dagster import ui_util as ui
             ui.Browser(tmp_path / "chromium", tmp_path / "log")
@@ -84,6 +89,7 @@ def test_markers_follow_fixtures_and_helpers(inner):
     assert kinds["test_helper_two_levels_down"] == {"java"}
     assert kinds["test_helper_class"] == {"java"}
     assert kinds["test_spark_fixture"] == {"spark"}
+    assert kinds["test_spark_fixture_asked_for[spark]"] == {"spark"}  # (its `local` case too: one function)
     assert kinds["test_browser_imported_in_the_function"] == {"webserver"}
     assert kinds["test_cli_subprocess"] == {"subprocess"}
     assert kinds["test_kills"] == {"subprocess", "kill9"}
