@@ -2,8 +2,8 @@
 # The project's own entry point. On a fresh machine (Python >= 3.11, Java 17) it creates the virtual env,
 # installs everything the project needs, then runs what was asked:
 #   ./dev.sh demo   build a sample warehouse and run the nightly maintenance job end to end
-#   ./dev.sh test   run the whole test suite, every proof, one pytest-xdist worker per core (what CI runs:
-#                   CI=true ./dev.sh test; PAIMON_OPS_TEST_WORKERS=0 runs it serially)
+#   ./dev.sh test   run the whole test suite, every proof, on 2 pytest-xdist workers (what CI runs:
+#                   CI=true ./dev.sh test; PAIMON_OPS_TEST_WORKERS=N chooses, 0 runs it serially)
 #   ./dev.sh test --fast   the edit loop's lane: leaves out every test that starts a server or a JVM (Spark, Connect,
 #                   cluster, Java, Hive, JDBC, REST, moto, Airflow, webserver, kill -9, docs: tests/lanes.py marks
 #                   them), a few minutes on 2 cores; refused under CI=true. Extra arguments go to pytest.
@@ -62,21 +62,17 @@ ensure_airflow_env() {
   fi
 }
 
-# pytest-xdist workers for a test run: one per core, at least 2 (a test waiting for a server or a JVM leaves its core
-# to the other worker), at most 4 (each worker starts its own Spark session, metastore and servers when it needs
-# them); PAIMON_OPS_TEST_WORKERS=N overrides, 0 runs serially in this process. Nothing when the caller chose (-n,
-# -p no:xdist). A whole module runs on one worker (--dist loadfile: its module fixtures are built once).
+# pytest-xdist workers for a test run: 2 (a test waiting for a server or a JVM leaves its core to the other worker;
+# each worker starts its own Spark session, metastore and servers when it needs them, so more workers need more
+# memory: 2 is what the suite is measured and proven with); PAIMON_OPS_TEST_WORKERS=N overrides, 0 runs serially in
+# this process. Nothing when the caller chose (-n, -p no:xdist). A whole module runs on one worker (--dist loadfile:
+# its module fixtures are built once).
 test_workers() {
   local a
   for a in "$@"; do
     case "$a" in -n|-n[0-9]*|--numprocesses*|no:xdist|--pdb|--trace) return 0;; esac
   done
-  local n=${PAIMON_OPS_TEST_WORKERS:-}
-  if [ -z "$n" ]; then
-    n=$(nproc 2>/dev/null || echo 2)
-    [ "$n" -ge 2 ] || n=2
-    [ "$n" -le 4 ] || n=4
-  fi
+  local n=${PAIMON_OPS_TEST_WORKERS:-2}
   [ "$n" = "0" ] || echo "-n $n --dist loadfile --no-loadscope-reorder"  # longest modules first: tests/lanes.py
 }
 

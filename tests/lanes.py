@@ -14,7 +14,7 @@ teardown is a server in disguise and fails the test too. The fixtures and helper
 kind as well (`require`). So the fast lane (`./dev.sh test --fast`: no process kind but `subprocess`) cannot silently
 grow a JVM or a server.
 
-The full suite (`./dev.sh test`, CI) runs on pytest-xdist workers, one per core, a whole module per worker: each worker
+The full suite (`./dev.sh test`, CI) runs on 2 pytest-xdist workers, a whole module per worker: each worker
 starts its own Spark session and servers when its tests need them, on ports claimed once per run (`tests/net.py`), in
 its own temporary directories. Modules run longest first (`LONG_MODULES`), so that no long module is left for the end.
 """
