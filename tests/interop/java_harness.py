@@ -522,21 +522,18 @@ class _Server:
         try:
             assert self.proc.stdin is not None and self.proc.stdout is not None
             try:
-                self.proc.stdin.write(json.dumps({"command": command}).encode()[:-1] + b', "payload": ' +
-                                      data.encode() + b"}\n")
+                self.proc.stdin.write(f'{{"command": {json.dumps(command)}, "payload": {data}}}\n'.encode())
                 self.proc.stdin.flush()
             except BrokenPipeError:
                 pass  # it died: reported below with its log
             line = self._read_line(timeout)
-            if line is None:
+            if not line:  # None: the deadline passed; b"": the JVM ended
                 self.stop()
-                raise JavaHarnessError(f"Java harness command {command!r} timed out after {timeout}s\n"
-                                       f"{_tail(self._log_text())}", command=command, stderr=self._log_text())
-            if not line:
-                self.stop()
-                raise JavaHarnessError(f"Java harness server died during command {command!r} "
-                                       f"(exit {self.proc.returncode}); its log:\n{_tail(self._log_text())}",
-                                       command=command, stderr=self._log_text(), returncode=self.proc.returncode)
+                log = self._log_text()
+                what = f"timed out after {timeout}s" if line is None else \
+                    f"ended the harness server (exit {self.proc.returncode})"
+                raise JavaHarnessError(f"Java harness command {command!r} {what}; its log:\n{_tail(log)}",
+                                       command=command, stderr=log, returncode=self.proc.returncode)
             answer = json.loads(line)
             if "error" in answer:
                 raise JavaHarnessError(f"Java harness command {command!r} failed; stderr tail:\n"
