@@ -102,6 +102,9 @@ def pytest_runtest_protocol(item, nextitem):
         yield
     finally:
         lanes.set_current(outer)
+        harness = sys.modules.get("tests.interop.java_harness")
+        if harness is not None and outer is None:
+            harness.end_of_test()  # a catalog's JVM never outlives its test
 
 
 # ---------------------------------------------------------------------------------------------- proofs cannot skip

@@ -64,19 +64,25 @@ def _retry(fn, log: Path, what: str, deadline_s: float = 30) -> None:
             time.sleep(0.3)
 
 
-def _stop(pid: int, timeout: float = 30, sig: int = signal.SIGTERM) -> None:
+def _stop(pid: int, timeout: float = 30, sig: int = signal.SIGTERM, proc: subprocess.Popen | None = None) -> None:
+    """Signal `pid` and wait for it to end (SIGKILL after `timeout`). A server that is our own child (`proc`) is
+    reaped here: until then its pid stays valid as a zombie, and waiting for the pid alone would always time out."""
     try:
         os.kill(pid, sig)
     except ProcessLookupError:
         return
     end = time.monotonic() + timeout
     while time.monotonic() < end:
+        if proc is not None and proc.poll() is not None:
+            return
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return
         time.sleep(0.1)
     os.kill(pid, signal.SIGKILL)
+    if proc is not None:
+        proc.wait()
 
 
 def _stop_started(pid_file: Path, proc: subprocess.Popen, sig: int) -> None:
@@ -85,9 +91,9 @@ def _stop_started(pid_file: Path, proc: subprocess.Popen, sig: int) -> None:
         pid = int(pid_file.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         pid = proc.pid
-    _stop(pid, sig=sig)
+    _stop(pid, sig=sig, proc=proc if pid == proc.pid else None)
     if proc.poll() is None:
-        _stop(proc.pid)
+        _stop(proc.pid, proc=proc)
 
 
 @dataclass
@@ -153,6 +159,7 @@ class MariaDB:
     port: int
     pid: int
     root: Path
+    proc: subprocess.Popen | None = None  # (the server is our child: reaped when it stops)
 
     @property
     def uri(self) -> str:
@@ -167,7 +174,7 @@ class MariaDB:
                                autocommit=True)
 
     def stop(self) -> None:
-        _stop(self.pid)
+        _stop(self.pid, proc=self.proc)
 
     @staticmethod
     def start(root: Path) -> MariaDB:
@@ -198,6 +205,6 @@ class MariaDB:
                 c.close()
             _retry(create, log, "MariaDB")
         except BaseException:
-            _stop(proc.pid)
+            _stop(proc.pid, proc=proc)
             raise
-        return MariaDB(port, proc.pid, root)
+        return MariaDB(port, proc.pid, root, proc)

@@ -17,7 +17,8 @@ Overrides: ``PAIMON_HARNESS_JAR`` (path to the Paimon bridge jar, skips the down
 
 :func:`run` executes one command: ``java -cp <cp> PaimonHarness <command>`` with the JSON payload
 on stdin; the JSON answer comes back on stdout, logs go to stderr. Within a test process the calls share one JVM
-(``PaimonHarness --serve``, :class:`_Server`), which runs each command exactly as a one-shot JVM would. A non-zero exit raises
+(``PaimonHarness --serve``, :class:`_Server`; calls with a catalog's client jars one JVM per test), which runs each
+command exactly as a one-shot JVM would. A non-zero exit raises
 :class:`JavaHarnessError` (a ``RuntimeError``) carrying the tail of stderr. :func:`run_many` runs
 several commands in one JVM (command ``multi``).
 
@@ -453,10 +454,11 @@ def run(command: str, payload: dict | None = None, *, timeout: float = DEFAULT_T
         extra_classpath = [*extra_classpath, hive_jars()]
     cmd = jvm_command(command, extra_classpath)
     data = json.dumps(payload or {}, default=_json_default)
-    if not extra_classpath:  # (a catalog's client jars: a JVM per call, their client pools never outlive a test)
-        server = _Server.for_now(cmd[:-1])
-        if server is not None:
-            return server.call(command, data, timeout)
+    # with a catalog's client jars (JDBC, Hive) the server lives for one test only: the connection pools and client
+    # caches its commands leave behind never outlive the test whose databases and metastores they point at
+    server = _Server.for_now(cmd[:-1], per_test=bool(extra_classpath))
+    if server is not None:
+        return server.call(command, data, timeout)
     try:
         proc = subprocess.run(cmd, input=data, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
@@ -485,9 +487,12 @@ class _Server:
     one JVM). Each command still builds its own catalog and table, as a one-shot JVM does. The server serves the
     process that started it, with the environment and working directory it started with; when either changed, or
     when another thread is using it, a call runs in a JVM of its own as before. PAIMON_HARNESS_SERVE=0 turns it off.
+
+    Two servers at most: one for the plain classpath, kept for the whole process, and one for calls with a catalog's
+    client jars, stopped when the test that started it ends (:func:`end_of_test`, from tests/conftest.py).
     """
 
-    _current: "_Server | None" = None
+    _servers: "dict[bool, _Server]" = {}
     _guard = threading.Lock()
 
     def __init__(self, argv: list[str], key: tuple):
@@ -500,22 +505,32 @@ class _Server:
         self.buffer = b""
 
     @classmethod
-    def for_now(cls, argv: list[str]) -> "_Server | None":
+    def for_now(cls, argv: list[str], per_test: bool = False) -> "_Server | None":
         if os.environ.get("PAIMON_HARNESS_SERVE", "1") == "0":
             return None
         env = tuple(sorted((k, v) for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"))
         key = (tuple(argv), env, os.getcwd())
         with cls._guard:
-            server = cls._current
+            server = cls._servers.get(per_test)
             if server is not None and server.pid != os.getpid():  # a forked child: the pipes are the parent's
-                server = cls._current = None
+                del cls._servers[per_test]
+                server = None
             if server is not None and (server.key != key or server.proc.poll() is not None):
                 server.stop()
-                server = cls._current = None
+                del cls._servers[per_test]
+                server = None
             if server is None:
-                server = cls._current = _Server(argv, key)
+                server = cls._servers[per_test] = _Server(argv, key)
                 atexit.register(server.stop)
             return server if server.lock.acquire(blocking=False) else None
+
+    @classmethod
+    def end_of_test(cls) -> None:
+        with cls._guard:
+            server = cls._servers.pop(True, None)
+        if server is not None and server.pid == os.getpid():
+            with server.lock:  # (a call still running in another thread of the test finishes first)
+                server.stop()
 
     def call(self, command: str, data: str, timeout: float) -> Any:
         """The command's result (the caller holds `lock`, from for_now); a failure raises JavaHarnessError."""
@@ -574,6 +589,11 @@ class _Server:
             except Exception:  # noqa: BLE001 - it is going away either way
                 self.proc.kill()
                 self.proc.wait()
+
+
+def end_of_test() -> None:
+    """Stops the server of calls with a catalog's client jars (called after each test's teardown)."""
+    _Server.end_of_test()
 
 
 def run_many(commands: Sequence[tuple[str, dict]], *, timeout: float = DEFAULT_TIMEOUT_S,
