@@ -414,6 +414,11 @@ def install_guard() -> None:
     wrap(multiprocessing.util, "spawnv_passfds", lambda a, kw: a[1] if len(a) > 1 else [a[0]])
 
 
+def check_start(argv: Any) -> None:
+    """The guard's check of a process start made another way (tests/cli_forkserver.py forks the command line)."""
+    _check(argv)
+
+
 def check_lingering(item: pytest.Item) -> None:
     """After a test's teardown: a process its light kind allowed that is still running is a violation (named)."""
     with _lock:

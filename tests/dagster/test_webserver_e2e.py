@@ -21,8 +21,9 @@ screenshots also to the test's tmp dir; the last one (the backfill's runs, all s
 tests/artifacts/webserver_e2e.png, the artefact to keep. Every process the test starts (webserver, daemon,
 chromedriver and the Chromium it launches) runs in its own session and is stopped by its own process-group id.
 
-Runtime is dominated by the daemon: backfills are evaluated every 30 s (once to launch the runs, once to mark the
-backfill complete) and the runs of one table queue behind its pool (limit 1).
+Runtime is dominated by the daemon: backfills are evaluated every few seconds (ui.BACKFILL_INTERVAL_S instead of
+Dagster's 30 s; once to launch the runs, once to mark the backfill complete) and the runs of one table queue behind
+its pool (limit 1).
 """
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def stack(tmp_path, artifacts):
             [str(ui.VENV_BIN / "dagster-webserver"), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
             ui.REPO, env, tmp_path / "webserver.log"))
         procs.append(ui.ManagedProcess(
-            "dagster-daemon", [str(ui.VENV_BIN / "dagster-daemon"), "run", "-w", str(workspace)],
+            "dagster-daemon", ui.daemon_argv(str(workspace)),
             ui.REPO, env, tmp_path / "daemon.log"))
         (tmp_path / "chromium").mkdir()
         browser = ui.Browser(tmp_path / "chromium", tmp_path / "chromedriver.log")

@@ -88,7 +88,7 @@ def test_terminating_a_run_waiting_for_the_lock_leaves_no_lock(hive_metastore, h
                 [str(ui.VENV_BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
                 ui.REPO, env, tmp_path / "webserver.log"))
             procs.append(ui.ManagedProcess(
-                "dagster-daemon", [str(ui.VENV_BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+                "dagster-daemon", ui.daemon_argv("workspace.yaml"),
                 ui.REPO, env, tmp_path / "daemon.log"))
             ui.wait_for_http(port, procs, timeout=180)
             ui.wait_for_location(port, "paimon_ops", procs, timeout=180)
