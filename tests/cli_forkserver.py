@@ -73,6 +73,12 @@ def serve() -> None:
 
 
 # ------------------------------------------------------------------------------------------- the tests' side
+def _environment() -> dict[str, str]:
+    """The environment the server was started with must still be this process's (modules may read it when
+    imported); pytest's PYTEST_CURRENT_TEST changes with every test phase and is passed to each command as it is."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+
+
 class _Client:
     _current: "_Client | None" = None
     _guard = threading.Lock()
@@ -80,7 +86,7 @@ class _Client:
     def __init__(self) -> None:
         from tests import lanes
         self.pid = os.getpid()
-        self.env = dict(os.environ)
+        self.env = _environment()
         self.lock = threading.Lock()
         self.log = tempfile.TemporaryFile()
         outer = lanes.set_current(None)  # a process of the session, not of the test that happened to start it
@@ -100,7 +106,7 @@ class _Client:
         with cls._guard:
             client = cls._current
             if client is not None and (client.pid != os.getpid() or client.proc.poll() is not None
-                                       or client.env != os.environ):
+                                       or client.env != _environment()):
                 if client.pid == os.getpid():
                     client.stop()
                 client = cls._current = None
