@@ -516,7 +516,7 @@ class _Server:
                 del cls._servers[per_test]
                 server = None
             if server is not None and (server.key != key or server.proc.poll() is not None):
-                server.stop()
+                server.retire()
                 del cls._servers[per_test]
                 server = None
             if server is None:
@@ -530,7 +530,7 @@ class _Server:
             server = cls._servers.pop(True, None)
         if server is not None and server.pid == os.getpid():
             with server.lock:  # (a call still running in another thread of the test finishes first)
-                server.stop()
+                server.retire()
 
     def call(self, command: str, data: str, timeout: float) -> Any:
         """The command's result (the caller holds `lock`, from for_now); a failure raises JavaHarnessError."""
@@ -589,6 +589,12 @@ class _Server:
             except Exception:  # noqa: BLE001 - it is going away either way
                 self.proc.kill()
                 self.proc.wait()
+
+    def retire(self) -> None:
+        """Stop it for good: its log's descriptor closed, its exit hook gone (a server per test adds up)."""
+        self.stop()
+        self.log.close()
+        atexit.unregister(self.stop)
 
 
 def end_of_test() -> None:
