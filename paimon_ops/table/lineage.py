@@ -68,7 +68,7 @@ class _Check:
         self.repairs_missing = frozenset(repairs_missing)
         self.store = ManifestStore(self.main, capacity=STORE_CAPACITY)
         self.io = self.main.io
-        self.manifests = {st.name for st in self.io.list_status(self.main.manifest_dir) if not st.is_dir}
+        self.manifests: set[str] = set()  # (list_manifests, once the owners are read)
         self.lists: dict[str, list[ManifestFileMeta]] = {}
         self.schemas: set[int] = set()
         self.producer_none = self.main.options.changelog_producer == "none"
@@ -76,6 +76,13 @@ class _Check:
     def refuse(self, path: str, problem: str) -> CorruptMetadataError:
         return CorruptMetadataError(path, f"{problem}; refusing {self.what} of {self.main.identifier} (nothing was "
                                           "written or deleted): the table's history is not its own or is incomplete")
+
+    def list_manifests(self) -> None:
+        """The one listing of `manifest/`, taken after every owner was read: a writer writes its manifests before
+        the snapshot that names them, so a snapshot committed while we read has them in this listing (a listing
+        taken first missed them and refused a table a concurrent writer had just committed to). What is deleted
+        after the listing is a concurrent expiry's, which `gone` recognises."""
+        self.manifests = {st.name for st in self.io.list_status(self.main.manifest_dir) if not st.is_dir}
 
     def gone(self, o: _Owner) -> bool:
         """The owner was removed while we read (a concurrent expiry): what it named may be gone too."""
@@ -229,6 +236,7 @@ def verify_lineage(table: FileStoreTable, what: str, repairs_missing: Collection
     remove-unexisting-files' narrow exemption) — their absence is not refused."""
     check = _Check(table, what, repairs_missing)
     branches = _owners(table)
+    check.list_manifests()
     for bt, _, _, _ in branches:
         check.schemas.update(bt.schemas.list_ids())
     for bt, snapshots, tags, changelogs in branches:
