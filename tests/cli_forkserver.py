@@ -108,7 +108,7 @@ class _Client:
             if client is not None and (client.pid != os.getpid() or client.proc.poll() is not None
                                        or client.env != _environment()):
                 if client.pid == os.getpid():
-                    client.stop()
+                    client.retire()
                 client = cls._current = None
             if client is None:
                 client = cls._current = _Client()
@@ -170,6 +170,13 @@ class _Client:
             except Exception:  # noqa: BLE001 - it is going away either way
                 self.proc.kill()
                 self.proc.wait()
+
+    def retire(self) -> None:
+        """Stop it for good when it is replaced (a changed environment): its log's descriptor closed, its exit hook
+        gone, as the Java harness retires its servers."""
+        self.stop()
+        self.log.close()
+        atexit.unregister(self.stop)
 
 
 def run(argv: list[str], timeout: float) -> subprocess.CompletedProcess | None:
